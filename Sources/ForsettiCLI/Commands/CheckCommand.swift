@@ -1,0 +1,43 @@
+import ForsettiCore
+
+/// `forsetti-host check`: judges every manifest without loading any module code.
+enum CheckCommand {
+  static let spec = CommandSpec(
+    name: "check",
+    abstract: "Judge every manifest in a directory against the gate stack, without loading any module.",
+    discussion: """
+      Prints one line per module: PASS, or BLOCKED with the first blocking reason code and what
+      to fix. With --json prints {"modules":[{"file","moduleID","verdict","reason","trace"}]}.
+      Steps that need the module loaded (load, identity and UI, start) are recorded as skipped.
+
+      \(ExitCode.helpText)
+      """,
+    options: HostOptions.specs)
+
+  static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+    let options = try HostOptions.parse(p)
+    let report = try options.discover()
+    let context = try options.gateContext(discovered: report.manifests)
+    let binaries = options.pluginDirectories
+    let judgements = GateStack.judge(
+      report, context: context,
+      inspect: { _ in
+        binaries.isEmpty
+          ? .skipped("no --plugins directory given; binary not inspected")
+          : .skipped("binary inspection is not available in this build")
+      },
+      laterSteps: "check does not load modules")
+    let ignored = report.files.filter { $0.outcome == .ignored }.map(\.file)
+
+    if options.json {
+      var root = JSONObject([("modules", .array(judgements.map(TraceJSON.judgement)))])
+      root["ignored"] = .strings(ignored)
+      if let stop = report.strictFailure { root["strictStoppedAt"] = .string(stop.file) }
+      console.out(JSONWriter.string(.object(root), pretty: true) + "\n")
+    } else {
+      console.out(CheckReport.text(judgements, ignored: ignored, strictStop: report.strictFailure?.file))
+    }
+    let blocked = judgements.contains { !$0.passed } || report.strictFailure != nil
+    return blocked ? .blocked : .success
+  }
+}

@@ -1,0 +1,121 @@
+import ForsettiCore
+import Foundation
+
+/// The options every judging verb shares (`check`, and later `run`, `list`, `explain`), parsed
+/// and validated once.
+struct HostOptions {
+  var manifestsDirectory: String
+  var pluginDirectories: [String]
+  var mode: DiscoveryMode
+  var policy: any CapabilityPolicy
+  var entitlementsFile: String?
+  var approveAll: Bool
+  var hostVersion: SemanticVersion
+  var stateDirectory: String
+  var json: Bool
+
+  static let specs: [OptionSpec] = [
+    .value("manifests", "DIR", "Directory of module manifests, scanned recursively.", default: "manifests"),
+    .value(
+      "plugins", "DIR", "Directory of module binaries (.so); without it binary steps are skipped.",
+      repeatable: true),
+    .flag("strict", "Stop at the first file that is not a valid, unique manifest."),
+    .value(
+      "policy", "POLICY", "Capability policy: allow-all, or fixed:CAP,CAP,… to allow only those.",
+      default: "allow-all"),
+    .value("entitlements", "FILE", "Unlocked products, as {\"unlockedProducts\":[\"…\"]}; none without it."),
+    .flag("approve-all", "Treat every requested capability as approved (development and CI)."),
+    .value(
+      "host-version", "X.Y.Z", "Judge as if the host were this version.",
+      default: ForsettiVersion.current.description),
+    .value("state", "DIR", "State directory (approvals.json is read from it).", default: ".forsetti"),
+    .flag("json", "Print JSON instead of text."),
+  ]
+
+  static func parse(_ p: ParsedArguments) throws(CommandFailure) -> HostOptions {
+    var policy: any CapabilityPolicy = AllowAllCapabilityPolicy()
+    if let raw = p.value("policy") {
+      policy = try parsePolicy(raw)
+    }
+    var hostVersion = ForsettiVersion.current
+    if let raw = p.value("host-version") {
+      guard let v = SemanticVersion(parsing: raw) else {
+        throw .usage(.invalidValue(option: "host-version", value: raw, why: "expected a version X.Y.Z, e.g. 0.2.0"))
+      }
+      hostVersion = v
+    }
+    return HostOptions(
+      manifestsDirectory: p.value("manifests") ?? "manifests", pluginDirectories: p.all("plugins"),
+      mode: p.flag("strict") ? .strict : .fallback, policy: policy, entitlementsFile: p.value("entitlements"),
+      approveAll: p.flag("approve-all"), hostVersion: hostVersion, stateDirectory: p.value("state") ?? ".forsetti",
+      json: p.flag("json"))
+  }
+
+  static func parsePolicy(_ raw: String) throws(CommandFailure) -> any CapabilityPolicy {
+    if raw == "allow-all" { return AllowAllCapabilityPolicy() }
+    guard raw.hasPrefix("fixed:") || raw == "fixed" else {
+      throw .usage(.invalidValue(option: "policy", value: raw, why: "expected allow-all or fixed:CAP,CAP,…"))
+    }
+    let list = raw.dropFirst("fixed".count).drop { $0 == ":" }
+    var caps = Set<Capability>()
+    for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+      guard let cap = Capability(rawValue: name) else {
+        let hint = Suggestion.closest(to: name, among: Capability.allCases.map(\.rawValue))
+        throw .usage(
+          .invalidValue(
+            option: "policy", value: raw,
+            why: "unknown capability '\(name)'" + (hint.map { "; did you mean '\($0)'?" } ?? "")))
+      }
+      caps.insert(cap)
+    }
+    return FixedCapabilityPolicy(caps)
+  }
+
+  /// Discovers the manifest directory.
+  func discover() throws(CommandFailure) -> DiscoveryReport {
+    do {
+      return try ManifestDiscovery.discover(from: DirectoryManifestSource(root: manifestsDirectory), mode: mode)
+    } catch {
+      throw .configuration(.manifests(error))
+    }
+  }
+
+  /// The gate context for `discovered`: reads the entitlements file and the approval store.
+  func gateContext(discovered: [ModuleManifest]) throws(CommandFailure) -> GateContext {
+    var entitlements = StaticEntitlementProvider()
+    if let path = entitlementsFile {
+      let value = try Self.readJSON(path, option: "entitlements", missingOK: false) ?? .null
+      switch StaticEntitlementProvider.decode(value) {
+      case .success(let p): entitlements = p
+      case .failure(let e): throw .configuration(.file(option: "entitlements", path: path, reason: e.description))
+      }
+    }
+    var approvals = ApprovalLedger(approveAll: approveAll)
+    if !approveAll {
+      let path = (stateDirectory as NSString).appendingPathComponent("approvals.json")
+      if let value = try Self.readJSON(path, option: "state", missingOK: true) {
+        switch ApprovalLedger.decode(value) {
+        case .success(let ledger): approvals = ledger
+        case .failure(let e): throw .configuration(.file(option: "state", path: path, reason: e.description))
+        }
+      }
+    }
+    return GateContext(
+      compatibility: CompatibilityChecker(hostVersion: hostVersion, policy: policy), approvals: approvals,
+      entitlements: entitlements, providers: ProviderAvailability(discovered: discovered))
+  }
+
+  /// A JSON file's content; nil when it does not exist and `missingOK`.
+  static func readJSON(_ path: String, option: String, missingOK: Bool) throws(CommandFailure) -> JSONValue? {
+    guard FileManager.default.fileExists(atPath: path) else {
+      if missingOK { return nil }
+      throw .configuration(.file(option: option, path: path, reason: "no such file"))
+    }
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw .configuration(.file(option: option, path: path, reason: "cannot be read"))
+    }
+    do { return try JSONParser.parse([UInt8](data)) } catch {
+      throw .configuration(.file(option: option, path: path, reason: "invalid JSON at \(error)"))
+    }
+  }
+}

@@ -1,0 +1,22 @@
+import ForsettiCore
+
+/// A file or directory named on the command line that cannot be used.
+public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+  case manifests(ManifestSourceError)
+  case file(option: String, path: String, reason: String)
+  case directory(option: String, path: String, reason: String)
+
+  public var description: String {
+    switch self {
+    case .manifests(let e): "manifest directory: \(e)"
+    case .file(let o, let p, let why): "--\(o) \(p): \(why)"
+    case .directory(let o, let p, let why): "--\(o) \(p): \(why)"
+    }
+  }
+}
+
+/// Why a command could not run at all (exit status 2).
+public enum CommandFailure: Error, Sendable, Equatable {
+  case usage(UsageError)
+  case configuration(ConfigurationError)
+}

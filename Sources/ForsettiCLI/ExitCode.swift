@@ -1,0 +1,16 @@
+/// What `forsetti-host` exit statuses mean; scripts may rely on them.
+public enum ExitCode: Int32, Sendable {
+  /// Everything judged passed (or the command succeeded).
+  case success = 0
+  /// At least one module is blocked or failed.
+  case blocked = 1
+  /// The command line or a file it names is wrong; nothing was judged.
+  case usage = 2
+
+  static let helpText = """
+    EXIT STATUS:
+      0  every module passed (or the command succeeded)
+      1  at least one module is blocked
+      2  usage error: a bad option or value, or an unreadable input file
+    """
+}

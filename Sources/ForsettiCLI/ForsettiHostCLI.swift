@@ -1,0 +1,100 @@
+import ForsettiCore
+
+/// The `forsetti-host` command line: dispatches to a verb and turns failures into one clear
+/// line, a hint and an exit status.
+public enum ForsettiHostCLI {
+  public static let program = "forsetti-host"
+
+  struct Verb: Sendable {
+    var spec: CommandSpec
+    var run: @Sendable (ParsedArguments, Console) throws(CommandFailure) -> ExitCode
+  }
+
+  static let verbs: [Verb] = [
+    Verb(spec: CheckCommand.spec, run: CheckCommand.run)
+  ]
+
+  static var overview: String {
+    var out = """
+      forsetti-host \(ForsettiVersion.current): a plugin host that judges binary modules before any of their code runs.
+
+      USAGE: \(program) <command> [options]
+
+      COMMANDS:
+
+      """
+    for v in verbs { out += CommandSpec.row(v.spec.name, v.spec.abstract) }
+    out += CommandSpec.row("help [COMMAND]", "Show help for a command.")
+    out += """
+
+      OPTIONS:
+        -h, --help                Show this help.
+        --version                 Print the host version.
+
+      See '\(program) <command> --help' for a command's options.
+
+      """
+    return out
+  }
+
+  /// Runs `forsetti-host` with `args` (without the program name); returns the exit status.
+  public static func main(_ args: [String], console: Console = .standard) -> Int32 {
+    guard let first = args.first else {
+      console.out(overview)
+      return ExitCode.success.rawValue
+    }
+    switch first {
+    case "-h", "--help":
+      console.out(overview)
+      return ExitCode.success.rawValue
+    case "--version":
+      console.out("\(ForsettiVersion.current)\n")
+      return ExitCode.success.rawValue
+    case "help":
+      guard args.count > 1 else {
+        console.out(overview)
+        return ExitCode.success.rawValue
+      }
+      guard let verb = verbs.first(where: { $0.spec.name == args[1] }) else {
+        return fail(.usage(unknownCommand(args[1])), command: nil, console: console)
+      }
+      console.out(verb.spec.helpText(program: program))
+      return ExitCode.success.rawValue
+    default:
+      break
+    }
+    guard let verb = verbs.first(where: { $0.spec.name == first }) else {
+      return fail(.usage(unknownCommand(first)), command: nil, console: console)
+    }
+    do throws(CommandFailure) {
+      let parsed: ParsedArguments
+      do { parsed = try ArgumentParser.parse(Array(args.dropFirst()), for: verb.spec) } catch {
+        throw .usage(error)
+      }
+      if parsed.helpRequested {
+        console.out(verb.spec.helpText(program: program))
+        return ExitCode.success.rawValue
+      }
+      return try verb.run(parsed, console).rawValue
+    } catch {
+      return fail(error, command: verb.spec.name, console: console)
+    }
+  }
+
+  static func unknownCommand(_ name: String) -> UsageError {
+    let names = verbs.map(\.spec.name) + ["help"]
+    return .unknownCommand(name, suggestion: Suggestion.closest(to: name, among: names))
+  }
+
+  static func fail(_ failure: CommandFailure, command: String?, console: Console) -> Int32 {
+    switch failure {
+    case .usage(let e):
+      console.err("\(program): error: \(e)\n")
+      let help = command.map { "\(program) \($0) --help" } ?? "\(program) --help"
+      console.err("hint: see '\(help)'\n")
+    case .configuration(let e):
+      console.err("\(program): error: \(e)\n")
+    }
+    return ExitCode.usage.rawValue
+  }
+}

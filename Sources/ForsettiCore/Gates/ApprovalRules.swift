@@ -1,0 +1,88 @@
+/// The Apsule approval rules as a pure function of what a module requests now and what the
+/// user approved before.
+///
+/// - First run (nothing stored): every requested capability awaits approval.
+/// - Unchanged or reduced set: nothing is asked; a reduction shrinks the stored approval at once,
+///   so a capability dropped by one version and re-added later is asked for again.
+/// - Added capabilities: only those are asked for; until approved they stay denied.
+public enum ApprovalRules {
+  /// The decision for one module.
+  public static func evaluate(requested: Set<Capability>, approved: Set<Capability>?) -> ApprovalDecision {
+    guard let approved else {
+      return ApprovalDecision(
+        granted: [], pending: requested, storedAfter: requested.isEmpty ? [] : nil, firstRun: true)
+    }
+    let kept = approved.intersection(requested)
+    return ApprovalDecision(
+      granted: kept, pending: requested.subtracting(approved), storedAfter: kept, firstRun: false)
+  }
+
+  /// Step 4 of the gate stack: blocked while any requested capability awaits approval.
+  public static func check(_ m: ModuleManifest, approvals: ApprovalLedger) -> GateOutcome {
+    if approvals.approveAll { return .pass }
+    let decision = evaluate(requested: m.capabilitySet, approved: approvals.approved[m.moduleID])
+    guard !decision.pending.isEmpty else { return .pass }
+    let list = decision.pending.sorted().map(\.rawValue).joined(separator: ", ")
+    let what = decision.firstRun ? "first run: approval needed for" : "update adds, awaiting approval:"
+    return .fail(
+      .init(.approvalPending, "\(what) \(list); approve with `forsetti-host approve \(m.moduleID)`"))
+  }
+}
+
+/// What `ApprovalRules.evaluate` decided.
+public struct ApprovalDecision: Sendable, Hashable {
+  /// Approved and still requested: usable now.
+  public var granted: Set<Capability>
+  /// Requested but never approved (or approved, dropped and re-added): denied until approved.
+  public var pending: Set<Capability>
+  /// What the store should hold after this evaluation (reductions apply at once); nil when
+  /// nothing was ever approved and nothing may be stored yet.
+  public var storedAfter: Set<Capability>?
+  public var firstRun: Bool
+}
+
+/// The approvals the user has given, by module ID (the content of `approvals.json`).
+public struct ApprovalLedger: Sendable, Hashable {
+  public var approved: [String: Set<Capability>]
+  /// Development and CI: treat every requested capability as approved.
+  public var approveAll: Bool
+
+  public init(approved: [String: Set<Capability>] = [:], approveAll: Bool = false) {
+    self.approved = approved
+    self.approveAll = approveAll
+  }
+
+  /// Reads `{"version":1,"modules":{"<moduleID>":{"capabilities":["storage",…]}}}`.
+  public static func decode(_ value: JSONValue) -> Result<ApprovalLedger, StateFileError> {
+    guard let root = value.objectValue, let modules = root["modules"]?.objectValue else {
+      return .failure(.malformed(field: "modules", expected: "an object keyed by module ID"))
+    }
+    var approved: [String: Set<Capability>] = [:]
+    for (id, entry) in modules.members {
+      guard let list = entry.objectValue?["capabilities"]?.arrayValue else {
+        return .failure(.malformed(field: "modules.\(id).capabilities", expected: "an array of capabilities"))
+      }
+      var caps = Set<Capability>()
+      for item in list {
+        guard let raw = item.stringValue, let cap = Capability(rawValue: raw) else {
+          return .failure(
+            .malformed(field: "modules.\(id).capabilities", expected: "capability raw values"))
+        }
+        caps.insert(cap)
+      }
+      approved[id] = caps
+    }
+    return .success(ApprovalLedger(approved: approved))
+  }
+}
+
+/// A state or configuration file (approvals, entitlements) that is not in its documented form.
+public enum StateFileError: Error, Sendable, Hashable, CustomStringConvertible {
+  case malformed(field: String, expected: String)
+
+  public var description: String {
+    switch self {
+    case .malformed(let field, let expected): "\(field): expected \(expected)"
+    }
+  }
+}

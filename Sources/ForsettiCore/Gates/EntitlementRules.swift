@@ -1,0 +1,57 @@
+/// Says whether a product is unlocked. Providers: allow-all (development only), static (a file
+/// of unlocked product IDs); signed licences arrive with the trust work.
+public protocol EntitlementProvider: Sendable {
+  func isUnlocked(productID: String, moduleID: String) -> Bool
+  /// A short name for traces.
+  var name: String { get }
+}
+
+/// Unlocks everything. For tests and `dev`; never the default of `run` or `check`.
+public struct AllowAllEntitlementProvider: EntitlementProvider {
+  public init() {}
+  public func isUnlocked(productID: String, moduleID: String) -> Bool { true }
+  public var name: String { "allow-all" }
+}
+
+/// Unlocks a fixed set of product IDs, e.g. read from `{"unlockedProducts":["…"]}`.
+public struct StaticEntitlementProvider: EntitlementProvider {
+  public var unlockedProducts: Set<String>
+
+  public init(unlockedProducts: Set<String> = []) { self.unlockedProducts = unlockedProducts }
+
+  public func isUnlocked(productID: String, moduleID: String) -> Bool {
+    unlockedProducts.contains(productID)
+  }
+
+  public var name: String { "static (\(unlockedProducts.count) unlocked)" }
+
+  /// Reads `{"unlockedProducts":["com.vendor.pro", …]}`.
+  public static func decode(_ value: JSONValue) -> Result<StaticEntitlementProvider, StateFileError> {
+    guard let list = value.objectValue?["unlockedProducts"]?.arrayValue else {
+      return .failure(.malformed(field: "unlockedProducts", expected: "an array of product IDs"))
+    }
+    var products = Set<String>()
+    for item in list {
+      guard let s = item.stringValue, !s.isEmpty else {
+        return .failure(.malformed(field: "unlockedProducts", expected: "non-empty strings"))
+      }
+      products.insert(s)
+    }
+    return .success(StaticEntitlementProvider(unlockedProducts: products))
+  }
+}
+
+/// Step 5: a free module (no `iapProductID`) is unlocked; a paid one needs its product unlocked.
+public enum EntitlementRules {
+  public static func check(_ m: ModuleManifest, provider: any EntitlementProvider) -> GateOutcome {
+    guard let product = m.iapProductID else { return .pass }
+    if provider.isUnlocked(productID: product, moduleID: m.moduleID) { return .pass }
+    return .fail(
+      .init(.moduleLocked, "product \"\(product)\" is not unlocked by the \(provider.name) entitlement provider"))
+  }
+
+  /// The trace line for a passing module.
+  public static func passDetail(_ m: ModuleManifest, provider: any EntitlementProvider) -> String {
+    m.iapProductID.map { "product \"\($0)\" unlocked by \(provider.name)" } ?? "free module (no iapProductID)"
+  }
+}

@@ -1,0 +1,55 @@
+/// Everything the pre-load gates consult, as values.
+public struct GateContext: Sendable {
+  public var compatibility: CompatibilityChecker
+  public var approvals: ApprovalLedger
+  public var entitlements: any EntitlementProvider
+  public var providers: ProviderAvailability
+
+  public init(
+    compatibility: CompatibilityChecker = .init(), approvals: ApprovalLedger = .init(),
+    entitlements: any EntitlementProvider = StaticEntitlementProvider(),
+    providers: ProviderAvailability = .init()
+  ) {
+    self.compatibility = compatibility
+    self.approvals = approvals
+    self.entitlements = entitlements
+    self.providers = providers
+  }
+}
+
+/// Runs steps 3–6 (compatibility, approval, entitlement, runtime requirements) in contract
+/// order; the first failure ends the run and later steps are recorded as skipped.
+public enum GateEvaluator {
+  /// Appends steps 3–6 to `trace`; returns whether all passed.
+  @discardableResult
+  public static func evaluatePreLoad(_ m: ModuleManifest, _ ctx: GateContext, into trace: inout GateTrace) -> Bool {
+    let steps: [(GateStep, () -> GateOutcome, () -> String)] = [
+      (.compatibility, { ctx.compatibility.check(m) }, { ctx.compatibility.passDetail(m) }),
+      (
+        .approval, { ApprovalRules.check(m, approvals: ctx.approvals) },
+        {
+          ctx.approvals.approveAll
+            ? "approved by --approve-all"
+            : m.capabilitiesRequested.isEmpty ? "no capabilities requested" : "all requested capabilities approved"
+        }
+      ),
+      (
+        .entitlement, { EntitlementRules.check(m, provider: ctx.entitlements) },
+        { EntitlementRules.passDetail(m, provider: ctx.entitlements) }
+      ),
+      (
+        .runtimeRequirements, { RuntimeRequirementRules.check(m, providers: ctx.providers) },
+        { RuntimeRequirementRules.passDetail(m, providers: ctx.providers) }
+      ),
+    ]
+    for (step, rule, passDetail) in steps {
+      let outcome = rule()
+      trace.record(step, outcome, passDetail: passDetail())
+      if let v = outcome.violation {
+        trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(v.reason.rawValue)")
+        return false
+      }
+    }
+    return true
+  }
+}

@@ -1,0 +1,63 @@
+/// The gate stack's verdict on one discovered file, up to the point a caller evaluates.
+public struct ModuleJudgement: Sendable, Hashable {
+  /// The manifest file, relative to the manifest directory.
+  public var file: String
+  /// The declared module ID; nil when the file never got far enough to declare one.
+  public var moduleID: String?
+  /// The manifest, when discovery accepted it.
+  public var manifest: ModuleManifest?
+  public var trace: GateTrace
+
+  /// Whether no step failed.
+  public var passed: Bool { trace.passed }
+  /// The first blocking reason code, or nil.
+  public var reason: ReasonCode? { trace.firstFailure?.reason }
+}
+
+/// What the binary inspection step (2) reported for a manifest.
+public enum BinaryInspectionStep: Sendable, Hashable {
+  /// Not run, and why (e.g. no plugin directory was given).
+  case skipped(String)
+  case outcome(GateOutcome, passDetail: String)
+}
+
+/// Runs the gate stack over a discovery report: discover, inspect binary, then steps 3–6.
+public enum GateStack {
+  /// One judgement per discovered file that is (or claims to be) a manifest; ignored files are
+  /// left out. Steps after `runtimeRequirements` are marked skipped with `laterSteps`.
+  public static func judge(
+    _ report: DiscoveryReport, context: GateContext,
+    inspect: (ModuleManifest) -> BinaryInspectionStep, laterSteps: String
+  ) -> [ModuleJudgement] {
+    var out: [ModuleJudgement] = []
+    for file in report.files {
+      var trace = GateTrace()
+      switch file.outcome {
+      case .ignored:
+        continue
+      case .manifest(let m):
+        trace.pass(.discover, file.outcome.detail)
+        switch inspect(m) {
+        case .skipped(let why):
+          trace.skip(.inspectBinary, why)
+        case .outcome(let o, let passDetail):
+          trace.record(.inspectBinary, o, passDetail: passDetail)
+          if let v = o.violation {
+            trace.skipRemaining(because: "not evaluated: inspectBinary failed with \(v.reason.rawValue)")
+            out.append(.init(file: file.file, moduleID: m.moduleID, manifest: m, trace: trace))
+            continue
+          }
+        }
+        if GateEvaluator.evaluatePreLoad(m, context, into: &trace) {
+          trace.skipRemaining(because: laterSteps)
+        }
+        out.append(.init(file: file.file, moduleID: m.moduleID, manifest: m, trace: trace))
+      case .invalid, .duplicate, .unreadable:
+        trace.fail(.discover, file.outcome.reason ?? .validationFailed, file.outcome.detail)
+        trace.skipRemaining(because: "not evaluated: discover failed")
+        out.append(.init(file: file.file, moduleID: file.moduleID, manifest: nil, trace: trace))
+      }
+    }
+    return out
+  }
+}

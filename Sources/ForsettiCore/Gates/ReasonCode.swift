@@ -1,0 +1,37 @@
+/// The stable reason codes of DESIGN.md, used verbatim in JSON output and tests.
+public enum ReasonCode: String, Sendable, Hashable, CaseIterable, Codable {
+  // Discovery and manifest.
+  case validationFailed
+  case invalidJSON
+  case duplicateModuleID
+  // Compatibility.
+  case invalidSchemaVersion
+  case invalidManifestTemplateVersion
+  case unsupportedPlatform
+  case unsupportedForsettiVersion
+  case capabilityDenied
+  // Trust.
+  case approvalPending
+  case moduleLocked
+  // Runtime requirements, identity and UI.
+  case unsatisfiedRuntimeRequirement
+  case missingCapability
+  case moduleIdentityMismatch
+  // Module communication.
+  case moduleCommunicationDenied
+  case moduleIdentitySpoofingDenied
+  // Binary inspection, loading and supervision.
+  case binaryNotFound
+  case ambiguousEntryPoint
+  case invalidBinary
+  case architectureMismatch
+  case entryPointMissing
+  case abiUnsupported
+  case unsigned
+  case signatureInvalid
+  case loadFailed
+  case startFailed
+  case startTimedOut
+  case crashed
+  case quarantined
+}

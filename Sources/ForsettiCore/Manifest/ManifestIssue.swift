@@ -1,0 +1,70 @@
+/// One thing wrong with a manifest: the field (a JSON path such as `moduleVersion.major` or
+/// `capabilitiesRequested[2]`) and the problem, with the offending value.
+public struct ManifestIssue: Sendable, Hashable, CustomStringConvertible {
+  public var field: String
+  public var problem: Problem
+
+  public init(field: String, problem: Problem) {
+    self.field = field
+    self.problem = problem
+  }
+
+  public enum Problem: Sendable, Hashable {
+    case missingField
+    case wrongType(expected: String, found: String)
+    /// A string outside its enumeration (module type, capability, platform, role, I/O kind …).
+    case unknownValue(String, allowed: [String])
+    case malformedVersion(String)
+    case invalidModuleID(String)
+    case reservedNamespace(String)
+    case invalidEntryPoint(String)
+    case blank
+    case duplicateValue(String)
+    case emptyList
+    case maxBelowMin(min: SemanticVersion, max: SemanticVersion)
+    case notAllowed(String)
+  }
+
+  public var description: String { "\(field): \(problemText)" }
+
+  /// The problem in words, without the field.
+  public var problemText: String {
+    switch problem {
+    case .missingField:
+      return "required field is missing"
+    case .wrongType(let expected, let found):
+      return "expected \(expected), found \(found)"
+    case .unknownValue(let value, let allowed):
+      var text = "unknown value \"\(value)\" (expected one of \(allowed.joined(separator: ", ")))"
+      if let s = Suggestion.closest(to: value, among: allowed) { text += "; did you mean \"\(s)\"?" }
+      return text
+    case .malformedVersion(let why):
+      return "malformed version: \(why)"
+    case .invalidModuleID(let id):
+      return
+        "\"\(id)\" is not a reverse-DNS ID (letters and digits in two or more dot-separated parts, e.g. com.vendor.module)"
+    case .reservedNamespace(let id):
+      return "\"\(id)\" uses the reserved \"forsetti.\" namespace, which belongs to the host"
+    case .invalidEntryPoint(let name):
+      return
+        "\"\(name)\" is not a valid C identifier (letters, digits and _, not starting with a digit)"
+    case .blank:
+      return "must not be empty or blank"
+    case .duplicateValue(let v):
+      return "\"\(v)\" is listed more than once"
+    case .emptyList:
+      return "must list at least one value"
+    case .maxBelowMin(let min, let max):
+      return "maximum \(max) is below the minimum \(min)"
+    case .notAllowed(let why):
+      return why
+    }
+  }
+}
+
+/// Why a JSON document is not a valid manifest: every issue found, in field order.
+public struct ManifestValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+  public var issues: [ManifestIssue]
+
+  public var description: String { issues.map(\.description).joined(separator: "; ") }
+}

@@ -1,0 +1,4 @@
+import ForsettiCLI
+import Foundation
+
+exit(ForsettiHostCLI.main(Array(CommandLine.arguments.dropFirst())))
