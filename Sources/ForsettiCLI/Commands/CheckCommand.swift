@@ -1,3 +1,4 @@
+import ForsettiBinary
 import ForsettiCore
 
 /// `forsetti-host check`: judges every manifest without loading any module code.
@@ -18,14 +19,10 @@ enum CheckCommand {
     let options = try HostOptions.parse(p)
     let report = try options.discover()
     let context = try options.gateContext(discovered: report.manifests)
-    let binaries = options.pluginDirectories
+    let index = options.pluginDirectories.isEmpty ? nil : BinaryIndex.build(directories: options.pluginDirectories)
     let judgements = GateStack.judge(
       report, context: context,
-      inspect: { _ in
-        binaries.isEmpty
-          ? .skipped("no --plugins directory given; binary not inspected")
-          : .skipped("binary inspection is not available in this build")
-      },
+      inspect: { m in index?.inspectionStep(for: m) ?? .skipped("no --plugins directory given; binary not inspected") },
       laterSteps: "check does not load modules")
     let ignored = report.files.filter { $0.outcome == .ignored }.map(\.file)
 

@@ -44,6 +44,12 @@ struct HostOptions {
       }
       hostVersion = v
     }
+    for dir in p.all("plugins") {
+      var isDir: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+        throw .configuration(.directory(option: "plugins", path: dir, reason: "no such directory"))
+      }
+    }
     return HostOptions(
       manifestsDirectory: p.value("manifests") ?? "manifests", pluginDirectories: p.all("plugins"),
       mode: p.flag("strict") ? .strict : .fallback, policy: policy, entitlementsFile: p.value("entitlements"),

@@ -22,8 +22,7 @@ public enum DiscoveryOutcome: Sendable, Hashable {
     case .manifest, .ignored: nil
     case .invalid(let e): e.reason
     case .duplicate: .duplicateModuleID
-    case .unreadable(.tooLarge): .validationFailed
-    case .unreadable: .invalidJSON
+    case .unreadable: .validationFailed
     }
   }
 

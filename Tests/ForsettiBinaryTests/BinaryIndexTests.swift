@@ -1,0 +1,82 @@
+import ForsettiBinary
+import ForsettiCore
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+@Suite struct BinaryIndexTests {
+  let dir = TemporaryDirectory("index")
+
+  func reason(_ index: BinaryIndex, _ entry: String) -> ReasonCode? {
+    if case .failure(let v) = index.locate(entryPoint: entry) { return v.reason }
+    return nil
+  }
+
+  @Test func findsTheOneExporter() throws {
+    let a = try CFixture.sharedObject("a.so", source: "int alpha_entry(void) { return 1; }\n", in: dir)
+    try CFixture.sharedObject("b.so", source: "int beta_entry(void) { return 2; }\n", in: dir)
+    let index = BinaryIndex.build(directories: [dir.path])
+    #expect(try index.locate(entryPoint: "alpha_entry").get().path == a)
+    #expect(reason(index, "gamma_entry") == .binaryNotFound)
+  }
+
+  @Test func twoExportersAreAmbiguous() throws {
+    try CFixture.sharedObject("one.so", source: "int twin_entry(void) { return 1; }\n", in: dir)
+    try CFixture.sharedObject("two.so", source: "int twin_entry(void) { return 2; }\n", in: dir)
+    let index = BinaryIndex.build(directories: [dir.path])
+    guard case .failure(let v) = index.locate(entryPoint: "twin_entry") else {
+      Issue.record("ambiguous entry point accepted")
+      return
+    }
+    #expect(v.reason == .ambiguousEntryPoint)
+    #expect(v.detail.contains("one.so") && v.detail.contains("two.so"))
+  }
+
+  @Test func importedOrDataSymbolIsEntryPointMissing() throws {
+    try CFixture.sharedObject(
+      "c.so", source: "extern int wanted_entry(void);\nint data_entry = 3;\nint f(void) { return wanted_entry(); }\n",
+      in: dir)
+    let index = BinaryIndex.build(directories: [dir.path])
+    #expect(reason(index, "wanted_entry") == .entryPointMissing)
+    #expect(reason(index, "data_entry") == .entryPointMissing)
+  }
+
+  @Test func foreignArchitectureIsArchitectureMismatch() throws {
+    let so = try CFixture.sharedObject("x.so", source: "int far_entry(void) { return 1; }\n", in: dir)
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: so)))
+    bytes[18] = ELFMachine.host == .aarch64 ? 62 : 183
+    bytes[19] = 0
+    try dir.write("x.so", bytes: bytes)
+    let index = BinaryIndex.build(directories: [dir.path])
+    guard case .failure(let v) = index.locate(entryPoint: "far_entry") else {
+      Issue.record("foreign binary accepted")
+      return
+    }
+    #expect(v.reason == .architectureMismatch)
+    #expect(v.detail.contains("rebuild"))
+  }
+
+  @Test func uninspectableFilesMakeAMissingEntryPointInvalidBinary() throws {
+    let so = try CFixture.sharedObject("good.so", source: "int good_entry(void) { return 1; }\n", in: dir)
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: so)))
+    try dir.write("half.so", bytes: Array(bytes.prefix(bytes.count / 2)))
+    try dir.write("noise.so", bytes: (0..<512).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+    let index = BinaryIndex.build(directories: [dir.path])
+    #expect(try index.locate(entryPoint: "good_entry").get().path == so)
+    guard case .failure(let v) = index.locate(entryPoint: "lost_entry") else {
+      Issue.record("missing entry point accepted")
+      return
+    }
+    #expect(v.reason == .invalidBinary)
+    #expect(v.detail.contains("half.so") && v.detail.contains("truncated"))
+    #expect(v.detail.contains("noise.so") && v.detail.contains("not an ELF file"))
+  }
+
+  @Test func onlySharedObjectNamesAreIndexed() throws {
+    try CFixture.sharedObject("lib.so.1", source: "int versioned_entry(void) { return 1; }\n", in: dir)
+    try CFixture.sharedObject("notes.txt", source: "int text_entry(void) { return 1; }\n", in: dir)
+    let index = BinaryIndex.build(directories: [dir.path])
+    #expect((try? index.locate(entryPoint: "versioned_entry").get()) != nil)
+    #expect(reason(index, "text_entry") == .binaryNotFound)
+  }
+}
