@@ -7,6 +7,10 @@ let package = Package(
   products: [
     .executable(name: "forsetti-host", targets: ["forsetti-host"]),
     .library(name: "ForsettiCore", targets: ["ForsettiCore"]),
+    .library(name: "ForsettiSDK", targets: ["ForsettiSDK"]),
+    // The example modules, built as the .so files a vendor would ship.
+    .library(name: "CounterModule", type: .dynamic, targets: ["CounterModule"]),
+    .library(name: "DashboardModule", type: .dynamic, targets: ["DashboardModule"]),
   ],
   targets: [
     // Pure rules: manifest model and validation, versions, capabilities, gates. No dlopen, no processes.
@@ -17,10 +21,27 @@ let package = Package(
       name: "CLibElf", pkgConfig: "libelf", providers: [.apt(["libelf-dev"])]),
 
     // ELF inspection without loading (libelf); later dlopen and unique-copy loading.
-    .target(name: "ForsettiBinary", dependencies: ["ForsettiCore", "CLibElf"]),
+    .target(name: "ForsettiBinary", dependencies: ["ForsettiCore", "CLibElf", "CForsetti"]),
+
+    // The module ABI: forsetti.h and its headers. The only thing modules compile against.
+    .target(name: "CForsetti"),
+
+
+    // libffi, and the Linux system calls glibc does not wrap (openat2).
+    .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
+    .target(name: "CForsettiSys"),
+
+    // Lifecycle, host bridge (libffi closures bound to each module), services, sandbox.
+    .target(
+      name: "ForsettiRuntime", dependencies: ["ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys"]),
+
+    // Swift conveniences for module authors, built on forsetti.h only (never the host's modules).
+    .target(name: "ForsettiSDK", dependencies: ["CForsetti"]),
+    .target(name: "CounterModule", dependencies: ["ForsettiSDK"], path: "Plugins/Counter", exclude: ["README.md"]),
+    .target(name: "DashboardModule", dependencies: ["ForsettiSDK"], path: "Plugins/Dashboard", exclude: ["README.md"]),
 
     // The command line: argument parsing, verbs, human and JSON output, exit codes.
-    .target(name: "ForsettiCLI", dependencies: ["ForsettiCore", "ForsettiBinary"]),
+    .target(name: "ForsettiCLI", dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime"]),
     .executableTarget(name: "forsetti-host", dependencies: ["ForsettiCLI"]),
 
     .testTarget(name: "ForsettiCoreTests", dependencies: ["ForsettiCore"]),

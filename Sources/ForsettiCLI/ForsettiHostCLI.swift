@@ -11,7 +11,8 @@ public enum ForsettiHostCLI {
   }
 
   static let verbs: [Verb] = [
-    Verb(spec: CheckCommand.spec, run: CheckCommand.run)
+    Verb(spec: CheckCommand.spec, run: CheckCommand.run),
+    Verb(spec: RunCommand.spec, run: RunCommand.run),
   ]
 
   static var overview: String {

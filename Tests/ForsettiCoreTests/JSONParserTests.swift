@@ -34,7 +34,9 @@ struct JSONParserValidTests {
 
   @Test(
     "number lexemes are kept exactly as written",
-    arguments: ["0", "-0", "1", "1.0", "1.50", "-7", "1e10", "1E+2", "2.5e-3", "123456789012345678901234567890"])
+    arguments: [
+      "0", "-0", "1", "1.0", "1.50", "-7", "1e10", "1E+2", "2.5e-3", "123456789012345678901234567890",
+    ])
   func numberLexemes(_ lexeme: String) throws {
     #expect(try JSONParser.parse(lexeme) == .number(lexeme))
     #expect(try JSONParser.parse("[\(lexeme)]") == .array([.number(lexeme)]))
@@ -236,7 +238,9 @@ struct JSONParserErrorTests {
 
   @Test(
     "lone or mismatched surrogates",
-    arguments: [#""\ud800""#, #""\udc00""#, #""\uDBFF x""#, #""\ud800\u0041""#, #""\ud800\ud800""#, #""\ude00\ud83d""#]
+    arguments: [
+      #""\ud800""#, #""\udc00""#, #""\uDBFF x""#, #""\ud800\u0041""#, #""\ud800\ud800""#, #""\ude00\ud83d""#,
+    ]
   )
   func loneSurrogate(_ text: String) throws {
     let e = try #require(syntaxError(text))

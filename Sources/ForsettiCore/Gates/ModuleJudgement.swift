@@ -24,10 +24,11 @@ public enum BinaryInspectionStep: Sendable, Hashable {
 /// Runs the gate stack over a discovery report: discover, inspect binary, then steps 3–6.
 public enum GateStack {
   /// One judgement per discovered file that is (or claims to be) a manifest; ignored files are
-  /// left out. Steps after `runtimeRequirements` are marked skipped with `laterSteps`.
+  /// left out. When `laterSteps` is given, the steps after `runtimeRequirements` of a passing
+  /// module are recorded as skipped with that detail; otherwise they are left for the loader.
   public static func judge(
     _ report: DiscoveryReport, context: GateContext,
-    inspect: (ModuleManifest) -> BinaryInspectionStep, laterSteps: String
+    inspect: (ModuleManifest) -> BinaryInspectionStep, laterSteps: String?
   ) -> [ModuleJudgement] {
     var out: [ModuleJudgement] = []
     for file in report.files {
@@ -48,7 +49,7 @@ public enum GateStack {
             continue
           }
         }
-        if GateEvaluator.evaluatePreLoad(m, context, into: &trace) {
+        if GateEvaluator.evaluatePreLoad(m, context, into: &trace), let laterSteps {
           trace.skipRemaining(because: laterSteps)
         }
         out.append(.init(file: file.file, moduleID: m.moduleID, manifest: m, trace: trace))

@@ -36,7 +36,8 @@ struct JSONSchemaValidator {
   /// Every reason `instance` fails the schema, each starting with a JSON path (`$`, `$.a.b[0]`);
   /// empty when it is valid. Schema errors are always included.
   func validate(_ instance: JSONValue) -> [String] {
-    schemaErrors.map { "schema error: \($0)" } + Self.evaluate(instance, schema, path: "$", root: schema, depth: 0)
+    schemaErrors.map { "schema error: \($0)" }
+      + Self.evaluate(instance, schema, path: "$", root: schema, depth: 0)
   }
 
   /// Whether `instance` is valid and the schema is fully supported.
@@ -44,7 +45,8 @@ struct JSONSchemaValidator {
 
   // MARK: checking the schema
 
-  private static func checkSchema(_ s: JSONValue, at sp: String, root: JSONValue, into errors: inout [String]) {
+  private static func checkSchema(_ s: JSONValue, at sp: String, root: JSONValue, into errors: inout [String])
+  {
     if case .bool = s { return }
     guard let o = s.objectValue else {
       errors.append("\(sp): a schema must be an object or a boolean, found \(s.typeName)")
@@ -61,7 +63,9 @@ struct JSONSchemaValidator {
       case "additionalProperties", "items", "not", "if", "then", "else":
         sub(value, kp)
       case "allOf", "anyOf", "oneOf":
-        guard let list = value.arrayValue, !list.isEmpty else { fail("must be a non-empty array of schemas"); continue }
+        guard let list = value.arrayValue, !list.isEmpty else {
+          fail("must be a non-empty array of schemas"); continue
+        }
         for (i, v) in list.enumerated() { sub(v, "\(kp)/\(i)") }
       case "type":
         let names = value.arrayValue ?? [value]
@@ -86,7 +90,9 @@ struct JSONSchemaValidator {
         if regex(p) == nil { fail("pattern \"\(p)\" does not compile") }
       case "$ref":
         guard let ref = value.stringValue else { fail("must be a string"); continue }
-        if resolve(ref, in: root) == nil { fail("cannot resolve \"\(ref)\" (only \"#\" and \"#/$defs/…\" are supported)") }
+        if resolve(ref, in: root) == nil {
+          fail("cannot resolve \"\(ref)\" (only \"#\" and \"#/$defs/…\" are supported)")
+        }
       case "const", "$schema", "$id", "$comment", "title", "description", "default", "examples":
         continue
       default:
@@ -200,7 +206,9 @@ struct JSONSchemaValidator {
     if let alternatives = o["anyOf"]?.arrayValue {
       let results = alternatives.map { sub(v, $0, path) }
       if !results.contains(where: \.isEmpty) {
-        fail("matches none of the anyOf alternatives (\(results.map { $0.joined(separator: "; ") }.joined(separator: " | ")))")
+        fail(
+          "matches none of the anyOf alternatives (\(results.map { $0.joined(separator: "; ") }.joined(separator: " | ")))"
+        )
       }
     }
     if let alternatives = o["oneOf"]?.arrayValue {

@@ -34,7 +34,9 @@ struct ManifestFixture {
 
   /// A version object `{"major","minor","patch"}`, with `"prerelease"` when given.
   static func version(_ major: Int, _ minor: Int, _ patch: Int, prerelease: String? = nil) -> JSONValue {
-    var o = JSONObject([("major", .number(String(major))), ("minor", .number(String(minor))), ("patch", .number(String(patch)))])
+    var o = JSONObject([
+      ("major", .number(String(major))), ("minor", .number(String(minor))), ("patch", .number(String(patch))),
+    ])
     if let prerelease { o["prerelease"] = .string(prerelease) }
     return .object(o)
   }
@@ -81,7 +83,10 @@ struct ManifestFixture {
     var o = JSONObject([("io", .array(io))])
     if let ui { o["ui"] = ui }
     o["dataIsolation"] = .object(
-      JSONObject([("mode", .string(mode)), ("ownedStoreIDs", []), ("requiredDefaultRoles", .strings(requiredDefaultRoles))]))
+      JSONObject([
+        ("mode", .string(mode)), ("ownedStoreIDs", []),
+        ("requiredDefaultRoles", .strings(requiredDefaultRoles)),
+      ]))
     return .object(o)
   }
 
@@ -89,7 +94,8 @@ struct ManifestFixture {
   static func io(_ id: String, kind: String, access: String = "read", required: Bool = true) -> JSONValue {
     .object(
       JSONObject([
-        ("requirementID", .string(id)), ("kind", .string(kind)), ("access", .string(access)), ("required", .bool(required)),
+        ("requirementID", .string(id)), ("kind", .string(kind)), ("access", .string(access)),
+        ("required", .bool(required)),
       ]))
   }
 }

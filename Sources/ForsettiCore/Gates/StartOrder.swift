@@ -1,0 +1,36 @@
+/// The order modules start in: a module that holds a default role starts before every module
+/// that consumes that role (through `requiredDefaultRoles`, an I/O kind of the role, or
+/// framework-mediated shared data); otherwise modules start in module-ID order. Stop order is
+/// the reverse.
+public enum StartOrder {
+  public static func order(_ manifests: [ModuleManifest]) -> [ModuleManifest] {
+    let sorted = manifests.sorted { $0.moduleID.utf8.lexicographicallyPrecedes($1.moduleID.utf8) }
+    var providers: [DefaultModuleRole: Set<String>] = [:]
+    for m in sorted { if let r = m.defaultModuleRole { providers[r, default: []].insert(m.moduleID) } }
+    var dependsOn: [String: Set<String>] = [:]
+    for m in sorted {
+      for role in consumedRoles(m) {
+        dependsOn[m.moduleID, default: []].formUnion(providers[role, default: []].subtracting([m.moduleID]))
+      }
+    }
+    var done = Set<String>()
+    var out: [ModuleManifest] = []
+    while out.count < sorted.count {
+      // The first (by ID) module whose providers have all started; on a cycle, the first left.
+      let pending = sorted.filter { !done.contains($0.moduleID) }
+      let next = pending.first { dependsOn[$0.moduleID, default: []].isSubset(of: done) } ?? pending[0]
+      done.insert(next.moduleID)
+      out.append(next)
+    }
+    return out
+  }
+
+  /// The roles `m` needs some other module to provide.
+  public static func consumedRoles(_ m: ModuleManifest) -> Set<DefaultModuleRole> {
+    guard let rr = m.runtimeRequirements else { return [] }
+    var roles = Set(rr.dataIsolation.requiredDefaultRoles)
+    for io in rr.io { if let r = io.kind.providingRole { roles.insert(r) } }
+    if rr.dataIsolation.mode == .frameworkMediatedShared { roles.insert(.sharedDatabase) }
+    return roles
+  }
+}

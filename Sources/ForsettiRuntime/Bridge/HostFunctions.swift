@@ -1,0 +1,219 @@
+import CFFI
+import CForsetti
+import ForsettiBinary
+import ForsettiCore
+import Glibc
+
+/// The host functions of forsetti.h, each made as a libffi closure over one `ModuleBinding`.
+/// Every function checks revocation first and validates its arguments at the boundary.
+enum HostFunctions {
+  static let storageID = "forsetti.storage"
+  static let telemetryID = "forsetti.telemetry"
+  static let eventsID = "forsetti.events"
+  static let messagesID = "forsetti.messages"
+
+  static let maxName = 256
+  static let maxMessage = 16 * 1024
+
+  static func closure(
+    _ args: [UnsafeMutablePointer<ffi_type>], _ ret: UnsafeMutablePointer<ffi_type>,
+    _ handler: @escaping FFIClosure.Handler
+  ) throws(BindingError) -> FFIClosure {
+    do { return try FFIClosure(arguments: args, returns: ret, handler: handler) } catch {
+      throw .closure("\(error)")
+    }
+  }
+
+  /// Fills `log` and `resolve` of the host table.
+  static func install(on b: ModuleBinding, table: UnsafeMutablePointer<forsetti_host>) throws(BindingError) {
+    let log = try closure([FFIType.int32, FFIType.pointer], FFIType.void) { a in
+      guard !b.isRevoked, let p = a.cString(1) else { return .void }
+      let level = LogLevel(rawValue: a.int32(0)) ?? .info
+      let text = CString.read(p, max: maxMessage) ?? "<message not UTF-8 or longer than \(maxMessage) bytes>"
+      b.log(level, text)
+      return .void
+    }
+    let resolve = try closure([FFIType.pointer], FFIType.pointer) { a in
+      guard !b.isRevoked, let p = a.cString(0), let id = CString.read(p, max: maxName) else { return .pointer(nil) }
+      return .pointer(b.resolve(id))
+    }
+    table.pointee.log = log.function(as: (@convention(c) (Int32, UnsafePointer<CChar>?) -> Void).self)
+    table.pointee.resolve = resolve.function(as: (@convention(c) (UnsafePointer<CChar>?) -> UnsafeRawPointer?).self)
+  }
+
+  /// Builds the table of a granted service, or nil for an unknown ID.
+  static func serviceTable(_ id: String, for b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer? {
+    switch id {
+    case storageID: return try storage(b)
+    case telemetryID: return try telemetry(b)
+    case eventsID: return try events(b)
+    case messagesID: return try messages(b)
+    default: return nil
+    }
+  }
+
+  static func name(_ a: FFIArguments, _ i: Int) -> String? {
+    guard let p = a.cString(i) else { return nil }
+    return CString.read(p, max: maxName)
+  }
+
+  static func buffer(_ a: FFIArguments, _ i: Int, _ n: Int) -> UnsafeRawBufferPointer? {
+    let length = a.size(n)
+    guard length > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    guard let p = a.pointer(i) else { return nil }
+    return UnsafeRawBufferPointer(start: p, count: length)
+  }
+
+  static var revoked: FFIReturn { .int32(FORSETTI_ERR_REVOKED) }
+  static var invalid: FFIReturn { .int32(FORSETTI_ERR_INVALID_ARGUMENT) }
+
+  static func storage(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
+    guard let s = b.storage else { throw .sandbox("no sandbox") }
+    let set = try closure([FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      guard let key = name(a, 0), let bytes = buffer(a, 1, 2) else { return invalid }
+      return .int32(s.set(key, bytes))
+    }
+    let get = try closure([FFIType.pointer, FFIType.pointer, FFIType.size, FFIType.pointer], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      guard let key = name(a, 0), let lengthOut = a.pointer(3) else { return invalid }
+      let capacity = a.size(2)
+      guard capacity == 0 || a.pointer(1) != nil else { return invalid }
+      var length = 0
+      let status = s.get(key, into: UnsafeMutableRawBufferPointer(start: a.pointer(1), count: capacity), length: &length)
+      lengthOut.storeBytes(of: length, as: Int.self)
+      return .int32(status)
+    }
+    let remove = try closure([FFIType.pointer], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      guard let key = name(a, 0) else { return invalid }
+      return .int32(s.remove(key))
+    }
+    let open = try closure([FFIType.pointer, FFIType.uint32], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      guard let p = a.cString(0), let path = CString.read(p, max: 4096) else { return invalid }
+      let fd = s.openFile(path, flags: a.uint32(1))
+      if fd == FORSETTI_ERR_DENIED { b.warn("storage: refused to open \"\(path)\": it is not beneath the sandbox", ["path": path]) }
+      return .int32(fd)
+    }
+    let mkdir = try closure([FFIType.pointer], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      guard let p = a.cString(0), let path = CString.read(p, max: 4096) else { return invalid }
+      return .int32(s.makeDirectory(path))
+    }
+    let t = UnsafeMutablePointer<forsetti_storage>.allocate(capacity: 1)
+    t.initialize(
+      to: forsetti_storage(
+        struct_size: UInt32(MemoryLayout<forsetti_storage>.size),
+        set: set.function(as: (@convention(c) (UnsafePointer<CChar>?, UnsafeRawPointer?, Int) -> Int32).self),
+        get: get.function(
+          as: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?, Int, UnsafeMutablePointer<Int>?) -> Int32)
+            .self),
+        remove: remove.function(as: (@convention(c) (UnsafePointer<CChar>?) -> Int32).self),
+        open_file: open.function(as: (@convention(c) (UnsafePointer<CChar>?, UInt32) -> Int32).self),
+        make_directory: mkdir.function(as: (@convention(c) (UnsafePointer<CChar>?) -> Int32).self)))
+    return UnsafeMutableRawPointer(t)
+  }
+
+  static func telemetry(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
+    let record = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      guard let event = name(a, 0), !event.isEmpty, event.utf8.count <= 128 else { return invalid }
+      var attributes: JSONValue?
+      if let p = a.cString(1) {
+        guard let text = CString.read(p, max: 64 * 1024), let value = try? JSONParser.parse(text),
+          value.objectValue != nil
+        else { return invalid }
+        attributes = value
+      }
+      b.environment.telemetry?.record(moduleID: b.moduleID, name: event, attributes: attributes)
+      return .int32(FORSETTI_OK)
+    }
+    let t = UnsafeMutablePointer<forsetti_telemetry>.allocate(capacity: 1)
+    t.initialize(
+      to: forsetti_telemetry(
+        struct_size: UInt32(MemoryLayout<forsetti_telemetry>.size),
+        record: record.function(as: (@convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32).self)))
+    return UnsafeMutableRawPointer(t)
+  }
+
+  /// Shared refusal rules of events and messages (Forsetti's message guard).
+  static func communicationProblem(_ type: String) -> String? {
+    if type.isEmpty { return "empty type" }
+    if type.hasPrefix(EventBus.reservedPrefix) { return "the \(EventBus.reservedPrefix) prefix is reserved for the host" }
+    return nil
+  }
+
+  static func denyCommunication(_ b: ModuleBinding, _ what: String) -> FFIReturn {
+    b.warn("\(ReasonCode.moduleCommunicationDenied.rawValue): \(what)", ["reason": ReasonCode.moduleCommunicationDenied.rawValue])
+    return .int32(FORSETTI_ERR_COMMUNICATION_DENIED)
+  }
+
+  static func events(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
+    let bus = b.environment.events
+    let publish = try closure([FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      guard b.identityIntact() else { return .int32(FORSETTI_ERR_DENIED) }
+      guard let type = name(a, 0), let payload = buffer(a, 1, 2) else { return invalid }
+      if let problem = communicationProblem(type) { return denyCommunication(b, "event \"\(type)\" refused: \(problem)") }
+      guard payload.count <= EventBus.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
+      bus.publish(from: b.moduleID, eventType: type, payload: payload.baseAddress, length: payload.count)
+      return .int32(FORSETTI_OK)
+    }
+    let subscribe = try closure([FFIType.pointer, FFIType.pointer, FFIType.pointer], FFIType.int64) { a in
+      guard !b.isRevoked else { return .int64(Int64(FORSETTI_ERR_REVOKED)) }
+      guard let type = name(a, 0), !type.isEmpty, let fn = a.pointer(1) else {
+        return .int64(Int64(FORSETTI_ERR_INVALID_ARGUMENT))
+      }
+      let handler = unsafeBitCast(fn, to: forsetti_event_handler.self)
+      let id = bus.subscribe(moduleID: b.moduleID, eventType: type, callback: ModuleCallback(function: handler, context: a.pointer(2)))
+      return .int64(id)
+    }
+    let unsubscribe = try closure([FFIType.int64], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      return .int32(bus.unsubscribe(moduleID: b.moduleID, id: a.int64(0)) ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND)
+    }
+    typealias Handler = forsetti_event_handler
+    let t = UnsafeMutablePointer<forsetti_events>.allocate(capacity: 1)
+    t.initialize(
+      to: forsetti_events(
+        struct_size: UInt32(MemoryLayout<forsetti_events>.size),
+        publish: publish.function(as: (@convention(c) (UnsafePointer<CChar>?, UnsafeRawPointer?, Int) -> Int32).self),
+        subscribe: subscribe.function(
+          as: (@convention(c) (UnsafePointer<CChar>?, Handler?, UnsafeMutableRawPointer?) -> Int64).self),
+        unsubscribe: unsubscribe.function(as: (@convention(c) (Int64) -> Int32).self)))
+    return UnsafeMutableRawPointer(t)
+  }
+
+  static func messages(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
+    let router = b.environment.messages
+    let send = try closure([FFIType.pointer, FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      guard b.identityIntact() else { return .int32(FORSETTI_ERR_DENIED) }
+      guard let target = name(a, 0), let type = name(a, 1), let payload = buffer(a, 2, 3) else { return invalid }
+      if target.isEmpty { return denyCommunication(b, "message \"\(type)\" refused: empty target") }
+      if target == b.moduleID { return denyCommunication(b, "message \"\(type)\" refused: a module cannot message itself") }
+      if let problem = communicationProblem(type) { return denyCommunication(b, "message to \(target) refused: \(problem)") }
+      guard payload.count <= EventBus.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
+      let delivered = router.deliver(from: b.moduleID, to: target, type: type, payload: payload.baseAddress, length: payload.count)
+      return .int32(delivered ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND)
+    }
+    let setHandler = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in
+      guard !b.isRevoked else { return revoked }
+      let callback = a.pointer(0).map {
+        ModuleCallback(function: unsafeBitCast($0, to: forsetti_message_handler.self), context: a.pointer(1))
+      }
+      router.setHandler(moduleID: b.moduleID, callback)
+      return .int32(FORSETTI_OK)
+    }
+    typealias Handler = forsetti_message_handler
+    let t = UnsafeMutablePointer<forsetti_messages>.allocate(capacity: 1)
+    t.initialize(
+      to: forsetti_messages(
+        struct_size: UInt32(MemoryLayout<forsetti_messages>.size),
+        send: send.function(
+          as: (@convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafeRawPointer?, Int) -> Int32).self),
+        set_handler: setHandler.function(as: (@convention(c) (Handler?, UnsafeMutableRawPointer?) -> Int32).self)))
+    return UnsafeMutableRawPointer(t)
+  }
+}

@@ -1,0 +1,48 @@
+import ForsettiCore
+
+/// Where a module is in its life.
+public enum ModuleState: Sendable, Hashable, CustomStringConvertible {
+  case discovered
+  /// Passed every pre-load gate; not loaded yet.
+  case gated
+  case loaded
+  case started
+  case stopped
+  /// A pre-load gate refused it: none of its code ran.
+  case blocked(ReasonCode)
+  /// Loading, identity, UI or start failed.
+  case failed(ReasonCode)
+
+  public var name: String {
+    switch self {
+    case .discovered: "discovered"
+    case .gated: "gated"
+    case .loaded: "loaded"
+    case .started: "started"
+    case .stopped: "stopped"
+    case .blocked: "blocked"
+    case .failed: "failed"
+    }
+  }
+
+  public var reason: ReasonCode? {
+    switch self {
+    case .blocked(let r), .failed(let r): r
+    default: nil
+    }
+  }
+
+  public var description: String { reason.map { "\(name) (\($0.rawValue))" } ?? name }
+}
+
+/// Everything the host knows about one module.
+public struct ModuleRecord: Sendable {
+  public var file: String
+  public var moduleID: String?
+  public var manifest: ModuleManifest?
+  public var binaryPath: String?
+  public var state: ModuleState
+  public var trace: GateTrace
+  /// When start returned, on the host's monotonic clock (nil until started).
+  public var startDuration: Duration?
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// Writes files so that a crash leaves the old content or the new, never a mix: a temporary
+/// file in the same directory, fsync, rename over the target, fsync of the directory.
+public enum AtomicFile {
+  public enum WriteError: Error, Sendable, Hashable, CustomStringConvertible {
+    case failed(path: String, step: String, errno: Int32)
+
+    public var description: String {
+      switch self {
+      case .failed(let p, let step, let e): "\(p): \(step) failed: \(String(cString: strerror(e)))"
+      }
+    }
+  }
+
+  /// Replaces `path` with `bytes` atomically, creating parent directories.
+  public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(WriteError) {
+    let dir = (path as NSString).deletingLastPathComponent
+    if !dir.isEmpty { try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+    let tmp = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+    guard fd >= 0 else { throw .failed(path: path, step: "create temporary file", errno: errno) }
+    guard FileDescriptor.writeAll(fd, bytes) else {
+      let e = errno
+      close(fd)
+      unlink(tmp)
+      throw .failed(path: path, step: "write", errno: e)
+    }
+    guard fsync(fd) == 0 else {
+      let e = errno
+      close(fd)
+      unlink(tmp)
+      throw .failed(path: path, step: "fsync", errno: e)
+    }
+    close(fd)
+    guard rename(tmp, path) == 0 else {
+      let e = errno
+      unlink(tmp)
+      throw .failed(path: path, step: "rename", errno: e)
+    }
+    let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if dfd >= 0 {
+      fsync(dfd)
+      close(dfd)
+    }
+  }
+}

@@ -1,0 +1,154 @@
+import CForsetti
+import CForsettiSys
+import Foundation
+
+/// One module's storage: key-value pairs and files, all beneath `sandboxes/<moduleID>/`.
+///
+/// Every path a module passes is resolved by the kernel with openat2 `RESOLVE_BENEATH` against
+/// a descriptor of the sandbox, so `..`, absolute paths and symbolic links that lead out are
+/// refused by the kernel itself, with no race between a check and the open.
+public final class SandboxStorage: Sendable {
+  public let root: String
+  private let rootFD: Int32
+  private let kvFD: Int32
+
+  /// Key-value pairs live in this directory of the sandbox, one file per key.
+  static let kvDirectory = ".kv"
+  static let resolve = UInt64(FORSETTI_RESOLVE_BENEATH | FORSETTI_RESOLVE_NO_MAGICLINKS)
+
+  public enum OpenError: Error, Sendable, CustomStringConvertible {
+    case cannotCreate(path: String, errno: Int32)
+
+    public var description: String {
+      switch self {
+      case .cannotCreate(let p, let e): "cannot prepare sandbox \(p): \(String(cString: strerror(e)))"
+      }
+    }
+  }
+
+  /// Creates the sandbox directory if needed and opens it.
+  public init(root: String) throws(OpenError) {
+    do {
+      try FileManager.default.createDirectory(
+        atPath: (root as NSString).appendingPathComponent(Self.kvDirectory), withIntermediateDirectories: true,
+        attributes: [.posixPermissions: 0o700])
+    } catch {
+      throw .cannotCreate(path: root, errno: EACCES)
+    }
+    let fd = open(root, FORSETTI_O_PATH | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw .cannotCreate(path: root, errno: errno) }
+    let kv = openat(fd, Self.kvDirectory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    guard kv >= 0 else {
+      let e = errno
+      close(fd)
+      throw .cannotCreate(path: root, errno: e)
+    }
+    self.root = root
+    rootFD = fd
+    kvFD = kv
+  }
+
+  deinit {
+    close(rootFD)
+    close(kvFD)
+  }
+
+  /// Keys are 1–128 bytes of [A-Za-z0-9._-], not starting with a dot: always one plain file name.
+  static func isValidKey(_ key: String) -> Bool {
+    guard !key.isEmpty, key.utf8.count <= Int(FORSETTI_STORAGE_MAX_KEY), !key.hasPrefix(".") else { return false }
+    return key.utf8.allSatisfy { b in
+      (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x5F
+        || b == 0x2D
+    }
+  }
+
+  public func set(_ key: String, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+    guard Self.isValidKey(key) else { return FORSETTI_ERR_INVALID_ARGUMENT }
+    guard bytes.count <= Int(FORSETTI_STORAGE_MAX_VALUE) else { return FORSETTI_ERR_TOO_LARGE }
+    let tmp = ".tmp-\(key)-\(UInt32.random(in: 0...UInt32.max))"
+    let fd = openat(kvFD, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return FORSETTI_ERR_IO }
+    var ok = true
+    var offset = 0
+    while offset < bytes.count {
+      let n = Glibc.write(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+      if n < 0 {
+        if errno == EINTR { continue }
+        ok = false
+        break
+      }
+      offset += n
+    }
+    ok = ok && fsync(fd) == 0
+    close(fd)
+    guard ok, renameat(kvFD, tmp, kvFD, key) == 0 else {
+      unlinkat(kvFD, tmp, 0)
+      return FORSETTI_ERR_IO
+    }
+    fsync(kvFD)
+    return FORSETTI_OK
+  }
+
+  /// Copies the value into `buffer`; `length` receives its size (also when too small).
+  public func get(_ key: String, into buffer: UnsafeMutableRawBufferPointer, length: inout Int) -> Int32 {
+    guard Self.isValidKey(key) else { return FORSETTI_ERR_INVALID_ARGUMENT }
+    let fd = openat(kvFD, key, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+    guard fd >= 0 else { return errno == ENOENT ? FORSETTI_ERR_NOT_FOUND : FORSETTI_ERR_IO }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { return FORSETTI_ERR_IO }
+    let size = Int(st.st_size)
+    length = size
+    guard size <= buffer.count else { return FORSETTI_ERR_BUFFER_TOO_SMALL }
+    var offset = 0
+    while offset < size {
+      let n = pread(fd, buffer.baseAddress.map { $0 + offset }, size - offset, off_t(offset))
+      if n < 0 && errno == EINTR { continue }
+      guard n > 0 else { return FORSETTI_ERR_IO }
+      offset += n
+    }
+    return FORSETTI_OK
+  }
+
+  public func remove(_ key: String) -> Int32 {
+    guard Self.isValidKey(key) else { return FORSETTI_ERR_INVALID_ARGUMENT }
+    guard unlinkat(kvFD, key, 0) == 0 else { return errno == ENOENT ? FORSETTI_ERR_NOT_FOUND : FORSETTI_ERR_IO }
+    return FORSETTI_OK
+  }
+
+  /// Opens a file beneath the sandbox; returns a descriptor the caller owns, or a status.
+  public func openFile(_ path: String, flags: UInt32) -> Int32 {
+    guard !path.isEmpty else { return FORSETTI_ERR_INVALID_ARGUMENT }
+    let read = flags & FORSETTI_OPEN_READ != 0
+    let write = flags & (FORSETTI_OPEN_WRITE | FORSETTI_OPEN_APPEND) != 0
+    var oflags: Int32 = read && write ? O_RDWR : (write ? O_WRONLY : O_RDONLY)
+    if flags & FORSETTI_OPEN_CREATE != 0 { oflags |= O_CREAT }
+    if flags & FORSETTI_OPEN_TRUNCATE != 0 { oflags |= O_TRUNC }
+    if flags & FORSETTI_OPEN_APPEND != 0 { oflags |= O_APPEND }
+    let fd = forsetti_openat2(rootFD, path, UInt64(UInt32(bitPattern: oflags | O_CLOEXEC)), 0o600, Self.resolve)
+    if fd >= 0 { return fd }
+    return Self.status(for: errno)
+  }
+
+  public func makeDirectory(_ path: String) -> Int32 {
+    guard !path.isEmpty else { return FORSETTI_ERR_INVALID_ARGUMENT }
+    let parent = (path as NSString).deletingLastPathComponent
+    let name = (path as NSString).lastPathComponent
+    guard !name.isEmpty, name != "..", name != "." else { return FORSETTI_ERR_DENIED }
+    let pfd = parent.isEmpty ? dup(rootFD) : forsetti_openat2(rootFD, parent, UInt64(FORSETTI_O_PATH | O_DIRECTORY | O_CLOEXEC), 0, Self.resolve)
+    guard pfd >= 0 else { return Self.status(for: errno) }
+    defer { close(pfd) }
+    if mkdirat(pfd, name, 0o700) == 0 || errno == EEXIST { return FORSETTI_OK }
+    return Self.status(for: errno)
+  }
+
+  /// EXDEV and ELOOP are how openat2 says "that would leave the sandbox".
+  static func status(for e: Int32) -> Int32 {
+    switch e {
+    case EXDEV, ELOOP, EACCES, EPERM: FORSETTI_ERR_DENIED
+    case ENOENT, ENOTDIR: FORSETTI_ERR_NOT_FOUND
+    case EINVAL, ENAMETOOLONG: FORSETTI_ERR_INVALID_ARGUMENT
+    default: FORSETTI_ERR_IO
+    }
+  }
+}

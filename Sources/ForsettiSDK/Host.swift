@@ -1,0 +1,171 @@
+import CForsetti
+
+/// The host as the module sees it: logging and capability-scoped services. Every function is
+/// bound to this module by the host; after `stop` they return `.revoked`.
+public struct Host: @unchecked Sendable {
+  // @unchecked: the host table is immutable while the module runs and forsetti.h declares
+  // every host function thread-safe.
+  let raw: UnsafePointer<forsetti_host>
+  let box: ModuleBoxBase
+
+  public var moduleID: String { String(cString: raw.pointee.module_id) }
+  public var sandboxPath: String { String(cString: raw.pointee.sandbox_path) }
+
+  public enum Level: Int32, Sendable {
+    case debug = 0
+    case info = 1
+    case warning = 2
+    case error = 3
+  }
+
+  /// Writes one line to the host log; the host stamps the module ID.
+  public func log(_ message: String, level: Level = .info) {
+    message.withCString { raw.pointee.log(level.rawValue, $0) }
+  }
+
+  func resolve(_ id: String) -> UnsafeRawPointer? { id.withCString { raw.pointee.resolve($0) } }
+
+  /// Key-value storage and sandboxed files; nil without the `storage` capability.
+  public var storage: Storage? { resolve(FORSETTI_SERVICE_STORAGE).map { Storage(raw: $0.assumingMemoryBound(to: forsetti_storage.self)) } }
+
+  /// Telemetry; nil without the `telemetry` capability.
+  public var telemetry: Telemetry? {
+    resolve(FORSETTI_SERVICE_TELEMETRY).map { Telemetry(raw: $0.assumingMemoryBound(to: forsetti_telemetry.self)) }
+  }
+
+  /// The event bus.
+  public var events: Events? {
+    resolve(FORSETTI_SERVICE_EVENTS).map { Events(raw: $0.assumingMemoryBound(to: forsetti_events.self), box: box) }
+  }
+
+  /// Direct messages to other modules.
+  public var messages: Messages? {
+    resolve(FORSETTI_SERVICE_MESSAGES).map { Messages(raw: $0.assumingMemoryBound(to: forsetti_messages.self), box: box) }
+  }
+}
+
+/// forsetti/services/storage.h.
+public struct Storage: @unchecked Sendable {
+  // @unchecked: as Host.
+  let raw: UnsafePointer<forsetti_storage>
+
+  public func set(_ key: String, _ bytes: [UInt8]) throws(ForsettiError) {
+    try ForsettiError.check(bytes.withUnsafeBytes { b in key.withCString { raw.pointee.set($0, b.baseAddress, b.count) } })
+  }
+
+  public func set(_ key: String, string: String) throws(ForsettiError) { try set(key, Array(string.utf8)) }
+
+  /// The value of `key`, or nil when absent.
+  public func get(_ key: String) throws(ForsettiError) -> [UInt8]? {
+    var capacity = 256
+    while true {
+      var buffer = [UInt8](repeating: 0, count: capacity)
+      var length = 0
+      let s = buffer.withUnsafeMutableBytes { b in key.withCString { raw.pointee.get($0, b.baseAddress, b.count, &length) } }
+      switch s {
+      case FORSETTI_OK: return Array(buffer.prefix(length))
+      case FORSETTI_ERR_NOT_FOUND: return nil
+      case FORSETTI_ERR_BUFFER_TOO_SMALL: capacity = length
+      default: throw ForsettiError(s)
+      }
+    }
+  }
+
+  public func string(_ key: String) throws(ForsettiError) -> String? {
+    try get(key).map { String(decoding: $0, as: UTF8.self) }
+  }
+
+  public func remove(_ key: String) throws(ForsettiError) { try ForsettiError.check(key.withCString { raw.pointee.remove($0) }) }
+
+  /// Opens a file beneath the sandbox; the caller owns and closes the descriptor.
+  public func openFile(_ path: String, flags: UInt32) throws(ForsettiError) -> Int32 {
+    let fd = path.withCString { raw.pointee.open_file($0, flags) }
+    if fd < 0 { throw ForsettiError(fd) }
+    return fd
+  }
+}
+
+/// forsetti/services/telemetry.h.
+public struct Telemetry: @unchecked Sendable {
+  // @unchecked: as Host.
+  let raw: UnsafePointer<forsetti_telemetry>
+
+  /// Records `name` with attributes given as a JSON object text (or nil).
+  public func record(_ name: String, attributesJSON: String? = nil) throws(ForsettiError) {
+    let s = name.withCString { n in
+      if let a = attributesJSON { return a.withCString { raw.pointee.record(n, $0) } }
+      return raw.pointee.record(n, nil)
+    }
+    try ForsettiError.check(s)
+  }
+}
+
+/// An event or message as delivered to a Swift handler.
+public struct Delivery: Sendable {
+  public var source: String
+  public var type: String
+  public var payload: [UInt8]
+  public var text: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// forsetti/services/events.h.
+public struct Events: @unchecked Sendable {
+  // @unchecked: as Host.
+  let raw: UnsafePointer<forsetti_events>
+  let box: ModuleBoxBase
+
+  public func publish(_ type: String, _ payload: [UInt8] = []) throws(ForsettiError) {
+    try ForsettiError.check(payload.withUnsafeBytes { b in type.withCString { raw.pointee.publish($0, b.baseAddress, b.count) } })
+  }
+
+  public func publish(_ type: String, text: String) throws(ForsettiError) { try publish(type, Array(text.utf8)) }
+
+  /// Subscribes `handler` (called on the publisher's thread) to `type`, or "*" for all.
+  @discardableResult
+  public func subscribe(_ type: String, _ handler: @escaping @Sendable (Delivery) -> Void) throws(ForsettiError) -> Int64 {
+    let context = box.retain(HandlerBox(handler))
+    let id = type.withCString { raw.pointee.subscribe($0, deliverEvent, context) }
+    if id < 0 { throw ForsettiError(Int32(truncatingIfNeeded: id)) }
+    return id
+  }
+
+  public func unsubscribe(_ id: Int64) throws(ForsettiError) { try ForsettiError.check(raw.pointee.unsubscribe(id)) }
+}
+
+/// forsetti/services/messages.h.
+public struct Messages: @unchecked Sendable {
+  // @unchecked: as Host.
+  let raw: UnsafePointer<forsetti_messages>
+  let box: ModuleBoxBase
+
+  public func send(to target: String, _ type: String, _ payload: [UInt8] = []) throws(ForsettiError) {
+    let s = payload.withUnsafeBytes { b in
+      target.withCString { t in type.withCString { raw.pointee.send(t, $0, b.baseAddress, b.count) } }
+    }
+    try ForsettiError.check(s)
+  }
+
+  /// Installs this module's message handler (replacing any earlier one).
+  public func onMessage(_ handler: @escaping @Sendable (Delivery) -> Void) throws(ForsettiError) {
+    let context = box.retain(HandlerBox(handler))
+    try ForsettiError.check(raw.pointee.set_handler(deliverMessage, context))
+  }
+}
+
+final class HandlerBox: Sendable {
+  let handler: @Sendable (Delivery) -> Void
+  init(_ h: @escaping @Sendable (Delivery) -> Void) { handler = h }
+}
+
+private func delivery(
+  _ context: UnsafeMutableRawPointer?, _ source: UnsafePointer<CChar>?, _ type: UnsafePointer<CChar>?,
+  _ payload: UnsafeRawPointer?, _ length: Int
+) {
+  guard let context, let source, let type else { return }
+  let bytes = payload.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
+  let box = Unmanaged<HandlerBox>.fromOpaque(context).takeUnretainedValue()
+  box.handler(Delivery(source: String(cString: source), type: String(cString: type), payload: bytes))
+}
+
+private let deliverEvent: forsetti_event_handler = { c, s, t, p, n in delivery(c, s, t, p, n) }
+private let deliverMessage: forsetti_message_handler = { c, s, t, p, n in delivery(c, s, t, p, n) }
