@@ -13,6 +13,10 @@ public enum ForsettiHostCLI {
   static let verbs: [Verb] = [
     Verb(spec: CheckCommand.spec, run: CheckCommand.run),
     Verb(spec: RunCommand.spec, run: RunCommand.run),
+    Verb(spec: ListCommand.spec, run: ListCommand.run),
+    Verb(spec: ExplainCommand.spec, run: ExplainCommand.run),
+    Verb(spec: InspectCommand.spec, run: InspectCommand.run),
+    Verb(spec: SurfaceCommand.spec, run: SurfaceCommand.run),
   ]
 
   static var overview: String {

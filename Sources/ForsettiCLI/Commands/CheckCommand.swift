@@ -1,4 +1,3 @@
-import ForsettiBinary
 import ForsettiCore
 
 /// `forsetti-host check`: judges every manifest without loading any module code.
@@ -17,13 +16,7 @@ enum CheckCommand {
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     let options = try HostOptions.parse(p)
-    let report = try options.discover()
-    let context = try options.gateContext(discovered: report.manifests)
-    let index = options.pluginDirectories.isEmpty ? nil : BinaryIndex.build(directories: options.pluginDirectories)
-    let judgements = GateStack.judge(
-      report, context: context,
-      inspect: { m in index?.inspectionStep(for: m) ?? .skipped("no --plugins directory given; binary not inspected") },
-      laterSteps: "check does not load modules")
+    let (report, judgements) = try options.judge(laterSteps: "check does not load modules")
     let ignored = report.files.filter { $0.outcome == .ignored }.map(\.file)
 
     if options.json {

@@ -1,3 +1,4 @@
+import ForsettiBinary
 import ForsettiCore
 import Foundation
 
@@ -109,6 +110,20 @@ struct HostOptions {
     return GateContext(
       compatibility: CompatibilityChecker(hostVersion: hostVersion, policy: policy), approvals: approvals,
       entitlements: entitlements, providers: ProviderAvailability(discovered: discovered))
+  }
+
+  /// Discovers, then judges every manifest up to the runtime-requirements step (or through the
+  /// binary step too when plugin directories are given). `laterSteps` says why the load steps
+  /// are not evaluated.
+  func judge(laterSteps: String) throws(CommandFailure) -> (DiscoveryReport, [ModuleJudgement]) {
+    let report = try discover()
+    let context = try gateContext(discovered: report.manifests)
+    let index = pluginDirectories.isEmpty ? nil : BinaryIndex.build(directories: pluginDirectories)
+    let judgements = GateStack.judge(
+      report, context: context,
+      inspect: { m in index?.inspectionStep(for: m) ?? .skipped("no --plugins directory given; binary not inspected") },
+      laterSteps: laterSteps)
+    return (report, judgements)
   }
 
   /// A JSON file's content; nil when it does not exist and `missingOK`.

@@ -75,8 +75,8 @@ public struct GateTrace: Sendable, Hashable {
 
   /// Marks every step after the last recorded one as skipped, saying why.
   public mutating func skipRemaining(through last: GateStep = .start, because why: String) {
-    let done = Set(entries.map(\.step))
-    for step in GateStep.allCases where !done.contains(step) && step <= last {
+    let after = entries.map(\.step).max()
+    for step in GateStep.allCases where step <= last && after.map({ step > $0 }) ?? true {
       skip(step, why)
     }
   }

@@ -225,7 +225,8 @@ public struct JSONParser {
           throw error("invalid escape '\\\(Character(Unicode.Scalar(e)))'", at: pos - 2)
         }
       case 0x00..<0x20:
-        throw error("control character in string (escape it as \\u00\(String(b, radix: 16)))")
+        let hex = String(b, radix: 16)
+        throw error("control character in string (escape it as \\u\(String(repeating: "0", count: 4 - hex.count))\(hex))")
       default:
         out.append(b)
         pos += 1

@@ -96,7 +96,8 @@ public struct UIDeclarations: Sendable, Hashable {
 public struct DataIsolation: Sendable, Hashable {
   public var mode: DataIsolationMode
   public var ownedStoreIDs: [String]
-  /// Roles some discovered module (or host service) must fill for this module to run.
+  /// Roles some discovered module must hold (`defaultModuleRole`) for this module to run. Host
+  /// services can satisfy required I/O, but roles are held by modules only.
   public var requiredDefaultRoles: [DefaultModuleRole]
 
   public init(

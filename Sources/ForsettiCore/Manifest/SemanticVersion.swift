@@ -65,8 +65,10 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
   private static func precedes(_ x: String, _ y: String) -> Bool {
     let xs = x.split(separator: ".")
     let ys = y.split(separator: ".")
+    // Only all-digit identifiers are numeric: "-1" is alphanumeric, not minus one.
+    func numeric(_ id: Substring) -> Int? { id.allSatisfy(\.isASCIIDigit) ? Int(id) : nil }
     for (a, b) in zip(xs, ys) where a != b {
-      switch (Int(a), Int(b)) {
+      switch (numeric(a), numeric(b)) {
       case (let m?, let n?): return m < n
       case (_?, nil): return true
       case (nil, _?): return false

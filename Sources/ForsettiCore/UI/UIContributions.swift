@@ -85,6 +85,6 @@ public struct ThemeMask: Sendable, Hashable {
 
   static func isColor(_ s: String) -> Bool {
     guard s.first == "#", s.count == 7 || s.count == 9 else { return false }
-    return s.dropFirst().allSatisfy(\.isHexDigit)
+    return s.dropFirst().allSatisfy { $0.isASCII && $0.isHexDigit }
   }
 }

@@ -1,0 +1,47 @@
+import ForsettiCore
+
+/// `forsetti-host explain MODULE_ID`: the whole gate trace of one module.
+enum ExplainCommand {
+  static let spec = CommandSpec(
+    name: "explain",
+    abstract: "Show every gate step for one module: verdict, reason code and detail.",
+    discussion: """
+      Judges the module as `check` does (binary steps too with --plugins), then adds its state in
+      the running or last host. MODULE_ID may also be a manifest file name.
+
+      \(ExitCode.helpText)
+      """,
+    options: HostOptions.specs, positionals: [PositionalSpec("MODULE_ID", "The module to explain.")])
+
+  static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+    let options = try HostOptions.parse(p)
+    let wanted = p.positionals[0]
+    let (_, judgements) = try options.judge(laterSteps: "explain does not load modules")
+    guard let j = judgements.first(where: { $0.moduleID == wanted }) ?? judgements.first(where: { $0.file == wanted }) else {
+      let known = judgements.compactMap(\.moduleID)
+      let hint = Suggestion.closest(to: wanted, among: known).map { "; did you mean '\($0)'?" } ?? ""
+      throw .configuration(
+        .file(option: "manifests", path: options.manifestsDirectory, reason: "no manifest declares module \(wanted)\(hint)"))
+    }
+    let last = try LastRun.read(stateDirectory: options.stateDirectory)
+    let runState = j.moduleID.flatMap { last?.states[$0] }
+    if options.json {
+      guard case .object(var o) = TraceJSON.judgement(j) else { return .blocked }
+      o["runState"] = .string(orNull: runState?.state)
+      o["runReason"] = .string(orNull: runState?.reason)
+      console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
+    } else {
+      var out = "\(j.moduleID ?? "-") (\(j.file)): \(j.passed ? "passes every gate evaluated" : "BLOCKED by \(j.reason?.rawValue ?? "?")")\n"
+      for e in j.trace.entries {
+        let verdict = e.verdict.rawValue.uppercased().padding(toLength: 7, withPad: " ", startingAt: 0)
+        let step = e.step.rawValue.padding(toLength: 19, withPad: " ", startingAt: 0)
+        out += "  \(verdict) \(step) \(e.reason.map { "\($0.rawValue): " } ?? "")\(e.detail)\n"
+      }
+      if let last, let runState {
+        out += "  in the \(last.label): \(runState.state)\(runState.reason.map { " (\($0))" } ?? "")\n"
+      }
+      console.out(out)
+    }
+    return j.passed ? .success : .blocked
+  }
+}
