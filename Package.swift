@@ -26,19 +26,22 @@ let package = Package(
     // The module ABI: forsetti.h and its headers. The only thing modules compile against.
     .target(name: "CForsetti"),
 
-
     // libffi, and the Linux system calls glibc does not wrap (openat2).
     .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
     .target(name: "CForsettiSys"),
 
     // Lifecycle, host bridge (libffi closures bound to each module), services, sandbox.
     .target(
-      name: "ForsettiRuntime", dependencies: ["ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys"]),
+      name: "ForsettiRuntime",
+      dependencies: ["ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys"]),
 
     // Swift conveniences for module authors, built on forsetti.h only (never the host's modules).
     .target(name: "ForsettiSDK", dependencies: ["CForsetti"]),
-    .target(name: "CounterModule", dependencies: ["ForsettiSDK"], path: "Plugins/Counter", exclude: ["README.md"]),
-    .target(name: "DashboardModule", dependencies: ["ForsettiSDK"], path: "Plugins/Dashboard", exclude: ["README.md"]),
+    .target(
+      name: "CounterModule", dependencies: ["ForsettiSDK"], path: "Plugins/Counter", exclude: ["README.md"]),
+    .target(
+      name: "DashboardModule", dependencies: ["ForsettiSDK"], path: "Plugins/Dashboard",
+      exclude: ["README.md"]),
 
     // The command line: argument parsing, verbs, human and JSON output, exit codes.
     .target(name: "ForsettiCLI", dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime"]),

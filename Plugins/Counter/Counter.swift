@@ -42,4 +42,6 @@ final class Counter: ForsettiModule, Sendable {
   }
 }
 
-@_cdecl("counter_module_entry") public func counterModuleEntry(_ abi: UInt32) -> UnsafeRawPointer? { Forsetti.export(Counter.self, hostABI: abi) }
+@_cdecl("counter_module_entry") public func counterModuleEntry(_ abi: UInt32) -> UnsafeRawPointer? {
+  Forsetti.export(Counter.self, hostABI: abi)
+}

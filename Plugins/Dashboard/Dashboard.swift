@@ -39,4 +39,6 @@ final class Dashboard: ForsettiModule, Sendable {
   }
 }
 
-@_cdecl("dashboard_module_entry") public func dashboardModuleEntry(_ abi: UInt32) -> UnsafeRawPointer? { Forsetti.export(Dashboard.self, hostABI: abi) }
+@_cdecl("dashboard_module_entry") public func dashboardModuleEntry(_ abi: UInt32) -> UnsafeRawPointer? {
+  Forsetti.export(Dashboard.self, hostABI: abi)
+}

@@ -22,7 +22,8 @@ public enum BinaryError: Error, Sendable, Hashable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .unreadable(let p, let why): "\(p): cannot be read: \(why)"
-    case .notELF(let p, let head): "\(p): not an ELF file (starts with \(head)); rebuild it as a shared object"
+    case .notELF(let p, let head):
+      "\(p): not an ELF file (starts with \(head)); rebuild it as a shared object"
     case .truncated(let p, let d): "\(p): truncated: \(d); the file is incomplete (still being written?)"
     case .malformed(let p, let d): "\(p): malformed ELF: \(d)"
     case .notSharedObject(let p, let t):

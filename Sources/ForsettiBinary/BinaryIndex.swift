@@ -62,7 +62,8 @@ public struct BinaryIndex: Sendable {
       return .failure(
         .init(
           .ambiguousEntryPoint,
-          "\(entryPoint) is exported by \(found.count) files: \(found.joined(separator: ", ")); keep exactly one"))
+          "\(entryPoint) is exported by \(found.count) files: \(found.joined(separator: ", ")); keep exactly one"
+        ))
     }
     if let path = found.first, case .success(let facts) = files[path] { return .success(facts) }
     for path in unusable[entryPoint] ?? [] {
@@ -78,7 +79,8 @@ public struct BinaryIndex: Sendable {
         return .failure(
           .init(
             .entryPointMissing,
-            "\(path) has \(entryPoint) in its dynamic symbol table, but \(why); export it as a visible C function"))
+            "\(path) has \(entryPoint) in its dynamic symbol table, but \(why); export it as a visible C function"
+          ))
       }
     }
     let broken = failures
@@ -90,7 +92,8 @@ public struct BinaryIndex: Sendable {
             + broken.map(\.description).joined(separator: "; ")))
     }
     let inspected = files.count
-    let dirsNote = unlistable.isEmpty ? "" : " (unlistable: \(unlistable.keys.sorted().joined(separator: ", ")))"
+    let dirsNote =
+      unlistable.isEmpty ? "" : " (unlistable: \(unlistable.keys.sorted().joined(separator: ", ")))"
     return .failure(
       .init(
         .binaryNotFound,
@@ -102,7 +105,9 @@ public struct BinaryIndex: Sendable {
   public func inspectionStep(for m: ModuleManifest) -> BinaryInspectionStep {
     switch locate(entryPoint: m.entryPoint) {
     case .success(let facts):
-      .outcome(.pass, passDetail: "\(m.entryPoint) exported by \(facts.path) (\(facts.elfClass.rawValue) \(facts.machine))")
+      .outcome(
+        .pass,
+        passDetail: "\(m.entryPoint) exported by \(facts.path) (\(facts.elfClass.rawValue) \(facts.machine))")
     case .failure(let v):
       .outcome(.fail(v), passDetail: "")
     }

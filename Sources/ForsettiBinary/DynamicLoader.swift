@@ -66,7 +66,9 @@ public struct DynamicLoader: ModuleLoading {
     guard Int(t.struct_size) >= minimumTableSize else {
       return .failure(.tableTooSmall(size: t.struct_size, needed: minimumTableSize))
     }
-    guard t.start != nil, t.stop != nil else { return .failure(.descriptorInvalid("start and stop must not be NULL")) }
+    guard t.start != nil, t.stop != nil else {
+      return .failure(.descriptorInvalid("start and stop must not be NULL"))
+    }
     guard let dp = t.descriptor else { return .failure(.descriptorInvalid("descriptor is NULL")) }
     let d = dp.pointee
     guard Int(d.struct_size) >= MemoryLayout<forsetti_module_descriptor>.size else {

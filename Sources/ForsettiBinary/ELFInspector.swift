@@ -12,7 +12,9 @@ public enum ELFInspector {
 
   /// Inspects the file at `path`.
   public static func inspect(_ path: String) -> Result<ELFFacts, BinaryError> {
-    guard libelfReady else { return .failure(.malformed(path: path, detail: "libelf could not be initialised")) }
+    guard libelfReady else {
+      return .failure(.malformed(path: path, detail: "libelf could not be initialised"))
+    }
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return .failure(.unreadable(path: path, reason: String(cString: strerror(errno)))) }
     defer { close(fd) }
@@ -20,13 +22,16 @@ public enum ELFInspector {
     guard fstat(fd, &st) == 0 else {
       return .failure(.unreadable(path: path, reason: String(cString: strerror(errno))))
     }
-    guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.unreadable(path: path, reason: "not a regular file")) }
+    guard (st.st_mode & S_IFMT) == S_IFREG else {
+      return .failure(.unreadable(path: path, reason: "not a regular file"))
+    }
     let size = Int(st.st_size)
 
     var magic = [UInt8](repeating: 0, count: 4)
     let got = pread(fd, &magic, 4, 0)
     guard got == 4, magic == [0x7F, 0x45, 0x4C, 0x46] else {
-      let head = magic.prefix(max(0, got)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")
+      let head = magic.prefix(max(0, got)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(
+        separator: " ")
       return .failure(.notELF(path: path, leadingBytes: got <= 0 ? "nothing: the file is empty" : head))
     }
     guard let elf = elf_begin(fd, ELF_C_READ, nil) else {
@@ -42,7 +47,9 @@ public enum ELFInspector {
   }
 
   private static func facts(_ elf: OpaquePointer, path: String, size: Int) -> Result<ELFFacts, BinaryError> {
-    guard elf_kind(elf) == ELF_K_ELF else { return .failure(.malformed(path: path, detail: "not an ELF object")) }
+    guard elf_kind(elf) == ELF_K_ELF else {
+      return .failure(.malformed(path: path, detail: "not an ELF object"))
+    }
     var ehdr = GElf_Ehdr()
     guard gelf_getehdr(elf, &ehdr) != nil else {
       return .failure(.truncated(path: path, detail: "the ELF header is incomplete (\(size) bytes)"))
@@ -53,12 +60,15 @@ public enum ELFInspector {
     case ELFCLASS64: cls = .elf64
     default: return .failure(.malformed(path: path, detail: "unknown ELF class"))
     }
-    guard ehdr.e_type == UInt16(ET_DYN) else { return .failure(.notSharedObject(path: path, fileType: ehdr.e_type)) }
+    guard ehdr.e_type == UInt16(ET_DYN) else {
+      return .failure(.notSharedObject(path: path, fileType: ehdr.e_type))
+    }
 
     let shEnd = UInt64(ehdr.e_shoff) + UInt64(ehdr.e_shnum) * UInt64(ehdr.e_shentsize)
     if shEnd > UInt64(size) {
       return .failure(
-        .truncated(path: path, detail: "the section table ends at byte \(shEnd) but the file has \(size) bytes"))
+        .truncated(
+          path: path, detail: "the section table ends at byte \(shEnd) but the file has \(size) bytes"))
     }
     var shstrndx = 0
     guard elf_getshdrstrndx(elf, &shstrndx) == 0 else {
@@ -105,7 +115,9 @@ public enum ELFInspector {
         isSharedObject: true, dynamicSymbols: symbols, embeddedManifest: embedded, neededLibraries: needed))
   }
 
-  private static func readSymbols(_ elf: OpaquePointer, _ section: OpaquePointer, _ shdr: GElf_Shdr, path: String)
+  private static func readSymbols(
+    _ elf: OpaquePointer, _ section: OpaquePointer, _ shdr: GElf_Shdr, path: String
+  )
     -> Result<[DynamicSymbol], BinaryError>
   {
     guard shdr.sh_entsize > 0, let data = elf_getdata(section, nil) else {
@@ -117,7 +129,9 @@ public enum ELFInspector {
     var sym = GElf_Sym()
     for i in 0..<count {
       guard gelf_getsym(data, Int32(i), &sym) != nil else { continue }
-      guard sym.st_name != 0, let cname = elf_strptr(elf, Int(shdr.sh_link), Int(sym.st_name)) else { continue }
+      guard sym.st_name != 0, let cname = elf_strptr(elf, Int(shdr.sh_link), Int(sym.st_name)) else {
+        continue
+      }
       let kind: DynamicSymbol.Kind =
         switch Int32(forsetti_sym_type(&sym)) {
         case STT_FUNC, STT_GNU_IFUNC: .function
@@ -134,13 +148,16 @@ public enum ELFInspector {
       let vis = Int32(forsetti_sym_visibility(&sym))
       out.append(
         DynamicSymbol(
-          name: String(cString: cname), kind: kind, binding: binding, isDefined: sym.st_shndx != UInt16(SHN_UNDEF),
+          name: String(cString: cname), kind: kind, binding: binding,
+          isDefined: sym.st_shndx != UInt16(SHN_UNDEF),
           isVisible: vis == STV_DEFAULT || vis == STV_PROTECTED))
     }
     return .success(out)
   }
 
-  private static func readNeeded(_ elf: OpaquePointer, _ section: OpaquePointer, _ shdr: GElf_Shdr) -> [String] {
+  private static func readNeeded(_ elf: OpaquePointer, _ section: OpaquePointer, _ shdr: GElf_Shdr)
+    -> [String]
+  {
     guard shdr.sh_entsize > 0, let data = elf_getdata(section, nil) else { return [] }
     var out: [String] = []
     var dyn = GElf_Dyn()

@@ -25,9 +25,11 @@ public enum LoadError: Error, Sendable, Hashable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .dlopenFailed(let p, let e):
-      "dlopen of \(p) failed: \(e)" + (e.contains("cannot open shared object") ? " (a library it needs is missing)" : "")
+      "dlopen of \(p) failed: \(e)"
+        + (e.contains("cannot open shared object") ? " (a library it needs is missing)" : "")
     case .symbolMissing(let s, let e): "dlsym(\(s)) failed: \(e)"
-    case .refused(let s, let abi): "\(s)(\(ABIVersion.describe(abi))) returned NULL: the module refused to load"
+    case .refused(let s, let abi):
+      "\(s)(\(ABIVersion.describe(abi))) returned NULL: the module refused to load"
     case .abiUnsupported(let m, let h):
       "module ABI \(ABIVersion.describe(m)) is not supported by host ABI \(ABIVersion.describe(h)) (same major, minor at most the host's); rebuild against this host's forsetti.h"
     case .tableTooSmall(let size, let needed):

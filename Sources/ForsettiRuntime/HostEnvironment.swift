@@ -14,7 +14,8 @@ public final class HostEnvironment: Sendable {
     self.log = log
     events = EventBus()
     messages = MessageRouter()
-    telemetry = TelemetryRecorder(path: (stateDirectory as NSString).appendingPathComponent("logs/telemetry.jsonl"))
+    telemetry = TelemetryRecorder(
+      path: (stateDirectory as NSString).appendingPathComponent("logs/telemetry.jsonl"))
   }
 
   /// `sandboxes/<moduleID>/` beneath the state directory, as an absolute path.

@@ -51,7 +51,8 @@ final class ModuleBox<M: ForsettiModule>: ModuleBoxBase, @unchecked Sendable {
     let d = UnsafeMutablePointer<forsetti_module_descriptor>.allocate(capacity: 1)
     d.initialize(
       to: forsetti_module_descriptor(
-        struct_size: UInt32(MemoryLayout<forsetti_module_descriptor>.size), module_id: CStrings.keep(id.moduleID),
+        struct_size: UInt32(MemoryLayout<forsetti_module_descriptor>.size),
+        module_id: CStrings.keep(id.moduleID),
         module_type: CStrings.keep(id.kind.rawValue), version_major: id.major, version_minor: id.minor,
         version_patch: id.patch, version_prerelease: id.prerelease.map(CStrings.keep)))
     table = .allocate(capacity: 1)
@@ -98,20 +99,24 @@ private func box(_ p: UnsafeMutableRawPointer?) -> ModuleBoxBase? {
   p.map { Unmanaged<ModuleBoxBase>.fromOpaque($0).takeUnretainedValue() }
 }
 
-private let sdkStart: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<forsetti_host>?) -> Int32 = { s, h in
+private let sdkStart: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<forsetti_host>?) -> Int32 = {
+  s, h in
   guard let b = box(s), let h else { return FORSETTI_ERR_INVALID_ARGUMENT }
   return b.start(h)
 }
 private let sdkStop: @convention(c) (UnsafeMutableRawPointer?) -> Void = { s in box(s)?.stop() }
-private let sdkContributions: @convention(c) (UnsafeMutableRawPointer?) -> UnsafePointer<forsetti_ui_contributions>? = {
-  s in box(s)?.contributions()
-}
-private let sdkSave: @convention(c) (UnsafeMutableRawPointer?, forsetti_state_writer?, UnsafeMutableRawPointer?) -> Int32 = {
-  s, w, c in
-  guard let b = box(s), let w else { return FORSETTI_ERR_INVALID_ARGUMENT }
-  return b.save(w, c)
-}
-private let sdkRestore: @convention(c) (UnsafeMutableRawPointer?, UnsafeRawPointer?, Int) -> Int32 = { s, p, n in
+private let sdkContributions:
+  @convention(c) (UnsafeMutableRawPointer?) -> UnsafePointer<forsetti_ui_contributions>? = {
+    s in box(s)?.contributions()
+  }
+private let sdkSave:
+  @convention(c) (UnsafeMutableRawPointer?, forsetti_state_writer?, UnsafeMutableRawPointer?) -> Int32 = {
+    s, w, c in
+    guard let b = box(s), let w else { return FORSETTI_ERR_INVALID_ARGUMENT }
+    return b.save(w, c)
+  }
+private let sdkRestore: @convention(c) (UnsafeMutableRawPointer?, UnsafeRawPointer?, Int) -> Int32 = {
+  s, p, n in
   guard let b = box(s) else { return FORSETTI_ERR_INVALID_ARGUMENT }
   return b.restore(p.map { Array(UnsafeRawBufferPointer(start: $0, count: n)) } ?? [])
 }
@@ -137,21 +142,27 @@ enum UIContributionTables {
     }
     let toolbar = s.toolbarItems.map {
       forsetti_toolbar_item(
-        item_id: CStrings.keep($0.itemID), title: CStrings.keep($0.title), action_route_id: $0.actionRouteID.map(CStrings.keep))
+        item_id: CStrings.keep($0.itemID), title: CStrings.keep($0.title),
+        action_route_id: $0.actionRouteID.map(CStrings.keep))
     }
     let views = s.views.map {
-      forsetti_view_injection(view_id: CStrings.keep($0.viewID), slot_id: CStrings.keep($0.slotID), priority: $0.priority)
+      forsetti_view_injection(
+        view_id: CStrings.keep($0.viewID), slot_id: CStrings.keep($0.slotID), priority: $0.priority)
     }
     let routes: [UnsafePointer<CChar>?] = s.routes.map(CStrings.keep)
     let pointers: [UnsafePointer<CChar>?] = s.pointers.map(CStrings.keep)
-    let tokens = s.themeTokens.map { forsetti_theme_token(name: CStrings.keep($0.name), color: CStrings.keep($0.color)) }
+    let tokens = s.themeTokens.map {
+      forsetti_theme_token(name: CStrings.keep($0.name), color: CStrings.keep($0.color))
+    }
     let c = UnsafeMutablePointer<forsetti_ui_contributions>.allocate(capacity: 1)
     c.initialize(
       to: forsetti_ui_contributions(
         struct_size: UInt32(MemoryLayout<forsetti_ui_contributions>.size), toolbar_items: array(toolbar),
         toolbar_item_count: toolbar.count, view_injections: array(views), view_injection_count: views.count,
-        overlay_route_ids: array(routes), overlay_route_count: routes.count, overlay_pointer_ids: array(pointers),
-        overlay_pointer_count: pointers.count, theme_id: s.themeID.map(CStrings.keep), theme_tokens: array(tokens),
+        overlay_route_ids: array(routes), overlay_route_count: routes.count,
+        overlay_pointer_ids: array(pointers),
+        overlay_pointer_count: pointers.count, theme_id: s.themeID.map(CStrings.keep),
+        theme_tokens: array(tokens),
         theme_token_count: tokens.count))
     return UnsafePointer(c)
   }

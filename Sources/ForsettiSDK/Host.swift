@@ -26,21 +26,29 @@ public struct Host: @unchecked Sendable {
   func resolve(_ id: String) -> UnsafeRawPointer? { id.withCString { raw.pointee.resolve($0) } }
 
   /// Key-value storage and sandboxed files; nil without the `storage` capability.
-  public var storage: Storage? { resolve(FORSETTI_SERVICE_STORAGE).map { Storage(raw: $0.assumingMemoryBound(to: forsetti_storage.self)) } }
+  public var storage: Storage? {
+    resolve(FORSETTI_SERVICE_STORAGE).map { Storage(raw: $0.assumingMemoryBound(to: forsetti_storage.self)) }
+  }
 
   /// Telemetry; nil without the `telemetry` capability.
   public var telemetry: Telemetry? {
-    resolve(FORSETTI_SERVICE_TELEMETRY).map { Telemetry(raw: $0.assumingMemoryBound(to: forsetti_telemetry.self)) }
+    resolve(FORSETTI_SERVICE_TELEMETRY).map {
+      Telemetry(raw: $0.assumingMemoryBound(to: forsetti_telemetry.self))
+    }
   }
 
   /// The event bus.
   public var events: Events? {
-    resolve(FORSETTI_SERVICE_EVENTS).map { Events(raw: $0.assumingMemoryBound(to: forsetti_events.self), box: box) }
+    resolve(FORSETTI_SERVICE_EVENTS).map {
+      Events(raw: $0.assumingMemoryBound(to: forsetti_events.self), box: box)
+    }
   }
 
   /// Direct messages to other modules.
   public var messages: Messages? {
-    resolve(FORSETTI_SERVICE_MESSAGES).map { Messages(raw: $0.assumingMemoryBound(to: forsetti_messages.self), box: box) }
+    resolve(FORSETTI_SERVICE_MESSAGES).map {
+      Messages(raw: $0.assumingMemoryBound(to: forsetti_messages.self), box: box)
+    }
   }
 }
 
@@ -50,7 +58,8 @@ public struct Storage: @unchecked Sendable {
   let raw: UnsafePointer<forsetti_storage>
 
   public func set(_ key: String, _ bytes: [UInt8]) throws(ForsettiError) {
-    try ForsettiError.check(bytes.withUnsafeBytes { b in key.withCString { raw.pointee.set($0, b.baseAddress, b.count) } })
+    try ForsettiError.check(
+      bytes.withUnsafeBytes { b in key.withCString { raw.pointee.set($0, b.baseAddress, b.count) } })
   }
 
   public func set(_ key: String, string: String) throws(ForsettiError) { try set(key, Array(string.utf8)) }
@@ -61,7 +70,9 @@ public struct Storage: @unchecked Sendable {
     while true {
       var buffer = [UInt8](repeating: 0, count: capacity)
       var length = 0
-      let s = buffer.withUnsafeMutableBytes { b in key.withCString { raw.pointee.get($0, b.baseAddress, b.count, &length) } }
+      let s = buffer.withUnsafeMutableBytes { b in
+        key.withCString { raw.pointee.get($0, b.baseAddress, b.count, &length) }
+      }
       switch s {
       case FORSETTI_OK: return Array(buffer.prefix(length))
       case FORSETTI_ERR_NOT_FOUND: return nil
@@ -75,7 +86,9 @@ public struct Storage: @unchecked Sendable {
     try get(key).map { String(decoding: $0, as: UTF8.self) }
   }
 
-  public func remove(_ key: String) throws(ForsettiError) { try ForsettiError.check(key.withCString { raw.pointee.remove($0) }) }
+  public func remove(_ key: String) throws(ForsettiError) {
+    try ForsettiError.check(key.withCString { raw.pointee.remove($0) })
+  }
 
   /// Opens a file beneath the sandbox; the caller owns and closes the descriptor.
   public func openFile(_ path: String, flags: UInt32) throws(ForsettiError) -> Int32 {
@@ -115,21 +128,28 @@ public struct Events: @unchecked Sendable {
   let box: ModuleBoxBase
 
   public func publish(_ type: String, _ payload: [UInt8] = []) throws(ForsettiError) {
-    try ForsettiError.check(payload.withUnsafeBytes { b in type.withCString { raw.pointee.publish($0, b.baseAddress, b.count) } })
+    try ForsettiError.check(
+      payload.withUnsafeBytes { b in type.withCString { raw.pointee.publish($0, b.baseAddress, b.count) } })
   }
 
-  public func publish(_ type: String, text: String) throws(ForsettiError) { try publish(type, Array(text.utf8)) }
+  public func publish(_ type: String, text: String) throws(ForsettiError) {
+    try publish(type, Array(text.utf8))
+  }
 
   /// Subscribes `handler` (called on the publisher's thread) to `type`, or "*" for all.
   @discardableResult
-  public func subscribe(_ type: String, _ handler: @escaping @Sendable (Delivery) -> Void) throws(ForsettiError) -> Int64 {
+  public func subscribe(_ type: String, _ handler: @escaping @Sendable (Delivery) -> Void)
+    throws(ForsettiError) -> Int64
+  {
     let context = box.retain(HandlerBox(handler))
     let id = type.withCString { raw.pointee.subscribe($0, deliverEvent, context) }
     if id < 0 { throw ForsettiError(Int32(truncatingIfNeeded: id)) }
     return id
   }
 
-  public func unsubscribe(_ id: Int64) throws(ForsettiError) { try ForsettiError.check(raw.pointee.unsubscribe(id)) }
+  public func unsubscribe(_ id: Int64) throws(ForsettiError) {
+    try ForsettiError.check(raw.pointee.unsubscribe(id))
+  }
 }
 
 /// forsetti/services/messages.h.

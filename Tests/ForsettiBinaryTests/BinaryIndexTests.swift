@@ -34,7 +34,8 @@ import Testing
 
   @Test func importedOrDataSymbolIsEntryPointMissing() throws {
     try CFixture.sharedObject(
-      "c.so", source: "extern int wanted_entry(void);\nint data_entry = 3;\nint f(void) { return wanted_entry(); }\n",
+      "c.so",
+      source: "extern int wanted_entry(void);\nint data_entry = 3;\nint f(void) { return wanted_entry(); }\n",
       in: dir)
     let index = BinaryIndex.build(directories: [dir.path])
     #expect(reason(index, "wanted_entry") == .entryPointMissing)

@@ -39,12 +39,15 @@ import Testing
         int embedded_entry(void) { return 0; }
         """, in: dir)
     let facts = try ELFInspector.inspect(so).get()
-    #expect(facts.embeddedManifest.map { String(decoding: $0, as: UTF8.self) } == #"{"moduleID":"com.example.embedded"}"#)
+    #expect(
+      facts.embeddedManifest.map { String(decoding: $0, as: UTF8.self) }
+        == #"{"moduleID":"com.example.embedded"}"#)
   }
 
   @Test func undefinedImportIsNotAnExport() throws {
     let so = try CFixture.sharedObject(
-      "imp.so", source: "extern int provided_elsewhere(void);\nint caller(void) { return provided_elsewhere(); }\n",
+      "imp.so",
+      source: "extern int provided_elsewhere(void);\nint caller(void) { return provided_elsewhere(); }\n",
       in: dir)
     let facts = try ELFInspector.inspect(so).get()
     let sym = try #require(facts.symbol(named: "provided_elsewhere"))

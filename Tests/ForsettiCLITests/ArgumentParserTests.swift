@@ -1,5 +1,6 @@
-@testable import ForsettiCLI
 import Testing
+
+@testable import ForsettiCLI
 
 @Suite struct ArgumentParserTests {
   let spec = CommandSpec(

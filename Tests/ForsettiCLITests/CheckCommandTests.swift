@@ -25,14 +25,23 @@ import Testing
   /// A folder of good, bad and duplicate manifests, plus a JSON file that is not a manifest.
   func writeMixedFolder() throws -> String {
     let m = dir.url("manifests")
-    try dir.write("manifests/a-good.json", Self.manifest(id: "com.example.good", entry: "good_entry", caps: ["storage"]))
+    try dir.write(
+      "manifests/a-good.json", Self.manifest(id: "com.example.good", entry: "good_entry", caps: ["storage"]))
     try dir.write("manifests/b-dup.json", Self.manifest(id: "com.example.good", entry: "other_entry"))
     try dir.write("manifests/c-broken.json", "{\"schemaVersion\": \"1.0\", \"moduleID\": ")
-    try dir.write("manifests/d-invalid.json", #"{"schemaVersion":"1.0","moduleID":"com.example.invalid","moduleType":"widget"}"#)
-    try dir.write("manifests/e-paid.json", Self.manifest(id: "com.example.paid", entry: "paid_entry", product: "com.example.pro"))
-    try dir.write("manifests/f-mac.json", Self.manifest(id: "com.example.maconly", entry: "mac_entry", platforms: ["macOS"]))
+    try dir.write(
+      "manifests/d-invalid.json",
+      #"{"schemaVersion":"1.0","moduleID":"com.example.invalid","moduleType":"widget"}"#)
+    try dir.write(
+      "manifests/e-paid.json",
+      Self.manifest(id: "com.example.paid", entry: "paid_entry", product: "com.example.pro"))
+    try dir.write(
+      "manifests/f-mac.json",
+      Self.manifest(id: "com.example.maconly", entry: "mac_entry", platforms: ["macOS"]))
     try dir.write("manifests/g-notes.json", #"{"title":"release notes","items":[1,2,3]}"#)
-    try dir.write("manifests/nested/h-old.json", Self.manifest(id: "com.example.old", entry: "old_entry", max: #"{"major":0,"minor":1,"patch":0}"#))
+    try dir.write(
+      "manifests/nested/h-old.json",
+      Self.manifest(id: "com.example.old", entry: "old_entry", max: #"{"major":0,"minor":1,"patch":0}"#))
     return m
   }
 
@@ -42,13 +51,19 @@ import Testing
 
   @Test func mixedFolderGivesEachFileItsVerdictInJSON() throws {
     let m = try writeMixedFolder()
-    let r = try HostBinary.run(["check", "--manifests", m, "--approve-all", "--json", "--host-version", "0.2.0"])
+    let r = try HostBinary.run([
+      "check", "--manifests", m, "--approve-all", "--json", "--host-version", "0.2.0",
+    ])
     #expect(r.status == 1)
     let root = try parseJSON(r.stdout)
     let modules = try #require(root["modules"]?.arrayValue)
     var byFile: [String: JSONObject] = [:]
     for case .object(let o) in modules { byFile[o["file"]?.stringValue ?? ""] = o }
-    #expect(byFile.keys.sorted() == ["a-good.json", "b-dup.json", "c-broken.json", "d-invalid.json", "e-paid.json", "f-mac.json", "nested/h-old.json"])
+    #expect(
+      byFile.keys.sorted() == [
+        "a-good.json", "b-dup.json", "c-broken.json", "d-invalid.json", "e-paid.json", "f-mac.json",
+        "nested/h-old.json",
+      ])
     let expected: [String: (String, String?)] = [
       "a-good.json": ("pass", nil), "b-dup.json": ("blocked", "duplicateModuleID"),
       "c-broken.json": ("blocked", "invalidJSON"), "d-invalid.json": ("blocked", "validationFailed"),
@@ -74,7 +89,8 @@ import Testing
     // A blocked module's later steps are skipped, not passed.
     let paid = try #require(byFile["e-paid.json"]?["trace"]?.arrayValue).compactMap { $0.objectValue }
     #expect(paid.first { $0["step"]?.stringValue == "entitlement" }?["verdict"]?.stringValue == "fail")
-    #expect(paid.first { $0["step"]?.stringValue == "runtimeRequirements" }?["verdict"]?.stringValue == "skipped")
+    #expect(
+      paid.first { $0["step"]?.stringValue == "runtimeRequirements" }?["verdict"]?.stringValue == "skipped")
   }
 
   @Test func mixedFolderInHumanForm() throws {
@@ -96,19 +112,24 @@ import Testing
   }
 
   @Test func allPassingExitsZeroAndEntitlementsUnlock() throws {
-    try dir.write("m/paid.json", Self.manifest(id: "com.example.paid", entry: "paid_entry", product: "com.example.pro"))
+    try dir.write(
+      "m/paid.json", Self.manifest(id: "com.example.paid", entry: "paid_entry", product: "com.example.pro"))
     let locked = try HostBinary.run(["check", "--manifests", dir.url("m")])
     #expect(locked.status == 1)
     try dir.write("ent.json", #"{"unlockedProducts":["com.example.pro"]}"#)
-    let unlocked = try HostBinary.run(["check", "--manifests", dir.url("m"), "--entitlements", dir.url("ent.json")])
+    let unlocked = try HostBinary.run([
+      "check", "--manifests", dir.url("m"), "--entitlements", dir.url("ent.json"),
+    ])
     #expect(unlocked.status == 0)
     #expect(unlocked.stdout.hasPrefix("PASS"))
   }
 
   @Test func hostVersionAnswersWouldTheyRunThere() throws {
     try dir.write(
-      "m/capped.json", Self.manifest(id: "com.example.capped", entry: "e", max: #"{"major":0,"minor":2,"patch":0}"#))
-    #expect(try HostBinary.run(["check", "--manifests", dir.url("m"), "--host-version", "0.2.0"]).status == 0)
+      "m/capped.json",
+      Self.manifest(id: "com.example.capped", entry: "e", max: #"{"major":0,"minor":2,"patch":0}"#))
+    #expect(
+      try HostBinary.run(["check", "--manifests", dir.url("m"), "--host-version", "0.2.0"]).status == 0)
     let later = try HostBinary.run(["check", "--manifests", dir.url("m"), "--host-version=0.3.0"])
     #expect(later.status == 1)
     #expect(later.stdout.contains("unsupportedForsettiVersion"))
@@ -116,23 +137,29 @@ import Testing
   }
 
   @Test func approvalsAreReadFromTheStateDirectory() throws {
-    try dir.write("m/s.json", Self.manifest(id: "com.example.store", entry: "e", caps: ["storage", "telemetry"]))
+    try dir.write(
+      "m/s.json", Self.manifest(id: "com.example.store", entry: "e", caps: ["storage", "telemetry"]))
     let pending = try HostBinary.run(["check", "--manifests", dir.url("m"), "--state", dir.url("state")])
     #expect(pending.status == 1)
     #expect(pending.stdout.contains("approvalPending"))
-    try dir.write("state/approvals.json", #"{"version":1,"modules":{"com.example.store":{"capabilities":["storage"]}}}"#)
+    try dir.write(
+      "state/approvals.json", #"{"version":1,"modules":{"com.example.store":{"capabilities":["storage"]}}}"#)
     let partial = try HostBinary.run(["check", "--manifests", dir.url("m"), "--state", dir.url("state")])
     #expect(partial.stdout.contains("approvalPending"))
     #expect(partial.stdout.contains("telemetry"))
     #expect(!partial.stdout.contains("storage,"))
     try dir.write(
-      "state/approvals.json", #"{"version":1,"modules":{"com.example.store":{"capabilities":["storage","telemetry"]}}}"#)
-    #expect(try HostBinary.run(["check", "--manifests", dir.url("m"), "--state", dir.url("state")]).status == 0)
+      "state/approvals.json",
+      #"{"version":1,"modules":{"com.example.store":{"capabilities":["storage","telemetry"]}}}"#)
+    #expect(
+      try HostBinary.run(["check", "--manifests", dir.url("m"), "--state", dir.url("state")]).status == 0)
   }
 
   @Test func policyDeniesCapabilities() throws {
     try dir.write("m/s.json", Self.manifest(id: "com.example.net", entry: "e", caps: ["networking"]))
-    let r = try HostBinary.run(["check", "--manifests", dir.url("m"), "--approve-all", "--policy", "fixed:storage,telemetry"])
+    let r = try HostBinary.run([
+      "check", "--manifests", dir.url("m"), "--approve-all", "--policy", "fixed:storage,telemetry",
+    ])
     #expect(r.status == 1)
     #expect(r.stdout.contains("capabilityDenied"))
     #expect(r.stdout.contains("networking"))
@@ -208,7 +235,10 @@ import Testing
     #expect(top.stdout.contains("check"))
     let help = try HostBinary.run(["check", "--help"])
     #expect(help.status == 0)
-    for flag in ["--manifests", "--plugins", "--strict", "--policy", "--entitlements", "--approve-all", "--host-version", "--state", "--json"] {
+    for flag in [
+      "--manifests", "--plugins", "--strict", "--policy", "--entitlements", "--approve-all", "--host-version",
+      "--state", "--json",
+    ] {
       #expect(help.stdout.contains(flag), "\(flag)")
     }
     #expect(try HostBinary.run(["help", "check"]).stdout == help.stdout)
@@ -217,7 +247,10 @@ import Testing
 
   @Test func bundledManifestsAllPass() throws {
     let r = try HostBinary.run(
-      ["check", "--manifests", (HostBinary.packageRoot as NSString).appendingPathComponent("manifests"), "--approve-all", "--strict"])
+      [
+        "check", "--manifests", (HostBinary.packageRoot as NSString).appendingPathComponent("manifests"),
+        "--approve-all", "--strict",
+      ])
     #expect(r.status == 0, "\(r.stdout)")
   }
 }

@@ -36,7 +36,8 @@ public enum ArgumentParser {
         continue
       }
       guard arg.hasPrefix("--") else {
-        throw .unknownOption(arg, command: spec.name, suggestion: suggest(String(arg.drop { $0 == "-" }), spec))
+        throw .unknownOption(
+          arg, command: spec.name, suggestion: suggest(String(arg.drop { $0 == "-" }), spec))
       }
       let body = arg.dropFirst(2)
       let name: String

@@ -17,11 +17,16 @@ enum ExplainCommand {
     let options = try HostOptions.parse(p)
     let wanted = p.positionals[0]
     let (_, judgements) = try options.judge(laterSteps: "explain does not load modules")
-    guard let j = judgements.first(where: { $0.moduleID == wanted }) ?? judgements.first(where: { $0.file == wanted }) else {
+    guard
+      let j = judgements.first(where: { $0.moduleID == wanted })
+        ?? judgements.first(where: { $0.file == wanted })
+    else {
       let known = judgements.compactMap(\.moduleID)
       let hint = Suggestion.closest(to: wanted, among: known).map { "; did you mean '\($0)'?" } ?? ""
       throw .configuration(
-        .file(option: "manifests", path: options.manifestsDirectory, reason: "no manifest declares module \(wanted)\(hint)"))
+        .file(
+          option: "manifests", path: options.manifestsDirectory,
+          reason: "no manifest declares module \(wanted)\(hint)"))
     }
     let last = try LastRun.read(stateDirectory: options.stateDirectory)
     let runState = j.moduleID.flatMap { last?.states[$0] }
@@ -31,7 +36,8 @@ enum ExplainCommand {
       o["runReason"] = .string(orNull: runState?.reason)
       console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
     } else {
-      var out = "\(j.moduleID ?? "-") (\(j.file)): \(j.passed ? "passes every gate evaluated" : "BLOCKED by \(j.reason?.rawValue ?? "?")")\n"
+      var out =
+        "\(j.moduleID ?? "-") (\(j.file)): \(j.passed ? "passes every gate evaluated" : "BLOCKED by \(j.reason?.rawValue ?? "?")")\n"
       for e in j.trace.entries {
         let verdict = e.verdict.rawValue.uppercased().padding(toLength: 7, withPad: " ", startingAt: 0)
         let step = e.step.rawValue.padding(toLength: 19, withPad: " ", startingAt: 0)

@@ -41,7 +41,8 @@ struct HostOptions {
     var hostVersion = ForsettiVersion.current
     if let raw = p.value("host-version") {
       guard let v = SemanticVersion(parsing: raw) else {
-        throw .usage(.invalidValue(option: "host-version", value: raw, why: "expected a version X.Y.Z, e.g. 0.2.0"))
+        throw .usage(
+          .invalidValue(option: "host-version", value: raw, why: "expected a version X.Y.Z, e.g. 0.2.0"))
       }
       hostVersion = v
     }
@@ -54,7 +55,8 @@ struct HostOptions {
     return HostOptions(
       manifestsDirectory: p.value("manifests") ?? "manifests", pluginDirectories: p.all("plugins"),
       mode: p.flag("strict") ? .strict : .fallback, policy: policy, entitlementsFile: p.value("entitlements"),
-      approveAll: p.flag("approve-all"), hostVersion: hostVersion, stateDirectory: p.value("state") ?? ".forsetti",
+      approveAll: p.flag("approve-all"), hostVersion: hostVersion,
+      stateDirectory: p.value("state") ?? ".forsetti",
       json: p.flag("json"))
   }
 
@@ -65,7 +67,8 @@ struct HostOptions {
     }
     let list = raw.dropFirst("fixed".count).drop { $0 == ":" }
     var caps = Set<Capability>()
-    for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+    for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
+    where !name.isEmpty {
       guard let cap = Capability(rawValue: name) else {
         let hint = Suggestion.closest(to: name, among: Capability.allCases.map(\.rawValue))
         throw .usage(
@@ -81,7 +84,8 @@ struct HostOptions {
   /// Discovers the manifest directory.
   func discover() throws(CommandFailure) -> DiscoveryReport {
     do {
-      return try ManifestDiscovery.discover(from: DirectoryManifestSource(root: manifestsDirectory), mode: mode)
+      return try ManifestDiscovery.discover(
+        from: DirectoryManifestSource(root: manifestsDirectory), mode: mode)
     } catch {
       throw .configuration(.manifests(error))
     }
@@ -94,7 +98,8 @@ struct HostOptions {
       let value = try Self.readJSON(path, option: "entitlements", missingOK: false) ?? .null
       switch StaticEntitlementProvider.decode(value) {
       case .success(let p): entitlements = p
-      case .failure(let e): throw .configuration(.file(option: "entitlements", path: path, reason: e.description))
+      case .failure(let e):
+        throw .configuration(.file(option: "entitlements", path: path, reason: e.description))
       }
     }
     var approvals = ApprovalLedger(approveAll: approveAll)
@@ -121,7 +126,9 @@ struct HostOptions {
     let index = pluginDirectories.isEmpty ? nil : BinaryIndex.build(directories: pluginDirectories)
     let judgements = GateStack.judge(
       report, context: context,
-      inspect: { m in index?.inspectionStep(for: m) ?? .skipped("no --plugins directory given; binary not inspected") },
+      inspect: { m in
+        index?.inspectionStep(for: m) ?? .skipped("no --plugins directory given; binary not inspected")
+      },
       laterSteps: laterSteps)
     return (report, judgements)
   }

@@ -5,7 +5,8 @@ import ForsettiCore
 enum InspectCommand {
   static let spec = CommandSpec(
     name: "inspect",
-    abstract: "Show a module binary's ELF facts, exported functions and embedded manifest, without loading it.",
+    abstract:
+      "Show a module binary's ELF facts, exported functions and embedded manifest, without loading it.",
     discussion: """
       EXIT STATUS:
         0  the file is a shared object this host could load
@@ -22,7 +23,9 @@ enum InspectCommand {
       if p.flag("json") {
         console.out(
           JSONWriter.string(
-            .object(JSONObject([("file", .string(path)), ("valid", false), ("error", .string(e.description))])), pretty: true)
+            .object(
+              JSONObject([("file", .string(path)), ("valid", false), ("error", .string(e.description))])),
+            pretty: true)
             + "\n")
       } else {
         console.out("\(e)\n")
@@ -30,21 +33,27 @@ enum InspectCommand {
       return .blocked
     case .success(let f):
       let manifestText = f.embeddedManifest.map { String(decoding: $0, as: UTF8.self) }
-      let embedded: JSONValue = manifestText.flatMap { try? JSONParser.parse($0) } ?? .string(orNull: manifestText)
+      let embedded: JSONValue =
+        manifestText.flatMap { try? JSONParser.parse($0) } ?? .string(orNull: manifestText)
       if p.flag("json") {
         let o = JSONObject([
           ("file", .string(path)), ("valid", true), ("size", .number(String(f.fileSize))),
           ("class", .string(f.elfClass.rawValue)), ("machine", .string(f.machine.description)),
-          ("matchesHost", .bool(f.matchesHost)), ("exportedFunctions", .strings(f.exportedFunctions.sorted())),
+          ("matchesHost", .bool(f.matchesHost)),
+          ("exportedFunctions", .strings(f.exportedFunctions.sorted())),
           ("neededLibraries", .strings(f.neededLibraries)), ("embeddedManifest", embedded),
         ])
         console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
       } else {
         var out = "\(path): \(f.elfClass.rawValue) \(f.machine) shared object, \(f.fileSize) bytes"
-        out += f.matchesHost ? "\n" : " (NOT loadable here: this host is \(ELFClass.host.rawValue) \(ELFMachine.host))\n"
-        out += "  exported functions (\(f.exportedFunctions.count)): \(f.exportedFunctions.sorted().joined(separator: ", "))\n"
+        out +=
+          f.matchesHost
+          ? "\n" : " (NOT loadable here: this host is \(ELFClass.host.rawValue) \(ELFMachine.host))\n"
+        out +=
+          "  exported functions (\(f.exportedFunctions.count)): \(f.exportedFunctions.sorted().joined(separator: ", "))\n"
         out += "  needs: \(f.neededLibraries.isEmpty ? "-" : f.neededLibraries.joined(separator: ", "))\n"
-        out += "  embedded manifest (\(ELFInspector.manifestSection)): \(manifestText.map { "\n" + $0 } ?? "none")\n"
+        out +=
+          "  embedded manifest (\(ELFInspector.manifestSection)): \(manifestText.map { "\n" + $0 } ?? "none")\n"
         console.out(out)
       }
       return f.matchesHost ? .success : .blocked

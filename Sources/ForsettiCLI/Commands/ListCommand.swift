@@ -22,8 +22,10 @@ enum ListCommand {
               ("moduleID", .string(orNull: j.moduleID)), ("file", .string(j.file)),
               ("version", .string(orNull: j.manifest?.moduleVersion.description)),
               ("type", .string(orNull: j.manifest?.moduleType.rawValue)),
-              ("verdict", .string(j.passed ? "pass" : "blocked")), ("reason", .string(orNull: j.reason?.rawValue)),
-              ("runState", .string(orNull: runState?.state)), ("runReason", .string(orNull: runState?.reason)),
+              ("verdict", .string(j.passed ? "pass" : "blocked")),
+              ("reason", .string(orNull: j.reason?.rawValue)),
+              ("runState", .string(orNull: runState?.state)),
+              ("runReason", .string(orNull: runState?.reason)),
             ])))
       }
       var root = JSONObject([("modules", .array(modules))])
@@ -33,12 +35,17 @@ enum ListCommand {
         } ?? .null
       console.out(JSONWriter.string(.object(root), pretty: true) + "\n")
     } else {
-      var rows: [[String]] = [["MODULE", "VERSION", "TYPE", "GATES", last.map { $0.alive ? "RUNNING HOST" : "LAST RUN" } ?? "RUN"]]
+      var rows: [[String]] = [
+        ["MODULE", "VERSION", "TYPE", "GATES", last.map { $0.alive ? "RUNNING HOST" : "LAST RUN" } ?? "RUN"]
+      ]
       for j in judgements {
         let gate = j.passed ? "pass" : "blocked: \(j.reason?.rawValue ?? "?")"
-        let run = j.moduleID.flatMap { last?.states[$0] }.map { s in s.reason.map { "\(s.state) (\($0))" } ?? s.state } ?? "-"
+        let run =
+          j.moduleID.flatMap { last?.states[$0] }.map { s in s.reason.map { "\(s.state) (\($0))" } ?? s.state
+          } ?? "-"
         rows.append([
-          j.moduleID ?? j.file, j.manifest?.moduleVersion.description ?? "-", j.manifest?.moduleType.rawValue ?? "-", gate, run,
+          j.moduleID ?? j.file, j.manifest?.moduleVersion.description ?? "-",
+          j.manifest?.moduleType.rawValue ?? "-", gate, run,
         ])
       }
       console.out(Columns.render(rows))
@@ -55,8 +62,10 @@ enum Columns {
     var widths = [Int](repeating: 0, count: n)
     for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
     return rows.map { r in
-      r.enumerated().map { i, c in i == r.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
-        .joined(separator: "  ")
+      r.enumerated().map { i, c in
+        i == r.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+      }
+      .joined(separator: "  ")
     }.joined(separator: "\n") + "\n"
   }
 }

@@ -24,33 +24,42 @@ enum RunCommand {
         1  at least one module was blocked or failed
         2  usage error: a bad option or value, or an unreadable input file
       """,
-    options: HostOptions.specs + [.value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal.")])
+    options: HostOptions.specs + [
+      .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal.")
+    ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     var options = try HostOptions.parse(p)
     if options.pluginDirectories.isEmpty {
       guard FileManager.default.fileExists(atPath: defaultPlugins) else {
         throw .configuration(
-          .directory(option: "plugins", path: defaultPlugins, reason: "no such directory; build the examples with scripts/build-plugins or pass --plugins DIR"))
+          .directory(
+            option: "plugins", path: defaultPlugins,
+            reason: "no such directory; build the examples with scripts/build-plugins or pass --plugins DIR"))
       }
       options.pluginDirectories = [defaultPlugins]
     }
     var duration: Double?
     if let raw = p.value("for") {
       guard let d = Double(raw), d >= 0, d.isFinite else {
-        throw .usage(.invalidValue(option: "for", value: raw, why: "expected a number of seconds, e.g. 5 or 0.5"))
+        throw .usage(
+          .invalidValue(option: "for", value: raw, why: "expected a number of seconds, e.g. 5 or 0.5"))
       }
       duration = d
     }
     let report = try options.discover()
     let context = try options.gateContext(discovered: report.manifests)
     let index = BinaryIndex.build(directories: options.pluginDirectories)
-    let judgements = GateStack.judge(report, context: context, inspect: index.inspectionStep(for:), laterSteps: nil)
+    let judgements = GateStack.judge(
+      report, context: context, inspect: index.inspectionStep(for:), laterSteps: nil)
 
     try? FileManager.default.createDirectory(
-      atPath: (options.stateDirectory as NSString).appendingPathComponent("logs"), withIntermediateDirectories: true)
+      atPath: (options.stateDirectory as NSString).appendingPathComponent("logs"),
+      withIntermediateDirectories: true)
     var sinks: [any LogSink] = [StreamLogSink(fd: options.json ? 2 : 1)]
-    if let file = FileLogSink(path: (options.stateDirectory as NSString).appendingPathComponent("logs/host.log")) {
+    if let file = FileLogSink(
+      path: (options.stateDirectory as NSString).appendingPathComponent("logs/host.log"))
+    {
       sinks.append(file)
     }
     let environment = HostEnvironment(stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks))

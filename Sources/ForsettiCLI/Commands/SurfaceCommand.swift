@@ -22,11 +22,15 @@ enum SurfaceCommand {
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     let state = p.value("state") ?? ".forsetti"
-    guard let value = try HostOptions.readJSON(RuntimeStateFile.surfacePath(state), option: "state", missingOK: true),
+    guard
+      let value = try HostOptions.readJSON(
+        RuntimeStateFile.surfacePath(state), option: "state", missingOK: true),
       case .object(var o) = value
     else {
       if p.flag("json") {
-        console.out(JSONWriter.string(.object(JSONObject([("running", false), ("surface", .null)])), pretty: true) + "\n")
+        console.out(
+          JSONWriter.string(.object(JSONObject([("running", false), ("surface", .null)])), pretty: true)
+            + "\n")
       } else {
         console.out("no host has published a surface in \(state)\n")
       }
@@ -38,14 +42,20 @@ enum SurfaceCommand {
     if p.flag("json") {
       console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
     } else {
-      var out = alive ? "surface of the running host (pid \(pid))\n" : "last surface (pid \(pid), no longer running)\n"
+      var out =
+        alive
+        ? "surface of the running host (pid \(pid))\n" : "last surface (pid \(pid), no longer running)\n"
       for case .object(let t) in o["toolbarItems"]?.arrayValue ?? [] {
-        out += "  toolbar  \(t["itemID"]?.stringValue ?? "?")  \"\(t["title"]?.stringValue ?? "")\"  from \(t["moduleID"]?.stringValue ?? "?")\n"
+        out +=
+          "  toolbar  \(t["itemID"]?.stringValue ?? "?")  \"\(t["title"]?.stringValue ?? "")\"  from \(t["moduleID"]?.stringValue ?? "?")\n"
       }
       for case .object(let v) in o["viewInjections"]?.arrayValue ?? [] {
-        out += "  view     \(v["viewID"]?.stringValue ?? "?") in \(v["slotID"]?.stringValue ?? "?") (priority \(v["priority"].map { JSONWriter.string($0) } ?? "0"))  from \(v["moduleID"]?.stringValue ?? "?")\n"
+        out +=
+          "  view     \(v["viewID"]?.stringValue ?? "?") in \(v["slotID"]?.stringValue ?? "?") (priority \(v["priority"].map { JSONWriter.string($0) } ?? "0"))  from \(v["moduleID"]?.stringValue ?? "?")\n"
       }
-      for r in o["overlay"]?.objectValue?["routes"]?.arrayValue ?? [] { out += "  route    \(r.stringValue ?? "?")\n" }
+      for r in o["overlay"]?.objectValue?["routes"]?.arrayValue ?? [] {
+        out += "  route    \(r.stringValue ?? "?")\n"
+      }
       if let t = o["strippedThemeID"]?.stringValue { out += "  theme mask \(t) validated and stripped\n" }
       console.out(out)
     }

@@ -33,7 +33,8 @@ enum RunReport {
     let stopped = records.filter { $0.state == .stopped }.count
     let blocked = records.filter { if case .blocked = $0.state { true } else { false } }.count
     let failed = records.filter { if case .failed = $0.state { true } else { false } }.count
-    return "\(records.count) module\(records.count == 1 ? "" : "s"): \(stopped) ran and stopped cleanly, \(blocked) blocked, \(failed) failed\n"
+    return
+      "\(records.count) module\(records.count == 1 ? "" : "s"): \(stopped) ran and stopped cleanly, \(blocked) blocked, \(failed) failed\n"
   }
 
   static func json(_ records: [ModuleRecord]) -> JSONValue {
@@ -47,7 +48,8 @@ enum RunReport {
                 JSONObject([
                   ("file", .string(r.file)), ("moduleID", .string(orNull: r.moduleID)),
                   ("state", .string(r.state.name)), ("reason", .string(orNull: r.state.reason?.rawValue)),
-                  ("binary", .string(orNull: r.binaryPath)), ("trace", .array(r.trace.entries.map(TraceJSON.entry))),
+                  ("binary", .string(orNull: r.binaryPath)),
+                  ("trace", .array(r.trace.entries.map(TraceJSON.entry))),
                 ]))
             })
         )

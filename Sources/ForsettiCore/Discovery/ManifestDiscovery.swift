@@ -97,7 +97,8 @@ public enum ManifestDiscovery {
     let declaredID = value.objectValue?["moduleID"]?.stringValue
     if !ManifestDecoder.looksLikeManifest(value) {
       if mode == .fallback { return DiscoveredFile(file: path, outcome: .ignored) }
-      let issue = ManifestIssue(field: "(root)", problem: .notAllowed("not a manifest: none of the manifest root keys is present"))
+      let issue = ManifestIssue(
+        field: "(root)", problem: .notAllowed("not a manifest: none of the manifest root keys is present"))
       return DiscoveredFile(file: path, outcome: .invalid(.invalid(.init(issues: [issue]))))
     }
     switch ManifestDecoder.decode(value) {
@@ -105,7 +106,8 @@ public enum ManifestDiscovery {
       return DiscoveredFile(file: path, outcome: .invalid(.invalid(e)), moduleID: declaredID)
     case .success(let m):
       if let first = seen[m.moduleID] {
-        return DiscoveredFile(file: path, outcome: .duplicate(moduleID: m.moduleID, firstFile: first), moduleID: m.moduleID)
+        return DiscoveredFile(
+          file: path, outcome: .duplicate(moduleID: m.moduleID, firstFile: first), moduleID: m.moduleID)
       }
       return DiscoveredFile(file: path, outcome: .manifest(m), moduleID: m.moduleID)
     }

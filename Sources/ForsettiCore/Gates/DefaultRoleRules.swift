@@ -9,10 +9,12 @@ public enum DefaultRoleRules {
     if !role.validModuleTypes.contains(m.moduleType) {
       let types = role.validModuleTypes.map(\.rawValue).sorted().joined(separator: " or ")
       out.append(
-        "defaultModuleRole \"\(role.rawValue)\" needs a \(types) module; this is a \(m.moduleType.rawValue) module")
+        "defaultModuleRole \"\(role.rawValue)\" needs a \(types) module; this is a \(m.moduleType.rawValue) module"
+      )
     }
     if let cap = role.requiredCapability, !m.capabilitySet.contains(cap) {
-      out.append("defaultModuleRole \"\(role.rawValue)\" needs capability \(cap.rawValue) in capabilitiesRequested")
+      out.append(
+        "defaultModuleRole \"\(role.rawValue)\" needs capability \(cap.rawValue) in capabilitiesRequested")
     }
     return out
   }

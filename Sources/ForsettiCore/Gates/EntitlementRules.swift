@@ -47,7 +47,8 @@ public enum EntitlementRules {
     guard let product = m.iapProductID else { return .pass }
     if provider.isUnlocked(productID: product, moduleID: m.moduleID) { return .pass }
     return .fail(
-      .init(.moduleLocked, "product \"\(product)\" is not unlocked by the \(provider.name) entitlement provider"))
+      .init(
+        .moduleLocked, "product \"\(product)\" is not unlocked by the \(provider.name) entitlement provider"))
   }
 
   /// The trace line for a passing module.

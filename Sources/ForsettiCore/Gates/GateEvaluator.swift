@@ -22,7 +22,9 @@ public struct GateContext: Sendable {
 public enum GateEvaluator {
   /// Appends steps 3–6 to `trace`; returns whether all passed.
   @discardableResult
-  public static func evaluatePreLoad(_ m: ModuleManifest, _ ctx: GateContext, into trace: inout GateTrace) -> Bool {
+  public static func evaluatePreLoad(_ m: ModuleManifest, _ ctx: GateContext, into trace: inout GateTrace)
+    -> Bool
+  {
     let steps: [(GateStep, () -> GateOutcome, () -> String)] = [
       (.compatibility, { ctx.compatibility.check(m) }, { ctx.compatibility.passDetail(m) }),
       (
@@ -30,7 +32,8 @@ public enum GateEvaluator {
         {
           ctx.approvals.approveAll
             ? "approved by --approve-all"
-            : m.capabilitiesRequested.isEmpty ? "no capabilities requested" : "all requested capabilities approved"
+            : m.capabilitiesRequested.isEmpty
+              ? "no capabilities requested" : "all requested capabilities approved"
         }
       ),
       (

@@ -16,7 +16,9 @@ public struct ModuleDescriptor: Sendable, Hashable {
 public enum IdentityRules {
   public static func check(_ m: ModuleManifest, _ d: ModuleDescriptor) -> GateOutcome {
     var diffs: [String] = []
-    if d.moduleID != m.moduleID { diffs.append("moduleID: manifest \"\(m.moduleID)\", module says \"\(d.moduleID)\"") }
+    if d.moduleID != m.moduleID {
+      diffs.append("moduleID: manifest \"\(m.moduleID)\", module says \"\(d.moduleID)\"")
+    }
     if d.moduleType != m.moduleType {
       diffs.append("moduleType: manifest \(m.moduleType.rawValue), module says \(d.moduleType.rawValue)")
     }

@@ -9,7 +9,9 @@ public struct ProviderAvailability: Sendable, Hashable {
   /// The I/O the Linux host serves in-process today.
   public static let defaultHostServices: Set<IOKind> = [.storage, .telemetry]
 
-  public init(hostServices: Set<IOKind> = defaultHostServices, roleProviders: [DefaultModuleRole: [String]] = [:]) {
+  public init(
+    hostServices: Set<IOKind> = defaultHostServices, roleProviders: [DefaultModuleRole: [String]] = [:]
+  ) {
     self.hostServices = hostServices
     self.roleProviders = roleProviders
   }
@@ -48,20 +50,29 @@ public enum RuntimeRequirementRules {
     for (i, io) in rr.io.enumerated() {
       let name = "runtimeRequirements.io[\(i)] (\(io.requirementID))"
       if !caps.contains(io.kind.capability) {
-        out.append("\(name): kind \(io.kind.rawValue) needs capability \(io.kind.capability.rawValue) in capabilitiesRequested")
+        out.append(
+          "\(name): kind \(io.kind.rawValue) needs capability \(io.kind.capability.rawValue) in capabilitiesRequested"
+        )
       }
       if io.required && providers.provider(for: io.kind) == nil {
-        let via = io.kind.providingRole.map { " and no discovered module holds defaultModuleRole \"\($0.rawValue)\"" } ?? ""
-        out.append("\(name): required \(io.kind.rawValue) has no provider: the host has no \(io.kind.rawValue) service\(via)")
+        let via =
+          io.kind.providingRole.map { " and no discovered module holds defaultModuleRole \"\($0.rawValue)\"" }
+          ?? ""
+        out.append(
+          "\(name): required \(io.kind.rawValue) has no provider: the host has no \(io.kind.rawValue) service\(via)"
+        )
       }
     }
     if rr.dataIsolation.mode == .frameworkMediatedShared && providers.provider(for: .sharedDatabase) == nil {
       out.append(
-        "runtimeRequirements.dataIsolation.mode framework_mediated_shared needs a shared_database provider; none is discovered")
+        "runtimeRequirements.dataIsolation.mode framework_mediated_shared needs a shared_database provider; none is discovered"
+      )
     }
-    for role in rr.dataIsolation.requiredDefaultRoles where providers.roleProviders[role, default: []].isEmpty {
+    for role in rr.dataIsolation.requiredDefaultRoles where providers.roleProviders[role, default: []].isEmpty
+    {
       out.append(
-        "runtimeRequirements.dataIsolation.requiredDefaultRoles: no discovered module holds defaultModuleRole \"\(role.rawValue)\"")
+        "runtimeRequirements.dataIsolation.requiredDefaultRoles: no discovered module holds defaultModuleRole \"\(role.rawValue)\""
+      )
     }
     return out
   }
@@ -69,7 +80,8 @@ public enum RuntimeRequirementRules {
   /// The trace line for a passing module.
   public static func passDetail(_ m: ModuleManifest, providers: ProviderAvailability) -> String {
     guard let rr = m.runtimeRequirements else {
-      return "no runtime requirements declared" + (m.defaultModuleRole.map { "; role \($0.rawValue) agrees" } ?? "")
+      return "no runtime requirements declared"
+        + (m.defaultModuleRole.map { "; role \($0.rawValue) agrees" } ?? "")
     }
     let io = rr.io.map { "\($0.kind.rawValue)→\(providers.provider(for: $0.kind) ?? "optional, none")" }
     return "io [\(io.joined(separator: ", "))], isolation \(rr.dataIsolation.mode.rawValue)"

@@ -6,7 +6,9 @@ public enum UIContributionRules {
     if c.isEmpty { return .pass }
     if m.moduleType == .service {
       return .fail(
-        .init(.unsatisfiedRuntimeRequirement, "service modules cannot contribute UI; declare moduleType ui or app"))
+        .init(
+          .unsatisfiedRuntimeRequirement, "service modules cannot contribute UI; declare moduleType ui or app"
+        ))
     }
     let caps = m.capabilitySet
     var missing: [String] = []
@@ -15,7 +17,9 @@ public enum UIContributionRules {
     }
     need(.toolbarItems, "toolbar items", when: !c.toolbarItems.isEmpty)
     need(.viewInjection, "view injections", when: !c.viewInjections.isEmpty)
-    need(.routingOverlay, "overlay routes and pointers", when: !(c.overlay.map { $0.routes.isEmpty && $0.pointers.isEmpty } ?? true))
+    need(
+      .routingOverlay, "overlay routes and pointers",
+      when: !(c.overlay.map { $0.routes.isEmpty && $0.pointers.isEmpty } ?? true))
     need(.uiThemeMask, "a theme mask", when: c.themeMask != nil)
     if !missing.isEmpty { return .fail(.init(.missingCapability, missing.joined(separator: "; "))) }
 
@@ -33,7 +37,9 @@ public enum UIContributionRules {
     var undeclared: [String] = []
     func declared(_ ids: [String], in list: [String], _ field: String) {
       let known = Set(list)
-      for id in ids where !known.contains(id) { undeclared.append("\"\(id)\" is not in runtimeRequirements.ui.\(field)") }
+      for id in ids where !known.contains(id) {
+        undeclared.append("\"\(id)\" is not in runtimeRequirements.ui.\(field)")
+      }
     }
     declared(c.themeMask.map { [$0.themeID] } ?? [], in: d.themeIDs, "themeIDs")
     declared(c.toolbarItems.map(\.itemID), in: d.toolbarItemIDs, "toolbarItemIDs")

@@ -31,7 +31,9 @@ public struct JSONParser {
     p.skipWhitespace()
     let value = try p.parseValue(depth: 0)
     p.skipWhitespace()
-    if p.pos < bytes.count { throw p.error("unexpected \(p.describeCurrent()) after the end of the document") }
+    if p.pos < bytes.count {
+      throw p.error("unexpected \(p.describeCurrent()) after the end of the document")
+    }
     return value
   }
 
@@ -226,7 +228,9 @@ public struct JSONParser {
         }
       case 0x00..<0x20:
         let hex = String(b, radix: 16)
-        throw error("control character in string (escape it as \\u\(String(repeating: "0", count: 4 - hex.count))\(hex))")
+        throw error(
+          "control character in string (escape it as \\u\(String(repeating: "0", count: 4 - hex.count))\(hex))"
+        )
       default:
         out.append(b)
         pos += 1

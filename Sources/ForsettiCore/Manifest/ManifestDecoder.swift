@@ -20,7 +20,8 @@ public enum ManifestDecoder {
   public static func decode(_ value: JSONValue) -> Result<ModuleManifest, ManifestValidationError> {
     guard let object = value.objectValue else {
       return .failure(
-        .init(issues: [.init(field: "(root)", problem: .wrongType(expected: "object", found: value.typeName))]))
+        .init(issues: [.init(field: "(root)", problem: .wrongType(expected: "object", found: value.typeName))]
+        ))
     }
     var r = Reader()
     let manifest = r.manifest(object)
@@ -244,7 +245,9 @@ private struct Reader {
     guard let v = member(o, key, path: p, required: required) else { return nil }
     guard let obj = v.objectValue else {
       if let s = v.stringValue, SemanticVersion(parsing: s) != nil {
-        add(p, .malformedVersion("write the version as an object {\"major\",\"minor\",\"patch\"}, not \"\(s)\""))
+        add(
+          p, .malformedVersion("write the version as an object {\"major\",\"minor\",\"patch\"}, not \"\(s)\"")
+        )
       } else {
         add(p, .wrongType(expected: "version object {\"major\",\"minor\",\"patch\"}", found: v.typeName))
       }
@@ -271,7 +274,9 @@ private struct Reader {
       if let s = pv.stringValue, SemanticVersion.isValidPrerelease(s) {
         pre = s
       } else {
-        add("\(p).prerelease", .malformedVersion("expected dot-separated [0-9A-Za-z-] identifiers or null, found \(describe(pv))"))
+        add(
+          "\(p).prerelease",
+          .malformedVersion("expected dot-separated [0-9A-Za-z-] identifiers or null, found \(describe(pv))"))
         return nil
       }
     }
@@ -348,7 +353,8 @@ private struct Reader {
       let required = bool(io, "required", path: "\(ip).required", required: true)
       let description = string(io, "description", path: "\(ip).description", required: false)
       if let id, let kind, let access, let required {
-        out.append(.init(requirementID: id, kind: kind, access: access, required: required, description: description))
+        out.append(
+          .init(requirementID: id, kind: kind, access: access, required: required, description: description))
       } else {
         ok = false
       }

@@ -23,7 +23,10 @@ final class FFIClosure: @unchecked Sendable {
 
   enum MakeError: Error { case prepCIF(Int), alloc, prepClosure(Int) }
 
-  init(arguments: [UnsafeMutablePointer<ffi_type>], returns: UnsafeMutablePointer<ffi_type>, handler: @escaping Handler)
+  init(
+    arguments: [UnsafeMutablePointer<ffi_type>], returns: UnsafeMutablePointer<ffi_type>,
+    handler: @escaping Handler
+  )
     throws(MakeError)
   {
     self.handler = handler
@@ -38,12 +41,15 @@ final class FFIClosure: @unchecked Sendable {
     }
     code = codePointer
     let closure = raw.assumingMemoryBound(to: ffi_closure.self)
-    let prep = ffi_prep_closure_loc(closure, cif, ffiTrampoline, Unmanaged.passUnretained(self).toOpaque(), codePointer)
+    let prep = ffi_prep_closure_loc(
+      closure, cif, ffiTrampoline, Unmanaged.passUnretained(self).toOpaque(), codePointer)
     guard prep == FFI_OK else { throw .prepClosure(Int(prep.rawValue)) }
     FFIClosure.registry.withLock { $0.append(self) }
   }
 
-  fileprivate func invoke(_ args: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ ret: UnsafeMutableRawPointer) {
+  fileprivate func invoke(
+    _ args: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ ret: UnsafeMutableRawPointer
+  ) {
     switch handler(FFIArguments(raw: args)) {
     case .void: break
     // libffi wants integral results widened to a full ffi_arg register.
@@ -74,8 +80,12 @@ struct FFIArguments {
   func uint32(_ i: Int) -> UInt32 { raw[i]?.load(as: UInt32.self) ?? 0 }
   func int64(_ i: Int) -> Int64 { raw[i]?.load(as: Int64.self) ?? 0 }
   func size(_ i: Int) -> Int { Int(bitPattern: raw[i]?.load(as: UInt.self) ?? 0) }
-  func pointer(_ i: Int) -> UnsafeMutableRawPointer? { raw[i]?.load(as: UnsafeMutableRawPointer?.self) ?? nil }
-  func cString(_ i: Int) -> UnsafePointer<CChar>? { pointer(i).map { UnsafePointer($0.assumingMemoryBound(to: CChar.self)) } }
+  func pointer(_ i: Int) -> UnsafeMutableRawPointer? {
+    raw[i]?.load(as: UnsafeMutableRawPointer?.self) ?? nil
+  }
+  func cString(_ i: Int) -> UnsafePointer<CChar>? {
+    pointer(i).map { UnsafePointer($0.assumingMemoryBound(to: CChar.self)) }
+  }
 }
 
 /// What a closure returns to its C caller.
@@ -95,4 +105,3 @@ enum FFIType {
   static var int64: UnsafeMutablePointer<ffi_type> { forsetti_ffi_sint64() }
   static var size: UnsafeMutablePointer<ffi_type> { forsetti_ffi_size() }
 }
-

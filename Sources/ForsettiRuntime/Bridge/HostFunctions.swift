@@ -34,15 +34,20 @@ enum HostFunctions {
       return .void
     }
     let resolve = try closure([FFIType.pointer], FFIType.pointer) { a in
-      guard !b.isRevoked, let p = a.cString(0), let id = CString.read(p, max: maxName) else { return .pointer(nil) }
+      guard !b.isRevoked, let p = a.cString(0), let id = CString.read(p, max: maxName) else {
+        return .pointer(nil)
+      }
       return .pointer(b.resolve(id))
     }
     table.pointee.log = log.function(as: (@convention(c) (Int32, UnsafePointer<CChar>?) -> Void).self)
-    table.pointee.resolve = resolve.function(as: (@convention(c) (UnsafePointer<CChar>?) -> UnsafeRawPointer?).self)
+    table.pointee.resolve = resolve.function(
+      as: (@convention(c) (UnsafePointer<CChar>?) -> UnsafeRawPointer?).self)
   }
 
   /// Builds the table of a granted service, or nil for an unknown ID.
-  static func serviceTable(_ id: String, for b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer? {
+  static func serviceTable(_ id: String, for b: ModuleBinding) throws(BindingError)
+    -> UnsafeMutableRawPointer?
+  {
     switch id {
     case storageID: return try storage(b)
     case telemetryID: return try telemetry(b)
@@ -74,13 +79,15 @@ enum HostFunctions {
       guard let key = name(a, 0), let bytes = buffer(a, 1, 2) else { return invalid }
       return .int32(s.set(key, bytes))
     }
-    let get = try closure([FFIType.pointer, FFIType.pointer, FFIType.size, FFIType.pointer], FFIType.int32) { a in
+    let get = try closure([FFIType.pointer, FFIType.pointer, FFIType.size, FFIType.pointer], FFIType.int32) {
+      a in
       guard !b.isRevoked else { return revoked }
       guard let key = name(a, 0), let lengthOut = a.pointer(3) else { return invalid }
       let capacity = a.size(2)
       guard capacity == 0 || a.pointer(1) != nil else { return invalid }
       var length = 0
-      let status = s.get(key, into: UnsafeMutableRawBufferPointer(start: a.pointer(1), count: capacity), length: &length)
+      let status = s.get(
+        key, into: UnsafeMutableRawBufferPointer(start: a.pointer(1), count: capacity), length: &length)
       lengthOut.storeBytes(of: length, as: Int.self)
       return .int32(status)
     }
@@ -93,7 +100,9 @@ enum HostFunctions {
       guard !b.isRevoked else { return revoked }
       guard let p = a.cString(0), let path = CString.read(p, max: 4096) else { return invalid }
       let fd = s.openFile(path, flags: a.uint32(1))
-      if fd == FORSETTI_ERR_DENIED { b.warn("storage: refused to open \"\(path)\": it is not beneath the sandbox", ["path": path]) }
+      if fd == FORSETTI_ERR_DENIED {
+        b.warn("storage: refused to open \"\(path)\": it is not beneath the sandbox", ["path": path])
+      }
       return .int32(fd)
     }
     let mkdir = try closure([FFIType.pointer], FFIType.int32) { a in
@@ -107,8 +116,10 @@ enum HostFunctions {
         struct_size: UInt32(MemoryLayout<forsetti_storage>.size),
         set: set.function(as: (@convention(c) (UnsafePointer<CChar>?, UnsafeRawPointer?, Int) -> Int32).self),
         get: get.function(
-          as: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?, Int, UnsafeMutablePointer<Int>?) -> Int32)
-            .self),
+          as: (@convention(c) (
+            UnsafePointer<CChar>?, UnsafeMutableRawPointer?, Int, UnsafeMutablePointer<Int>?
+          ) -> Int32)
+          .self),
         remove: remove.function(as: (@convention(c) (UnsafePointer<CChar>?) -> Int32).self),
         open_file: open.function(as: (@convention(c) (UnsafePointer<CChar>?, UInt32) -> Int32).self),
         make_directory: mkdir.function(as: (@convention(c) (UnsafePointer<CChar>?) -> Int32).self)))
@@ -133,19 +144,24 @@ enum HostFunctions {
     t.initialize(
       to: forsetti_telemetry(
         struct_size: UInt32(MemoryLayout<forsetti_telemetry>.size),
-        record: record.function(as: (@convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32).self)))
+        record: record.function(
+          as: (@convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32).self)))
     return UnsafeMutableRawPointer(t)
   }
 
   /// Shared refusal rules of events and messages (Forsetti's message guard).
   static func communicationProblem(_ type: String) -> String? {
     if type.isEmpty { return "empty type" }
-    if type.hasPrefix(EventBus.reservedPrefix) { return "the \(EventBus.reservedPrefix) prefix is reserved for the host" }
+    if type.hasPrefix(EventBus.reservedPrefix) {
+      return "the \(EventBus.reservedPrefix) prefix is reserved for the host"
+    }
     return nil
   }
 
   static func denyCommunication(_ b: ModuleBinding, _ what: String) -> FFIReturn {
-    b.warn("\(ReasonCode.moduleCommunicationDenied.rawValue): \(what)", ["reason": ReasonCode.moduleCommunicationDenied.rawValue])
+    b.warn(
+      "\(ReasonCode.moduleCommunicationDenied.rawValue): \(what)",
+      ["reason": ReasonCode.moduleCommunicationDenied.rawValue])
     return .int32(FORSETTI_ERR_COMMUNICATION_DENIED)
   }
 
@@ -155,7 +171,9 @@ enum HostFunctions {
       guard !b.isRevoked else { return revoked }
       guard b.identityIntact() else { return .int32(FORSETTI_ERR_DENIED) }
       guard let type = name(a, 0), let payload = buffer(a, 1, 2) else { return invalid }
-      if let problem = communicationProblem(type) { return denyCommunication(b, "event \"\(type)\" refused: \(problem)") }
+      if let problem = communicationProblem(type) {
+        return denyCommunication(b, "event \"\(type)\" refused: \(problem)")
+      }
       guard payload.count <= EventBus.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
       bus.publish(from: b.moduleID, eventType: type, payload: payload.baseAddress, length: payload.count)
       return .int32(FORSETTI_OK)
@@ -166,19 +184,23 @@ enum HostFunctions {
         return .int64(Int64(FORSETTI_ERR_INVALID_ARGUMENT))
       }
       let handler = unsafeBitCast(fn, to: forsetti_event_handler.self)
-      let id = bus.subscribe(moduleID: b.moduleID, eventType: type, callback: ModuleCallback(function: handler, context: a.pointer(2)))
+      let id = bus.subscribe(
+        moduleID: b.moduleID, eventType: type,
+        callback: ModuleCallback(function: handler, context: a.pointer(2)))
       return .int64(id)
     }
     let unsubscribe = try closure([FFIType.int64], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
-      return .int32(bus.unsubscribe(moduleID: b.moduleID, id: a.int64(0)) ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND)
+      return .int32(
+        bus.unsubscribe(moduleID: b.moduleID, id: a.int64(0)) ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND)
     }
     typealias Handler = forsetti_event_handler
     let t = UnsafeMutablePointer<forsetti_events>.allocate(capacity: 1)
     t.initialize(
       to: forsetti_events(
         struct_size: UInt32(MemoryLayout<forsetti_events>.size),
-        publish: publish.function(as: (@convention(c) (UnsafePointer<CChar>?, UnsafeRawPointer?, Int) -> Int32).self),
+        publish: publish.function(
+          as: (@convention(c) (UnsafePointer<CChar>?, UnsafeRawPointer?, Int) -> Int32).self),
         subscribe: subscribe.function(
           as: (@convention(c) (UnsafePointer<CChar>?, Handler?, UnsafeMutableRawPointer?) -> Int64).self),
         unsubscribe: unsubscribe.function(as: (@convention(c) (Int64) -> Int32).self)))
@@ -187,15 +209,23 @@ enum HostFunctions {
 
   static func messages(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
     let router = b.environment.messages
-    let send = try closure([FFIType.pointer, FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) { a in
+    let send = try closure([FFIType.pointer, FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) {
+      a in
       guard !b.isRevoked else { return revoked }
       guard b.identityIntact() else { return .int32(FORSETTI_ERR_DENIED) }
-      guard let target = name(a, 0), let type = name(a, 1), let payload = buffer(a, 2, 3) else { return invalid }
+      guard let target = name(a, 0), let type = name(a, 1), let payload = buffer(a, 2, 3) else {
+        return invalid
+      }
       if target.isEmpty { return denyCommunication(b, "message \"\(type)\" refused: empty target") }
-      if target == b.moduleID { return denyCommunication(b, "message \"\(type)\" refused: a module cannot message itself") }
-      if let problem = communicationProblem(type) { return denyCommunication(b, "message to \(target) refused: \(problem)") }
+      if target == b.moduleID {
+        return denyCommunication(b, "message \"\(type)\" refused: a module cannot message itself")
+      }
+      if let problem = communicationProblem(type) {
+        return denyCommunication(b, "message to \(target) refused: \(problem)")
+      }
       guard payload.count <= EventBus.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
-      let delivered = router.deliver(from: b.moduleID, to: target, type: type, payload: payload.baseAddress, length: payload.count)
+      let delivered = router.deliver(
+        from: b.moduleID, to: target, type: type, payload: payload.baseAddress, length: payload.count)
       return .int32(delivered ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND)
     }
     let setHandler = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in
@@ -212,8 +242,10 @@ enum HostFunctions {
       to: forsetti_messages(
         struct_size: UInt32(MemoryLayout<forsetti_messages>.size),
         send: send.function(
-          as: (@convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafeRawPointer?, Int) -> Int32).self),
-        set_handler: setHandler.function(as: (@convention(c) (Handler?, UnsafeMutableRawPointer?) -> Int32).self)))
+          as: (@convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafeRawPointer?, Int) -> Int32)
+            .self),
+        set_handler: setHandler.function(
+          as: (@convention(c) (Handler?, UnsafeMutableRawPointer?) -> Int32).self)))
     return UnsafeMutableRawPointer(t)
   }
 }

@@ -89,7 +89,9 @@ public final class ModuleBinding: Sendable {
   /// `module_id` is trying to act as someone else; the host never reads that field, but says so.
   func identityIntact() -> Bool {
     let t = table.pointer.pointee
-    if t.module_id == UnsafePointer(idCString.pointer), strcmp(idCString.pointer, moduleID) == 0 { return true }
+    if t.module_id == UnsafePointer(idCString.pointer), strcmp(idCString.pointer, moduleID) == 0 {
+      return true
+    }
     warn(
       "\(ReasonCode.moduleIdentitySpoofingDenied.rawValue): the module altered host->module_id; calls stay bound to \(moduleID)",
       ["reason": ReasonCode.moduleIdentitySpoofingDenied.rawValue])
@@ -101,7 +103,8 @@ public final class ModuleBinding: Sendable {
   }
 
   func warn(_ message: String, _ metadata: [String: String] = [:]) {
-    environment.log.write(LogRecord(level: .warning, moduleID: moduleID, message: message, metadata: metadata))
+    environment.log.write(
+      LogRecord(level: .warning, moduleID: moduleID, message: message, metadata: metadata))
   }
 }
 

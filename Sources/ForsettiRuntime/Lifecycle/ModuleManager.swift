@@ -28,10 +28,13 @@ public final class ModuleManager {
     records = judgements.map { j in
       ModuleRecord(
         file: j.file, moduleID: j.moduleID, manifest: j.manifest, binaryPath: nil,
-        state: j.passed ? .gated : .blocked(j.reason ?? .validationFailed), trace: j.trace, startDuration: nil)
+        state: j.passed ? .gated : .blocked(j.reason ?? .validationFailed), trace: j.trace, startDuration: nil
+      )
     }
     let passing = records.indices.filter { records[$0].state == .gated }
-    let byID = Dictionary(passing.compactMap { i in records[i].manifest.map { ($0.moduleID, i) } }) { a, _ in a }
+    let byID = Dictionary(passing.compactMap { i in records[i].manifest.map { ($0.moduleID, i) } }) { a, _ in
+      a
+    }
     for m in StartOrder.order(passing.compactMap { records[$0].manifest }) {
       guard let i = byID[m.moduleID] else { continue }
       activate(record: i, manifest: m, index: index)
@@ -44,7 +47,9 @@ public final class ModuleManager {
     records[i].trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(reason.rawValue)")
     records[i].state = .failed(reason)
     environment.log.write(
-      LogRecord(level: .error, moduleID: records[i].moduleID, message: "\(reason.rawValue) at \(step.rawValue): \(detail)"))
+      LogRecord(
+        level: .error, moduleID: records[i].moduleID,
+        message: "\(reason.rawValue) at \(step.rawValue): \(detail)"))
   }
 
   private func activate(record i: Int, manifest m: ModuleManifest, index: BinaryIndex) {
@@ -82,16 +87,21 @@ public final class ModuleManager {
       fail(i, .identityAndUI, v.reason, v.detail)
       return
     }
-    records[i].trace.pass(.identityAndUI, "descriptor agrees (\(m.moduleID) \(m.moduleType.rawValue) \(m.moduleVersion)); \(Self.describe(ui))")
+    records[i].trace.pass(
+      .identityAndUI,
+      "descriptor agrees (\(m.moduleID) \(m.moduleType.rawValue) \(m.moduleVersion)); \(Self.describe(ui))")
 
     let binding: ModuleBinding
-    do { binding = try ModuleBinding(moduleID: m.moduleID, granted: m.capabilitySet, environment: environment) } catch {
+    do {
+      binding = try ModuleBinding(moduleID: m.moduleID, granted: m.capabilitySet, environment: environment)
+    } catch {
       fail(i, .start, .startFailed, "could not prepare the module's context: \(error)")
       return
     }
     let clock = ContinuousClock()
     let began = clock.now
-    let status = loaded.table.pointee.start?(loaded.table.pointee.`self`, binding.hostTable) ?? FORSETTI_ERR_START_FAILED
+    let status =
+      loaded.table.pointee.start?(loaded.table.pointee.`self`, binding.hostTable) ?? FORSETTI_ERR_START_FAILED
     let took = clock.now - began
     guard status == FORSETTI_OK else {
       binding.revoke()
@@ -100,7 +110,8 @@ public final class ModuleManager {
     }
     records[i].state = .started
     records[i].startDuration = took
-    records[i].trace.pass(.start, "started in \(took.formatted(.units(allowed: [.milliseconds, .microseconds], width: .narrow)))")
+    records[i].trace.pass(
+      .start, "started in \(took.formatted(.units(allowed: [.milliseconds, .microseconds], width: .narrow)))")
     running.append((i, loaded, binding))
     if m.moduleType.isVisual && !ui.isEmpty { contributions[m.moduleID] = ui }
     environment.hostLog(.info, "started \(m.moduleID) \(m.moduleVersion)")
@@ -112,7 +123,9 @@ public final class ModuleManager {
     if !c.toolbarItems.isEmpty { parts.append("\(c.toolbarItems.count) toolbar item(s)") }
     if !c.viewInjections.isEmpty { parts.append("\(c.viewInjections.count) view injection(s)") }
     if let o = c.overlay { parts.append("\(o.routes.count) route(s), \(o.pointers.count) pointer(s)") }
-    if let t = c.themeMask { parts.append("theme mask \(t.themeID) (validated; stripped before publication)") }
+    if let t = c.themeMask {
+      parts.append("theme mask \(t.themeID) (validated; stripped before publication)")
+    }
     return parts.joined(separator: ", ") + " accepted"
   }
 
@@ -140,8 +153,10 @@ public final class ModuleManager {
     let state = RuntimeStateFile(pid: getpid(), records: records, surface: surface)
     let dir = environment.stateDirectory
     do {
-      try AtomicFile.write(Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir))
-      try AtomicFile.write(Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir))
+      try AtomicFile.write(
+        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir))
+      try AtomicFile.write(
+        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir))
     } catch {
       environment.hostLog(.warning, "could not save runtime state: \(error)")
     }

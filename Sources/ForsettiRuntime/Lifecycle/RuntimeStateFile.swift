@@ -26,8 +26,10 @@ public struct RuntimeStateFile: Sendable {
             records.map { r in
               .object(
                 JSONObject([
-                  ("file", .string(r.file)), ("moduleID", .string(orNull: r.moduleID)), ("state", .string(r.state.name)),
-                  ("reason", .string(orNull: r.state.reason?.rawValue)), ("binary", .string(orNull: r.binaryPath)),
+                  ("file", .string(r.file)), ("moduleID", .string(orNull: r.moduleID)),
+                  ("state", .string(r.state.name)),
+                  ("reason", .string(orNull: r.state.reason?.rawValue)),
+                  ("binary", .string(orNull: r.binaryPath)),
                 ]))
             })
         ),

@@ -16,7 +16,9 @@ public enum AtomicFile {
   /// Replaces `path` with `bytes` atomically, creating parent directories.
   public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(WriteError) {
     let dir = (path as NSString).deletingLastPathComponent
-    if !dir.isEmpty { try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+    if !dir.isEmpty {
+      try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
     let tmp = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
     guard fd >= 0 else { throw .failed(path: path, step: "create temporary file", errno: errno) }

@@ -27,11 +27,14 @@ public final class EventBus: Sendable {
 
   public init() {}
 
-  func subscribe(moduleID: String, eventType: String, callback: ModuleCallback<forsetti_event_handler>) -> Int64 {
+  func subscribe(moduleID: String, eventType: String, callback: ModuleCallback<forsetti_event_handler>)
+    -> Int64
+  {
     state.withLock { s in
       let id = s.next
       s.next += 1
-      s.subscriptions.append(Subscription(id: id, moduleID: moduleID, eventType: eventType, callback: callback))
+      s.subscriptions.append(
+        Subscription(id: id, moduleID: moduleID, eventType: eventType, callback: callback))
       return id
     }
   }
@@ -39,7 +42,9 @@ public final class EventBus: Sendable {
   /// Ends subscription `id` if `moduleID` made it.
   func unsubscribe(moduleID: String, id: Int64) -> Bool {
     state.withLock { s in
-      guard let i = s.subscriptions.firstIndex(where: { $0.id == id && $0.moduleID == moduleID }) else { return false }
+      guard let i = s.subscriptions.firstIndex(where: { $0.id == id && $0.moduleID == moduleID }) else {
+        return false
+      }
       s.subscriptions.remove(at: i)
       return true
     }
@@ -84,7 +89,9 @@ public final class MessageRouter: Sendable {
   public func removeHandler(moduleID: String) { handlers.withLock { $0[moduleID] = nil } }
 
   /// Delivers to the target's handler; false when it has none (not running, or no handler).
-  func deliver(from sender: String, to target: String, type: String, payload: UnsafeRawPointer?, length: Int) -> Bool {
+  func deliver(from sender: String, to target: String, type: String, payload: UnsafeRawPointer?, length: Int)
+    -> Bool
+  {
     guard let h = handlers.withLock({ $0[target] }) else { return false }
     sender.withCString { s in type.withCString { t in h.function(h.context, s, t, payload, length) } }
     return true

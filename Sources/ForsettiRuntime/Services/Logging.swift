@@ -81,7 +81,8 @@ public final class FileLogSink: LogSink {
   deinit { close(fd) }
 
   public func write(_ record: LogRecord) {
-    let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+    let stamp = ISO8601DateFormatter.string(
+      from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
     FileDescriptor.writeAll(fd, Array("\(stamp) \(record.level.name) \(record.formatted)\n".utf8))
   }
 }

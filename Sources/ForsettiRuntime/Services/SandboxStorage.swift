@@ -30,7 +30,8 @@ public final class SandboxStorage: Sendable {
   public init(root: String) throws(OpenError) {
     do {
       try FileManager.default.createDirectory(
-        atPath: (root as NSString).appendingPathComponent(Self.kvDirectory), withIntermediateDirectories: true,
+        atPath: (root as NSString).appendingPathComponent(Self.kvDirectory),
+        withIntermediateDirectories: true,
         attributes: [.posixPermissions: 0o700])
     } catch {
       throw .cannotCreate(path: root, errno: EACCES)
@@ -55,9 +56,12 @@ public final class SandboxStorage: Sendable {
 
   /// Keys are 1–128 bytes of [A-Za-z0-9._-], not starting with a dot: always one plain file name.
   static func isValidKey(_ key: String) -> Bool {
-    guard !key.isEmpty, key.utf8.count <= Int(FORSETTI_STORAGE_MAX_KEY), !key.hasPrefix(".") else { return false }
+    guard !key.isEmpty, key.utf8.count <= Int(FORSETTI_STORAGE_MAX_KEY), !key.hasPrefix(".") else {
+      return false
+    }
     return key.utf8.allSatisfy { b in
-      (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x5F
+      (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E
+        || b == 0x5F
         || b == 0x2D
     }
   }
@@ -112,7 +116,9 @@ public final class SandboxStorage: Sendable {
 
   public func remove(_ key: String) -> Int32 {
     guard Self.isValidKey(key) else { return FORSETTI_ERR_INVALID_ARGUMENT }
-    guard unlinkat(kvFD, key, 0) == 0 else { return errno == ENOENT ? FORSETTI_ERR_NOT_FOUND : FORSETTI_ERR_IO }
+    guard unlinkat(kvFD, key, 0) == 0 else {
+      return errno == ENOENT ? FORSETTI_ERR_NOT_FOUND : FORSETTI_ERR_IO
+    }
     return FORSETTI_OK
   }
 
@@ -125,7 +131,8 @@ public final class SandboxStorage: Sendable {
     if flags & FORSETTI_OPEN_CREATE != 0 { oflags |= O_CREAT }
     if flags & FORSETTI_OPEN_TRUNCATE != 0 { oflags |= O_TRUNC }
     if flags & FORSETTI_OPEN_APPEND != 0 { oflags |= O_APPEND }
-    let fd = forsetti_openat2(rootFD, path, UInt64(UInt32(bitPattern: oflags | O_CLOEXEC)), 0o600, Self.resolve)
+    let fd = forsetti_openat2(
+      rootFD, path, UInt64(UInt32(bitPattern: oflags | O_CLOEXEC)), 0o600, Self.resolve)
     if fd >= 0 { return fd }
     return Self.status(for: errno)
   }
@@ -135,7 +142,10 @@ public final class SandboxStorage: Sendable {
     let parent = (path as NSString).deletingLastPathComponent
     let name = (path as NSString).lastPathComponent
     guard !name.isEmpty, name != "..", name != "." else { return FORSETTI_ERR_DENIED }
-    let pfd = parent.isEmpty ? dup(rootFD) : forsetti_openat2(rootFD, parent, UInt64(FORSETTI_O_PATH | O_DIRECTORY | O_CLOEXEC), 0, Self.resolve)
+    let pfd =
+      parent.isEmpty
+      ? dup(rootFD)
+      : forsetti_openat2(rootFD, parent, UInt64(FORSETTI_O_PATH | O_DIRECTORY | O_CLOEXEC), 0, Self.resolve)
     guard pfd >= 0 else { return Self.status(for: errno) }
     defer { close(pfd) }
     if mkdirat(pfd, name, 0o700) == 0 || errno == EEXIST { return FORSETTI_OK }

@@ -58,7 +58,8 @@ public struct Surface: Sendable, Hashable {
               .object(
                 JSONObject([
                   ("moduleID", .string($0.moduleID)), ("itemID", .string($0.item.itemID)),
-                  ("title", .string($0.item.title)), ("actionRouteID", .string(orNull: $0.item.actionRouteID)),
+                  ("title", .string($0.item.title)),
+                  ("actionRouteID", .string(orNull: $0.item.actionRouteID)),
                 ]))
             })
         ),
