@@ -53,6 +53,9 @@ let package = Package(
     .testTarget(
       name: "ForsettiBinaryTests", dependencies: ["ForsettiBinary", "ForsettiCore", "ForsettiTestSupport"]),
     .testTarget(
+      name: "ForsettiRuntimeTests",
+      dependencies: ["ForsettiRuntime", "ForsettiBinary", "ForsettiCore", "CForsetti", "ForsettiTestSupport"]),
+    .testTarget(
       name: "ForsettiCLITests", dependencies: ["ForsettiCLI", "ForsettiCore", "ForsettiTestSupport"]),
   ]
 )

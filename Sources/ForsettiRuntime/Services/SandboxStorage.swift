@@ -131,8 +131,10 @@ public final class SandboxStorage: Sendable {
     if flags & FORSETTI_OPEN_CREATE != 0 { oflags |= O_CREAT }
     if flags & FORSETTI_OPEN_TRUNCATE != 0 { oflags |= O_TRUNC }
     if flags & FORSETTI_OPEN_APPEND != 0 { oflags |= O_APPEND }
+    // openat2 rejects a mode without O_CREAT (EINVAL), unlike openat.
+    let mode: UInt64 = oflags & O_CREAT != 0 ? 0o600 : 0
     let fd = forsetti_openat2(
-      rootFD, path, UInt64(UInt32(bitPattern: oflags | O_CLOEXEC)), 0o600, Self.resolve)
+      rootFD, path, UInt64(UInt32(bitPattern: oflags | O_CLOEXEC)), mode, Self.resolve)
     if fd >= 0 { return fd }
     return Self.status(for: errno)
   }

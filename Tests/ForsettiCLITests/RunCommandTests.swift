@@ -1,0 +1,194 @@
+import ForsettiCore
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+/// `forsetti-host run` and the verbs that look at a running host, as real processes.
+@Suite struct RunCommandTests {
+  let dir = TemporaryDirectory("run")
+
+  /// The bundled examples, built the way scripts/build-plugins builds them, in `dir/plugins`.
+  func installExamples() throws -> String {
+    let plugins = dir.url("plugins")
+    try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
+    let bin = (HostBinary.path as NSString).deletingLastPathComponent
+    for lib in ["libCounterModule.so", "libDashboardModule.so"] {
+      try FileManager.default.copyItem(
+        atPath: (bin as NSString).appendingPathComponent(lib), toPath: plugins + "/" + lib)
+    }
+    let hello = (HostBinary.packageRoot as NSString).appendingPathComponent("Plugins/HelloC/hello.c")
+    let r = try ProcessRunner.run(
+      "/usr/bin/env",
+      [
+        "cc", "-shared", "-fPIC", "-I", ModuleFixture.includeDirectory, "-o", plugins + "/libhelloc.so",
+        hello,
+      ])
+    try #require(r.status == 0, "\(r.stderr)")
+    return plugins
+  }
+
+  var manifests: String { (HostBinary.packageRoot as NSString).appendingPathComponent("manifests") }
+
+  @Test func theExamplesStartDoTheirWorkAndStopCleanly() throws {
+    let plugins = try installExamples()
+    let args = [
+      "run", "--manifests", manifests, "--plugins", plugins, "--state", dir.url("state"), "--approve-all",
+      "--for", "1.5",
+    ]
+    let first = try HostBinary.run(args)
+    #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
+    for line in [
+      "[module=com.example.counter] start number 1",
+      "[module=com.example.helloc] hello from C, greeting number 1",
+      "[module=com.example.dashboard] message hello.greeting from com.example.helloc",
+      "[module=com.example.dashboard] first tick from com.example.counter",
+      "[module=com.example.helloc] C module got its first tick from com.example.counter",
+      "3 modules: 3 ran and stopped cleanly, 0 blocked, 0 failed",
+    ] {
+      #expect(first.stdout.contains(line), "missing: \(line)")
+    }
+    // The counter's storage survives a restart.
+    let second = try HostBinary.run(args + ["--json"])
+    #expect(second.status == 0)
+    #expect(second.stderr.contains("[module=com.example.counter] start number 2"))
+    #expect(second.stderr.contains("greeting number 2"))
+    let modules = try #require(try JSONParser.parse(second.stdout).objectValue?["modules"]?.arrayValue)
+    #expect(
+      modules.compactMap { $0.objectValue?["state"]?.stringValue } == ["stopped", "stopped", "stopped"])
+    let telemetry = try String(contentsOfFile: dir.url("state/logs/telemetry.jsonl"), encoding: .utf8)
+    #expect(telemetry.split(separator: "\n").count == 2)
+    #expect(telemetry.contains(#""event":"counter.started","attributes":{"starts":2}"#))
+  }
+
+  @Test func aBlockedModulesConstructorNeverRuns() throws {
+    let marker = dir.url("constructor-ran")
+    var f = ModuleFixture(moduleID: "com.test.ctor", entryPoint: "ctor_entry")
+    f.prelude = """
+      __attribute__((constructor)) static void ran(void) {
+        int fd = open("\(marker)", O_WRONLY | O_CREAT, 0644);
+        if (fd >= 0) close(fd);
+      }
+      """
+    try f.install(in: dir, capabilities: ["storage"])
+    let common = [
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"), "--for", "0",
+    ]
+    let blocked = try HostBinary.run(common)
+    #expect(blocked.status == 1)
+    #expect(blocked.stdout.contains("approvalPending"))
+    #expect(!FileManager.default.fileExists(atPath: marker))
+    // The control: once approved, loading runs the constructor, so the check above can fail.
+    let approved = try HostBinary.run(common + ["--approve-all"])
+    #expect(approved.status == 0, "\(approved.stdout)")
+    #expect(FileManager.default.fileExists(atPath: marker))
+  }
+
+  @Test func badBinariesAreReportedAndTheRestRuns() throws {
+    try ModuleFixture(moduleID: "com.test.fine", entryPoint: "fine_entry").install(in: dir)
+    try dir.write(
+      "manifests/lost.json", ModuleFixture(moduleID: "com.test.lost", entryPoint: "lost_entry").manifest())
+    try dir.write("plugins/text.so", "#!/bin/sh\necho not a library\n")
+    let fine = try Data(contentsOf: URL(fileURLWithPath: dir.url("plugins/fine_entry.so")))
+    try dir.write("plugins/cut.so", bytes: Array(fine.prefix(fine.count / 3)))
+    let r = try HostBinary.run([
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"),
+      "--approve-all", "--for", "0", "--json",
+    ])
+    #expect(r.status == 1)
+    let modules = try #require(try JSONParser.parse(r.stdout).objectValue?["modules"]?.arrayValue).compactMap(
+      \.objectValue)
+    let byID = Dictionary(uniqueKeysWithValues: modules.map { ($0["moduleID"]?.stringValue ?? "", $0) })
+    #expect(byID["com.test.fine"]?["state"]?.stringValue == "stopped")
+    #expect(byID["com.test.lost"]?["state"]?.stringValue == "blocked")
+    #expect(byID["com.test.lost"]?["reason"]?.stringValue == "invalidBinary")
+    let detail =
+      byID["com.test.lost"]?["trace"]?.arrayValue?.compactMap { $0.objectValue?["detail"]?.stringValue }
+      .joined() ?? ""
+    #expect(detail.contains("cut.so") && detail.contains("truncated"))
+    #expect(detail.contains("text.so") && detail.contains("not an ELF file"))
+  }
+
+  @Test func surfaceListAndExplainSeeTheRunningHostWhichStopsOnSIGTERM() throws {
+    let plugins = try installExamples()
+    let state = dir.url("state")
+    let host = Process()
+    host.executableURL = URL(fileURLWithPath: HostBinary.path)
+    host.arguments = [
+      "run", "--manifests", manifests, "--plugins", plugins, "--state", state, "--approve-all",
+    ]
+    let out = Pipe()
+    host.standardOutput = out
+    host.standardError = FileHandle.nullDevice
+    try host.run()
+    defer { if host.isRunning { host.terminate() } }
+
+    var surface: JSONObject?
+    for _ in 0..<100 {
+      let r = try HostBinary.run(["surface", "--state", state, "--json"])
+      if r.status == 0, let o = try? JSONParser.parse(r.stdout).objectValue,
+        o["toolbarItems"]?.arrayValue?.isEmpty == false
+      {
+        surface = o
+        break
+      }
+      usleep(50_000)
+    }
+    let s = try #require(surface, "the running host never published its surface")
+    #expect(s["running"] == .bool(true))
+    #expect(s["toolbarItems"]?.arrayValue?.first?.objectValue?["itemID"]?.stringValue == "dashboard.refresh")
+    #expect(s["viewInjections"]?.arrayValue?.first?.objectValue?["slotID"]?.stringValue == "main.sidebar")
+
+    let list = try HostBinary.run([
+      "list", "--manifests", manifests, "--state", state, "--approve-all", "--json",
+    ])
+    let rows = try #require(try JSONParser.parse(list.stdout).objectValue?["modules"]?.arrayValue).compactMap(
+      \.objectValue)
+    #expect(rows.map { $0["runState"]?.stringValue } == ["started", "started", "started"])
+
+    let explain = try HostBinary.run([
+      "explain", "com.example.dashboard", "--manifests", manifests, "--plugins", plugins, "--state", state,
+      "--approve-all",
+    ])
+    #expect(explain.status == 0)
+    #expect(explain.stdout.contains("PASS    inspectBinary"))
+    #expect(explain.stdout.contains("in the running host (pid \(host.processIdentifier)): started"))
+
+    kill(host.processIdentifier, SIGTERM)
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    host.waitUntilExit()
+    #expect(host.terminationStatus == 0)
+    #expect(text.contains("stopping all modules (SIGTERM)"))
+    #expect(text.contains("3 modules: 3 ran and stopped cleanly"))
+    let after = try HostBinary.run(["surface", "--state", state, "--json"])
+    #expect(after.status == 1)
+    #expect(try JSONParser.parse(after.stdout).objectValue?["running"] == .bool(false))
+  }
+
+  @Test func inspectReportsWithoutLoading() throws {
+    let marker = dir.url("loaded")
+    var f = ModuleFixture(moduleID: "com.test.look", entryPoint: "look_entry")
+    f.prelude = """
+      __attribute__((section(".forsetti.manifest"), used)) static const char m[] = "{\\"moduleID\\":\\"com.test.look\\"}";
+      __attribute__((constructor)) static void ran(void) { int fd = open("\(marker)", O_WRONLY | O_CREAT, 0644); if (fd >= 0) close(fd); }
+      """
+    let so = try f.install(in: dir)
+    let r = try HostBinary.run(["inspect", so, "--json"])
+    #expect(r.status == 0)
+    let o = try #require(try JSONParser.parse(r.stdout).objectValue)
+    #expect(o["exportedFunctions"]?.arrayValue?.contains(.string("look_entry")) == true)
+    #expect(o["embeddedManifest"]?.objectValue?["moduleID"]?.stringValue == "com.test.look")
+    #expect(o["matchesHost"] == .bool(true))
+    #expect(!FileManager.default.fileExists(atPath: marker))
+    let text = try HostBinary.run(["inspect", dir.url("manifests/look_entry.json")])
+    #expect(text.status == 1)
+    #expect(text.stdout.contains("not an ELF file"))
+  }
+
+  @Test func runWithoutBuiltPluginsSaysWhatToDo() throws {
+    let r = try HostBinary.run(["run", "--manifests", manifests, "--for", "0"], in: dir.path)
+    #expect(r.status == 2)
+    #expect(r.stderr.contains("scripts/build-plugins"))
+  }
+}
