@@ -6,6 +6,7 @@ let package = Package(
   name: "forsetti",
   products: [
     .executable(name: "forsetti-host", targets: ["forsetti-host"]),
+    .executable(name: "forsetti-worker", targets: ["forsetti-worker"]),
     .library(name: "ForsettiCore", targets: ["ForsettiCore"]),
     .library(name: "ForsettiSDK", targets: ["ForsettiSDK"]),
     // The example modules, built as the .so files a vendor would ship.
@@ -29,11 +30,12 @@ let package = Package(
     // libffi, and the Linux system calls glibc does not wrap (openat2).
     .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
     .target(name: "CForsettiSys"),
+    .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
 
     // Lifecycle, host bridge (libffi closures bound to each module), services, sandbox.
     .target(
       name: "ForsettiRuntime",
-      dependencies: ["ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys"]),
+      dependencies: ["ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp"]),
 
     // Swift conveniences for module authors, built on forsetti.h only (never the host's modules).
     .target(name: "ForsettiSDK", dependencies: ["CForsetti"]),
@@ -46,6 +48,8 @@ let package = Package(
     // The command line: argument parsing, verbs, human and JSON output, exit codes.
     .target(name: "ForsettiCLI", dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime"]),
     .executableTarget(name: "forsetti-host", dependencies: ["ForsettiCLI"]),
+    // One confined process per isolated module, spawned by the host.
+    .executableTarget(name: "forsetti-worker", dependencies: ["ForsettiRuntime"]),
 
     .testTarget(name: "ForsettiCoreTests", dependencies: ["ForsettiCore"]),
     // Real fixtures for tests: temporary directories, C sources compiled with cc, processes.

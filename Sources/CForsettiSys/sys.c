@@ -25,3 +25,37 @@ int forsetti_have_openat2(void) {
   }
   return errno != ENOSYS;
 }
+
+#include <dirent.h>
+#include <linux/landlock.h>
+#include <sys/prctl.h>
+
+int forsetti_landlock_create_ruleset(const void *attr, unsigned long size, uint32_t flags) {
+  return (int)syscall(__NR_landlock_create_ruleset, attr, size, flags);
+}
+
+int forsetti_landlock_add_path_rule(int ruleset_fd, int parent_fd, uint64_t allowed) {
+  struct landlock_path_beneath_attr rule;
+  memset(&rule, 0, sizeof rule);
+  rule.allowed_access = allowed;
+  rule.parent_fd = parent_fd;
+  return (int)syscall(__NR_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
+}
+
+int forsetti_landlock_restrict_self(int ruleset_fd) { return (int)syscall(__NR_landlock_restrict_self, ruleset_fd, 0); }
+
+int forsetti_set_no_new_privs(void) { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); }
+
+int forsetti_set_parent_death_signal(int sig) { return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0); }
+
+int forsetti_thread_count(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] != '.') n++;
+  }
+  closedir(d);
+  return n;
+}

@@ -61,7 +61,8 @@ import Testing
   }
 
   @Test func aBlockedModulesConstructorNeverRuns() throws {
-    let marker = dir.url("constructor-ran")
+    // Inside the module's own sandbox, the one place a confined worker may write.
+    let marker = dir.url("state/sandboxes/com.test.ctor/constructor-ran")
     var f = ModuleFixture(moduleID: "com.test.ctor", entryPoint: "ctor_entry")
     f.prelude = """
       __attribute__((constructor)) static void ran(void) {
@@ -70,6 +71,9 @@ import Testing
       }
       """
     try f.install(in: dir, capabilities: ["storage"])
+    // The directory exists up front, so a constructor that ran would leave the marker.
+    try FileManager.default.createDirectory(
+      atPath: dir.url("state/sandboxes/com.test.ctor"), withIntermediateDirectories: true)
     let common = [
       "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
       dir.url("state"), "--for", "0",

@@ -19,3 +19,17 @@ int forsetti_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode,
 /// Whether the kernel has openat2 (checked once by a harmless call).
 int forsetti_have_openat2(void);
 #endif
+
+// Landlock system calls (glibc has no wrappers). `attr` is a struct landlock_ruleset_attr of
+// `size` bytes as the running kernel's ABI defines it.
+int forsetti_landlock_create_ruleset(const void *attr, unsigned long size, uint32_t flags);
+/// Adds a path-beneath rule: `allowed` access for the hierarchy under `parent_fd` (O_PATH).
+int forsetti_landlock_add_path_rule(int ruleset_fd, int parent_fd, uint64_t allowed);
+int forsetti_landlock_restrict_self(int ruleset_fd);
+
+/// prctl(PR_SET_NO_NEW_PRIVS, 1) and prctl(PR_SET_PDEATHSIG, sig): prctl is variadic in glibc.
+int forsetti_set_no_new_privs(void);
+int forsetti_set_parent_death_signal(int sig);
+
+/// Number of threads of this process (from /proc/self/task), or -1.
+int forsetti_thread_count(void);

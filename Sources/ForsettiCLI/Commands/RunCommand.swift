@@ -14,6 +14,11 @@ enum RunCommand {
     name: "run",
     abstract: "Gate, load and start every module; run until interrupted; stop them cleanly.",
     discussion: """
+      Each module runs in its own worker process (forsetti-worker, next to this executable),
+      confined with landlock to its sandbox, a seccomp filter and resource limits; a crash or hang
+      there is reported (crashed, startTimedOut), restarted with backoff, then quarantined until
+      its binary changes. --in-process loads modules into the host instead.
+
       Without --plugins, binaries are taken from \(defaultPlugins) (scripts/build-plugins puts the
       examples there). Module log lines go to standard output (standard error with --json) and to
       STATE/logs/host.log; STATE/runtime.json and STATE/surface.json show this host's modules and UI
@@ -39,13 +44,26 @@ enum RunCommand {
       }
       options.pluginDirectories = [defaultPlugins]
     }
-    var duration: Double?
-    if let raw = p.value("for") {
-      guard let d = Double(raw), d >= 0, d.isFinite else {
-        throw .usage(
-          .invalidValue(option: "for", value: raw, why: "expected a number of seconds, e.g. 5 or 0.5"))
+    let duration = try seconds(p, "for", default: nil)
+    var mode = ExecutionMode.inProcess
+    if !p.flag("in-process") {
+      var settings = IsolationSettings(workerExecutable: IsolationSettings.defaultWorker)
+      guard FileManager.default.isExecutableFile(atPath: settings.workerExecutable) else {
+        throw .configuration(
+          .file(
+            option: "in-process", path: settings.workerExecutable,
+            reason: "the worker executable is missing; build it (swift build) or pass --in-process"))
       }
-      duration = d
+      settings.startTimeout = try seconds(p, "start-timeout", default: 5) ?? 5
+      settings.stopTimeout = try seconds(p, "stop-timeout", default: 5) ?? 5
+      if let mib = try seconds(p, "memory-limit", default: nil) {
+        settings.limits.memoryBytes = UInt64(mib * 1024 * 1024)
+      }
+      if let cpu = try seconds(p, "cpu-limit", default: nil) {
+        settings.limits.cpuSeconds = UInt64(max(1, cpu))
+      }
+      if let n = try seconds(p, "max-restarts", default: nil) { settings.maxRestarts = Int(n) }
+      mode = .isolated(settings)
     }
     let report = try options.discover()
     let context = try options.gateContext(discovered: report.manifests)
@@ -63,16 +81,33 @@ enum RunCommand {
       sinks.append(file)
     }
     let environment = HostEnvironment(stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks))
-    let manager = ModuleManager(environment: environment)
+    let manager = ModuleManager(environment: environment, mode: mode)
+    if case .isolated = mode {
+      environment.log.write(
+        LogRecord(level: .info, moduleID: nil, message: "isolation: \(IsolationSettings.kernelSupport())"))
+    }
 
-    let stopSignal = SignalWaiter()
+    let loop = SignalWaiter()
+    manager.onSupervisionNeeded(loop.waker)
     manager.activate(judgements, index: index)
     if !options.json { console.out(RunReport.table(manager.records)) }
 
-    if manager.records.contains(where: { $0.state == .started }) {
-      let why = stopSignal.wait(seconds: duration)
-      environment.log.write(LogRecord(level: .info, moduleID: nil, message: "stopping all modules (\(why))"))
+    let deadline = duration.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) }
+    var why = "no module is running"
+    while manager.hasWork {
+      var until = deadline
+      if let r = manager.nextRestart { until = until.map { min($0, r) } ?? r }
+      if let stop = loop.wait(until: until) {
+        why = stop
+        break
+      }
+      if let deadline, ContinuousClock.now >= deadline {
+        why = "--for \(duration ?? 0)s elapsed"
+        break
+      }
+      manager.superviseOnce()
     }
+    environment.log.write(LogRecord(level: .info, moduleID: nil, message: "stopping all modules (\(why))"))
     manager.stopAll()
     if options.json {
       console.out(JSONWriter.string(RunReport.json(manager.records), pretty: true) + "\n")
@@ -84,7 +119,19 @@ enum RunCommand {
   }
 }
 
-/// Waits for SIGINT, SIGTERM or a timeout, whichever comes first.
+/// Parses a non-negative number of seconds (or any non-negative number) option.
+private func seconds(_ p: ParsedArguments, _ name: String, default d: Double?) throws(CommandFailure)
+  -> Double?
+{
+  guard let raw = p.value(name) else { return d }
+  guard let v = Double(raw), v >= 0, v.isFinite else {
+    throw .usage(
+      .invalidValue(option: name, value: raw, why: "expected a non-negative number, e.g. 5 or 0.5"))
+  }
+  return v
+}
+
+/// The host's main loop: sleeps until SIGINT/SIGTERM, a wake-up from supervision, or a time.
 final class SignalWaiter {
   private let semaphore = DispatchSemaphore(value: 0)
   private let sources: [any DispatchSourceSignal]
@@ -94,8 +141,7 @@ final class SignalWaiter {
     var made: [any DispatchSourceSignal] = []
     for sig in [SIGINT, SIGTERM] {
       signal(sig, SIG_IGN)
-      let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-      made.append(s)
+      made.append(DispatchSource.makeSignalSource(signal: sig, queue: .global()))
     }
     sources = made
     for (s, sig) in zip(sources, [SIGINT, SIGTERM]) {
@@ -107,14 +153,20 @@ final class SignalWaiter {
     }
   }
 
-  /// Blocks until a signal arrives or `seconds` pass; says which.
-  func wait(seconds: Double?) -> String {
-    if let seconds {
-      if semaphore.wait(timeout: .now() + seconds) == .timedOut { return "--for \(seconds)s elapsed" }
+  /// Wakes `wait` without a signal (supervision has work); callable from any thread.
+  var waker: @Sendable () -> Void { { [semaphore] in semaphore.signal() } }
+
+  /// Sleeps until a signal (returns its name), a wake-up or `until` (returns nil).
+  func wait(until: ContinuousClock.Instant?) -> String? {
+    if let until {
+      let left = until - ContinuousClock.now
+      let ns = max(
+        0, Int(left.components.seconds) * 1_000_000_000 + Int(left.components.attoseconds / 1_000_000_000))
+      _ = semaphore.wait(timeout: .now() + .nanoseconds(ns))
     } else {
       semaphore.wait()
     }
-    let sig = received.value.withLock { $0 }
+    guard let sig = received.value.withLock({ $0 }) else { return nil }
     return sig == SIGTERM ? "SIGTERM" : "SIGINT"
   }
 }

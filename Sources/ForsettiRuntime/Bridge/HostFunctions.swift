@@ -137,7 +137,7 @@ enum HostFunctions {
         else { return invalid }
         attributes = value
       }
-      b.environment.telemetry?.record(moduleID: b.moduleID, name: event, attributes: attributes)
+      b.backend.telemetry(moduleID: b.moduleID, name: event, attributes: attributes)
       return .int32(FORSETTI_OK)
     }
     let t = UnsafeMutablePointer<forsetti_telemetry>.allocate(capacity: 1)
@@ -149,34 +149,14 @@ enum HostFunctions {
     return UnsafeMutableRawPointer(t)
   }
 
-  /// Shared refusal rules of events and messages (Forsetti's message guard).
-  static func communicationProblem(_ type: String) -> String? {
-    if type.isEmpty { return "empty type" }
-    if type.hasPrefix(EventBus.reservedPrefix) {
-      return "the \(EventBus.reservedPrefix) prefix is reserved for the host"
-    }
-    return nil
-  }
-
-  static func denyCommunication(_ b: ModuleBinding, _ what: String) -> FFIReturn {
-    b.warn(
-      "\(ReasonCode.moduleCommunicationDenied.rawValue): \(what)",
-      ["reason": ReasonCode.moduleCommunicationDenied.rawValue])
-    return .int32(FORSETTI_ERR_COMMUNICATION_DENIED)
-  }
-
   static func events(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
-    let bus = b.environment.events
+    let backend = b.backend
     let publish = try closure([FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
       guard b.identityIntact() else { return .int32(FORSETTI_ERR_DENIED) }
       guard let type = name(a, 0), let payload = buffer(a, 1, 2) else { return invalid }
-      if let problem = communicationProblem(type) {
-        return denyCommunication(b, "event \"\(type)\" refused: \(problem)")
-      }
       guard payload.count <= EventBus.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
-      bus.publish(from: b.moduleID, eventType: type, payload: payload.baseAddress, length: payload.count)
-      return .int32(FORSETTI_OK)
+      return .int32(backend.publish(from: b.moduleID, type: type, payload: payload))
     }
     let subscribe = try closure([FFIType.pointer, FFIType.pointer, FFIType.pointer], FFIType.int64) { a in
       guard !b.isRevoked else { return .int64(Int64(FORSETTI_ERR_REVOKED)) }
@@ -184,15 +164,14 @@ enum HostFunctions {
         return .int64(Int64(FORSETTI_ERR_INVALID_ARGUMENT))
       }
       let handler = unsafeBitCast(fn, to: forsetti_event_handler.self)
-      let id = bus.subscribe(
-        moduleID: b.moduleID, eventType: type,
-        callback: ModuleCallback(function: handler, context: a.pointer(2)))
-      return .int64(id)
+      return .int64(
+        backend.subscribe(
+          moduleID: b.moduleID, type: type, handler: ModuleCallback(function: handler, context: a.pointer(2)))
+      )
     }
     let unsubscribe = try closure([FFIType.int64], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
-      return .int32(
-        bus.unsubscribe(moduleID: b.moduleID, id: a.int64(0)) ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND)
+      return .int32(backend.unsubscribe(moduleID: b.moduleID, id: a.int64(0)))
     }
     typealias Handler = forsetti_event_handler
     let t = UnsafeMutablePointer<forsetti_events>.allocate(capacity: 1)
@@ -208,7 +187,7 @@ enum HostFunctions {
   }
 
   static func messages(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
-    let router = b.environment.messages
+    let backend = b.backend
     let send = try closure([FFIType.pointer, FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) {
       a in
       guard !b.isRevoked else { return revoked }
@@ -216,25 +195,15 @@ enum HostFunctions {
       guard let target = name(a, 0), let type = name(a, 1), let payload = buffer(a, 2, 3) else {
         return invalid
       }
-      if target.isEmpty { return denyCommunication(b, "message \"\(type)\" refused: empty target") }
-      if target == b.moduleID {
-        return denyCommunication(b, "message \"\(type)\" refused: a module cannot message itself")
-      }
-      if let problem = communicationProblem(type) {
-        return denyCommunication(b, "message to \(target) refused: \(problem)")
-      }
       guard payload.count <= EventBus.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
-      let delivered = router.deliver(
-        from: b.moduleID, to: target, type: type, payload: payload.baseAddress, length: payload.count)
-      return .int32(delivered ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND)
+      return .int32(backend.send(from: b.moduleID, to: target, type: type, payload: payload))
     }
     let setHandler = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
       let callback = a.pointer(0).map {
         ModuleCallback(function: unsafeBitCast($0, to: forsetti_message_handler.self), context: a.pointer(1))
       }
-      router.setHandler(moduleID: b.moduleID, callback)
-      return .int32(FORSETTI_OK)
+      return .int32(backend.setHandler(moduleID: b.moduleID, handler: callback))
     }
     typealias Handler = forsetti_message_handler
     let t = UnsafeMutablePointer<forsetti_messages>.allocate(capacity: 1)

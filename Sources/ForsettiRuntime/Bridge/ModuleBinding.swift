@@ -13,7 +13,7 @@ import Synchronization
 public final class ModuleBinding: Sendable {
   public let moduleID: String
   public let granted: Set<Capability>
-  let environment: HostEnvironment
+  let backend: any HostBackend
   let storage: SandboxStorage?
   private let revoked = Atomic<Bool>(false)
 
@@ -30,15 +30,24 @@ public final class ModuleBinding: Sendable {
   /// Ends every host function of this module: later calls return FORSETTI_ERR_REVOKED.
   public func revoke() {
     revoked.store(true, ordering: .releasing)
-    environment.events.removeAll(moduleID: moduleID)
-    environment.messages.removeHandler(moduleID: moduleID)
+    backend.moduleStopped(moduleID: moduleID)
   }
 
-  public init(moduleID: String, granted: Set<Capability>, environment: HostEnvironment) throws(BindingError) {
+  /// A binding for a module in this process, served by `environment`.
+  public convenience init(moduleID: String, granted: Set<Capability>, environment: HostEnvironment)
+    throws(BindingError)
+  {
+    try self.init(
+      moduleID: moduleID, granted: granted, sandbox: environment.sandboxPath(for: moduleID),
+      backend: InProcessBackend(environment: environment))
+  }
+
+  init(moduleID: String, granted: Set<Capability>, sandbox: String, backend: any HostBackend)
+    throws(BindingError)
+  {
     self.moduleID = moduleID
     self.granted = granted
-    self.environment = environment
-    let sandbox = environment.sandboxPath(for: moduleID)
+    self.backend = backend
     do { storage = try SandboxStorage(root: sandbox) } catch { throw .sandbox(error.description) }
     guard let id = strdup(moduleID), let box = strdup(sandbox) else { throw .outOfMemory }
     idCString = CPointer(id)
@@ -99,12 +108,11 @@ public final class ModuleBinding: Sendable {
   }
 
   func log(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {
-    environment.log.write(LogRecord(level: level, moduleID: moduleID, message: message, metadata: metadata))
+    backend.log(moduleID: moduleID, level: level, message: message, metadata: metadata)
   }
 
   func warn(_ message: String, _ metadata: [String: String] = [:]) {
-    environment.log.write(
-      LogRecord(level: .warning, moduleID: moduleID, message: message, metadata: metadata))
+    backend.log(moduleID: moduleID, level: .warning, message: message, metadata: metadata)
   }
 }
 

@@ -11,20 +11,35 @@ import Foundation
 public final class ModuleManager {
   public let environment: HostEnvironment
   private let loader: any ModuleLoading
-  public private(set) var records: [ModuleRecord] = []
-  private var running: [(record: Int, module: LoadedModule, binding: ModuleBinding)] = []
-  private var contributions: [String: UIContributions] = [:]
+  public let mode: ExecutionMode
+  public internal(set) var records: [ModuleRecord] = []
+  var running: [RunningModule] = []
+  var contributions: [String: UIContributions] = [:]
+  let inbox = SupervisorInbox()
+  var restarts: [Int: RestartState] = [:]
+  let quarantine: QuarantineStore
+  var index = BinaryIndex()
 
-  public init(environment: HostEnvironment, loader: any ModuleLoading = DynamicLoader()) {
+  public init(
+    environment: HostEnvironment, loader: any ModuleLoading = DynamicLoader(),
+    mode: ExecutionMode = .inProcess
+  ) {
     self.environment = environment
     self.loader = loader
+    self.mode = mode
+    quarantine = QuarantineStore(stateDirectory: environment.stateDirectory)
   }
+
+  /// Called (from any thread) when supervision has work: a worker exited. `run` uses it to wake
+  /// its loop and then calls `superviseOnce()` on the main thread.
+  public func onSupervisionNeeded(_ wake: @escaping @Sendable () -> Void) { inbox.setWake(wake) }
 
   /// The composed UI surface of the started modules.
   public var surface: Surface { Surface.compose(contributions) }
 
   /// Takes the gate stack's judgements, then loads and starts every module that passed.
   public func activate(_ judgements: [ModuleJudgement], index: BinaryIndex) {
+    self.index = index
     records = judgements.map { j in
       ModuleRecord(
         file: j.file, moduleID: j.moduleID, manifest: j.manifest, binaryPath: nil,
@@ -37,12 +52,12 @@ public final class ModuleManager {
     }
     for m in StartOrder.order(passing.compactMap { records[$0].manifest }) {
       guard let i = byID[m.moduleID] else { continue }
-      activate(record: i, manifest: m, index: index)
+      activate(record: i, manifest: m)
     }
     persist()
   }
 
-  private func fail(_ i: Int, _ step: GateStep, _ reason: ReasonCode, _ detail: String) {
+  func fail(_ i: Int, _ step: GateStep, _ reason: ReasonCode, _ detail: String) {
     records[i].trace.fail(step, reason, detail)
     records[i].trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(reason.rawValue)")
     records[i].state = .failed(reason)
@@ -52,15 +67,60 @@ public final class ModuleManager {
         message: "\(reason.rawValue) at \(step.rawValue): \(detail)"))
   }
 
-  private func activate(record i: Int, manifest m: ModuleManifest, index: BinaryIndex) {
+  func activate(record i: Int, manifest m: ModuleManifest) {
     guard case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
       fail(i, .load, .binaryNotFound, "the binary exporting \(m.entryPoint) is gone since inspection")
       return
     }
     records[i].binaryPath = facts.path
+    if let why = quarantined(m.moduleID, path: facts.path) {
+      fail(i, .load, .quarantined, why)
+      return
+    }
     let isSwift = facts.neededLibraries.contains { $0.hasPrefix("libswiftCore") }
+    switch mode {
+    case .inProcess: activateInProcess(record: i, manifest: m, path: facts.path, isSwift: isSwift)
+    case .isolated(let settings):
+      activateIsolated(record: i, manifest: m, path: facts.path, isSwift: isSwift, settings: settings)
+    }
+  }
+
+  /// Step 8, shared by both modes: identity, then UI contributions against the manifest.
+  func checkIdentityAndUI(_ i: Int, _ m: ModuleManifest, _ d: ModuleDescriptor, _ ui: UIContributions?)
+    -> Bool
+  {
+    if case .fail(let v) = IdentityRules.check(m, d) {
+      fail(i, .identityAndUI, v.reason, v.detail)
+      return false
+    }
+    let c = ui ?? UIContributions()
+    if case .fail(let v) = UIContributionRules.check(m, c) {
+      fail(i, .identityAndUI, v.reason, v.detail)
+      return false
+    }
+    records[i].trace.pass(
+      .identityAndUI,
+      "descriptor agrees (\(m.moduleID) \(m.moduleType.rawValue) \(m.moduleVersion)); \(Self.describe(c))")
+    return true
+  }
+
+  func markStarted(_ i: Int, _ m: ModuleManifest, _ ui: UIContributions?, took: Duration, detail: String) {
+    records[i].state = .started
+    records[i].startDuration = took
+    records[i].trace.pass(.start, detail)
+    if m.moduleType.isVisual, let ui, !ui.isEmpty { contributions[m.moduleID] = ui }
+    environment.hostLog(.info, "started \(m.moduleID) \(m.moduleVersion)")
+  }
+
+  static func formatted(_ d: Duration) -> String {
+    let (s, atto) = d.components
+    let us = Int(s) * 1_000_000 + Int(atto / 1_000_000_000_000)
+    return us >= 10_000 ? "\(us / 1000) ms" : "\(us) µs"
+  }
+
+  private func activateInProcess(record i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool) {
     let loaded: LoadedModule
-    switch loader.load(path: facts.path, entryPoint: m.entryPoint, isSwift: isSwift) {
+    switch loader.load(path: path, entryPoint: m.entryPoint, isSwift: isSwift) {
     case .failure(let e):
       fail(i, .load, e.reason, e.description)
       return
@@ -69,27 +129,16 @@ public final class ModuleManager {
     records[i].state = .loaded
     records[i].trace.pass(
       .load,
-      "loaded \(facts.path) (module ABI \(ABIVersion.describe(loaded.table.pointee.abi_version))\(isSwift ? ", Swift image kept mapped" : ""))"
+      "loaded \(path) in-process (module ABI \(ABIVersion.describe(loaded.table.pointee.abi_version))\(isSwift ? ", Swift image kept mapped" : ""))"
     )
-
-    if case .fail(let v) = IdentityRules.check(m, loaded.descriptor) {
-      fail(i, .identityAndUI, v.reason, v.detail)
-      return
-    }
-    var ui = UIContributions()
+    let ui: UIContributions?
     switch ModuleTableReader.uiContributions(loaded) {
     case .failure(let e):
       fail(i, .identityAndUI, e.reason, e.description)
       return
-    case .success(let c): ui = c ?? UIContributions()
+    case .success(let c): ui = c
     }
-    if case .fail(let v) = UIContributionRules.check(m, ui) {
-      fail(i, .identityAndUI, v.reason, v.detail)
-      return
-    }
-    records[i].trace.pass(
-      .identityAndUI,
-      "descriptor agrees (\(m.moduleID) \(m.moduleType.rawValue) \(m.moduleVersion)); \(Self.describe(ui))")
+    guard checkIdentityAndUI(i, m, loaded.descriptor, ui) else { return }
 
     let binding: ModuleBinding
     do {
@@ -108,13 +157,8 @@ public final class ModuleManager {
       fail(i, .start, .startFailed, "start returned \(StatusName.of(status))")
       return
     }
-    records[i].state = .started
-    records[i].startDuration = took
-    records[i].trace.pass(
-      .start, "started in \(took.formatted(.units(allowed: [.milliseconds, .microseconds], width: .narrow)))")
-    running.append((i, loaded, binding))
-    if m.moduleType.isVisual && !ui.isEmpty { contributions[m.moduleID] = ui }
-    environment.hostLog(.info, "started \(m.moduleID) \(m.moduleVersion)")
+    running.append(RunningModule(record: i, moduleID: m.moduleID, kind: .inProcess(loaded, binding)))
+    markStarted(i, m, ui, took: took, detail: "started in-process in \(Self.formatted(took))")
   }
 
   static func describe(_ c: UIContributions) -> String {
@@ -129,27 +173,40 @@ public final class ModuleManager {
     return parts.joined(separator: ", ") + " accepted"
   }
 
-  /// Stops every started module in reverse start order, revoking each one's host functions.
+  /// Stops every started module in reverse start order, revoking each one's host functions
+  /// (in-process) or ending its worker (isolated).
   public func stopAll() {
+    restarts.removeAll()
     while let last = running.popLast() {
-      let t = last.module.table.pointee
-      t.stop?(t.`self`)
-      last.binding.revoke()
-      contributions[last.binding.moduleID] = nil
-      records[last.record].state = .stopped
-      environment.hostLog(.info, "stopped \(last.binding.moduleID)")
+      stop(last)
+      contributions[last.moduleID] = nil
     }
     persist()
   }
 
+  private func stop(_ r: RunningModule) {
+    switch r.kind {
+    case .inProcess(let loaded, let binding):
+      let t = loaded.table.pointee
+      t.stop?(t.`self`)
+      binding.revoke()
+      records[r.record].state = .stopped
+      environment.hostLog(.info, "stopped \(r.moduleID)")
+    case .isolated(let worker):
+      stopWorker(worker, record: r.record)
+    }
+  }
+
   /// The bindings of started modules, by ID (tests use them to prove revocation).
   public var bindings: [String: ModuleBinding] {
-    Dictionary(running.map { ($0.binding.moduleID, $0.binding) }) { a, _ in a }
+    var out: [String: ModuleBinding] = [:]
+    for r in running { if case .inProcess(_, let b) = r.kind { out[r.moduleID] = b } }
+    return out
   }
 
   /// Writes `runtime.json` and `surface.json` so other invocations (`list`, `surface`) can see
   /// what this host is doing.
-  private func persist() {
+  func persist() {
     let state = RuntimeStateFile(pid: getpid(), records: records, surface: surface)
     let dir = environment.stateDirectory
     do {

@@ -9,6 +9,12 @@ struct ModuleCallback<F>: @unchecked Sendable {
   var context: UnsafeMutableRawPointer?
 }
 
+/// Where an event or message goes: a C handler in this process, or a forwarder to a worker.
+enum DeliveryTarget<F>: Sendable {
+  case local(ModuleCallback<F>)
+  case remote(@Sendable (_ source: String, _ type: String, _ payload: UnsafeRawBufferPointer) -> Void)
+}
+
 /// Publish/subscribe between modules. The publisher's identity comes from its binding; a
 /// subscription belongs to the module that made it and ends when that module stops.
 public final class EventBus: Sendable {
@@ -16,7 +22,7 @@ public final class EventBus: Sendable {
     var id: Int64
     var moduleID: String
     var eventType: String
-    var callback: ModuleCallback<forsetti_event_handler>
+    var target: DeliveryTarget<forsetti_event_handler>
   }
 
   private let state = Mutex<(next: Int64, subscriptions: [Subscription])>((1, []))
@@ -27,14 +33,13 @@ public final class EventBus: Sendable {
 
   public init() {}
 
-  func subscribe(moduleID: String, eventType: String, callback: ModuleCallback<forsetti_event_handler>)
-    -> Int64
+  func subscribe(moduleID: String, eventType: String, target: DeliveryTarget<forsetti_event_handler>) -> Int64
   {
     state.withLock { s in
       let id = s.next
       s.next += 1
       s.subscriptions.append(
-        Subscription(id: id, moduleID: moduleID, eventType: eventType, callback: callback))
+        Subscription(id: id, moduleID: moduleID, eventType: eventType, target: target))
       return id
     }
   }
@@ -69,7 +74,13 @@ public final class EventBus: Sendable {
     }
     source.withCString { src in
       eventType.withCString { type in
-        for t in targets { t.callback.function(t.callback.context, src, type, payload, length) }
+        for t in targets {
+          switch t.target {
+          case .local(let c): c.function(c.context, src, type, payload, length)
+          case .remote(let forward):
+            forward(source, eventType, UnsafeRawBufferPointer(start: payload, count: length))
+          }
+        }
       }
     }
     return targets.count
@@ -78,12 +89,12 @@ public final class EventBus: Sendable {
 
 /// Direct messages: one handler per module; the sender is always the bound module.
 public final class MessageRouter: Sendable {
-  private let handlers = Mutex<[String: ModuleCallback<forsetti_message_handler>]>([:])
+  private let handlers = Mutex<[String: DeliveryTarget<forsetti_message_handler>]>([:])
 
   public init() {}
 
-  func setHandler(moduleID: String, _ callback: ModuleCallback<forsetti_message_handler>?) {
-    handlers.withLock { $0[moduleID] = callback }
+  func setHandler(moduleID: String, _ target: DeliveryTarget<forsetti_message_handler>?) {
+    handlers.withLock { $0[moduleID] = target }
   }
 
   public func removeHandler(moduleID: String) { handlers.withLock { $0[moduleID] = nil } }
@@ -93,7 +104,11 @@ public final class MessageRouter: Sendable {
     -> Bool
   {
     guard let h = handlers.withLock({ $0[target] }) else { return false }
-    sender.withCString { s in type.withCString { t in h.function(h.context, s, t, payload, length) } }
+    switch h {
+    case .local(let c):
+      sender.withCString { s in type.withCString { t in c.function(c.context, s, t, payload, length) } }
+    case .remote(let forward): forward(sender, type, UnsafeRawBufferPointer(start: payload, count: length))
+    }
     return true
   }
 }

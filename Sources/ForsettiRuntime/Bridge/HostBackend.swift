@@ -1,0 +1,106 @@
+import CForsetti
+import ForsettiCore
+
+/// What a module's bound host functions reach, once arguments are checked and revocation is
+/// ruled out: the host's services directly (in-process), or the host over IPC (in a worker).
+/// Storage is not here: it is always served locally from the module's sandbox descriptor.
+protocol HostBackend: Sendable {
+  func log(moduleID: String, level: LogLevel, message: String, metadata: [String: String])
+  func telemetry(moduleID: String, name: String, attributes: JSONValue?)
+  func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
+  func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>) -> Int64
+  func unsubscribe(moduleID: String, id: Int64) -> Int32
+  func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
+  func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32
+  /// The module stopped: drop whatever the backend holds for it.
+  func moduleStopped(moduleID: String)
+}
+
+/// The message guard of Forsetti: the sender is always the bound module, and empty, reserved
+/// or self-addressed traffic is refused.
+enum MessageGuard {
+  static func eventProblem(type: String) -> String? {
+    if type.isEmpty { return "empty event type" }
+    if type.hasPrefix(EventBus.reservedPrefix) {
+      return "the \(EventBus.reservedPrefix) prefix is reserved for the host"
+    }
+    return nil
+  }
+
+  static func messageProblem(from: String, to: String, type: String) -> String? {
+    if to.isEmpty { return "empty target" }
+    if to == from { return "a module cannot message itself" }
+    return eventProblem(type: type)
+  }
+}
+
+/// The host's own services: events, messages, telemetry and log of one `HostEnvironment`.
+/// Worker requests end here too, attributed to the worker's module by its connection.
+struct InProcessBackend: HostBackend {
+  let environment: HostEnvironment
+
+  func warn(_ moduleID: String, _ reason: ReasonCode, _ message: String) {
+    environment.log.write(
+      LogRecord(
+        level: .warning, moduleID: moduleID, message: "\(reason.rawValue): \(message)",
+        metadata: ["reason": reason.rawValue]))
+  }
+
+  func log(moduleID: String, level: LogLevel, message: String, metadata: [String: String]) {
+    environment.log.write(LogRecord(level: level, moduleID: moduleID, message: message, metadata: metadata))
+  }
+
+  func telemetry(moduleID: String, name: String, attributes: JSONValue?) {
+    environment.telemetry?.record(moduleID: moduleID, name: name, attributes: attributes)
+  }
+
+  func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32 {
+    if let problem = MessageGuard.eventProblem(type: type) {
+      warn(moduleID, .moduleCommunicationDenied, "event \"\(type)\" refused: \(problem)")
+      return FORSETTI_ERR_COMMUNICATION_DENIED
+    }
+    guard payload.count <= EventBus.maxPayload else { return FORSETTI_ERR_TOO_LARGE }
+    environment.events.publish(
+      from: moduleID, eventType: type, payload: payload.baseAddress, length: payload.count)
+    return FORSETTI_OK
+  }
+
+  func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>) -> Int64 {
+    subscribe(moduleID: moduleID, type: type, target: .local(handler))
+  }
+
+  func subscribe(moduleID: String, type: String, target: DeliveryTarget<forsetti_event_handler>) -> Int64 {
+    guard !type.isEmpty else { return Int64(FORSETTI_ERR_INVALID_ARGUMENT) }
+    return environment.events.subscribe(moduleID: moduleID, eventType: type, target: target)
+  }
+
+  func unsubscribe(moduleID: String, id: Int64) -> Int32 {
+    environment.events.unsubscribe(moduleID: moduleID, id: id) ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND
+  }
+
+  func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
+  {
+    if let problem = MessageGuard.messageProblem(from: moduleID, to: target, type: type) {
+      warn(moduleID, .moduleCommunicationDenied, "message \"\(type)\" to \"\(target)\" refused: \(problem)")
+      return FORSETTI_ERR_COMMUNICATION_DENIED
+    }
+    guard payload.count <= EventBus.maxPayload else { return FORSETTI_ERR_TOO_LARGE }
+    let delivered = environment.messages.deliver(
+      from: moduleID, to: target, type: type, payload: payload.baseAddress, length: payload.count)
+    return delivered ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND
+  }
+
+  func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32 {
+    setHandler(moduleID: moduleID, target: handler.map { .local($0) })
+  }
+
+  func setHandler(moduleID: String, target: DeliveryTarget<forsetti_message_handler>?) -> Int32 {
+    environment.messages.setHandler(moduleID: moduleID, target)
+    return FORSETTI_OK
+  }
+
+  func moduleStopped(moduleID: String) {
+    environment.events.removeAll(moduleID: moduleID)
+    environment.messages.removeHandler(moduleID: moduleID)
+  }
+}

@@ -1,0 +1,174 @@
+import Glibc
+
+/// The host–worker protocol: one SOCK_SEQPACKET message per frame, so frames never split or
+/// merge. A frame is `kind: u32, id: u64` and then values, each an 8-byte integer or a
+/// length-prefixed byte string. Both ends treat incoming frames as untrusted: every read is
+/// bounds-checked and a malformed frame is an error, never a crash.
+public enum WireKind: UInt32, Sendable {
+  // host → worker
+  case start = 1
+  case stop = 2
+  case deliverEvent = 3
+  case deliverMessage = 4
+  case response = 5
+  // worker → host
+  case confined = 100
+  case loaded = 101
+  case loadFailed = 102
+  case startResult = 103
+  case stopped = 104
+  case log = 105
+  case telemetry = 106
+  case publish = 107
+  case subscribe = 108
+  case unsubscribe = 109
+  case send = 110
+  case setHandler = 111
+}
+
+/// One frame.
+public struct WireFrame: Sendable {
+  public var kind: WireKind
+  /// Request ID: pairs a `response` with its request; 0 for frames that need no answer.
+  public var id: UInt64
+  public var values: [WireValue]
+
+  public init(_ kind: WireKind, id: UInt64 = 0, _ values: [WireValue] = []) {
+    self.kind = kind
+    self.id = id
+    self.values = values
+  }
+
+  public func int(_ i: Int) -> Int64? {
+    guard i < values.count, case .int(let v) = values[i] else { return nil }
+    return v
+  }
+
+  public func bytes(_ i: Int) -> [UInt8]? {
+    guard i < values.count, case .bytes(let b) = values[i] else { return nil }
+    return b
+  }
+
+  /// A string value, if present and valid UTF-8.
+  public func string(_ i: Int) -> String? { bytes(i).flatMap { String(validating: $0, as: UTF8.self) } }
+}
+
+public enum WireValue: Sendable, Hashable {
+  case int(Int64)
+  case bytes([UInt8])
+
+  public static func string(_ s: String) -> WireValue { .bytes(Array(s.utf8)) }
+}
+
+/// Encoding, decoding and the socket itself.
+public enum Wire {
+  /// Largest frame either side sends or accepts (payloads are limited to 64 KiB).
+  public static let maxFrame = 128 * 1024
+
+  public static func encode(_ f: WireFrame) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(32)
+    append(&out, UInt64(f.kind.rawValue), 4)
+    append(&out, f.id, 8)
+    for v in f.values {
+      switch v {
+      case .int(let i):
+        out.append(1)
+        append(&out, UInt64(bitPattern: i), 8)
+      case .bytes(let b):
+        out.append(2)
+        append(&out, UInt64(b.count), 4)
+        out += b
+      }
+    }
+    return out
+  }
+
+  private static func append(_ out: inout [UInt8], _ v: UInt64, _ n: Int) {
+    for i in 0..<n { out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
+  }
+
+  public enum DecodeError: Error, Sendable { case short, unknownKind(UInt32), badTag(UInt8) }
+
+  public static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> WireFrame {
+    var pos = 0
+    func read(_ n: Int) throws(DecodeError) -> UInt64 {
+      guard pos + n <= b.count else { throw .short }
+      var v: UInt64 = 0
+      for i in 0..<n { v |= UInt64(b[pos + i]) << (8 * UInt64(i)) }
+      pos += n
+      return v
+    }
+    let raw = UInt32(try read(4))
+    guard let kind = WireKind(rawValue: raw) else { throw .unknownKind(raw) }
+    let id = try read(8)
+    var values: [WireValue] = []
+    while pos < b.count {
+      let tag = b[pos]
+      pos += 1
+      switch tag {
+      case 1: values.append(.int(Int64(bitPattern: try read(8))))
+      case 2:
+        let n = Int(try read(4))
+        guard pos + n <= b.count else { throw .short }
+        values.append(.bytes(Array(b[pos..<pos + n])))
+        pos += n
+      default: throw .badTag(tag)
+      }
+    }
+    return WireFrame(kind, id: id, values)
+  }
+}
+
+/// One end of a SOCK_SEQPACKET socketpair. Sends are serialised by the kernel per message, so
+/// several threads may send at once; one thread receives.
+public struct WireSocket: Sendable {
+  public let fd: Int32
+
+  public init(fd: Int32) { self.fd = fd }
+
+  /// A connected pair; both ends close on exec unless passed on deliberately.
+  public static func pair() -> (WireSocket, WireSocket)? {
+    var fds: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0
+    else {
+      return nil
+    }
+    return (WireSocket(fd: fds[0]), WireSocket(fd: fds[1]))
+  }
+
+  @discardableResult
+  public func send(_ f: WireFrame) -> Bool {
+    let bytes = Wire.encode(f)
+    guard bytes.count <= Wire.maxFrame else { return false }
+    while true {
+      let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+      if n >= 0 { return true }
+      if errno != EINTR { return false }
+    }
+  }
+
+  public enum ReceiveResult: Sendable {
+    case frame(WireFrame)
+    /// The peer closed its end (or died).
+    case closed
+    /// The peer sent bytes that are not a frame.
+    case malformed(String)
+  }
+
+  /// Blocks for the next frame.
+  public func receive(into buffer: UnsafeMutableRawBufferPointer) -> ReceiveResult {
+    while true {
+      let n = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_TRUNC))
+      if n < 0 {
+        if errno == EINTR { continue }
+        return .closed
+      }
+      if n == 0 { return .closed }
+      if n > buffer.count { return .malformed("frame of \(n) bytes exceeds \(buffer.count)") }
+      do { return .frame(try Wire.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))) } catch {
+        return .malformed("\(error)")
+      }
+    }
+  }
+}

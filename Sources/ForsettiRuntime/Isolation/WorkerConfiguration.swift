@@ -1,0 +1,75 @@
+import ForsettiCore
+
+/// Everything a worker needs, passed as one JSON argument by the host that spawns it.
+public struct WorkerConfiguration: Sendable, Hashable {
+  public var moduleID: String
+  public var library: String
+  public var entryPoint: String
+  public var isSwift: Bool
+  public var sandbox: String
+  public var granted: Set<Capability>
+  public var policy: ConfinementPolicy
+  /// The host's PID: a worker whose parent is not this host exits at once.
+  public var parent: Int32
+
+  public var json: JSONValue {
+    let l = policy.limits
+    func num(_ v: UInt64?) -> JSONValue { v.map { .number(String($0)) } ?? .null }
+    return .object(
+      JSONObject([
+        ("moduleID", .string(moduleID)), ("library", .string(library)), ("entryPoint", .string(entryPoint)),
+        ("isSwift", .bool(isSwift)), ("sandbox", .string(sandbox)),
+        ("granted", .strings(granted.sorted().map(\.rawValue))),
+        ("readExecute", .strings(policy.readExecute)), ("readWrite", .strings(policy.readWrite)),
+        ("networking", .bool(policy.networking)),
+        (
+          "limits",
+          .object(
+            JSONObject([
+              ("memoryBytes", num(l.memoryBytes)), ("cpuSeconds", num(l.cpuSeconds)),
+              ("openFiles", num(l.openFiles)),
+              ("fileSizeBytes", num(l.fileSizeBytes)),
+            ]))
+        ),
+        ("parent", .number(String(parent))),
+      ]))
+  }
+
+  public init(
+    moduleID: String, library: String, entryPoint: String, isSwift: Bool, sandbox: String,
+    granted: Set<Capability>,
+    policy: ConfinementPolicy, parent: Int32
+  ) {
+    self.moduleID = moduleID
+    self.library = library
+    self.entryPoint = entryPoint
+    self.isSwift = isSwift
+    self.sandbox = sandbox
+    self.granted = granted
+    self.policy = policy
+    self.parent = parent
+  }
+
+  public init?(json text: String) {
+    guard let o = (try? JSONParser.parse(text))?.objectValue, let id = o["moduleID"]?.stringValue,
+      let lib = o["library"]?.stringValue, let entry = o["entryPoint"]?.stringValue,
+      let sandbox = o["sandbox"]?.stringValue, let parent = o["parent"]?.integerValue
+    else { return nil }
+    func strings(_ k: String) -> [String] { o[k]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+    func num(_ k: String) -> UInt64? { o["limits"]?.objectValue?[k]?.integerValue.map { UInt64(max(0, $0)) } }
+    var limits = ResourceLimits()
+    limits.memoryBytes = num("memoryBytes")
+    limits.cpuSeconds = num("cpuSeconds")
+    limits.openFiles = num("openFiles")
+    limits.fileSizeBytes = num("fileSizeBytes")
+    self.init(
+      moduleID: id, library: lib, entryPoint: entry, isSwift: o["isSwift"]?.boolValue ?? false,
+      sandbox: sandbox,
+      granted: Set(strings("granted").compactMap(Capability.init(rawValue:))),
+      policy: ConfinementPolicy(
+        readExecute: strings("readExecute"), readWrite: strings("readWrite"),
+        networking: o["networking"]?.boolValue ?? false,
+        limits: limits),
+      parent: Int32(parent))
+  }
+}

@@ -1,0 +1,158 @@
+import CForsetti
+import Dispatch
+import ForsettiCore
+import Foundation
+import Synchronization
+
+/// The worker's side of the host API: the same `HostBackend` the in-process bridge uses, but
+/// every call crosses the socket to the host, which attributes it to this worker's module by the
+/// connection alone. Replies are matched to requests by ID; events and messages from the host
+/// are delivered on a separate queue so a handler may call the host in turn.
+final class WorkerLink: HostBackend {
+  let socket: WireSocket
+  private let nextID = Atomic<UInt64>(1)
+  private let pending = Mutex<[UInt64: Reply]>([:])
+  private let eventHandlers = Mutex<[Int64: ModuleCallback<forsetti_event_handler>]>([:])
+  private let messageHandler = Mutex<ModuleCallback<forsetti_message_handler>?>(nil)
+  private let deliveries = DispatchQueue(label: "forsetti.worker.deliveries")
+  /// Lifecycle commands from the host, for the worker's main thread.
+  let commands = Mailbox()
+
+  init(socket: WireSocket) { self.socket = socket }
+
+  final class Reply: Sendable {
+    let done = DispatchSemaphore(value: 0)
+    let frame = Mutex<WireFrame?>(nil)
+  }
+
+  /// Sends a request and blocks until its response (nil when the host went away).
+  func request(_ kind: WireKind, _ values: [WireValue]) -> WireFrame? {
+    let id = nextID.add(1, ordering: .relaxed).newValue
+    let reply = Reply()
+    pending.withLock { $0[id] = reply }
+    guard socket.send(WireFrame(kind, id: id, values)) else {
+      pending.withLock { _ = $0.removeValue(forKey: id) }
+      return nil
+    }
+    reply.done.wait()
+    return reply.frame.withLock { $0 }
+  }
+
+  func status(_ kind: WireKind, _ values: [WireValue]) -> Int64 {
+    request(kind, values)?.int(0) ?? Int64(FORSETTI_ERR_IO)
+  }
+
+  /// Runs on the reader thread until the host closes the socket.
+  func readLoop() {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
+    defer { buffer.deallocate() }
+    while true {
+      switch socket.receive(into: buffer) {
+      case .closed, .malformed:
+        // The host is gone (or broken): nothing may outlive it.
+        _exit(0)
+      case .frame(let f):
+        handle(f)
+      }
+    }
+  }
+
+  private func handle(_ f: WireFrame) {
+    switch f.kind {
+    case .response:
+      if let r = pending.withLock({ $0.removeValue(forKey: f.id) }) {
+        r.frame.withLock { $0 = f }
+        r.done.signal()
+      }
+    case .deliverEvent:
+      guard let sub = f.int(0), let source = f.string(1), let type = f.string(2), let payload = f.bytes(3),
+        let h = eventHandlers.withLock({ $0[sub] })
+      else { return }
+      deliveries.async {
+        source.withCString { s in
+          type.withCString { t in
+            payload.withUnsafeBytes { h.function(h.context, s, t, $0.baseAddress, $0.count) }
+          }
+        }
+      }
+    case .deliverMessage:
+      guard let sender = f.string(0), let type = f.string(1), let payload = f.bytes(2),
+        let h = messageHandler.withLock({ $0 })
+      else { return }
+      deliveries.async {
+        sender.withCString { s in
+          type.withCString { t in
+            payload.withUnsafeBytes { h.function(h.context, s, t, $0.baseAddress, $0.count) }
+          }
+        }
+      }
+    case .start, .stop:
+      commands.post(f)
+    default:
+      break
+    }
+  }
+
+  // MARK: HostBackend
+
+  func log(moduleID: String, level: LogLevel, message: String, metadata: [String: String]) {
+    socket.send(WireFrame(.log, [.int(Int64(level.rawValue)), .string(message)]))
+  }
+
+  func telemetry(moduleID: String, name: String, attributes: JSONValue?) {
+    socket.send(
+      WireFrame(.telemetry, [.string(name), .string(attributes.map { JSONWriter.string($0) } ?? "")]))
+  }
+
+  func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32 {
+    Int32(truncatingIfNeeded: status(.publish, [.string(type), .bytes(Array(payload))]))
+  }
+
+  func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>) -> Int64 {
+    let id = status(.subscribe, [.string(type)])
+    if id > 0 { eventHandlers.withLock { $0[id] = handler } }
+    return id
+  }
+
+  func unsubscribe(moduleID: String, id: Int64) -> Int32 {
+    let s = Int32(truncatingIfNeeded: status(.unsubscribe, [.int(id)]))
+    if s == FORSETTI_OK { eventHandlers.withLock { _ = $0.removeValue(forKey: id) } }
+    return s
+  }
+
+  func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
+  {
+    Int32(truncatingIfNeeded: status(.send, [.string(target), .string(type), .bytes(Array(payload))]))
+  }
+
+  func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32 {
+    messageHandler.withLock { $0 = handler }
+    return Int32(truncatingIfNeeded: status(.setHandler, [.int(handler == nil ? 0 : 1)]))
+  }
+
+  func moduleStopped(moduleID: String) {
+    eventHandlers.withLock { $0.removeAll() }
+    messageHandler.withLock { $0 = nil }
+  }
+}
+
+/// A queue of frames for one consumer thread, with a timed wait.
+final class Mailbox: Sendable {
+  private let items = Mutex<[WireFrame]>([])
+  private let ready = DispatchSemaphore(value: 0)
+
+  func post(_ f: WireFrame) {
+    items.withLock { $0.append(f) }
+    ready.signal()
+  }
+
+  /// The next frame, or nil after `timeout` seconds (nil timeout waits forever).
+  func next(timeout: Double?) -> WireFrame? {
+    if let timeout {
+      guard ready.wait(timeout: .now() + timeout) == .success else { return nil }
+    } else {
+      ready.wait()
+    }
+    return items.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+  }
+}

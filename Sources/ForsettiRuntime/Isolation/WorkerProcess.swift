@@ -1,0 +1,233 @@
+import CForsetti
+import ForsettiCore
+import Foundation
+import Glibc
+import Synchronization
+
+/// The host's handle on one worker: the process, its socket, and the threads that serve the
+/// module's host calls and capture its output. Every request is attributed to `moduleID` by the
+/// connection it arrived on; whatever the module writes on the socket is validated as untrusted.
+final class WorkerProcess: Sendable {
+  let moduleID: String
+  let pid: pid_t
+  private let socket: WireSocket
+  private let backend: InProcessBackend
+  /// Lifecycle frames (confined, loaded, startResult, stopped) for the main thread.
+  let lifecycle = Mailbox()
+  private let closedFlag = Atomic<Bool>(false)
+  private let lastLines = Mutex<[String]>([])
+  private let onExit: @Sendable (String) -> Void
+  private let reaped = Mutex<Int32?>(nil)
+
+  static let keptLines = 10
+
+  enum SpawnError: Error, CustomStringConvertible {
+    case socket(Int32), pipe(Int32), spawn(Int32)
+    var description: String {
+      switch self {
+      case .socket(let e): "socketpair: \(String(cString: strerror(e)))"
+      case .pipe(let e): "pipe: \(String(cString: strerror(e)))"
+      case .spawn(let e): "posix_spawn: \(String(cString: strerror(e)))"
+      }
+    }
+  }
+
+  /// Spawns `executable` (posix_spawn, never fork: the host may be large and threaded).
+  init(
+    executable: String, configuration: WorkerConfiguration, environment: HostEnvironment,
+    onExit: @escaping @Sendable (String) -> Void
+  ) throws(SpawnError) {
+    guard let (host, worker) = WireSocket.pair() else { throw .socket(errno) }
+    var out: [Int32] = [0, 0]
+    guard pipe(&out) == 0, fcntl(out[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(out[1], F_SETFD, FD_CLOEXEC) == 0
+    else {
+      close(host.fd)
+      close(worker.fd)
+      throw .pipe(errno)
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, out[1], 2)
+    posix_spawn_file_actions_adddup2(&actions, worker.fd, WorkerMain.socketFD)
+    let args = [executable, "--config", JSONWriter.string(configuration.json)]
+    var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+    defer { for a in argv { free(a) } }
+    var child: pid_t = 0
+    let rc = posix_spawn(&child, executable, &actions, nil, &argv, environ)
+    close(worker.fd)
+    close(out[1])
+    guard rc == 0 else {
+      close(host.fd)
+      close(out[0])
+      throw .spawn(rc)
+    }
+    moduleID = configuration.moduleID
+    pid = child
+    socket = host
+    backend = InProcessBackend(environment: environment)
+    self.onExit = onExit
+    let outFD = out[0]
+    Thread { [self] in self.readLoop() }.start()
+    Thread { [self] in self.captureOutput(outFD) }.start()
+  }
+
+  var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+
+  /// The module's most recent log and output lines, for crash reports.
+  var recentLines: [String] { lastLines.withLock { $0 } }
+
+  private func remember(_ line: String) {
+    lastLines.withLock {
+      $0.append(line)
+      if $0.count > Self.keptLines { $0.removeFirst($0.count - Self.keptLines) }
+    }
+  }
+
+  func send(_ f: WireFrame) { socket.send(f) }
+
+  /// Kills the worker (SIGKILL) and returns its wait status; safe to call more than once.
+  @discardableResult
+  func kill() -> Int32 {
+    Glibc.kill(pid, SIGKILL)
+    return reap()
+  }
+
+  /// Waits for the worker to exit and returns its wait status.
+  @discardableResult
+  func reap() -> Int32 {
+    if let s = reaped.withLock({ $0 }) { return s }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    reaped.withLock { $0 = status }
+    return status
+  }
+
+  /// "killed by SIGSEGV (Segmentation fault)" or "exited with status 3".
+  static func describe(status: Int32) -> String {
+    let sig = status & 0x7F
+    if sig != 0 {
+      let names: [Int32: String] = [
+        SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE",
+        SIGILL: "SIGILL", SIGXCPU: "SIGXCPU", SIGTERM: "SIGTERM", SIGSYS: "SIGSYS", SIGTRAP: "SIGTRAP",
+      ]
+      let name = names[sig] ?? "signal \(sig)"
+      return "killed by \(name) (\(String(cString: strsignal(sig))))"
+    }
+    return "exited with status \((status >> 8) & 0xFF)"
+  }
+
+  static func signal(of status: Int32) -> Int32? {
+    let sig = status & 0x7F
+    return sig == 0 ? nil : sig
+  }
+
+  private func readLoop() {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame + 1, alignment: 8)
+    defer { buffer.deallocate() }
+    loop: while true {
+      switch socket.receive(into: buffer) {
+      case .closed: break loop
+      case .malformed(let why):
+        backend.warn(moduleID, .crashed, "the worker sent a malformed frame (\(why)); it is stopped")
+        break loop
+      case .frame(let f): handle(f)
+      }
+    }
+    closedFlag.store(true, ordering: .releasing)
+    backend.moduleStopped(moduleID: moduleID)
+    lifecycle.post(WireFrame(.stopped, id: UInt64.max))
+    close(socket.fd)
+    onExit(moduleID)
+  }
+
+  private func respond(_ f: WireFrame, _ status: Int64) {
+    socket.send(WireFrame(.response, id: f.id, [.int(status)]))
+  }
+
+  private func handle(_ f: WireFrame) {
+    switch f.kind {
+    case .confined, .loaded, .loadFailed, .startResult, .stopped:
+      lifecycle.post(f)
+    case .log:
+      guard let text = f.string(1) else { return }
+      let level = LogLevel(rawValue: Int32(truncatingIfNeeded: f.int(0) ?? 1)) ?? .info
+      let line = String(text.prefix(HostFunctions.maxMessage))
+      remember(line)
+      backend.log(moduleID: moduleID, level: level, message: line, metadata: [:])
+    case .telemetry:
+      guard let name = f.string(0), !name.isEmpty, name.utf8.count <= 128 else { return }
+      let attrs = f.string(1).flatMap { $0.isEmpty ? nil : try? JSONParser.parse($0) }
+      guard attrs == nil || attrs?.objectValue != nil else { return }
+      backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)
+    case .publish:
+      guard let type = f.string(0), type.utf8.count <= HostFunctions.maxName, let payload = f.bytes(1) else {
+        return respond(f, Int64(FORSETTI_ERR_INVALID_ARGUMENT))
+      }
+      respond(f, Int64(payload.withUnsafeBytes { backend.publish(from: moduleID, type: type, payload: $0) }))
+    case .subscribe:
+      guard let type = f.string(0), !type.isEmpty, type.utf8.count <= HostFunctions.maxName else {
+        return respond(f, Int64(FORSETTI_ERR_INVALID_ARGUMENT))
+      }
+      let box = SubscriptionID()
+      let socket = self.socket
+      let id = backend.subscribe(
+        moduleID: moduleID, type: type,
+        target: .remote { source, type, payload in
+          socket.send(
+            WireFrame(
+              .deliverEvent,
+              [
+                .int(box.value.load(ordering: .acquiring)), .string(source), .string(type),
+                .bytes(Array(payload)),
+              ]))
+        })
+      box.value.store(id, ordering: .releasing)
+      respond(f, id)
+    case .unsubscribe:
+      respond(f, Int64(backend.unsubscribe(moduleID: moduleID, id: f.int(0) ?? 0)))
+    case .send:
+      guard let target = f.string(0), let type = f.string(1), let payload = f.bytes(2),
+        target.utf8.count <= HostFunctions.maxName, type.utf8.count <= HostFunctions.maxName
+      else { return respond(f, Int64(FORSETTI_ERR_INVALID_ARGUMENT)) }
+      respond(
+        f,
+        Int64(payload.withUnsafeBytes { backend.send(from: moduleID, to: target, type: type, payload: $0) }))
+    case .setHandler:
+      let socket = self.socket
+      let on = (f.int(0) ?? 0) != 0
+      let s = backend.setHandler(
+        moduleID: moduleID,
+        target: on
+          ? .remote { sender, type, payload in
+            socket.send(WireFrame(.deliverMessage, [.string(sender), .string(type), .bytes(Array(payload))]))
+          } : nil)
+      respond(f, Int64(s))
+    default:
+      break
+    }
+  }
+
+  private func captureOutput(_ fd: Int32) {
+    let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    var pending = Data()
+    while true {
+      let chunk = handle.availableData
+      if chunk.isEmpty { break }
+      pending.append(chunk)
+      while let nl = pending.firstIndex(of: 0x0A) {
+        let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
+        pending.removeSubrange(pending.startIndex...nl)
+        remember(line)
+        backend.log(moduleID: moduleID, level: .info, message: line, metadata: ["stream": "output"])
+      }
+      if pending.count > 16 * 1024 { pending.removeAll() }
+    }
+  }
+}
+
+final class SubscriptionID: Sendable {
+  let value = Atomic<Int64>(0)
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// How modules run.
+public enum ExecutionMode: Sendable {
+  /// In the host process: fastest; a crash takes the host down.
+  case inProcess
+  /// One confined worker process per module.
+  case isolated(IsolationSettings)
+}
+
+/// Worker limits and supervision for isolated modules.
+public struct IsolationSettings: Sendable {
+  public var workerExecutable: String
+  public var limits = ResourceLimits()
+  /// Seconds a worker may take to confine, load and return from `start`.
+  public var startTimeout: Double = 5
+  /// Seconds `stop` may take before the worker is killed.
+  public var stopTimeout: Double = 5
+  /// Crashes restarted before the module is quarantined.
+  public var maxRestarts = 3
+  /// First restart delay; each further one doubles it.
+  public var backoffBase: Double = 0.25
+
+  public init(workerExecutable: String) { self.workerExecutable = workerExecutable }
+
+  /// `forsetti-worker` next to the running executable.
+  public static var defaultWorker: String {
+    let exe =
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+      ?? CommandLine.arguments[0]
+    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent("forsetti-worker")
+  }
+
+  /// Directories of every shared library mapped into this process, plus the usual system
+  /// library directories: what a worker (the same toolchain) needs to read and map to load.
+  public static func libraryDirectories() -> [String] {
+    var dirs: Set<String> = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"]
+    if let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) {
+      for line in maps.split(separator: "\n") {
+        guard let slash = line.firstIndex(of: "/") else { continue }
+        let path = String(line[slash...])
+        if path.hasSuffix(".so") || path.contains(".so.") {
+          dirs.insert((path as NSString).deletingLastPathComponent)
+        }
+      }
+    }
+    return dirs.sorted()
+  }
+
+  /// What the kernel offers, said once at start: "landlock ABI 7 (signals scoped), seccomp, …".
+  public static func kernelSupport() -> String {
+    var parts: [String] = []
+    if let abi = Confinement.landlockABI {
+      parts.append(
+        "landlock ABI \(abi)" + (abi >= 6 ? " (signals scoped)" : " (signals NOT scoped: needs ABI 6)"))
+    } else {
+      parts.append("NO landlock: worker file access is not confined")
+    }
+    parts.append(
+      FileManager.default.fileExists(atPath: "/proc/sys/kernel/seccomp/actions_avail")
+        ? "seccomp" : "NO seccomp: system calls are not filtered")
+    parts.append("no_new_privs, rlimits")
+    return parts.joined(separator: ", ")
+  }
+}

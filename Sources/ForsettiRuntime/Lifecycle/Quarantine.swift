@@ -1,0 +1,77 @@
+import ForsettiCore
+import Foundation
+
+/// What identifies a binary for quarantine: size, modification time and a content hash, so
+/// that any rebuild lifts the quarantine (GStreamer's registry blacklists the same way).
+public struct BinaryIdentity: Sendable, Hashable {
+  public var size: Int
+  public var mtimeNanoseconds: Int64
+  /// FNV-1a 64 of the content: identity, not security (a changed file lifts quarantine anyway).
+  public var hash: UInt64
+
+  public static func of(_ path: String) -> BinaryIdentity? {
+    var st = stat()
+    guard stat(path, &st) == 0, let data = FileManager.default.contents(atPath: path) else { return nil }
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    for b in data {
+      h ^= UInt64(b)
+      h = h &* 0x100_0000_01b3
+    }
+    return BinaryIdentity(
+      size: Int(st.st_size),
+      mtimeNanoseconds: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+      hash: h)
+  }
+}
+
+/// `quarantine.json` in the state directory: modules that crashed past the restart limit,
+/// keyed by module ID and the identity of the binary that crashed.
+public struct QuarantineStore: Sendable {
+  public struct Entry: Sendable, Hashable {
+    public var path: String
+    public var identity: BinaryIdentity
+    public var crashes: Int
+    public var lastFailure: String
+  }
+
+  public let path: String
+
+  public init(stateDirectory: String) {
+    path = (stateDirectory as NSString).appendingPathComponent("quarantine.json")
+  }
+
+  public func load() -> [String: Entry] {
+    guard let data = FileManager.default.contents(atPath: path),
+      let modules = (try? JSONParser.parse([UInt8](data)))?.objectValue?["modules"]?.objectValue
+    else { return [:] }
+    var out: [String: Entry] = [:]
+    for (id, v) in modules.members {
+      guard let o = v.objectValue, let p = o["path"]?.stringValue, let size = o["size"]?.integerValue,
+        let mtime = o["mtimeNanoseconds"]?.integerValue,
+        let hash = o["hash"]?.stringValue.flatMap({ UInt64($0, radix: 16) })
+      else { continue }
+      out[id] = Entry(
+        path: p, identity: BinaryIdentity(size: size, mtimeNanoseconds: Int64(mtime), hash: hash),
+        crashes: o["crashes"]?.integerValue ?? 0, lastFailure: o["lastFailure"]?.stringValue ?? "")
+    }
+    return out
+  }
+
+  public func save(_ entries: [String: Entry]) throws(AtomicFile.WriteError) {
+    let modules = entries.keys.sorted().compactMap { id -> (String, JSONValue)? in
+      guard let e = entries[id] else { return nil }
+      return (
+        id,
+        .object(
+          JSONObject([
+            ("path", .string(e.path)), ("size", .number(String(e.identity.size))),
+            ("mtimeNanoseconds", .number(String(e.identity.mtimeNanoseconds))),
+            ("hash", .string(String(e.identity.hash, radix: 16))), ("crashes", .number(String(e.crashes))),
+            ("lastFailure", .string(e.lastFailure)),
+          ]))
+      )
+    }
+    let doc = JSONValue.object(JSONObject([("version", 1), ("modules", .object(JSONObject(modules)))]))
+    try AtomicFile.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path)
+  }
+}
