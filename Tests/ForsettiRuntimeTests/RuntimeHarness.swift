@@ -15,17 +15,57 @@ final class RuntimeHarness {
 
   /// Gates and starts everything installed so far.
   @discardableResult
-  func start(approvals: ApprovalLedger = .init(approveAll: true)) throws -> ModuleManager {
+  func start(approvals: ApprovalLedger = .init(approveAll: true), mode: ExecutionMode = .inProcess) throws
+    -> ModuleManager
+  {
     let report = try ManifestDiscovery.discover(from: DirectoryManifestSource(root: dir.url("manifests")))
     let context = GateContext(
       approvals: approvals, providers: ProviderAvailability(discovered: report.manifests))
     let index = BinaryIndex.build(directories: [dir.url("plugins")])
     let judgements = GateStack.judge(
       report, context: context, inspect: index.inspectionStep(for:), laterSteps: nil)
-    let m = ModuleManager(environment: HostEnvironment(stateDirectory: dir.url("state"), log: log))
+    let m = ModuleManager(
+      environment: HostEnvironment(stateDirectory: dir.url("state"), log: log), mode: mode)
     m.activate(judgements, index: index)
     manager = m
     return m
+  }
+
+  /// Isolation with short timeouts and fast restarts, using the built forsetti-worker.
+  static func isolated(maxRestarts: Int = 3, backoff: Double = 30, memoryMiB: UInt64 = 1024) -> ExecutionMode
+  {
+    let worker = ((HostBinary.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
+      "forsetti-worker")
+    var s = IsolationSettings(workerExecutable: worker)
+    s.startTimeout = 2
+    s.stopTimeout = 0.5
+    s.maxRestarts = maxRestarts
+    s.backoffBase = backoff
+    s.limits.memoryBytes = memoryMiB << 20
+    return .isolated(s)
+  }
+
+  /// Runs supervision until `done` holds or `timeout` seconds pass.
+  @discardableResult
+  func supervise(timeout: Double = 5, until done: () -> Bool) -> Bool {
+    let end = Date().addingTimeInterval(timeout)
+    while Date() < end {
+      manager?.superviseOnce()
+      if done() { return true }
+      usleep(20_000)
+    }
+    return done()
+  }
+
+  /// Waits until some log line of `id` satisfies `match`.
+  @discardableResult
+  func waitForLine(_ id: String, timeout: Double = 5, _ match: (String) -> Bool) -> String? {
+    let end = Date().addingTimeInterval(timeout)
+    while Date() < end {
+      if let l = lines(id).first(where: match) { return l }
+      usleep(10_000)
+    }
+    return nil
   }
 
   func record(_ id: String) -> ModuleRecord? { manager?.records.first { $0.moduleID == id } }

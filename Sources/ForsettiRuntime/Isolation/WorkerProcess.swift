@@ -55,8 +55,15 @@ final class WorkerProcess: Sendable {
     let args = [executable, "--config", JSONWriter.string(configuration.json)]
     var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
+    // The Swift backtracer would try to exec a helper on a crash, which the worker may not do.
+    var envStrings = ProcessInfo.processInfo.environment.filter { $0.key != "SWIFT_BACKTRACE" }.map {
+      "\($0.key)=\($0.value)"
+    }
+    envStrings.append("SWIFT_BACKTRACE=enable=no")
+    var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map { strdup($0) } + [nil]
+    defer { for e in envp { free(e) } }
     var child: pid_t = 0
-    let rc = posix_spawn(&child, executable, &actions, nil, &argv, environ)
+    let rc = posix_spawn(&child, executable, &actions, nil, &argv, &envp)
     close(worker.fd)
     close(out[1])
     guard rc == 0 else {

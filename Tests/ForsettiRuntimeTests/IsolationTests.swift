@@ -1,0 +1,298 @@
+import CForsetti
+import ForsettiCore
+import ForsettiRuntime
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+/// Hostile modules in confined workers: the host survives them and names what happened.
+@Suite struct IsolationTests {
+  static func fixture(
+    _ id: String, _ entry: String, start: String = "return FORSETTI_OK;", stop: String = "",
+    prelude: String = ""
+  )
+    -> ModuleFixture
+  {
+    var f = ModuleFixture(moduleID: id, entryPoint: entry)
+    f.prelude =
+      "#include <pthread.h>\n#include <signal.h>\n#include <errno.h>\n#include <sys/socket.h>\n" + prelude
+    f.start = start
+    f.stop = stop
+    return f
+  }
+
+  static func report(_ what: String) -> String {
+    "{ char line[200]; snprintf(line, sizeof line, \"%s\", \(what)); fixture_log(line); }"
+  }
+
+  @Test func aSegfaultInStartIsCrashedThenQuarantinedUntilTheBinaryChanges() throws {
+    let h = RuntimeHarness()
+    let so = try Self.fixture(
+      "com.test.segv", "segv_entry", start: "volatile int *p = NULL; *p = 1; return FORSETTI_OK;"
+    )
+    .install(in: h.dir)
+    try Self.fixture("com.test.calm", "calm_entry").install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 1, backoff: 0.05))
+    #expect(h.state("com.test.segv") == .failed(.crashed))
+    #expect(h.record("com.test.segv")?.trace.firstFailure?.detail.contains("SIGSEGV") == true)
+    #expect(h.state("com.test.calm") == .started)
+    // One restart, which crashes again, then quarantine.
+    #expect(h.supervise { h.state("com.test.segv") == .failed(.quarantined) })
+    #expect(h.state("com.test.calm") == .started)
+    m.stopAll()
+    #expect(h.state("com.test.calm") == .stopped)
+
+    // A new host run refuses the same binary before loading it...
+    let again = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 1, backoff: 0.05))
+    #expect(h.state("com.test.segv") == .failed(.quarantined))
+    #expect(h.record("com.test.segv")?.trace.firstFailure?.step == .load)
+    again.stopAll()
+    // ...until the binary changes.
+    var fixed = Self.fixture("com.test.segv", "segv_entry")
+    fixed.start = "fixture_log(\"fixed\"); return FORSETTI_OK;"
+    try fixed.build(in: h.dir, as: "plugins/segv_entry.so")
+    #expect(FileManager.default.fileExists(atPath: so))
+    let third = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 1, backoff: 0.05))
+    #expect(h.state("com.test.segv") == .started)
+    third.stopAll()
+  }
+
+  @Test func abortInStopAndACrashingThreadAreReportedWhileOthersRun() throws {
+    let h = RuntimeHarness()
+    try Self.fixture("com.test.abortstop", "abortstop_entry", stop: "abort();").install(in: h.dir)
+    try Self.fixture(
+      "com.test.latethread", "latethread_entry",
+      start: """
+        const forsetti_events *e = host->resolve(FORSETTI_SERVICE_EVENTS);
+        e->subscribe("any.thing", on_event, NULL);
+        pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t);
+        return FORSETTI_OK;
+        """,
+      prelude: """
+        static void on_event(void *c, const char *s, const char *t, const void *p, size_t n) { (void)c; (void)s; (void)t; (void)p; (void)n; }
+        static void *later(void *arg) { (void)arg; usleep(300000); volatile int *p = NULL; *p = 2; return NULL; }
+        """
+    ).install(in: h.dir)
+    try Self.fixture("com.test.steady", "steady_entry").install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    #expect(m.records.allSatisfy { $0.state == .started })
+    #expect(m.environment.events.subscriptionCount(moduleID: "com.test.latethread") == 1)
+    #expect(h.supervise { h.state("com.test.latethread") == .failed(.crashed) })
+    #expect(m.environment.events.subscriptionCount(moduleID: "com.test.latethread") == 0)
+    #expect(
+      h.lines("com.test.latethread").contains { $0.contains("SIGSEGV") && $0.contains("while running") })
+    m.stopAll()
+    #expect(h.state("com.test.abortstop") == .failed(.crashed))
+    #expect(h.lines("com.test.abortstop").contains { $0.contains("SIGABRT") && $0.contains("during stop") })
+    #expect(h.state("com.test.steady") == .stopped)
+  }
+
+  @Test func anEndlessStartTimesOutAndASlowStopIsKilled() throws {
+    let h = RuntimeHarness()
+    try Self.fixture("com.test.spin", "spin_entry", start: "for (;;) {} return FORSETTI_OK;").install(
+      in: h.dir)
+    try Self.fixture("com.test.sleepy", "sleepy_entry", stop: "sleep(30);").install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    #expect(h.state("com.test.spin") == .failed(.startTimedOut))
+    #expect(h.record("com.test.spin")?.trace.firstFailure?.step == .start)
+    #expect(h.state("com.test.sleepy") == .started)
+    let began = Date()
+    m.stopAll()
+    #expect(Date().timeIntervalSince(began) < 5)
+    #expect(h.state("com.test.sleepy") == .stopped)
+    #expect(
+      h.lines("com.test.sleepy").contains {
+        $0.contains("stop did not return within 0.5 s; the worker was killed")
+      })
+  }
+
+  @Test func unboundedAllocationIsStoppedByTheLimit() throws {
+    let h = RuntimeHarness()
+    try Self.fixture(
+      "com.test.hog", "hog_entry",
+      start: """
+        size_t total = 0;
+        for (;;) {
+          char *p = malloc(1 << 20);
+          if (!p) { char line[64]; snprintf(line, sizeof line, "malloc failed after %zu MiB", total); fixture_log(line); abort(); }
+          memset(p, 1, 1 << 20);
+          total++;
+        }
+        return FORSETTI_OK;
+        """
+    ).install(in: h.dir)
+    try Self.fixture("com.test.modest", "modest_entry").install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated(memoryMiB: 512))
+    #expect(h.state("com.test.hog") == .failed(.crashed))
+    let detail = h.record("com.test.hog")?.trace.firstFailure?.detail ?? ""
+    #expect(detail.contains("SIGABRT"))
+    #expect(detail.contains("malloc failed after"))
+    #expect(h.state("com.test.modest") == .started)
+    m.stopAll()
+  }
+
+  static let escapes = """
+    static void try_open(const char *label, const char *path, int flags) {
+      int fd = open(path, flags, 0644);
+      char line[300];
+      snprintf(line, sizeof line, "%s: %s", label, fd >= 0 ? "opened" : strerror(errno));
+      fixture_log(line);
+      if (fd >= 0) close(fd);
+    }
+    """
+
+  @Test func theFilesystemOutsideTheSandboxIsClosed() throws {
+    let h = RuntimeHarness()
+    let outside = TemporaryDirectory("outside")
+    try outside.write("secret.txt", "secret")
+    let neighbour = h.dir.url("state/sandboxes/com.test.neighbour/data.txt")
+    try h.dir.write("state/sandboxes/com.test.neighbour/data.txt", "theirs")
+    try Self.fixture(
+      "com.test.prisoner", "prisoner_entry",
+      start: """
+        try_open("outside", "\(outside.url("secret.txt"))", O_RDONLY);
+        try_open("neighbour", "\(neighbour)", O_RDONLY);
+        try_open("passwd-write", "/etc/passwd", O_WRONLY);
+        try_open("passwd-read", "/etc/passwd", O_RDONLY);
+        { char p[600]; snprintf(p, sizeof p, "%s/own.txt", host->sandbox_path); try_open("own", p, O_WRONLY | O_CREAT); }
+        int k = kill(getppid(), SIGTERM);
+        \(Self.report("k == 0 ? \"host-signal: sent\" : \"host-signal: refused\""))
+        return FORSETTI_OK;
+        """, prelude: Self.escapes
+    ).install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    #expect(
+      h.state("com.test.prisoner") == .started,
+      "\(String(describing: h.record("com.test.prisoner")?.trace.firstFailure))")
+    let lines = h.lines("com.test.prisoner")
+    #expect(lines.contains("outside: Permission denied"))
+    #expect(lines.contains("neighbour: Permission denied"))
+    #expect(lines.contains("passwd-write: Permission denied"))
+    #expect(lines.contains("passwd-read: Permission denied"))
+    #expect(lines.contains("own: opened"))
+    #expect(lines.contains("host-signal: refused"))
+    #expect(FileManager.default.fileExists(atPath: h.dir.url("state/sandboxes/com.test.prisoner/own.txt")))
+    m.stopAll()
+  }
+
+  @Test func socketsNeedNetworkingAndForksAreRefused() throws {
+    let h = RuntimeHarness()
+    let probe = """
+      int s = socket(AF_INET, SOCK_STREAM, 0);
+      \(Self.report("s >= 0 ? \"socket: allowed\" : \"socket: denied\""))
+      if (s >= 0) close(s);
+      int forks = 0;
+      for (int i = 0; i < 200; i++) { pid_t p = fork(); if (p == 0) { for (;;) pause(); } if (p > 0) forks++; }
+      { char line[64]; snprintf(line, sizeof line, "forks: %d", forks); fixture_log(line); }
+      return FORSETTI_OK;
+      """
+    try Self.fixture("com.test.offline", "offline_entry", start: probe).install(in: h.dir)
+    try Self.fixture("com.test.online", "online_entry", start: probe).install(
+      in: h.dir, capabilities: ["networking"])
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    #expect(h.lines("com.test.offline").contains("socket: denied"))
+    #expect(h.lines("com.test.online").contains("socket: allowed"))
+    #expect(h.lines("com.test.offline").contains("forks: 0"))
+    #expect(h.lines("com.test.online").contains("forks: 0"))
+    m.stopAll()
+    #expect(m.records.allSatisfy { $0.state == .stopped })
+  }
+
+  @Test func eventsAndMessagesCrossProcessesWithTheBoundIdentity() throws {
+    let h = RuntimeHarness()
+    try Self.fixture(
+      "com.test.alisten", "listen_entry",
+      start: """
+        const forsetti_messages *m = host->resolve(FORSETTI_SERVICE_MESSAGES);
+        const forsetti_events *e = host->resolve(FORSETTI_SERVICE_EVENTS);
+        m->set_handler(on_message, NULL);
+        return e->subscribe("test.ping", on_event, NULL) > 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+        """,
+      prelude: """
+        static void on_message(void *c, const char *sender, const char *type, const void *p, size_t n) {
+          (void)c; char line[200]; snprintf(line, sizeof line, "message %s from %s: %.*s", type, sender, (int)n, (const char *)p); fixture_log(line);
+        }
+        static void on_event(void *c, const char *source, const char *type, const void *p, size_t n) {
+          (void)c; char line[200]; snprintf(line, sizeof line, "event %s from %s: %.*s", type, source, (int)n, (const char *)p); fixture_log(line);
+        }
+        """
+    ).install(in: h.dir)
+    try Self.fixture(
+      "com.test.btalk", "talk_entry",
+      start: """
+        const forsetti_messages *m = host->resolve(FORSETTI_SERVICE_MESSAGES);
+        const forsetti_events *e = host->resolve(FORSETTI_SERVICE_EVENTS);
+        int a = m->send("com.test.alisten", "greeting", "hi", 2);
+        int b = e->publish("test.ping", "pong", 4);
+        int c = m->send("com.test.btalk", "greeting", "me", 2);
+        int d = e->publish("forsetti.internal.x", "", 0);
+        const void *storage = host->resolve(FORSETTI_SERVICE_STORAGE);
+        char line[120]; snprintf(line, sizeof line, "results %d %d %d %d %s", a, b, c, d, storage ? "storage" : "no-storage");
+        fixture_log(line);
+        return FORSETTI_OK;
+        """
+    ).install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    #expect(
+      h.lines("com.test.btalk").contains(
+        "results 0 0 \(FORSETTI_ERR_COMMUNICATION_DENIED) \(FORSETTI_ERR_COMMUNICATION_DENIED) no-storage"))
+    #expect(h.waitForLine("com.test.alisten") { $0 == "message greeting from com.test.btalk: hi" } != nil)
+    #expect(h.waitForLine("com.test.alisten") { $0 == "event test.ping from com.test.btalk: pong" } != nil)
+    #expect(h.lines("com.test.btalk").contains { $0.contains("forsetti.storage needs capability storage") })
+    m.stopAll()
+  }
+
+  @Test func garbageOnTheHostSocketEndsOnlyThatWorker() throws {
+    let h = RuntimeHarness()
+    try Self.fixture(
+      "com.test.noise", "noise_entry",
+      start:
+        "char junk[64]; memset(junk, 0xAB, sizeof junk); send(3, junk, sizeof junk, 0); sleep(5); return FORSETTI_OK;"
+    ).install(in: h.dir)
+    try Self.fixture("com.test.quiet", "quiet_entry").install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    #expect(h.state("com.test.noise") == .failed(.crashed))
+    #expect(h.state("com.test.quiet") == .started)
+    m.stopAll()
+  }
+
+  @Test func twentyModulesWhereFiveMisbehave() throws {
+    let h = RuntimeHarness()
+    let bad: [(String, String, String)] = [
+      ("segv", "volatile int *p = NULL; *p = 1; return FORSETTI_OK;", ""),
+      ("spin", "for (;;) {} return FORSETTI_OK;", ""),
+      ("abortstop", "return FORSETTI_OK;", "abort();"),
+      (
+        "hog",
+        "for (;;) { char *p = malloc(1 << 20); if (!p) abort(); memset(p, 1, 1 << 20); } return FORSETTI_OK;",
+        ""
+      ),
+      ("refuse", "return FORSETTI_ERR_START_FAILED;", ""),
+    ]
+    for (name, start, stop) in bad {
+      try Self.fixture("com.test.bad\(name)", "bad_\(name)_entry", start: start, stop: stop).install(
+        in: h.dir)
+    }
+    for n in 0..<15 {
+      try Self.fixture(
+        "com.test.good\(n)", "good\(n)_entry",
+        start: "fixture_log(\"good start\"); return FORSETTI_OK;", stop: "fixture_log(\"good stop\");"
+      ).install(in: h.dir)
+    }
+    let m = try h.start(mode: RuntimeHarness.isolated(memoryMiB: 512))
+    let good = (0..<15).map { "com.test.good\($0)" }
+    #expect(good.allSatisfy { h.state($0) == .started })
+    usleep(300_000)
+    m.superviseOnce()
+    m.stopAll()
+    for id in good {
+      #expect(h.state(id) == .stopped, "\(id)")
+      #expect(h.lines(id) == ["good start", "good stop"], "\(id)")
+    }
+    #expect(h.state("com.test.badsegv") == .failed(.crashed))
+    #expect(h.state("com.test.badspin") == .failed(.startTimedOut))
+    #expect(h.state("com.test.badabortstop") == .failed(.crashed))
+    #expect(h.state("com.test.badhog") == .failed(.crashed))
+    #expect(h.state("com.test.badrefuse") == .failed(.startFailed))
+  }
+}
