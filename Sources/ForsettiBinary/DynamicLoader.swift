@@ -67,7 +67,7 @@ public struct DynamicLoader: ModuleLoading {
       return .failure(.tableTooSmall(size: t.struct_size, needed: minimumTableSize))
     }
     guard t.start != nil, t.stop != nil else {
-      return .failure(.descriptorInvalid("start and stop must not be NULL"))
+      return .failure(.tableInvalid("start and stop must not be NULL"))
     }
     guard let dp = t.descriptor else { return .failure(.descriptorInvalid("descriptor is NULL")) }
     let d = dp.pointee

@@ -15,7 +15,8 @@ public enum ELFInspector {
     guard libelfReady else {
       return .failure(.malformed(path: path, detail: "libelf could not be initialised"))
     }
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    // O_NONBLOCK: a FIFO named *.so must not block the host; regular files ignore it.
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard fd >= 0 else { return .failure(.unreadable(path: path, reason: String(cString: strerror(errno)))) }
     defer { close(fd) }
     var st = stat()
@@ -64,8 +65,10 @@ public enum ELFInspector {
       return .failure(.notSharedObject(path: path, fileType: ehdr.e_type))
     }
 
-    let shEnd = UInt64(ehdr.e_shoff) + UInt64(ehdr.e_shnum) * UInt64(ehdr.e_shentsize)
-    if shEnd > UInt64(size) {
+    // Header fields are untrusted: every sum is checked for overflow.
+    let (table, o1) = UInt64(ehdr.e_shnum).multipliedReportingOverflow(by: UInt64(ehdr.e_shentsize))
+    let (shEnd, o2) = UInt64(ehdr.e_shoff).addingReportingOverflow(table)
+    if o1 || o2 || shEnd > UInt64(size) {
       return .failure(
         .truncated(
           path: path, detail: "the section table ends at byte \(shEnd) but the file has \(size) bytes"))
@@ -85,11 +88,14 @@ public enum ELFInspector {
       guard gelf_getshdr(section, &shdr) != nil else {
         return .failure(.malformed(path: path, detail: "unreadable section header: \(lastError())"))
       }
-      if shdr.sh_type != UInt32(SHT_NOBITS) && shdr.sh_offset + shdr.sh_size > UInt64(size) {
+      let (end, overflow) = shdr.sh_offset.addingReportingOverflow(shdr.sh_size)
+      if shdr.sh_type != UInt32(SHT_NOBITS) && (overflow || end > UInt64(size)) {
         return .failure(
           .truncated(
             path: path,
-            detail: "a section ends at byte \(shdr.sh_offset + shdr.sh_size) but the file has \(size) bytes"))
+            detail:
+              "a section ends at byte \(overflow ? "past 2^64" : String(end)) but the file has \(size) bytes")
+        )
       }
       let name = elf_strptr(elf, shstrndx, Int(shdr.sh_name)).map { String(cString: $0) } ?? ""
       switch shdr.sh_type {
@@ -123,9 +129,11 @@ public enum ELFInspector {
     guard shdr.sh_entsize > 0, let data = elf_getdata(section, nil) else {
       return .failure(.malformed(path: path, detail: "unreadable .dynsym: \(lastError())"))
     }
-    let count = Int(shdr.sh_size / shdr.sh_entsize)
+    // Count from the data libelf actually read, not from the header's claim.
+    let entry = max(Int(shdr.sh_entsize), gelf_fsize(elf, ELF_T_SYM, 1, UInt32(EV_CURRENT)))
+    let count = min(data.pointee.d_size / max(entry, 1), Int(Int32.max))
     var out: [DynamicSymbol] = []
-    out.reserveCapacity(count)
+    out.reserveCapacity(min(count, 1 << 16))
     var sym = GElf_Sym()
     for i in 0..<count {
       guard gelf_getsym(data, Int32(i), &sym) != nil else { continue }
@@ -161,10 +169,13 @@ public enum ELFInspector {
     guard shdr.sh_entsize > 0, let data = elf_getdata(section, nil) else { return [] }
     var out: [String] = []
     var dyn = GElf_Dyn()
-    for i in 0..<Int(shdr.sh_size / shdr.sh_entsize) {
+    let entry = max(Int(shdr.sh_entsize), gelf_fsize(elf, ELF_T_DYN, 1, UInt32(EV_CURRENT)))
+    for i in 0..<min(data.pointee.d_size / max(entry, 1), Int(Int32.max)) {
       guard gelf_getdyn(data, Int32(i), &dyn) != nil else { break }
       if dyn.d_tag == Int64(DT_NULL) { break }
-      if dyn.d_tag == Int64(DT_NEEDED), let s = elf_strptr(elf, Int(shdr.sh_link), Int(dyn.d_un.d_val)) {
+      if dyn.d_tag == Int64(DT_NEEDED), let offset = Int(exactly: dyn.d_un.d_val),
+        let s = elf_strptr(elf, Int(shdr.sh_link), offset)
+      {
         out.append(String(cString: s))
       }
     }

@@ -12,13 +12,15 @@ public enum LoadError: Error, Sendable, Hashable, CustomStringConvertible {
   case tableTooSmall(size: UInt32, needed: Int)
   case descriptorInvalid(String)
   case uiContributionsInvalid(String)
+  /// The table is the right size and version but unusable (NULL start or stop).
+  case tableInvalid(String)
 
   public var reason: ReasonCode {
     switch self {
     case .abiUnsupported, .tableTooSmall: .abiUnsupported
     case .descriptorInvalid: .moduleIdentityMismatch
     case .uiContributionsInvalid: .validationFailed
-    case .dlopenFailed, .symbolMissing, .refused: .loadFailed
+    case .dlopenFailed, .symbolMissing, .refused, .tableInvalid: .loadFailed
     }
   }
 
@@ -26,7 +28,8 @@ public enum LoadError: Error, Sendable, Hashable, CustomStringConvertible {
     switch self {
     case .dlopenFailed(let p, let e):
       "dlopen of \(p) failed: \(e)"
-        + (e.contains("cannot open shared object") ? " (a library it needs is missing)" : "")
+        + (e.contains("cannot open shared object") && !e.hasPrefix(p)
+          ? " (a library it needs is missing)" : "")
     case .symbolMissing(let s, let e): "dlsym(\(s)) failed: \(e)"
     case .refused(let s, let abi):
       "\(s)(\(ABIVersion.describe(abi))) returned NULL: the module refused to load"
@@ -36,6 +39,7 @@ public enum LoadError: Error, Sendable, Hashable, CustomStringConvertible {
       "module table struct_size is \(size) bytes, at least \(needed) are needed"
     case .descriptorInvalid(let why): "module descriptor: \(why)"
     case .uiContributionsInvalid(let why): "UI contributions: \(why)"
+    case .tableInvalid(let why): "module table: \(why)"
     }
   }
 }

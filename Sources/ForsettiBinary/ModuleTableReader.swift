@@ -26,7 +26,7 @@ public enum ModuleTableReader {
       return s
     }
     func count(_ n: Int, _ what: String) throws(LoadError) -> Int {
-      guard n <= maxItems else { throw .uiContributionsInvalid("\(n) \(what) (at most \(maxItems))") }
+      guard n >= 0, n <= maxItems else { throw .uiContributionsInvalid("\(n) \(what) (at most \(maxItems))") }
       return n
     }
     do throws(LoadError) {

@@ -146,7 +146,16 @@ final class SignalWaiter {
     sources = made
     for (s, sig) in zip(sources, [SIGINT, SIGTERM]) {
       s.setEventHandler { [semaphore, received] in
-        received.value.withLock { $0 = sig }
+        let again = received.value.withLock { r in
+          defer { r = sig }
+          return r != nil
+        }
+        if again {
+          // A second Ctrl-C means "now": a module stuck in start or stop must not hold the host.
+          let text = "forsetti-host: second signal, exiting without waiting for modules\n"
+          _ = text.withCString { write(2, $0, strlen($0)) }
+          _exit(130)
+        }
         semaphore.signal()
       }
       s.resume()

@@ -79,7 +79,8 @@ struct FFIArguments {
   func int32(_ i: Int) -> Int32 { raw[i]?.load(as: Int32.self) ?? 0 }
   func uint32(_ i: Int) -> UInt32 { raw[i]?.load(as: UInt32.self) ?? 0 }
   func int64(_ i: Int) -> Int64 { raw[i]?.load(as: Int64.self) ?? 0 }
-  func size(_ i: Int) -> Int { Int(bitPattern: raw[i]?.load(as: UInt.self) ?? 0) }
+  /// A size_t argument, clamped so that a huge value reads as "too large", never as negative.
+  func size(_ i: Int) -> Int { Int(clamping: raw[i]?.load(as: UInt.self) ?? 0) }
   func pointer(_ i: Int) -> UnsafeMutableRawPointer? {
     raw[i]?.load(as: UnsafeMutableRawPointer?.self) ?? nil
   }

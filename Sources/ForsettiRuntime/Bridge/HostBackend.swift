@@ -6,12 +6,18 @@ import ForsettiCore
 /// Storage is not here: it is always served locally from the module's sandbox descriptor.
 protocol HostBackend: Sendable {
   func log(moduleID: String, level: LogLevel, message: String, metadata: [String: String])
-  func telemetry(moduleID: String, name: String, attributes: JSONValue?)
+  /// Whether the event was recorded (false when the telemetry log cannot be written).
+  func telemetry(moduleID: String, name: String, attributes: JSONValue?) -> Bool
   func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
   func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>) -> Int64
   func unsubscribe(moduleID: String, id: Int64) -> Int32
   func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
   func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32
+  /// A new instance of the module is about to start: it may receive deliveries again.
+  func moduleStarting(moduleID: String)
+  /// The module is about to stop: take it off the bus and wait out deliveries in flight, so no
+  /// handler of it runs once `stop` has begun (except one already running its own stop).
+  func moduleStopping(moduleID: String)
   /// The module stopped: drop whatever the backend holds for it.
   func moduleStopped(moduleID: String)
 }
@@ -50,8 +56,10 @@ struct InProcessBackend: HostBackend {
     environment.log.write(LogRecord(level: level, moduleID: moduleID, message: message, metadata: metadata))
   }
 
-  func telemetry(moduleID: String, name: String, attributes: JSONValue?) {
-    environment.telemetry?.record(moduleID: moduleID, name: name, attributes: attributes)
+  func telemetry(moduleID: String, name: String, attributes: JSONValue?) -> Bool {
+    guard let t = environment.telemetry else { return false }
+    t.record(moduleID: moduleID, name: name, attributes: attributes)
+    return true
   }
 
   func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32 {
@@ -60,8 +68,14 @@ struct InProcessBackend: HostBackend {
       return FORSETTI_ERR_COMMUNICATION_DENIED
     }
     guard payload.count <= EventBus.maxPayload else { return FORSETTI_ERR_TOO_LARGE }
-    environment.events.publish(
+    let delivered = environment.events.publish(
       from: moduleID, eventType: type, payload: payload.baseAddress, length: payload.count)
+    guard delivered != nil else {
+      warn(
+        moduleID, .moduleCommunicationDenied,
+        "event \"\(type)\" refused: deliveries nested deeper than \(DeliveryDepth.limit)")
+      return FORSETTI_ERR_COMMUNICATION_DENIED
+    }
     return FORSETTI_OK
   }
 
@@ -85,9 +99,17 @@ struct InProcessBackend: HostBackend {
       return FORSETTI_ERR_COMMUNICATION_DENIED
     }
     guard payload.count <= EventBus.maxPayload else { return FORSETTI_ERR_TOO_LARGE }
-    let delivered = environment.messages.deliver(
+    let result = environment.messages.deliver(
       from: moduleID, to: target, type: type, payload: payload.baseAddress, length: payload.count)
-    return delivered ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND
+    switch result {
+    case .delivered: return FORSETTI_OK
+    case .noHandler: return FORSETTI_ERR_NOT_FOUND
+    case .tooDeep:
+      warn(
+        moduleID, .moduleCommunicationDenied,
+        "message \"\(type)\" refused: deliveries nested deeper than \(DeliveryDepth.limit)")
+      return FORSETTI_ERR_COMMUNICATION_DENIED
+    }
   }
 
   func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32 {
@@ -95,11 +117,31 @@ struct InProcessBackend: HostBackend {
   }
 
   func setHandler(moduleID: String, target: DeliveryTarget<forsetti_message_handler>?) -> Int32 {
-    environment.messages.setHandler(moduleID: moduleID, target)
-    return FORSETTI_OK
+    environment.messages.setHandler(moduleID: moduleID, target) ? FORSETTI_OK : FORSETTI_ERR_REVOKED
+  }
+
+  func moduleStarting(moduleID: String) {
+    environment.events.gate.open(moduleID)
+    environment.messages.gate.open(moduleID)
+  }
+
+  func moduleStopping(moduleID: String) {
+    environment.events.gate.close(moduleID)
+    environment.messages.gate.close(moduleID)
+    environment.events.removeAll(moduleID: moduleID)
+    environment.messages.removeHandler(moduleID: moduleID)
+    let quiet = environment.events.gate.quiesce(moduleID) && environment.messages.gate.quiesce(moduleID)
+    if !quiet {
+      environment.log.write(
+        LogRecord(
+          level: .warning, moduleID: moduleID,
+          message: "a delivery to this module was still running after 1 s; stopping anyway"))
+    }
   }
 
   func moduleStopped(moduleID: String) {
+    environment.events.gate.close(moduleID)
+    environment.messages.gate.close(moduleID)
     environment.events.removeAll(moduleID: moduleID)
     environment.messages.removeHandler(moduleID: moduleID)
   }

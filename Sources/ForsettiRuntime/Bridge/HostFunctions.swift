@@ -62,10 +62,14 @@ enum HostFunctions {
     return CString.read(p, max: maxName)
   }
 
+  /// Buffers larger than any host limit; such a length is refused before it is used.
+  static let maxBuffer = Int(FORSETTI_STORAGE_MAX_VALUE)
+
+  /// The (pointer, length) pair as a buffer; nil when NULL with a length, or absurdly long.
   static func buffer(_ a: FFIArguments, _ i: Int, _ n: Int) -> UnsafeRawBufferPointer? {
     let length = a.size(n)
     guard length > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-    guard let p = a.pointer(i) else { return nil }
+    guard length <= maxBuffer, let p = a.pointer(i) else { return nil }
     return UnsafeRawBufferPointer(start: p, count: length)
   }
 
@@ -83,7 +87,8 @@ enum HostFunctions {
       a in
       guard !b.isRevoked else { return revoked }
       guard let key = name(a, 0), let lengthOut = a.pointer(3) else { return invalid }
-      let capacity = a.size(2)
+      // Nothing stored is larger than the value limit, so a larger capacity is never needed.
+      let capacity = min(a.size(2), maxBuffer)
       guard capacity == 0 || a.pointer(1) != nil else { return invalid }
       var length = 0
       let status = s.get(
@@ -137,7 +142,9 @@ enum HostFunctions {
         else { return invalid }
         attributes = value
       }
-      b.backend.telemetry(moduleID: b.moduleID, name: event, attributes: attributes)
+      guard b.backend.telemetry(moduleID: b.moduleID, name: event, attributes: attributes) else {
+        return .int32(FORSETTI_ERR_IO)
+      }
       return .int32(FORSETTI_OK)
     }
     let t = UnsafeMutablePointer<forsetti_telemetry>.allocate(capacity: 1)

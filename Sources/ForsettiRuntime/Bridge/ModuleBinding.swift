@@ -48,6 +48,7 @@ public final class ModuleBinding: Sendable {
     self.moduleID = moduleID
     self.granted = granted
     self.backend = backend
+    backend.moduleStarting(moduleID: moduleID)
     do { storage = try SandboxStorage(root: sandbox) } catch { throw .sandbox(error.description) }
     guard let id = strdup(moduleID), let box = strdup(sandbox) else { throw .outOfMemory }
     idCString = CPointer(id)
@@ -102,7 +103,7 @@ public final class ModuleBinding: Sendable {
       return true
     }
     warn(
-      "\(ReasonCode.moduleIdentitySpoofingDenied.rawValue): the module altered host->module_id; calls stay bound to \(moduleID)",
+      "\(ReasonCode.moduleIdentitySpoofingDenied.rawValue): the module altered host->module_id; its sends and publishes are refused (it is still \(moduleID) to the host)",
       ["reason": ReasonCode.moduleIdentitySpoofingDenied.rawValue])
     return false
   }

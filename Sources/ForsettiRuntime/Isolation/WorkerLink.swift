@@ -99,9 +99,10 @@ final class WorkerLink: HostBackend {
     socket.send(WireFrame(.log, [.int(Int64(level.rawValue)), .string(message)]))
   }
 
-  func telemetry(moduleID: String, name: String, attributes: JSONValue?) {
+  func telemetry(moduleID: String, name: String, attributes: JSONValue?) -> Bool {
     socket.send(
       WireFrame(.telemetry, [.string(name), .string(attributes.map { JSONWriter.string($0) } ?? "")]))
+    return true
   }
 
   func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32 {
@@ -129,6 +130,10 @@ final class WorkerLink: HostBackend {
     messageHandler.withLock { $0 = handler }
     return Int32(truncatingIfNeeded: status(.setHandler, [.int(handler == nil ? 0 : 1)]))
   }
+
+  func moduleStarting(moduleID: String) {}
+
+  func moduleStopping(moduleID: String) {}
 
   func moduleStopped(moduleID: String) {
     eventHandlers.withLock { $0.removeAll() }

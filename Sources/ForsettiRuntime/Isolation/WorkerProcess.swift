@@ -75,6 +75,7 @@ final class WorkerProcess: Sendable {
     pid = child
     socket = host
     backend = InProcessBackend(environment: environment)
+    backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
     let outFD = out[0]
     Thread { [self] in self.readLoop() }.start()
@@ -94,6 +95,9 @@ final class WorkerProcess: Sendable {
   }
 
   func send(_ f: WireFrame) { socket.send(f) }
+
+  /// Takes the module off the bus before it is told to stop.
+  func prepareStop() { backend.moduleStopping(moduleID: moduleID) }
 
   /// Kills the worker (SIGKILL) and returns its wait status; safe to call more than once.
   @discardableResult
@@ -168,7 +172,7 @@ final class WorkerProcess: Sendable {
       guard let name = f.string(0), !name.isEmpty, name.utf8.count <= 128 else { return }
       let attrs = f.string(1).flatMap { $0.isEmpty ? nil : try? JSONParser.parse($0) }
       guard attrs == nil || attrs?.objectValue != nil else { return }
-      backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)
+      _ = backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)
     case .publish:
       guard let type = f.string(0), type.utf8.count <= HostFunctions.maxName, let payload = f.bytes(1) else {
         return respond(f, Int64(FORSETTI_ERR_INVALID_ARGUMENT))

@@ -188,6 +188,7 @@ public final class ModuleManager {
     switch r.kind {
     case .inProcess(let loaded, let binding):
       let t = loaded.table.pointee
+      binding.backend.moduleStopping(moduleID: r.moduleID)
       t.stop?(t.`self`)
       binding.revoke()
       records[r.record].state = .stopped

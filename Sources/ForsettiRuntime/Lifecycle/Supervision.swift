@@ -179,6 +179,7 @@ extension ModuleManager {
   func stopWorker(_ worker: WorkerProcess, record i: Int) {
     let settings: IsolationSettings? = if case .isolated(let s) = mode { s } else { nil }
     let timeout = settings?.stopTimeout ?? 5
+    worker.prepareStop()
     worker.send(WireFrame(.stop))
     let answer = worker.lifecycle.next(timeout: timeout)
     if answer == nil {

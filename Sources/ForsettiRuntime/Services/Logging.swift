@@ -36,11 +36,39 @@ public struct LogRecord: Sendable, Hashable {
   }
 
   /// `[module=<id> k=v …] message`, metadata sorted by key (the Forsetti format).
+  /// Module text is escaped so that a module cannot forge a line (a newline followed by a fake
+  /// `[host]` prefix) or a field (`x module=other` inside a metadata value).
   public var formatted: String {
     var parts: [String] = []
     if let moduleID { parts.append("module=\(moduleID)") } else { parts.append("host") }
-    for (k, v) in metadata.sorted(by: { $0.key < $1.key }) { parts.append("\(k)=\(v)") }
-    return "[\(parts.joined(separator: " "))] \(message)"
+    for (k, v) in metadata.sorted(by: { $0.key < $1.key }) { parts.append("\(k)=\(Self.quoted(v))") }
+    return "[\(parts.joined(separator: " "))] \(Self.escaped(message))"
+  }
+
+  /// Control characters as visible escapes (`\n`, `\u{1b}`).
+  static func escaped(_ s: String) -> String {
+    guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return s }
+    var out = ""
+    for u in s.unicodeScalars {
+      switch u {
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      default: out += u.value < 0x20 || u.value == 0x7F ? "\\u{\(String(u.value, radix: 16))}" : String(u)
+      }
+    }
+    return out
+  }
+
+  /// A metadata value, in quotes when it holds anything but a plain word.
+  static func quoted(_ v: String) -> String {
+    let plain =
+      !v.isEmpty
+      && v.unicodeScalars.allSatisfy {
+        ($0.properties.isAlphabetic || $0.properties.numericType != nil
+          || "._-/:@".unicodeScalars.contains($0)) && $0.isASCII
+      }
+    return plain ? v : "\"" + escaped(v).replacingOccurrences(of: "\"", with: "\\\"") + "\""
   }
 }
 

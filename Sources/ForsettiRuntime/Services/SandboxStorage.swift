@@ -28,13 +28,11 @@ public final class SandboxStorage: Sendable {
 
   /// Creates the sandbox directory if needed and opens it.
   public init(root: String) throws(OpenError) {
-    do {
-      try FileManager.default.createDirectory(
-        atPath: (root as NSString).appendingPathComponent(Self.kvDirectory),
-        withIntermediateDirectories: true,
-        attributes: [.posixPermissions: 0o700])
-    } catch {
-      throw .cannotCreate(path: root, errno: EACCES)
+    // mkdir -p by hand, so a failure reports its real errno (ENOSPC, ENOTDIR, ENAMETOOLONG …).
+    var built = root.hasPrefix("/") ? "" : "."
+    for part in (root + "/" + Self.kvDirectory).split(separator: "/") {
+      built += "/" + part
+      if mkdir(built, 0o700) != 0 && errno != EEXIST { throw .cannotCreate(path: built, errno: errno) }
     }
     let fd = open(root, FORSETTI_O_PATH | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw .cannotCreate(path: root, errno: errno) }
@@ -125,8 +123,18 @@ public final class SandboxStorage: Sendable {
   /// Opens a file beneath the sandbox; returns a descriptor the caller owns, or a status.
   public func openFile(_ path: String, flags: UInt32) -> Int32 {
     guard !path.isEmpty else { return FORSETTI_ERR_INVALID_ARGUMENT }
+    let known =
+      FORSETTI_OPEN_READ | FORSETTI_OPEN_WRITE | FORSETTI_OPEN_CREATE | FORSETTI_OPEN_TRUNCATE
+      | FORSETTI_OPEN_APPEND
     let read = flags & FORSETTI_OPEN_READ != 0
     let write = flags & (FORSETTI_OPEN_WRITE | FORSETTI_OPEN_APPEND) != 0
+    // Unknown bits, or truncation without write access (which Linux would still perform), are
+    // refused rather than guessed at.
+    guard flags & ~known == 0, read || write,
+      write || flags & (FORSETTI_OPEN_TRUNCATE | FORSETTI_OPEN_CREATE) == 0
+    else {
+      return FORSETTI_ERR_INVALID_ARGUMENT
+    }
     var oflags: Int32 = read && write ? O_RDWR : (write ? O_WRONLY : O_RDONLY)
     if flags & FORSETTI_OPEN_CREATE != 0 { oflags |= O_CREAT }
     if flags & FORSETTI_OPEN_TRUNCATE != 0 { oflags |= O_TRUNC }
@@ -150,7 +158,13 @@ public final class SandboxStorage: Sendable {
       : forsetti_openat2(rootFD, parent, UInt64(FORSETTI_O_PATH | O_DIRECTORY | O_CLOEXEC), 0, Self.resolve)
     guard pfd >= 0 else { return Self.status(for: errno) }
     defer { close(pfd) }
-    if mkdirat(pfd, name, 0o700) == 0 || errno == EEXIST { return FORSETTI_OK }
+    if mkdirat(pfd, name, 0o700) == 0 { return FORSETTI_OK }
+    if errno == EEXIST {
+      // Only an existing directory counts as done; a file or symlink of that name does not.
+      var st = stat()
+      let isDir = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+      return isDir ? FORSETTI_OK : FORSETTI_ERR_INVALID_ARGUMENT
+    }
     return Self.status(for: errno)
   }
 

@@ -43,17 +43,20 @@ typedef struct forsetti_module {
    * records startFailed and does not call stop). Must return promptly. */
   forsetti_status (*start)(void *self, const struct forsetti_host *host);
 
-  /* Called once, on the host's main thread, after a successful start. Release everything; the
-   * host functions are revoked as soon as this returns. */
+  /* Called once, on the host's main thread, after a successful start. Before it is called the
+   * module is taken off the event bus and message router and deliveries in flight to it have
+   * finished, so no handler of the module runs while or after it stops. Host functions still
+   * work during stop (log what you like) and are revoked as soon as it returns. */
   void (*stop)(void *self);
 
   /* Optional (may be NULL): the UI the module contributes, judged against its manifest and
    * capabilities before start. Called once, before start. */
   const struct forsetti_ui_contributions *(*ui_contributions)(void *self);
 
-  /* Optional (may be NULL): hot reload. `save_state` is called on the old instance before its
-   * stop; it hands its state to `write` (at most once). `restore_state` is called on the new
-   * instance after its start with those bytes (borrowed for the call). */
+  /* Optional (may be NULL): hot reload, reserved for `forsetti-host dev` (not called by `run`).
+   * `save_state` is called on the old instance before its stop; it hands its state to `write`
+   * (at most once). `restore_state` is called on the new instance after its start with those
+   * bytes (borrowed for the call). */
   forsetti_status (*save_state)(void *self, forsetti_state_writer write, void *writer_context);
   forsetti_status (*restore_state)(void *self, const void *bytes, size_t length);
 } forsetti_module;

@@ -33,10 +33,12 @@ typedef struct forsetti_host {
   const char *sandbox_path; /* absolute path of the module's only writable directory */
 
   /* Writes one line to the host log, stamped by the host with the module ID and level.
-   * `message` is UTF-8; the host copies it. Thread-safe. */
+   * `message` is UTF-8 of at most 16 KiB (longer or invalid text is replaced by a note);
+   * control characters are shown escaped. The host copies it. Thread-safe. */
   void (*log)(int32_t level, const char *message);
 
-  /* Looks up a service table by ID (FORSETTI_SERVICE_*). Returns NULL when the service is
+  /* Looks up a service table by ID (FORSETTI_SERVICE_*; IDs, event and message types are at
+   * most 256 bytes everywhere in this ABI). Returns NULL when the service is
    * unknown or the module lacks its capability (the host logs a warning naming both). The
    * returned table is owned by the host and valid until stop returns. Thread-safe. */
   const void *(*resolve)(const char *service_id);

@@ -13,7 +13,8 @@ extern "C" {
 #endif
 
 /* Receives messages addressed to this module. `sender_module_id` is the sending module as
- * bound by the host. Pointers are borrowed for the call; called on the sender's thread. */
+ * bound by the host. Pointers are borrowed for the call. Called on the sender's thread (or, in
+ * an isolated worker, on the worker's delivery thread), as for events. */
 typedef void (*forsetti_message_handler)(void *context, const char *sender_module_id, const char *message_type,
                                          const void *payload, size_t length);
 

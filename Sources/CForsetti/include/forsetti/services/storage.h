@@ -12,11 +12,13 @@
 extern "C" {
 #endif
 
-/* Limits: keys are 1–128 bytes of [A-Za-z0-9._-]; values at most 1 MiB. */
+/* Limits: keys are 1–128 bytes of [A-Za-z0-9._-] and do not start with "."; values at most
+ * 1 MiB. */
 #define FORSETTI_STORAGE_MAX_KEY 128u
 #define FORSETTI_STORAGE_MAX_VALUE (1u << 20)
 
-/* File open flags for open_file (a subset of open(2)). */
+/* File open flags for open_file (a subset of open(2)). READ and/or WRITE (or APPEND) must be
+ * given; CREATE and TRUNCATE need write access; unknown bits are FORSETTI_ERR_INVALID_ARGUMENT. */
 #define FORSETTI_OPEN_READ 0x1u
 #define FORSETTI_OPEN_WRITE 0x2u
 #define FORSETTI_OPEN_CREATE 0x4u
@@ -44,7 +46,8 @@ typedef struct forsetti_storage {
    * Intermediate directories are not created; see make_directory. */
   int32_t (*open_file)(const char *relative_path, uint32_t flags);
 
-  /* Creates a directory beneath the sandbox (parents must exist); FORSETTI_OK if it exists. */
+  /* Creates a directory beneath the sandbox (parents must exist); FORSETTI_OK if it exists as a
+   * directory, FORSETTI_ERR_INVALID_ARGUMENT if a file of that name is in the way. */
   forsetti_status (*make_directory)(const char *relative_path);
 } forsetti_storage;
 
