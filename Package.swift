@@ -50,6 +50,9 @@ let package = Package(
     .executableTarget(name: "forsetti-host", dependencies: ["ForsettiCLI"]),
     // One confined process per isolated module, spawned by the host.
     .executableTarget(name: "forsetti-worker", dependencies: ["ForsettiRuntime"]),
+    // The benchmark (scripts/bench builds it in release mode).
+    .executableTarget(
+      name: "forsetti-bench", dependencies: ["ForsettiRuntime", "ForsettiBinary", "ForsettiCore"]),
 
     .testTarget(name: "ForsettiCoreTests", dependencies: ["ForsettiCore"]),
     // Real fixtures for tests: temporary directories, C sources compiled with cc, processes.

@@ -1,4 +1,5 @@
 import ForsettiCore
+import ForsettiRuntime
 
 /// `forsetti-host explain MODULE_ID`: the whole gate trace of one module.
 enum ExplainCommand {
@@ -34,6 +35,7 @@ enum ExplainCommand {
       guard case .object(var o) = TraceJSON.judgement(j) else { return .blocked }
       o["runState"] = .string(orNull: runState?.state)
       o["runReason"] = .string(orNull: runState?.reason)
+      o["isolation"] = .string(IsolationSettings.kernelSupport())
       console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
     } else {
       var out =
@@ -43,6 +45,7 @@ enum ExplainCommand {
         let step = e.step.rawValue.padding(toLength: 19, withPad: " ", startingAt: 0)
         out += "  \(verdict) \(step) \(e.reason.map { "\($0.rawValue): " } ?? "")\(e.detail)\n"
       }
+      out += "  isolation available here: \(IsolationSettings.kernelSupport())\n"
       if let last, let runState {
         out += "  in the \(last.label): \(runState.state)\(runState.reason.map { " (\($0))" } ?? "")\n"
       }

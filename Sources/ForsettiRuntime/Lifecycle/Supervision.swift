@@ -46,6 +46,12 @@ extension ModuleManager {
   /// When the next restart is due, if any (`run` sleeps until then at most).
   public var nextRestart: ContinuousClock.Instant? { restarts.values.compactMap(\.due).min() }
 
+  /// The worker process of a started isolated module.
+  public func workerPID(_ moduleID: String) -> Int32? {
+    for r in running where r.moduleID == moduleID { if case .isolated(let w) = r.kind { return w.pid } }
+    return nil
+  }
+
   /// Whether any module is started or waiting to restart.
   public var hasWork: Bool { !running.isEmpty || restarts.values.contains { $0.due != nil } }
 

@@ -1,0 +1,152 @@
+import ForsettiBinary
+import ForsettiCore
+import ForsettiRuntime
+import Foundation
+import Glibc
+
+/// Generated C modules, built with cc into the benchmark's temporary directory.
+enum Fixtures {
+  struct Module {
+    var id: String
+    var entry: String
+    var source: String
+  }
+
+  static func module(id: String, entry: String, start: String) -> Module {
+    Module(
+      id: id, entry: entry,
+      source: """
+        #include <forsetti.h>
+        #include <stdio.h>
+        #include <time.h>
+        static forsetti_status s(void *self, const forsetti_host *host) { (void)self; \(start) }
+        static void t(void *self) { (void)self; }
+        static const forsetti_module_descriptor d = { sizeof d, "\(id)", "service", 1, 0, 0, NULL };
+        static const forsetti_module m = { FORSETTI_ABI_VERSION, sizeof m, &d, NULL, s, t, NULL, NULL, NULL };
+        const forsetti_module *\(entry)(uint32_t abi) { (void)abi; return &m; }
+        """)
+  }
+
+  static func install(_ m: Module, in dir: String, include: String) throws {
+    let src = dir + "/\(m.entry).c"
+    try m.source.write(toFile: src, atomically: true, encoding: .utf8)
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["cc", "-O2", "-shared", "-fPIC", "-I", include, "-o", dir + "/plugins/\(m.entry).so", src]
+    try p.run()
+    p.waitUntilExit()
+    let manifest = """
+      {"schemaVersion":"1.0","moduleID":"\(m.id)","displayName":"bench","moduleVersion":{"major":1,"minor":0,"patch":0},
+       "moduleType":"service","supportedPlatforms":["linux"],"minForsettiVersion":{"major":0,"minor":1,"patch":0},
+       "capabilitiesRequested":[],"entryPoint":"\(m.entry)"}
+      """
+    try manifest.write(toFile: dir + "/manifests/\(m.entry).json", atomically: true, encoding: .utf8)
+  }
+
+  /// Discovers, gates and starts everything in `dir`.
+  static func start(_ dir: String, log: any LogSink, mode: ExecutionMode) throws -> ModuleManager {
+    let report = try ManifestDiscovery.discover(from: DirectoryManifestSource(root: dir + "/manifests"))
+    let ctx = GateContext(approvals: .init(approveAll: true), providers: .init(discovered: report.manifests))
+    let index = BinaryIndex.build(directories: [dir + "/plugins"])
+    let judgements = GateStack.judge(
+      report, context: ctx, inspect: index.inspectionStep(for:), laterSteps: nil)
+    let m = ModuleManager(environment: HostEnvironment(stateDirectory: dir + "/state", log: log), mode: mode)
+    m.activate(judgements, index: index)
+    return m
+  }
+
+  static func rssKiB(_ pid: Int32) -> Double {
+    guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+      let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return .nan }
+    return Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan
+  }
+
+  /// ns for posix_spawn + waitpid of /bin/true.
+  static func spawnTrue() -> UInt64 {
+    var pid: pid_t = 0
+    var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+    defer { free(argv[0]) }
+    let t0 = Clock.ns()
+    guard posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0 else { return 0 }
+    var st: Int32 = 0
+    waitpid(pid, &st, 0)
+    return Clock.ns() - t0
+  }
+}
+
+/// The raw baseline: a child process that echoes SOCK_SEQPACKET frames.
+enum EchoChild {
+  static func run() -> Int32 {
+    var buf = [UInt8](repeating: 0, count: 256)
+    while true {
+      let n = recv(3, &buf, buf.count, 0)
+      if n <= 0 { return 0 }
+      _ = send(3, buf, 16, Int32(MSG_NOSIGNAL))
+    }
+  }
+
+  static func roundTrips(rounds: Int, ops: Int) -> [Double] {
+    guard let (mine, theirs) = WireSocket.pair() else { return [] }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_adddup2(&actions, theirs.fd, 3)
+    let exe =
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+      ?? CommandLine.arguments[0]
+    var argv: [UnsafeMutablePointer<CChar>?] = [strdup(exe), strdup("--echo-child"), nil]
+    var pid: pid_t = 0
+    posix_spawn(&pid, exe, &actions, nil, &argv, environ)
+    close(theirs.fd)
+    // The same shape as a publish request: kind, id, one string.
+    let frame = Wire.encode(WireFrame(.publish, id: 1, [.string("bench.nobody"), .bytes([])]))
+    var reply = [UInt8](repeating: 0, count: 256)
+    let result = Clock.rounds(rounds, ops: ops) { n in
+      for _ in 0..<n {
+        _ = frame.withUnsafeBytes { send(mine.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = recv(mine.fd, &reply, reply.count, 0)
+      }
+    }
+    close(mine.fd)
+    var st: Int32 = 0
+    waitpid(pid, &st, 0)
+    return result
+  }
+}
+
+enum Report {
+  static func print(_ rows: [(figure: Sample, baseline: Sample?, note: String)], json: Bool) {
+    if json {
+      var out = "{\"machine\":\"\(machine())\",\"results\":["
+      out += rows.map { r in
+        var s =
+          "{\"name\":\"\(r.figure.name)\",\"median\":\(r.figure.median),\"min\":\(r.figure.min),\"max\":\(r.figure.max)"
+        if let b = r.baseline {
+          s +=
+            ",\"baseline\":{\"name\":\"\(b.name)\",\"median\":\(b.median),\"min\":\(b.min),\"max\":\(b.max)},\"ratio\":\(r.figure.median / b.median)"
+        }
+        return s + "}"
+      }.joined(separator: ",")
+      Swift.print(out + "]}")
+      return
+    }
+    Swift.print("machine: \(machine())")
+    for r in rows {
+      let isBytes = r.figure.name.contains("bytes")
+      func fmt(_ v: Double) -> String { isBytes ? String(format: "%.1f MiB", v / 1_048_576) : human(v) }
+      var line = "\(r.figure.name): \(fmt(r.figure.median)) (\(fmt(r.figure.min))–\(fmt(r.figure.max)))"
+      if let b = r.baseline {
+        line +=
+          "\n    vs \(b.name): \(fmt(b.median)) (\(fmt(b.min))–\(fmt(b.max)))  ratio \(String(format: "%.2f×", r.figure.median / b.median))"
+      }
+      Swift.print(line + "\n    \(r.note)")
+    }
+  }
+
+  static func machine() -> String {
+    var u = utsname()
+    uname(&u)
+    let release = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    return "\(ProcessInfo.processInfo.activeProcessorCount) CPUs, Linux \(release)"
+  }
+}
