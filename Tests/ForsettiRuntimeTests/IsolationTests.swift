@@ -295,4 +295,32 @@ import Testing
     #expect(h.state("com.test.badhog") == .failed(.crashed))
     #expect(h.state("com.test.badrefuse") == .failed(.startFailed))
   }
+
+  @Test func stoppingEndsTheModulesThreadsAndKeepsItsData() throws {
+    let h = RuntimeHarness()
+    try Self.fixture(
+      "com.test.busy", "busy_entry",
+      start: """
+        snprintf(path, sizeof path, "%s/ticks.log", host->sandbox_path);
+        pthread_t t; pthread_create(&t, NULL, ticker, NULL); pthread_detach(t);
+        return FORSETTI_OK;
+        """,
+      prelude: """
+        static char path[600];
+        static void *ticker(void *arg) {
+          (void)arg;
+          for (;;) { int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644); if (fd >= 0) { write(fd, "t", 1); close(fd); } usleep(5000); }
+          return NULL;
+        }
+        """
+    ).install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    let file = h.dir.url("state/sandboxes/com.test.busy/ticks.log")
+    usleep(100_000)
+    m.stopAll()
+    let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+    #expect(size > 0)
+    usleep(100_000)
+    #expect((try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) == size)
+  }
 }
