@@ -5,12 +5,15 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
   case manifests(ManifestSourceError)
   case file(option: String, path: String, reason: String)
   case directory(option: String, path: String, reason: String)
+  case workerMissing(path: String)
 
   public var description: String {
     switch self {
     case .manifests(let e): "manifest directory: \(e)"
     case .file(let o, let p, let why): "--\(o) \(p): \(why)"
     case .directory(let o, let p, let why): "--\(o) \(p): \(why)"
+    case .workerMissing(let p):
+      "the worker executable \(p) is missing; build it with `swift build --product forsetti-worker`, or pass --in-process"
     }
   }
 }
