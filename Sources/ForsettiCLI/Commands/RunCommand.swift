@@ -49,10 +49,7 @@ enum RunCommand {
     if !p.flag("in-process") {
       var settings = IsolationSettings(workerExecutable: IsolationSettings.defaultWorker)
       guard FileManager.default.isExecutableFile(atPath: settings.workerExecutable) else {
-        throw .configuration(
-          .file(
-            option: "in-process", path: settings.workerExecutable,
-            reason: "the worker executable is missing; build it (swift build) or pass --in-process"))
+        throw .configuration(.workerMissing(path: settings.workerExecutable))
       }
       settings.startTimeout = try seconds(p, "start-timeout", default: 5) ?? 5
       settings.stopTimeout = try seconds(p, "stop-timeout", default: 5) ?? 5
