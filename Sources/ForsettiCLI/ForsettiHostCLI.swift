@@ -13,6 +13,7 @@ public enum ForsettiHostCLI {
   static let verbs: [Verb] = [
     Verb(spec: CheckCommand.spec, run: CheckCommand.run),
     Verb(spec: RunCommand.spec, run: RunCommand.run),
+    Verb(spec: DevCommand.spec, run: DevCommand.run),
     Verb(spec: ListCommand.spec, run: ListCommand.run),
     Verb(spec: ExplainCommand.spec, run: ExplainCommand.run),
     Verb(spec: InspectCommand.spec, run: InspectCommand.run),

@@ -23,6 +23,8 @@ public struct ModuleFixture {
   public var entryBody: String = "return &module;"
   /// The module ID the descriptor reports (defaults to `moduleID`).
   public var descriptorID: String?
+  /// Extra designated initialisers for the module table, e.g. `.save_state = f,`.
+  public var tableExtra: String = ""
 
   public init(moduleID: String, entryPoint: String) {
     self.moduleID = moduleID
@@ -76,6 +78,7 @@ public struct ModuleFixture {
       .start = fixture_start,
       .stop = fixture_stop,
       .ui_contributions = fixture_ui,
+      \(tableExtra)
     };
 
     const forsetti_module *\(entryPoint)(uint32_t host_abi) {

@@ -133,6 +133,18 @@ struct HostOptions {
     return (report, judgements)
   }
 
+  /// The approvals the user actually gave (`approvals.json`), ignoring `--approve-all`.
+  func storedApprovals() throws(CommandFailure) -> ApprovalLedger {
+    let path = (stateDirectory as NSString).appendingPathComponent("approvals.json")
+    guard let value = try Self.readJSON(path, option: "state", missingOK: true) else {
+      return ApprovalLedger()
+    }
+    switch ApprovalLedger.decode(value) {
+    case .success(let l): return l
+    case .failure(let e): throw .configuration(.file(option: "state", path: path, reason: e.description))
+    }
+  }
+
   /// A JSON file's content; nil when it does not exist and `missingOK`.
   static func readJSON(_ path: String, option: String, missingOK: Bool) throws(CommandFailure) -> JSONValue? {
     guard FileManager.default.fileExists(atPath: path) else {

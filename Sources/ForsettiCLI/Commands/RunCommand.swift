@@ -34,6 +34,20 @@ enum RunCommand {
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+    try host(p, console: console, dev: nil)
+  }
+
+  /// What `dev` adds to the host loop: when it next wants to run, and what it does then.
+  struct DevHooks {
+    var nextDue: () -> ContinuousClock.Instant?
+    var process: (ModuleManager) -> Void
+  }
+
+  /// The host of `run` and `dev`: gate, start, loop until a signal or `--for`, stop.
+  static func host(
+    _ p: ParsedArguments, console: Console,
+    dev: ((HostOptions, ModuleManager, SignalWaiter) throws(CommandFailure) -> DevHooks)?
+  ) throws(CommandFailure) -> ExitCode {
     var options = try HostOptions.parse(p)
     if options.pluginDirectories.isEmpty {
       guard FileManager.default.fileExists(atPath: defaultPlugins) else {
@@ -79,6 +93,7 @@ enum RunCommand {
     }
     let environment = HostEnvironment(stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks))
     let manager = ModuleManager(environment: environment, mode: mode)
+    manager.versionCopies = dev != nil
     if case .isolated = mode {
       environment.log.write(
         LogRecord(level: .info, moduleID: nil, message: "isolation: \(IsolationSettings.kernelSupport())"))
@@ -86,14 +101,18 @@ enum RunCommand {
 
     let loop = SignalWaiter()
     manager.onSupervisionNeeded(loop.waker)
+    // dev watches before the first start, so no change made meanwhile is missed.
+    let hooks = try dev?(options, manager, loop)
     manager.activate(judgements, index: index)
     if !options.json { console.out(RunReport.table(manager.records)) }
 
     let deadline = duration.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) }
     var why = "no module is running"
-    while manager.hasWork {
+    while manager.hasWork || hooks != nil {
       var until = deadline
-      if let r = manager.nextRestart { until = until.map { min($0, r) } ?? r }
+      for due in [manager.nextRestart, hooks?.nextDue()].compactMap({ $0 }) {
+        until = until.map { min($0, due) } ?? due
+      }
       if let stop = loop.wait(until: until) {
         why = stop
         break
@@ -103,6 +122,7 @@ enum RunCommand {
         break
       }
       manager.superviseOnce()
+      hooks?.process(manager)
     }
     environment.log.write(LogRecord(level: .info, moduleID: nil, message: "stopping all modules (\(why))"))
     manager.stopAll()

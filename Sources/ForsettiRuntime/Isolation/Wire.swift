@@ -11,6 +11,8 @@ public enum WireKind: UInt32, Sendable {
   case deliverEvent = 3
   case deliverMessage = 4
   case response = 5
+  /// Hot reload: hand over your state (answered by `stateSaved`).
+  case saveState = 6
   // worker → host
   case confined = 100
   case loaded = 101
@@ -24,6 +26,7 @@ public enum WireKind: UInt32, Sendable {
   case unsubscribe = 109
   case send = 110
   case setHandler = 111
+  case stateSaved = 112
 }
 
 /// One frame.

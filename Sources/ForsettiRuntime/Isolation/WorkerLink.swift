@@ -86,7 +86,7 @@ final class WorkerLink: HostBackend {
           }
         }
       }
-    case .start, .stop:
+    case .start, .stop, .saveState:
       commands.post(f)
     default:
       break

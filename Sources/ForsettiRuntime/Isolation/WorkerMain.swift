@@ -73,10 +73,16 @@ public enum WorkerMain {
     }
     let t = loaded.table.pointee
     let status = t.start?(t.`self`, binding.hostTable) ?? FORSETTI_ERR_START_FAILED
+    if status == FORSETTI_OK, let state = start.bytes(0), !state.isEmpty {
+      _ = StateTransfer.restore(loaded.table, state)
+    }
     socket.send(WireFrame(.startResult, [.int(Int64(status))]))
     guard status == FORSETTI_OK else { return 0 }
 
     while let cmd = link.commands.next(timeout: nil) {
+      if cmd.kind == .saveState {
+        socket.send(WireFrame(.stateSaved, id: cmd.id, [.bytes(StateTransfer.save(loaded.table) ?? [])]))
+      }
       if cmd.kind == .stop {
         t.stop?(t.`self`)
         binding.revoke()

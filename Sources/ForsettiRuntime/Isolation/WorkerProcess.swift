@@ -16,7 +16,7 @@ final class WorkerProcess: Sendable {
   let lifecycle = Mailbox()
   private let closedFlag = Atomic<Bool>(false)
   private let lastLines = Mutex<[String]>([])
-  private let onExit: @Sendable (String) -> Void
+  private let onExit: @Sendable (String, Int32) -> Void
   private let reaped = Mutex<Int32?>(nil)
 
   static let keptLines = 10
@@ -35,7 +35,7 @@ final class WorkerProcess: Sendable {
   /// Spawns `executable` (posix_spawn, never fork: the host may be large and threaded).
   init(
     executable: String, configuration: WorkerConfiguration, environment: HostEnvironment,
-    onExit: @escaping @Sendable (String) -> Void
+    onExit: @escaping @Sendable (String, Int32) -> Void
   ) throws(SpawnError) {
     guard let (host, worker) = WireSocket.pair() else { throw .socket(errno) }
     var out: [Int32] = [0, 0]
@@ -151,7 +151,7 @@ final class WorkerProcess: Sendable {
     backend.moduleStopped(moduleID: moduleID)
     lifecycle.post(WireFrame(.stopped, id: UInt64.max))
     close(socket.fd)
-    onExit(moduleID)
+    onExit(moduleID, pid)
   }
 
   private func respond(_ f: WireFrame, _ status: Int64) {
@@ -160,7 +160,7 @@ final class WorkerProcess: Sendable {
 
   private func handle(_ f: WireFrame) {
     switch f.kind {
-    case .confined, .loaded, .loadFailed, .startResult, .stopped:
+    case .confined, .loaded, .loadFailed, .startResult, .stopped, .stateSaved:
       lifecycle.post(f)
     case .log:
       guard let text = f.string(1) else { return }

@@ -20,6 +20,10 @@ public final class ModuleManager {
   let quarantine: QuarantineStore
   var index = BinaryIndex()
 
+  /// Load every binary from a content-named copy under `STATE/versions/` (hot reload needs the
+  /// old version after the file is replaced, and a fresh path so the loader maps the new one).
+  public var versionCopies = false
+
   public init(
     environment: HostEnvironment, loader: any ModuleLoading = DynamicLoader(),
     mode: ExecutionMode = .inProcess
@@ -67,21 +71,41 @@ public final class ModuleManager {
         message: "\(reason.rawValue) at \(step.rawValue): \(detail)"))
   }
 
-  func activate(record i: Int, manifest m: ModuleManifest) {
-    guard case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
-      fail(i, .load, .binaryNotFound, "the binary exporting \(m.entryPoint) is gone since inspection")
-      return
+  /// Loads and starts one gated module. `copy` loads from an already made version copy (hot
+  /// reload's rollback); `state` is handed to the new instance after its start.
+  func activate(record i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil) {
+    var path: String
+    var isSwift: Bool
+    if let copy {
+      path = copy
+      isSwift = records[i].loadedIsSwift
+    } else {
+      guard case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
+        fail(i, .load, .binaryNotFound, "the binary exporting \(m.entryPoint) is gone since inspection")
+        return
+      }
+      records[i].binaryPath = facts.path
+      if let why = quarantined(m.moduleID, path: facts.path) {
+        fail(i, .load, .quarantined, why)
+        return
+      }
+      path = facts.path
+      isSwift = facts.neededLibraries.contains { $0.hasPrefix("libswiftCore") }
+      if versionCopies {
+        switch VersionCopies.copy(path, moduleID: m.moduleID, stateDirectory: environment.stateDirectory) {
+        case .failure(let e):
+          fail(i, .load, .loadFailed, "could not copy \(path) for loading: \(e)")
+          return
+        case .success(let c): path = c
+        }
+      }
     }
-    records[i].binaryPath = facts.path
-    if let why = quarantined(m.moduleID, path: facts.path) {
-      fail(i, .load, .quarantined, why)
-      return
-    }
-    let isSwift = facts.neededLibraries.contains { $0.hasPrefix("libswiftCore") }
+    records[i].loadedFrom = path
+    records[i].loadedIsSwift = isSwift
     switch mode {
-    case .inProcess: activateInProcess(record: i, manifest: m, path: facts.path, isSwift: isSwift)
+    case .inProcess: activateInProcess(record: i, manifest: m, path: path, isSwift: isSwift, state: state)
     case .isolated(let settings):
-      activateIsolated(record: i, manifest: m, path: facts.path, isSwift: isSwift, settings: settings)
+      activateIsolated(record: i, manifest: m, path: path, isSwift: isSwift, settings: settings, state: state)
     }
   }
 
@@ -118,7 +142,9 @@ public final class ModuleManager {
     return us >= 10_000 ? "\(us / 1000) ms" : "\(us) µs"
   }
 
-  private func activateInProcess(record i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool) {
+  private func activateInProcess(
+    record i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool, state: [UInt8]?
+  ) {
     let loaded: LoadedModule
     switch loader.load(path: path, entryPoint: m.entryPoint, isSwift: isSwift) {
     case .failure(let e):
@@ -157,6 +183,7 @@ public final class ModuleManager {
       fail(i, .start, .startFailed, "start returned \(StatusName.of(status))")
       return
     }
+    if let state, !state.isEmpty { StateTransfer.restore(loaded.table, state) }
     running.append(RunningModule(record: i, moduleID: m.moduleID, kind: .inProcess(loaded, binding)))
     markStarted(i, m, ui, took: took, detail: "started in-process in \(Self.formatted(took))")
   }
@@ -184,7 +211,7 @@ public final class ModuleManager {
     persist()
   }
 
-  private func stop(_ r: RunningModule) {
+  func stop(_ r: RunningModule) {
     switch r.kind {
     case .inProcess(let loaded, let binding):
       let t = loaded.table.pointee

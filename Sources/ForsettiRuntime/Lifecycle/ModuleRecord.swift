@@ -45,4 +45,7 @@ public struct ModuleRecord: Sendable {
   public var trace: GateTrace
   /// When start returned, on the host's monotonic clock (nil until started).
   public var startDuration: Duration?
+  /// The file actually loaded (a version copy in `dev`).
+  public var loadedFrom: String?
+  var loadedIsSwift = false
 }

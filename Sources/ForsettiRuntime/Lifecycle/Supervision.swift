@@ -25,17 +25,17 @@ struct RestartState {
 
 /// Worker exits reported from their reader threads, for the main thread to handle.
 final class SupervisorInbox: Sendable {
-  private let exited = Mutex<[String]>([])
+  private let exited = Mutex<[(moduleID: String, pid: Int32)]>([])
   private let wake = Mutex<(@Sendable () -> Void)?>(nil)
 
   func setWake(_ w: @escaping @Sendable () -> Void) { wake.withLock { $0 = w } }
 
-  func post(_ moduleID: String) {
-    exited.withLock { $0.append(moduleID) }
+  func post(_ moduleID: String, pid: Int32) {
+    exited.withLock { $0.append((moduleID, pid)) }
     wake.withLock { $0 }?()
   }
 
-  func drain() -> [String] {
+  func drain() -> [(moduleID: String, pid: Int32)] {
     exited.withLock { e in
       defer { e.removeAll() }; return e
     }
@@ -69,7 +69,8 @@ extension ModuleManager {
   }
 
   func activateIsolated(
-    record i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool, settings: IsolationSettings
+    record i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool, settings: IsolationSettings,
+    state: [UInt8]? = nil
   ) {
     let sandbox = environment.sandboxPath(for: m.moduleID)
     // The worker may write only inside its sandbox, so the host creates it beforehand.
@@ -93,7 +94,7 @@ extension ModuleManager {
     do {
       worker = try WorkerProcess(
         executable: settings.workerExecutable, configuration: config, environment: environment,
-        onExit: { id in inbox.post(id) })
+        onExit: { id, pid in inbox.post(id, pid: pid) })
     } catch {
       fail(i, .load, .loadFailed, "could not start a worker: \(error)")
       return
@@ -149,7 +150,7 @@ extension ModuleManager {
       return
     }
 
-    worker.send(WireFrame(.start))
+    worker.send(WireFrame(.start, [.bytes(state ?? [])]))
     guard let result = next() else { return timedOut(.start, "start") }
     guard result.kind == .startResult, let status = result.int(0) else {
       return crashed(.start, "during start")
@@ -217,12 +218,14 @@ extension ModuleManager {
   /// Handles worker exits and due restarts; call on the main thread when woken.
   public func superviseOnce() {
     let settings: IsolationSettings? = if case .isolated(let s) = mode { s } else { nil }
-    for id in inbox.drain() {
-      guard let k = running.firstIndex(where: { $0.moduleID == id }),
-        case .isolated(let worker) = running[k].kind
-      else {
-        continue
-      }
+    for (id, pid) in inbox.drain() {
+      // Matched by PID too: after a reload rollback another worker may run under the same ID.
+      guard
+        let k = running.firstIndex(where: { r in
+          if case .isolated(let w) = r.kind { return r.moduleID == id && w.pid == pid }
+          return false
+        }), case .isolated(let worker) = running[k].kind
+      else { continue }
       let r = running.remove(at: k)
       contributions[id] = nil
       let status = worker.reap()

@@ -1,0 +1,232 @@
+import ForsettiCore
+import ForsettiTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// A real `forsetti-host dev` process while real .so files are replaced under it.
+final class DevHost: Sendable {
+  let process: Process
+  private let output = LineBuffer()
+
+  init(_ args: [String]) throws {
+    process = Process()
+    process.executableURL = URL(fileURLWithPath: HostBinary.path)
+    process.arguments = ["dev"] + args
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let handle = pipe.fileHandleForReading
+    let output = self.output
+    Thread {
+      var pending = Data()
+      while true {
+        let chunk = handle.availableData
+        if chunk.isEmpty { return }
+        pending.append(chunk)
+        while let nl = pending.firstIndex(of: 0x0A) {
+          let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
+          pending.removeSubrange(pending.startIndex...nl)
+          output.value.withLock { $0.append(line) }
+        }
+      }
+    }.start()
+  }
+
+  var lines: [String] { output.value.withLock { $0 } }
+
+  /// The first line after index `from` containing `text`, waiting up to `timeout` seconds.
+  func await(_ text: String, from: Int = 0, timeout: Double = 10) -> (Int, String)? {
+    let end = Date().addingTimeInterval(timeout)
+    while Date() < end {
+      let l = lines
+      if from < l.count, let i = l[from...].firstIndex(where: { $0.contains(text) }) { return (i, l[i]) }
+      usleep(10_000)
+    }
+    return nil
+  }
+
+  func stop() {
+    if process.isRunning {
+      kill(process.processIdentifier, SIGTERM)
+      process.waitUntilExit()
+    }
+  }
+}
+
+final class LineBuffer: Sendable {
+  let value = Mutex<[String]>([])
+}
+
+@Suite(.serialized) struct DevCommandTests {
+  let dir = TemporaryDirectory("dev")
+
+  /// A module that counts its generations through save/restore.
+  static func hot(
+    _ tag: String, start: String? = nil, entry: String = "hot_entry", version: (Int, Int, Int) = (1, 0, 0)
+  )
+    -> ModuleFixture
+  {
+    var f = ModuleFixture(moduleID: "com.test.hot", entryPoint: entry)
+    f.version = version
+    f.prelude = """
+      static int generation;
+      static forsetti_status fx_save(void *self, forsetti_state_writer w, void *ctx) {
+        (void)self; char b[16]; int n = snprintf(b, sizeof b, "%d", generation); return w(ctx, b, (size_t)n);
+      }
+      static forsetti_status fx_restore(void *self, const void *p, size_t n) {
+        (void)self; char b[16] = {0}; memcpy(b, p, n < 15 ? n : 15); generation = atoi(b) + 1;
+        char line[64]; snprintf(line, sizeof line, "\(tag) generation %d", generation); fixture_log(line); return FORSETTI_OK;
+      }
+      """
+    f.start = start ?? "fixture_log(\"start \(tag)\"); return FORSETTI_OK;"
+    f.tableExtra = ".save_state = fx_save, .restore_state = fx_restore,"
+    return f
+  }
+
+  /// Builds `f` elsewhere and renames it over plugins/hot.so, as a build tool's final step does.
+  func replace(_ f: ModuleFixture, as name: String = "hot.so") throws {
+    let tmp = try f.build(in: dir, as: "staging/\(UUID().uuidString).so")
+    #expect(rename(tmp, dir.url("plugins/\(name)")) == 0)
+  }
+
+  func launch() throws -> DevHost {
+    let host = try DevHost([
+      "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", dir.url("state"),
+      "--approve-all",
+      "--debounce", "50", "--grace", "0.3",
+    ])
+    #expect(host.await("for changes") != nil)
+    return host
+  }
+
+  @Test func stateIsCarriedAndBrokenBuildsRollBack() throws {
+    try Self.hot("v1").install(in: dir, name: "hot")
+    let host = try launch()
+    defer { host.stop() }
+    #expect(host.await("start v1") != nil)
+
+    // A version bump: manifest and binary change together, one reload, state carried.
+    let v2 = try Self.hot("v2", version: (1, 0, 1)).build(in: dir, as: "staging/v2.so")
+    try dir.write("manifests/hot.json", Self.hot("v2", version: (1, 0, 1)).manifest())
+    #expect(rename(v2, dir.url("plugins/hot.so")) == 0)
+    let reloaded = host.await("reload com.test.hot 1.0.0 → 1.0.1: reloaded, 1 bytes of state carried")
+    #expect(reloaded != nil, "\(host.lines)")
+    #expect(host.await("v2 generation 1") != nil, "\(host.lines.joined(separator: "\n"))")
+    var mark = host.lines.count
+
+    // start fails → rolled back, the previous version runs again with its state.
+    try replace(Self.hot("v3", start: "return FORSETTI_ERR_START_FAILED;", version: (1, 0, 1)))
+    #expect(host.await("ROLLED BACK (startFailed)", from: mark) != nil, "\(host.lines)")
+    #expect(host.await("v2 generation 2", from: mark) != nil)
+    mark = host.lines.count
+
+    // A crash in start → rolled back.
+    try replace(
+      Self.hot("v4", start: "volatile int *p = NULL; *p = 1; return FORSETTI_OK;", version: (1, 0, 1)))
+    #expect(host.await("ROLLED BACK (crashed)", from: mark) != nil, "\(host.lines)")
+    #expect(host.await("v2 generation 3", from: mark) != nil)
+    mark = host.lines.count
+
+    // A crash soon after start (within the grace period) → rolled back.
+    let later = "pthread_t t; pthread_create(&t, NULL, boom, NULL); pthread_detach(t); return FORSETTI_OK;"
+    var v5 = Self.hot("v5", start: later, version: (1, 0, 1))
+    v5.prelude =
+      "#include <pthread.h>\nstatic void *boom(void *a) { (void)a; usleep(100000); abort(); return NULL; }\n"
+      + v5.prelude
+    try replace(v5)
+    #expect(host.await("ROLLED BACK (crashed)", from: mark) != nil, "\(host.lines)")
+    #expect(host.await("v2 generation 4", from: mark) != nil)
+    mark = host.lines.count
+
+    // The entry point is gone → rejected before anything stops.
+    try replace(Self.hot("v6", entry: "other_entry", version: (1, 0, 1)))
+    #expect(host.await("rejected (binaryNotFound)", from: mark) != nil, "\(host.lines)")
+    mark = host.lines.count
+
+    // A truncated file → rejected by inspection, never loaded.
+    let good = try Self.hot("v7", version: (1, 0, 1)).build(in: dir, as: "staging/full.so")
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: good)))
+    try dir.write("staging/half.so", bytes: Array(bytes.prefix(bytes.count / 2)))
+    #expect(rename(dir.url("staging/half.so"), dir.url("plugins/hot.so")) == 0)
+    #expect(host.await("rejected (invalidBinary)", from: mark) != nil, "\(host.lines)")
+    mark = host.lines.count
+
+    // Through all of it the last good version kept serving: no stop since v2's rollback start.
+    let runtime = try #require(
+      try JSONParser.parse(String(contentsOfFile: dir.url("state/runtime.json"), encoding: .utf8)).objectValue
+    )
+    let module = runtime["modules"]?.arrayValue?.compactMap(\.objectValue).first {
+      $0["moduleID"]?.stringValue == "com.test.hot"
+    }
+    #expect(module?["state"]?.stringValue == "started")
+
+    // And a good build after the broken ones reloads with the state intact.
+    #expect(rename(good, dir.url("plugins/hot.so")) == 0)
+    #expect(host.await("reloaded, 1 bytes of state carried", from: mark) != nil, "\(host.lines)")
+    #expect(host.await("v7 generation 5", from: mark) != nil)
+  }
+
+  @Test func aBurstOfWritesGivesOneReload() throws {
+    try Self.hot("v1").install(in: dir, name: "hot")
+    let host = try launch()
+    defer { host.stop() }
+    #expect(host.await("start v1") != nil)
+    // Built first, then moved into place back to back, as a build writing many files does.
+    let built = try (0..<5).map { n in try Self.hot("burst\(n)").build(in: dir, as: "staging/burst\(n).so") }
+    let mark = host.lines.count
+    for path in built { #expect(rename(path, dir.url("plugins/hot.so")) == 0) }
+    #expect(host.await("reload com.test.hot", from: mark) != nil)
+    usleep(800_000)
+    #expect(
+      host.lines[mark...].filter { $0.contains("reload com.test.hot") }.count == 1, "\(host.lines[mark...])")
+    #expect(host.await("burst4 generation 1", from: mark) != nil)
+  }
+
+  @Test func dependentsRestartAfterTheirProvider() throws {
+    var provider = ModuleFixture(moduleID: "com.test.zauth", entryPoint: "auth_entry")
+    provider.start = "fixture_log(\"auth up\"); return FORSETTI_OK;"
+    provider.stop = "fixture_log(\"auth down\");"
+    try provider.install(
+      in: dir, name: "auth", capabilities: ["authentication"],
+      manifestExtra: #","defaultModuleRole":"authentication""#)
+    var consumer = ModuleFixture(moduleID: "com.test.aapp", entryPoint: "app_entry")
+    consumer.start = "fixture_log(\"app up\"); return FORSETTI_OK;"
+    consumer.stop = "fixture_log(\"app down\");"
+    try consumer.install(
+      in: dir, name: "app",
+      manifestExtra:
+        #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"private_to_module","requiredDefaultRoles":["authentication"]}}"#
+    )
+    let host = try launch()
+    defer { host.stop() }
+    #expect(host.await("app up") != nil)
+    let mark = host.lines.count
+    provider.start = "fixture_log(\"auth up again\"); return FORSETTI_OK;"
+    let tmp = try provider.build(in: dir, as: "staging/auth.so")
+    #expect(rename(tmp, dir.url("plugins/auth.so")) == 0)
+    let restarted = try #require(
+      host.await(
+        "reload com.test.aapp 1.0.0 → 1.0.0: restarted after its provider com.test.zauth", from: mark),
+      "\(host.lines)")
+    let events = host.lines[mark...restarted.0].compactMap { l -> String? in
+      for e in ["app down", "auth down", "auth up again", "app up"] where l.hasSuffix("] \(e)") { return e }
+      return nil
+    }
+    #expect(events == ["app down", "auth down", "auth up again", "app up"])
+  }
+
+  @Test func addedCapabilitiesWaitForApproval() throws {
+    try Self.hot("v1").install(in: dir, name: "hot")
+    let host = try launch()
+    defer { host.stop() }
+    #expect(host.await("start v1") != nil)
+    let mark = host.lines.count
+    try dir.write("manifests/hot.json", Self.hot("v2").manifest(capabilities: ["networking"]))
+    #expect(
+      host.await("not reloaded: approval pending for networking", from: mark) != nil,
+      "\(host.lines.joined(separator: "\n"))")
+    #expect(!host.lines[mark...].contains { $0.contains("start v2") || $0.contains("v2 generation") })
+  }
+}
