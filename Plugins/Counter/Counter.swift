@@ -35,6 +35,14 @@ final class Counter: ForsettiModule, Sendable {
     }
   }
 
+  /// Hot reload (`forsetti-host dev`): the tick count survives a rebuild.
+  func saveState() -> [UInt8]? { Array(String(ticks.withLock { $0 }).utf8) }
+
+  func restoreState(_ bytes: [UInt8]) {
+    let n = Int(String(decoding: bytes, as: UTF8.self)) ?? 0
+    ticks.withLock { $0 = n }
+  }
+
   func stop() {
     // Stop scheduling and wait for a tick in flight, so no host call happens after stop returns.
     running.store(false, ordering: .releasing)

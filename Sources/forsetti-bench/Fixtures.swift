@@ -3,6 +3,7 @@ import ForsettiCore
 import ForsettiRuntime
 import Foundation
 import Glibc
+import Synchronization
 
 /// Generated C modules, built with cc into the benchmark's temporary directory.
 enum Fixtures {
@@ -27,14 +28,18 @@ enum Fixtures {
         """)
   }
 
-  static func install(_ m: Module, in dir: String, include: String) throws {
-    let src = dir + "/\(m.entry).c"
+  static func build(_ m: Module, to out: String, include: String) throws {
+    let src = out + ".c"
     try m.source.write(toFile: src, atomically: true, encoding: .utf8)
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = ["cc", "-O2", "-shared", "-fPIC", "-I", include, "-o", dir + "/plugins/\(m.entry).so", src]
+    p.arguments = ["cc", "-O2", "-shared", "-fPIC", "-I", include, "-o", out, src]
     try p.run()
     p.waitUntilExit()
+  }
+
+  static func install(_ m: Module, in dir: String, include: String) throws {
+    try build(m, to: dir + "/plugins/\(m.entry).so", include: include)
     let manifest = """
       {"schemaVersion":"1.0","moduleID":"\(m.id)","displayName":"bench","moduleVersion":{"major":1,"minor":0,"patch":0},
        "moduleType":"service","supportedPlatforms":["linux"],"minForsettiVersion":{"major":0,"minor":1,"patch":0},
@@ -43,16 +48,35 @@ enum Fixtures {
     try manifest.write(toFile: dir + "/manifests/\(m.entry).json", atomically: true, encoding: .utf8)
   }
 
-  /// Discovers, gates and starts everything in `dir`.
-  static func start(_ dir: String, log: any LogSink, mode: ExecutionMode) throws -> ModuleManager {
+  /// The gate stack's verdict on everything in `dir`.
+  static func judge(_ dir: String) throws -> ([ModuleJudgement], BinaryIndex) {
     let report = try ManifestDiscovery.discover(from: DirectoryManifestSource(root: dir + "/manifests"))
     let ctx = GateContext(approvals: .init(approveAll: true), providers: .init(discovered: report.manifests))
     let index = BinaryIndex.build(directories: [dir + "/plugins"])
-    let judgements = GateStack.judge(
-      report, context: ctx, inspect: index.inspectionStep(for:), laterSteps: nil)
+    return (
+      GateStack.judge(report, context: ctx, inspect: index.inspectionStep(for:), laterSteps: nil), index
+    )
+  }
+
+  /// Discovers, gates and starts everything in `dir`.
+  static func start(_ dir: String, log: any LogSink, mode: ExecutionMode, versionCopies: Bool = false) throws
+    -> ModuleManager
+  {
+    let (judgements, index) = try judge(dir)
     let m = ModuleManager(environment: HostEnvironment(stateDirectory: dir + "/state", log: log), mode: mode)
+    m.versionCopies = versionCopies
     m.activate(judgements, index: index)
     return m
+  }
+
+  /// ns for copying `path` to a fresh name, dlopen and dlsym (the raw floor of a reload).
+  static func rawCopyLoad(_ path: String, symbol: String, scratch: String) -> UInt64 {
+    let t0 = Clock.ns()
+    guard let data = FileManager.default.contents(atPath: path),
+      FileManager.default.createFile(atPath: scratch, contents: data),
+      let h = dlopen(scratch, RTLD_NOW | RTLD_LOCAL), dlsym(h, symbol) != nil
+    else { return 0 }
+    return Clock.ns() - t0
   }
 
   static func rssKiB(_ pid: Int32) -> Double {
@@ -148,5 +172,26 @@ enum Report {
     uname(&u)
     let release = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     return "\(ProcessInfo.processInfo.activeProcessorCount) CPUs, Linux \(release)"
+  }
+}
+
+/// Watcher event times, handed from the watcher thread to the benchmark loop.
+final class EventTimes: Sendable {
+  private let times = Mutex<[ContinuousClock.Instant]>([])
+  private let ready = DispatchSemaphore(value: 0)
+
+  func post(_ t: ContinuousClock.Instant) {
+    times.withLock { $0.append(t) }
+    ready.signal()
+  }
+
+  /// The first event since the last call (later ones of the same burst are dropped).
+  func next() -> ContinuousClock.Instant? {
+    guard ready.wait(timeout: .now() + 5) == .success else { return nil }
+    return times.withLock { t in
+      defer { t.removeAll() }
+      while ready.wait(timeout: .now()) == .success {}
+      return t.first
+    }
   }
 }

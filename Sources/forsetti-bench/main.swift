@@ -78,4 +78,48 @@ rows.append(
   ))
 rows.append((Sample(name: "worker resident memory (bytes)", perOp: rss), nil, "VmRSS after start"))
 
+// 3. Hot reload: file event → new start returned, vs a raw copy + dlopen + dlsym of the same file.
+for (label, reloadMode) in [("in-process", ExecutionMode.inProcess), ("isolated", mode)] {
+  let dir = work + "/reload-\(label)"
+  try? FileManager.default.createDirectory(atPath: dir + "/plugins", withIntermediateDirectories: true)
+  try? FileManager.default.createDirectory(atPath: dir + "/manifests", withIntermediateDirectories: true)
+  let hot = Fixtures.module(id: "com.bench.hot", entry: "hot_entry", start: "return FORSETTI_OK;")
+  try Fixtures.install(hot, in: dir, include: include)
+  let manager = try Fixtures.start(dir, log: MemoryLogSink(), mode: reloadMode, versionCopies: true)
+  let events = EventTimes()
+  let watcher = try FileWatcher(directories: [dir + "/plugins"]) { _, at in events.post(at) }
+  var latencies: [Double] = []
+  var raws: [Double] = []
+  for n in 0..<(quick ? 5 : 15) {
+    // A distinct build each time (the copy is content-named), renamed into place.
+    let variant = Fixtures.module(
+      id: "com.bench.hot", entry: "hot_entry", start: "volatile int v = \(n); (void)v; return FORSETTI_OK;")
+    try Fixtures.build(variant, to: dir + "/next.so", include: include)
+    rename(dir + "/next.so", dir + "/plugins/hot_entry.so")
+    guard let at = events.next() else { continue }
+    let (judgements, index) = try Fixtures.judge(dir)
+    let reports = manager.reload(
+      judgements: judgements, index: index, changed: [dir + "/plugins/hot_entry.so"],
+      approvals: .init(approveAll: true),
+      grace: 0, since: at)
+    if let r = reports.first, r.outcome == .reloaded {
+      latencies.append(
+        Double(r.duration.components.attoseconds / 1_000_000_000) + Double(r.duration.components.seconds)
+          * 1e9)
+    }
+    raws.append(
+      Double(
+        Fixtures.rawCopyLoad(
+          dir + "/plugins/hot_entry.so", symbol: "hot_entry", scratch: dir + "/raw-\(n).so")))
+  }
+  withExtendedLifetime(watcher) {}
+  manager.stopAll()
+  rows.append(
+    (
+      Sample(name: "hot reload, \(label) (file event → new start returned)", perOp: latencies),
+      Sample(name: "copy + dlopen + dlsym of the same file", perOp: raws),
+      "re-gates every manifest and re-inspects every binary first"
+    ))
+}
+
 Report.print(rows, json: json)

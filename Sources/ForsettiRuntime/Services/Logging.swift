@@ -91,7 +91,7 @@ public final class StreamLogSink: LogSink {
   public func write(_ record: LogRecord) {
     guard record.level >= minimum else { return }
     let line = "\(record.level.name.padding(toLength: 7, withPad: " ", startingAt: 0)) \(record.formatted)\n"
-    lock.withLock { _ in FileDescriptor.writeAll(fd, Array(line.utf8)) }
+    lock.withLock { _ in _ = FileDescriptor.writeAll(fd, Array(line.utf8)) }
   }
 }
 
