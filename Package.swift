@@ -52,7 +52,7 @@ let package = Package(
     .executableTarget(name: "forsetti-worker", dependencies: ["ForsettiRuntime"]),
     // The benchmark (scripts/bench builds it in release mode).
     .executableTarget(
-      name: "forsetti-bench", dependencies: ["ForsettiRuntime", "ForsettiBinary", "ForsettiCore"]),
+      name: "forsetti-bench", dependencies: ["ForsettiRuntime", "ForsettiBinary", "ForsettiCore", "CLibElf"]),
 
     .testTarget(name: "ForsettiCoreTests", dependencies: ["ForsettiCore"]),
     // Real fixtures for tests: temporary directories, C sources compiled with cc, processes.

@@ -13,13 +13,14 @@ enum Fixtures {
     var source: String
   }
 
-  static func module(id: String, entry: String, start: String) -> Module {
+  static func module(id: String, entry: String, start: String, prelude: String = "") -> Module {
     Module(
       id: id, entry: entry,
       source: """
         #include <forsetti.h>
         #include <stdio.h>
         #include <time.h>
+        \(prelude)
         static forsetti_status s(void *self, const forsetti_host *host) { (void)self; \(start) }
         static void t(void *self) { (void)self; }
         static const forsetti_module_descriptor d = { sizeof d, "\(id)", "service", 1, 0, 0, NULL };

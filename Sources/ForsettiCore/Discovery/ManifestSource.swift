@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Where manifests come from. The file system in production; tests may pass another source.
 public protocol ManifestSource: Sendable {
@@ -25,44 +25,85 @@ public enum ManifestSourceError: Error, Sendable, Hashable, CustomStringConverti
 
 /// Every `*.json` file below a directory, recursively, skipping hidden entries and JSON Schema
 /// documents (`*.schema.json`), which describe manifests but never are one.
+///
+/// Plain POSIX calls (readdir, open, fstat, read): Foundation's URL-based enumeration cost
+/// ~60 µs per file here, most of discovery.
 public struct DirectoryManifestSource: ManifestSource {
   public var root: String
 
   public init(root: String) { self.root = root }
 
   public func candidateFiles() throws(ManifestSourceError) -> [String] {
-    var isDir: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: root, isDirectory: &isDir), isDir.boolValue else {
-      throw .notADirectory(root)
-    }
-    let base = URL(fileURLWithPath: root, isDirectory: true).standardizedFileURL
-    guard
-      let walker = FileManager.default.enumerator(
-        at: base, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles])
-    else { throw .unreadable(path: root, reason: "cannot list the directory") }
+    var st = stat()
+    guard stat(root, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { throw .notADirectory(root) }
     var out: [String] = []
-    let prefix = base.path.hasSuffix("/") ? base.path : base.path + "/"
-    for case let url as URL in walker {
-      let name = url.lastPathComponent
-      guard name.hasSuffix(".json"), !name.hasSuffix(".schema.json") else { continue }
-      guard (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
-      let path = url.standardizedFileURL.path
-      out.append(path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : name)
+    var pending: [String] = [""]
+    var visited = Set<UInt64>()
+    while let rel = pending.popLast() {
+      let full = rel.isEmpty ? root : root + "/" + rel
+      var dst = stat()
+      // Directory symlink loops are cut by remembering each directory's inode.
+      guard stat(full, &dst) == 0, visited.insert(UInt64(dst.st_ino) ^ (UInt64(dst.st_dev) << 40)).inserted
+      else {
+        continue
+      }
+      guard let dir = opendir(full) else {
+        if rel.isEmpty { throw .unreadable(path: root, reason: String(cString: strerror(errno))) }
+        continue
+      }
+      defer { closedir(dir) }
+      while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+          String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        guard !name.hasPrefix(".") else { continue }
+        let child = rel.isEmpty ? name : rel + "/" + name
+        var type = Int32(entry.pointee.d_type)
+        if type == Int32(DT_UNKNOWN) || type == Int32(DT_LNK) {
+          var cst = stat()
+          guard stat(root + "/" + child, &cst) == 0 else { continue }
+          type =
+            (cst.st_mode & S_IFMT) == S_IFDIR
+            ? Int32(DT_DIR) : ((cst.st_mode & S_IFMT) == S_IFREG ? Int32(DT_REG) : 0)
+        }
+        if type == Int32(DT_DIR) {
+          pending.append(child)
+        } else if type == Int32(DT_REG), name.hasSuffix(".json"), !name.hasSuffix(".schema.json") {
+          out.append(child)
+        }
+      }
     }
     return out
   }
 
   public func read(_ relativePath: String, limit: Int) throws(ManifestSourceError) -> [UInt8] {
-    let path = (root as NSString).appendingPathComponent(relativePath)
-    guard let handle = FileHandle(forReadingAtPath: path) else {
-      throw .unreadable(path: relativePath, reason: String(cString: strerror(errno)))
+    let fd = open(root + "/" + relativePath, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard fd >= 0 else { throw .unreadable(path: relativePath, reason: String(cString: strerror(errno))) }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+      throw .unreadable(path: relativePath, reason: "not a regular file")
     }
-    defer { try? handle.close() }
-    let data: Data
-    do { data = try handle.read(upToCount: limit + 1) ?? Data() } catch {
-      throw .unreadable(path: relativePath, reason: "\(error.localizedDescription)")
+    if Int(st.st_size) > limit { throw .tooLarge(path: relativePath, limit: limit) }
+    var bytes = [UInt8](repeating: 0, count: Int(st.st_size) + 1)
+    var total = 0
+    while true {
+      if total == bytes.count {
+        if total > limit { throw .tooLarge(path: relativePath, limit: limit) }
+        bytes += [UInt8](repeating: 0, count: max(4096, total))
+      }
+      let n = bytes.withUnsafeMutableBytes { buf in
+        buf.baseAddress.map { Glibc.read(fd, $0 + total, buf.count - total) } ?? -1
+      }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw .unreadable(path: relativePath, reason: String(cString: strerror(errno)))
+      }
+      if n == 0 { break }
+      total += n
     }
-    if data.count > limit { throw .tooLarge(path: relativePath, limit: limit) }
-    return [UInt8](data)
+    if total > limit { throw .tooLarge(path: relativePath, limit: limit) }
+    bytes.removeSubrange(total...)
+    return bytes
   }
 }

@@ -195,7 +195,26 @@ public struct JSONParser {
   private mutating func parseString() throws(JSONSyntaxError) -> String {
     let open = pos
     pos += 1
-    var out: [UInt8] = []
+    // Fast path: most strings have no escapes and no control characters; validate the slice
+    // in one go instead of copying byte by byte.
+    var end = pos
+    while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"),
+      bytes[end] >= 0x20
+    {
+      end += 1
+    }
+    if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+      let start = pos
+      pos = end + 1
+      guard
+        let s = bytes.withUnsafeBufferPointer({
+          String(validating: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self)
+        })
+      else { throw error("string is not valid UTF-8", at: open) }
+      return s
+    }
+    var out: [UInt8] = Array(bytes[pos..<end])
+    pos = end
     while true {
       guard pos < bytes.count else { throw error("unterminated string", at: open) }
       let b = bytes[pos]

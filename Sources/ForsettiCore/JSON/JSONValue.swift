@@ -51,13 +51,19 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 /// A JSON object: ordered members with unique keys.
+///
+/// Small objects (all of a manifest's) are searched linearly: hashing every key cost more than
+/// parsing the document. Past `indexThreshold` members a dictionary index is kept, so a hostile
+/// object with many keys stays linear to build, not quadratic.
 public struct JSONObject: Sendable, Equatable {
   public private(set) var members: [(key: String, value: JSONValue)]
-  private var index: [String: Int]
+  private var index: [String: Int]?
+
+  static let indexThreshold = 16
 
   public init() {
     members = []
-    index = [:]
+    index = nil
   }
 
   public init(_ pairs: [(String, JSONValue)]) {
@@ -67,22 +73,34 @@ public struct JSONObject: Sendable, Equatable {
 
   public var keys: [String] { members.map(\.key) }
 
+  private func position(of key: String) -> Int? {
+    if let index { return index[key] }
+    return members.firstIndex { $0.key == key }
+  }
+
   public subscript(key: String) -> JSONValue? {
-    get { index[key].map { members[$0].value } }
+    get { position(of: key).map { members[$0].value } }
     set {
-      if let i = index[key] {
+      if let i = position(of: key) {
         if let newValue { members[i].value = newValue } else { remove(at: i) }
       } else if let newValue {
-        index[key] = members.count
+        index?[key] = members.count
         members.append((key, newValue))
+        if index == nil && members.count > Self.indexThreshold { rebuildIndex() }
       }
     }
   }
 
+  private mutating func rebuildIndex() {
+    var d: [String: Int] = [:]
+    d.reserveCapacity(members.count * 2)
+    for (n, m) in members.enumerated() { d[m.key] = n }
+    index = d
+  }
+
   private mutating func remove(at i: Int) {
     members.remove(at: i)
-    index = [:]
-    for (n, m) in members.enumerated() { index[m.key] = n }
+    if index != nil { rebuildIndex() }
   }
 
   public static func == (a: JSONObject, b: JSONObject) -> Bool {

@@ -60,6 +60,8 @@ public enum ManifestLoadError: Error, Sendable, Hashable, CustomStringConvertibl
 // Field-by-field reading that records an issue and carries on, so one run reports them all.
 private struct Reader {
   var issues: [ManifestIssue] = []
+  /// No list in a manifest is legitimately longer; the bound keeps duplicate checks cheap.
+  static let maxListLength = 1024
 
   static func isModuleID(_ id: String) -> Bool {
     let parts = id.split(separator: ".", omittingEmptySubsequences: false)
@@ -213,12 +215,15 @@ private struct Reader {
       add(p, .wrongType(expected: "array of strings", found: v.typeName))
       return nil
     }
+    guard items.count <= Self.maxListLength else {
+      add(p, .notAllowed("lists at most \(Self.maxListLength) entries"))
+      return nil
+    }
     if nonEmpty && items.isEmpty {
       add(p, .emptyList)
       return nil
     }
     var out: [String] = []
-    var seen = Set<String>()
     var ok = true
     for (i, item) in items.enumerated() {
       guard let s = item.stringValue else {
@@ -229,7 +234,8 @@ private struct Reader {
       if s.allSatisfy(\.isWhitespace) {
         add("\(p)[\(i)]", .blank)
         ok = false
-      } else if !seen.insert(s).inserted {
+      } else if out.contains(s) {
+        // Linear: lists are short, and hashing cost more than the scan (see JSONObject).
         add("\(p)[\(i)]", .duplicateValue(s))
         ok = false
       }

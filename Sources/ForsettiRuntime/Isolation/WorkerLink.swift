@@ -5,37 +5,45 @@ import Foundation
 import Synchronization
 
 /// The worker's side of the host API: the same `HostBackend` the in-process bridge uses, but
-/// every call crosses the socket to the host, which attributes it to this worker's module by the
-/// connection alone. Replies are matched to requests by ID; events and messages from the host
-/// are delivered on a separate queue so a handler may call the host in turn.
+/// every call crosses a socket to the host, which attributes it to this worker's module by the
+/// connection alone. Calls go over their own channel and are answered in order; events and
+/// messages from the host arrive on the other and are delivered on a separate queue, so a
+/// handler may call the host in turn.
 final class WorkerLink: HostBackend {
   let socket: WireSocket
   private let nextID = Atomic<UInt64>(1)
-  private let pending = Mutex<[UInt64: Reply]>([:])
   private let eventHandlers = Mutex<[Int64: ModuleCallback<forsetti_event_handler>]>([:])
   private let messageHandler = Mutex<ModuleCallback<forsetti_message_handler>?>(nil)
   private let deliveries = DispatchQueue(label: "forsetti.worker.deliveries")
   /// Lifecycle commands from the host, for the worker's main thread.
   let commands = Mailbox()
 
-  init(socket: WireSocket) { self.socket = socket }
+  /// The synchronous channel, used by one calling thread at a time.
+  let calls: WireSocket
+  private let callLock = Mutex<UnsafeMutableRawBufferPointer>(
+    .allocate(byteCount: Wire.maxFrame + 1, alignment: 8))
 
-  final class Reply: Sendable {
-    let done = DispatchSemaphore(value: 0)
-    let frame = Mutex<WireFrame?>(nil)
+  init(socket: WireSocket, calls: WireSocket) {
+    self.socket = socket
+    self.calls = calls
   }
 
   /// Sends a request and blocks until its response (nil when the host went away).
+  ///
+  /// The calling thread itself sends and receives on the synchronous channel (threads take
+  /// turns), so the answer wakes the caller directly: no reader thread, no semaphore.
   func request(_ kind: WireKind, _ values: [WireValue]) -> WireFrame? {
     let id = nextID.add(1, ordering: .relaxed).newValue
-    let reply = Reply()
-    pending.withLock { $0[id] = reply }
-    guard socket.send(WireFrame(kind, id: id, values)) else {
-      pending.withLock { _ = $0.removeValue(forKey: id) }
-      return nil
+    return callLock.withLock { buffer -> WireFrame? in
+      guard calls.send(WireFrame(kind, id: id, values)) else { return nil }
+      while true {
+        switch calls.receive(into: buffer) {
+        case .frame(let f) where f.kind == .response && f.id == id: return f
+        case .frame: continue
+        case .closed, .malformed: _exit(0)  // the host is gone: nothing may outlive it
+        }
+      }
     }
-    reply.done.wait()
-    return reply.frame.withLock { $0 }
   }
 
   func status(_ kind: WireKind, _ values: [WireValue]) -> Int64 {
@@ -59,11 +67,6 @@ final class WorkerLink: HostBackend {
 
   private func handle(_ f: WireFrame) {
     switch f.kind {
-    case .response:
-      if let r = pending.withLock({ $0.removeValue(forKey: f.id) }) {
-        r.frame.withLock { $0 = f }
-        r.done.signal()
-      }
     case .deliverEvent:
       guard let sub = f.int(0), let source = f.string(1), let type = f.string(2), let payload = f.bytes(3),
         let h = eventHandlers.withLock({ $0[sub] })

@@ -9,6 +9,8 @@ import Glibc
 /// stop or goes away. The host end of the socket is file descriptor 3.
 public enum WorkerMain {
   public static let socketFD: Int32 = 3
+  /// The synchronous-call channel (one request, one response, on the calling thread).
+  public static let callsFD: Int32 = 4
 
   public static func run(_ arguments: [String]) -> Int32 {
     let socket = WireSocket(fd: socketFD)
@@ -58,7 +60,7 @@ public enum WorkerMain {
     }
     socket.send(WireFrame(.loaded, [.string(JSONWriter.string(WorkerCodec.loaded(loaded.descriptor, ui)))]))
 
-    let link = WorkerLink(socket: socket)
+    let link = WorkerLink(socket: socket, calls: WireSocket(fd: callsFD))
     let reader = Thread { link.readLoop() }
     reader.start()
 

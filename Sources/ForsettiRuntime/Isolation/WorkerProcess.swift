@@ -11,6 +11,7 @@ final class WorkerProcess: Sendable {
   let moduleID: String
   let pid: pid_t
   private let socket: WireSocket
+  private let calls: WireSocket
   private let backend: InProcessBackend
   /// Lifecycle frames (confined, loaded, startResult, stopped) for the main thread.
   let lifecycle = Mailbox()
@@ -37,7 +38,15 @@ final class WorkerProcess: Sendable {
     executable: String, configuration: WorkerConfiguration, environment: HostEnvironment,
     onExit: @escaping @Sendable (String, Int32) -> Void
   ) throws(SpawnError) {
+    // Two channels: fd 3 for lifecycle, logs and deliveries; fd 4 for the module's synchronous
+    // calls, answered by a host thread that does nothing else, so a call costs one round trip
+    // with no thread hand-off on either side.
     guard let (host, worker) = WireSocket.pair() else { throw .socket(errno) }
+    guard let (hostCalls, workerCalls) = WireSocket.pair() else {
+      close(host.fd)
+      close(worker.fd)
+      throw .socket(errno)
+    }
     var out: [Int32] = [0, 0]
     guard pipe(&out) == 0, fcntl(out[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(out[1], F_SETFD, FD_CLOEXEC) == 0
     else {
@@ -52,6 +61,7 @@ final class WorkerProcess: Sendable {
     posix_spawn_file_actions_adddup2(&actions, out[1], 1)
     posix_spawn_file_actions_adddup2(&actions, out[1], 2)
     posix_spawn_file_actions_adddup2(&actions, worker.fd, WorkerMain.socketFD)
+    posix_spawn_file_actions_adddup2(&actions, workerCalls.fd, WorkerMain.callsFD)
     let args = [executable, "--config", JSONWriter.string(configuration.json)]
     var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
@@ -65,20 +75,24 @@ final class WorkerProcess: Sendable {
     var child: pid_t = 0
     let rc = posix_spawn(&child, executable, &actions, nil, &argv, &envp)
     close(worker.fd)
+    close(workerCalls.fd)
     close(out[1])
     guard rc == 0 else {
       close(host.fd)
+      close(hostCalls.fd)
       close(out[0])
       throw .spawn(rc)
     }
     moduleID = configuration.moduleID
     pid = child
     socket = host
+    calls = hostCalls
     backend = InProcessBackend(environment: environment)
     backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
     let outFD = out[0]
     Thread { [self] in self.readLoop() }.start()
+    Thread { [self] in self.callLoop() }.start()
     Thread { [self] in self.captureOutput(outFD) }.start()
   }
 
@@ -154,8 +168,17 @@ final class WorkerProcess: Sendable {
     onExit(moduleID, pid)
   }
 
+  /// Serves the synchronous channel until the worker closes it.
+  private func callLoop() {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame + 1, alignment: 8)
+    defer { buffer.deallocate() }
+    while case .frame(let f) = calls.receive(into: buffer) { handle(f) }
+    close(calls.fd)
+  }
+
+  /// Answers on the channel requests arrive on (the synchronous one).
   private func respond(_ f: WireFrame, _ status: Int64) {
-    socket.send(WireFrame(.response, id: f.id, [.int(status)]))
+    calls.send(WireFrame(.response, id: f.id, [.int(status)]))
   }
 
   private func handle(_ f: WireFrame) {
