@@ -44,13 +44,9 @@ enum RunReport {
           "modules",
           .array(
             records.map { r in
-              .object(
-                JSONObject([
-                  ("file", .string(r.file)), ("moduleID", .string(orNull: r.moduleID)),
-                  ("state", .string(r.state.name)), ("reason", .string(orNull: r.state.reason?.rawValue)),
-                  ("binary", .string(orNull: r.binaryPath)),
-                  ("trace", .array(r.trace.entries.map(TraceJSON.entry))),
-                ]))
+              var o = r.summaryJSON
+              o["trace"] = .array(r.trace.entries.map(TraceJSON.entry))
+              return .object(o)
             })
         )
       ]))

@@ -49,3 +49,13 @@ public struct ModuleRecord: Sendable {
   public var loadedFrom: String?
   var loadedIsSwift = false
 }
+
+extension ModuleRecord {
+  /// The record as `runtime.json` and `run --json` show it: file, ID, state, reason, binary.
+  public var summaryJSON: JSONObject {
+    JSONObject([
+      ("file", .string(file)), ("moduleID", .string(orNull: moduleID)), ("state", .string(state.name)),
+      ("reason", .string(orNull: state.reason?.rawValue)), ("binary", .string(orNull: binaryPath)),
+    ])
+  }
+}

@@ -23,15 +23,7 @@ public struct RuntimeStateFile: Sendable {
         (
           "modules",
           .array(
-            records.map { r in
-              .object(
-                JSONObject([
-                  ("file", .string(r.file)), ("moduleID", .string(orNull: r.moduleID)),
-                  ("state", .string(r.state.name)),
-                  ("reason", .string(orNull: r.state.reason?.rawValue)),
-                  ("binary", .string(orNull: r.binaryPath)),
-                ]))
-            })
+            records.map { .object($0.summaryJSON) })
         ),
       ]))
   }
