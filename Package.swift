@@ -22,7 +22,9 @@ let package = Package(
       name: "CLibElf", pkgConfig: "libelf", providers: [.apt(["libelf-dev"])]),
 
     // ELF inspection without loading (libelf); later dlopen and unique-copy loading.
-    .target(name: "ForsettiBinary", dependencies: ["ForsettiCore", "CLibElf", "CForsetti"]),
+    .target(name: "ForsettiBinary", dependencies: ["ForsettiCore", "CLibElf", "CForsetti", "CSodium"]),
+    // libsodium: Ed25519 for signed licences and signed modules.
+    .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
 
     // The module ABI: forsetti.h and its headers. The only thing modules compile against.
     .target(name: "CForsetti"),

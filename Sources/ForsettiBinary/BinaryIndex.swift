@@ -103,13 +103,30 @@ public struct BinaryIndex: Sendable {
 
   /// The gate-stack form of `locate`.
   public func inspectionStep(for m: ModuleManifest) -> BinaryInspectionStep {
+    inspectionStep(for: m, trustedKeys: [:])
+  }
+
+  /// Step 2 with signing: when `trustedKeys` is not empty, the binary must carry a detached
+  /// signature (`FILE.so.sig`) by one of them over its exact bytes (`unsigned`,
+  /// `signatureInvalid`), decided before anything is loaded.
+  public func inspectionStep(for m: ModuleManifest, trustedKeys: [String: [UInt8]]) -> BinaryInspectionStep {
     switch locate(entryPoint: m.entryPoint) {
     case .success(let facts):
-      .outcome(
-        .pass,
-        passDetail: "\(m.entryPoint) exported by \(facts.path) (\(facts.elfClass.rawValue) \(facts.machine))")
+      let found = "\(m.entryPoint) exported by \(facts.path) (\(facts.elfClass.rawValue) \(facts.machine))"
+      guard !trustedKeys.isEmpty else { return .outcome(.pass, passDetail: found) }
+      switch ModuleSignature.verify(facts.path, trusted: trustedKeys) {
+      case .valid(let keyID): return .outcome(.pass, passDetail: "\(found); signed by trusted key \(keyID)")
+      case .unsigned:
+        return .outcome(
+          .fail(
+            .init(
+              .unsigned,
+              "\(facts.path) has no signature (\(ModuleSignature.path(for: facts.path))) and this host requires one; sign it with `forsetti-host sign`"
+            )), passDetail: "")
+      case .invalid(let why): return .outcome(.fail(.init(.signatureInvalid, why)), passDetail: "")
+      }
     case .failure(let v):
-      .outcome(.fail(v), passDetail: "")
+      return .outcome(.fail(v), passDetail: "")
     }
   }
 }

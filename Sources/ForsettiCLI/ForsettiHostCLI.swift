@@ -18,6 +18,13 @@ public enum ForsettiHostCLI {
     Verb(spec: ExplainCommand.spec, run: ExplainCommand.run),
     Verb(spec: InspectCommand.spec, run: InspectCommand.run),
     Verb(spec: SurfaceCommand.spec, run: SurfaceCommand.run),
+    Verb(spec: ApproveCommand.approveSpec, run: ApproveCommand.approve),
+    Verb(spec: ApproveCommand.revokeSpec, run: ApproveCommand.revoke),
+    Verb(spec: OverrideCommand.spec, run: OverrideCommand.run),
+    Verb(spec: KeyCommands.keygenSpec, run: KeyCommands.keygen),
+    Verb(spec: KeyCommands.signSpec, run: KeyCommands.sign),
+    Verb(spec: KeyCommands.verifySpec, run: KeyCommands.verify),
+    Verb(spec: KeyCommands.licenceSpec, run: KeyCommands.licence),
   ]
 
   static var overview: String {

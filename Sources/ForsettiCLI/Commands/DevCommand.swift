@@ -27,6 +27,9 @@ enum DevCommand {
         "grace", "SECONDS", "A new version that crashes this soon after start is rolled back.", default: "0.5"
       ),
       .value("debounce", "MS", "Changes closer together than this make one reload.", default: "100"),
+      .flag(
+        "allow-all-entitlements",
+        "Treat every product as unlocked (development only; run has no such option)."),
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
@@ -76,7 +79,7 @@ enum DevCommand {
       let context = try options.gateContext(discovered: report.manifests)
       index = BinaryIndex.build(directories: options.pluginDirectories)
       judgements = GateStack.judge(
-        report, context: context, inspect: index.inspectionStep(for:), laterSteps: nil)
+        report, context: context, inspect: options.inspect(index), laterSteps: nil)
       approvals = try options.storedApprovals()
     } catch {
       console.err("forsetti-host: reload skipped: \(error)\n")

@@ -31,8 +31,12 @@ enum ExplainCommand {
     }
     let last = try LastRun.read(stateDirectory: options.stateDirectory)
     let runState = j.moduleID.flatMap { last?.states[$0] }
+    let trust = try TrustReport.make(j.manifest, options: options)
     if options.json {
       guard case .object(var o) = TraceJSON.judgement(j) else { return .blocked }
+      o["entitlement"] = trust?.entitlementJSON ?? .null
+      o["approval"] = trust?.approvalJSON ?? .null
+      o["licences"] = .strings(trust?.licences ?? [])
       o["runState"] = .string(orNull: runState?.state)
       o["runReason"] = .string(orNull: runState?.reason)
       o["isolation"] = .string(IsolationSettings.kernelSupport())
@@ -45,6 +49,7 @@ enum ExplainCommand {
         let step = e.step.rawValue.padding(toLength: 19, withPad: " ", startingAt: 0)
         out += "  \(verdict) \(step) \(e.reason.map { "\($0.rawValue): " } ?? "")\(e.detail)\n"
       }
+      if let trust { out += trust.text }
       out += "  isolation available here: \(IsolationSettings.kernelSupport())\n"
       if let last, let runState {
         out += "  in the \(last.label): \(runState.state)\(runState.reason.map { " (\($0))" } ?? "")\n"

@@ -1,5 +1,6 @@
 import ForsettiBinary
 import ForsettiCore
+import ForsettiRuntime
 import Foundation
 
 /// The options every judging verb shares (`check`, and later `run`, `list`, `explain`), parsed
@@ -14,6 +15,8 @@ struct HostOptions {
   var hostVersion: SemanticVersion
   var stateDirectory: String
   var json: Bool
+  /// `dev --allow-all-entitlements` only.
+  var allowAllEntitlements = false
 
   static let specs: [OptionSpec] = [
     .value("manifests", "DIR", "Directory of module manifests, scanned recursively.", default: "manifests"),
@@ -93,11 +96,11 @@ struct HostOptions {
 
   /// The gate context for `discovered`: reads the entitlements file and the approval store.
   func gateContext(discovered: [ModuleManifest]) throws(CommandFailure) -> GateContext {
-    var entitlements = StaticEntitlementProvider()
+    var staticProducts = StaticEntitlementProvider()
     if let path = entitlementsFile {
       let value = try Self.readJSON(path, option: "entitlements", missingOK: false) ?? .null
       switch StaticEntitlementProvider.decode(value) {
-      case .success(let p): entitlements = p
+      case .success(let p): staticProducts = p
       case .failure(let e):
         throw .configuration(.file(option: "entitlements", path: path, reason: e.description))
       }
@@ -112,9 +115,28 @@ struct HostOptions {
         }
       }
     }
+    let now = GateContext.wallClock()
+    let licences = LicenceEntitlementProvider.load(
+      stateDirectory: stateDirectory, staticProducts: staticProducts.unlockedProducts, now: now)
+    // allow-all exists for `dev` only: `run` and `check` have no option that sets it.
+    let entitlements: any EntitlementProvider =
+      allowAllEntitlements ? AllowAllEntitlementProvider() : licences
     return GateContext(
       compatibility: CompatibilityChecker(hostVersion: hostVersion, policy: policy), approvals: approvals,
-      entitlements: entitlements, providers: ProviderAvailability(discovered: discovered))
+      entitlements: entitlements, providers: ProviderAvailability(discovered: discovered),
+      overrides: OverrideStore(stateDirectory: stateDirectory).channels(),
+      activeProducts: licences.activeProducts, now: now)
+  }
+
+  /// Keys trusted to sign modules and licences: `STATE/trusted-keys/*.pub`.
+  var trustedKeys: [String: [UInt8]] {
+    Signatures.trustedKeys(in: (stateDirectory as NSString).appendingPathComponent("trusted-keys"))
+  }
+
+  /// Step 2 as configured: ELF inspection, and the signature when keys are trusted.
+  func inspect(_ index: BinaryIndex) -> (ModuleManifest) -> BinaryInspectionStep {
+    let keys = trustedKeys
+    return { index.inspectionStep(for: $0, trustedKeys: keys) }
   }
 
   /// Discovers, then judges every manifest up to the runtime-requirements step (or through the
@@ -127,7 +149,7 @@ struct HostOptions {
     let judgements = GateStack.judge(
       report, context: context,
       inspect: { m in
-        index?.inspectionStep(for: m) ?? .skipped("no --plugins directory given; binary not inspected")
+        index.map { inspect($0)(m) } ?? .skipped("no --plugins directory given; binary not inspected")
       },
       laterSteps: laterSteps)
     return (report, judgements)

@@ -49,6 +49,7 @@ enum RunCommand {
     dev: ((HostOptions, ModuleManager, SignalWaiter) throws(CommandFailure) -> DevHooks)?
   ) throws(CommandFailure) -> ExitCode {
     var options = try HostOptions.parse(p)
+    options.allowAllEntitlements = dev != nil && p.flag("allow-all-entitlements")
     if options.pluginDirectories.isEmpty {
       guard FileManager.default.fileExists(atPath: defaultPlugins) else {
         throw .configuration(
@@ -77,10 +78,15 @@ enum RunCommand {
       mode = .isolated(settings)
     }
     let report = try options.discover()
+    if !options.approveAll {
+      // Reductions shrink the stored approval at once (Apsule), before anything is judged.
+      _ = try? ApprovalStore(stateDirectory: options.stateDirectory).shrink(to: report.manifests)
+      try ApprovalPrompt.ask(report.manifests, options: options, console: console)
+    }
     let context = try options.gateContext(discovered: report.manifests)
     let index = BinaryIndex.build(directories: options.pluginDirectories)
     let judgements = GateStack.judge(
-      report, context: context, inspect: index.inspectionStep(for:), laterSteps: nil)
+      report, context: context, inspect: options.inspect(index), laterSteps: nil)
 
     try? FileManager.default.createDirectory(
       atPath: (options.stateDirectory as NSString).appendingPathComponent("logs"),
@@ -107,10 +113,11 @@ enum RunCommand {
     if !options.json { console.out(RunReport.table(manager.records)) }
 
     let deadline = duration.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) }
+    var nextEntitlementCheck = ContinuousClock.now + .seconds(1)
     var why = "no module is running"
     while manager.hasWork || hooks != nil {
       var until = deadline
-      for due in [manager.nextRestart, hooks?.nextDue()].compactMap({ $0 }) {
+      for due in [manager.nextRestart, hooks?.nextDue(), nextEntitlementCheck].compactMap({ $0 }) {
         until = until.map { min($0, due) } ?? due
       }
       if let stop = loop.wait(until: until) {
@@ -123,6 +130,10 @@ enum RunCommand {
       }
       manager.superviseOnce()
       hooks?.process(manager)
+      if ContinuousClock.now >= nextEntitlementCheck {
+        nextEntitlementCheck = ContinuousClock.now + .seconds(1)
+        EntitlementWatch.recheck(manager, options: options, discovered: report.manifests)
+      }
     }
     environment.log.write(LogRecord(level: .info, moduleID: nil, message: "stopping all modules (\(why))"))
     manager.stopAll()

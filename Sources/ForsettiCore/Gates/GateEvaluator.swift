@@ -1,19 +1,45 @@
+import Glibc
+
 /// Everything the pre-load gates consult, as values.
 public struct GateContext: Sendable {
   public var compatibility: CompatibilityChecker
   public var approvals: ApprovalLedger
   public var entitlements: any EntitlementProvider
   public var providers: ProviderAvailability
+  /// The module and product override channels, consulted before `entitlements`.
+  public var overrides: OverrideChannels
+  /// Products currently unlocked, for the evaluation trace.
+  public var activeProducts: [String]
+  /// When the gates are judged (time-frame overrides, licence expiry).
+  public var now: Instant
 
   public init(
     compatibility: CompatibilityChecker = .init(), approvals: ApprovalLedger = .init(),
     entitlements: any EntitlementProvider = StaticEntitlementProvider(),
-    providers: ProviderAvailability = .init()
+    providers: ProviderAvailability = .init(), overrides: OverrideChannels = .init(),
+    activeProducts: [String] = [],
+    now: Instant = GateContext.wallClock()
   ) {
     self.compatibility = compatibility
     self.approvals = approvals
     self.entitlements = entitlements
     self.providers = providers
+    self.overrides = overrides
+    self.activeProducts = activeProducts
+    self.now = now
+  }
+
+  /// Seconds since 1970 now.
+  public static func wallClock() -> Instant {
+    var t = timespec()
+    clock_gettime(CLOCK_REALTIME, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+  }
+
+  /// The full entitlement evaluation of `m` (overrides, then provider).
+  public func entitlement(_ m: ModuleManifest) -> EntitlementEvaluation {
+    OverrideRules.evaluate(
+      m, channels: overrides, provider: entitlements, activeProducts: activeProducts, now: now)
   }
 }
 
@@ -36,10 +62,7 @@ public enum GateEvaluator {
               ? "no capabilities requested" : "all requested capabilities approved"
         }
       ),
-      (
-        .entitlement, { EntitlementRules.check(m, provider: ctx.entitlements) },
-        { EntitlementRules.passDetail(m, provider: ctx.entitlements) }
-      ),
+      (.entitlement, { OverrideRules.check(ctx.entitlement(m)) }, { ctx.entitlement(m).summary }),
       (
         .runtimeRequirements, { RuntimeRequirementRules.check(m, providers: ctx.providers) },
         { RuntimeRequirementRules.passDetail(m, providers: ctx.providers) }

@@ -115,7 +115,21 @@ extension ModuleManager {
     return reports
   }
 
-  func isRunning(_ id: String) -> Bool { running.contains { $0.moduleID == id } }
+  public func isRunning(_ id: String) -> Bool { running.contains { $0.moduleID == id } }
+
+  /// IDs and manifests of the started modules.
+  public var startedManifests: [ModuleManifest] { running.compactMap { records[$0.record].manifest } }
+
+  /// Stops a started module whose entitlement ended (licence expired or changed, override
+  /// off): it is recorded as `moduleLocked` with the reason.
+  public func stopLocked(_ id: String, detail: String) {
+    guard let i = records.firstIndex(where: { $0.moduleID == id }), stopRunning(id) else { return }
+    records[i].state = .failed(.moduleLocked)
+    environment.log.write(
+      LogRecord(
+        level: .warning, moduleID: id, message: "\(ReasonCode.moduleLocked.rawValue): stopped: \(detail)"))
+    persist()
+  }
 
   /// Stops one running module; false when it was not running.
   @discardableResult

@@ -1,0 +1,261 @@
+import ForsettiCore
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+/// Approvals, entitlements, licences and signed modules through the real CLI.
+@Suite struct TrustTests {
+  let dir = TemporaryDirectory("trust")
+
+  var state: String { dir.url("state") }
+
+  func module(
+    _ caps: [String], product: String? = nil, id: String = "com.test.app", entry: String = "app_entry"
+  ) throws
+    -> ModuleFixture
+  {
+    var f = ModuleFixture(moduleID: id, entryPoint: entry)
+    f.start = "fixture_log(\"started\"); return FORSETTI_OK;"
+    try f.install(
+      in: dir, name: entry, capabilities: caps,
+      manifestExtra: product.map { #","iapProductID":"\#($0)""# } ?? "")
+    return f
+  }
+
+  func writeManifest(_ f: ModuleFixture, _ caps: [String]) throws {
+    try dir.write("manifests/\(f.entryPoint).json", f.manifest(capabilities: caps))
+  }
+
+  func run(_ extra: [String] = []) throws -> ProcessResult {
+    try HostBinary.run(
+      [
+        "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state,
+        "--for", "0", "--json",
+      ]
+        + extra)
+  }
+
+  func reason(_ r: ProcessResult) throws -> String? {
+    let modules = try #require(try JSONParser.parse(r.stdout).objectValue?["modules"]?.arrayValue)
+    return modules.first?.objectValue?["reason"]?.stringValue
+  }
+
+  func approved() throws -> [String] {
+    let o = try JSONParser.parse(String(contentsOfFile: state + "/approvals.json", encoding: .utf8))
+    return o.objectValue?["modules"]?.objectValue?["com.test.app"]?.objectValue?["capabilities"]?.arrayValue?
+      .compactMap(\.stringValue) ?? []
+  }
+
+  @Test func everyApprovalTransition() throws {
+    let f = try module(["storage", "telemetry"])
+    // First run: nothing approved; a non-interactive run never waits for an answer.
+    let first = try run()
+    #expect(first.status == 1)
+    #expect(try reason(first) == "approvalPending")
+    #expect(first.stdout.contains("first run: approval needed for storage, telemetry"))
+
+    #expect(
+      try HostBinary.run(["approve", "com.test.app", "--manifests", dir.url("manifests"), "--state", state])
+        .status == 0)
+    #expect(try approved() == ["storage", "telemetry"])
+    #expect(try run().status == 0)  // same set: no question
+    #expect(try run().status == 0)
+
+    // Reduced: runs, and the stored approval shrinks at once.
+    try writeManifest(f, ["storage"])
+    #expect(try run().status == 0)
+    #expect(try approved() == ["storage"])
+
+    // Re-added after the reduction: asked again, for it alone.
+    try writeManifest(f, ["storage", "telemetry"])
+    let readded = try run()
+    #expect(try reason(readded) == "approvalPending")
+    #expect(readded.stdout.contains("update adds, awaiting approval: telemetry"))
+
+    // Broadened: only the added capability is pending; approving just it is enough.
+    try writeManifest(f, ["storage", "networking"])
+    let broadened = try run()
+    #expect(broadened.stdout.contains("update adds, awaiting approval: networking"))
+    #expect(
+      try HostBinary.run([
+        "approve", "com.test.app", "--capabilities", "networking", "--manifests", dir.url("manifests"),
+        "--state", state,
+      ])
+      .status == 0)
+    #expect(try run().status == 0)
+
+    // Revoked: asked again.
+    #expect(try HostBinary.run(["revoke", "com.test.app", "--state", state]).status == 0)
+    #expect(try reason(try run()) == "approvalPending")
+    let wrong = try HostBinary.run([
+      "approve", "com.test.app", "--capabilities", "camera", "--manifests", dir.url("manifests"), "--state",
+      state,
+    ])
+    #expect(wrong.status == 2)
+  }
+
+  @Test func aKilledWriteNeverLeavesABrokenApprovalStore() throws {
+    _ = try module(["storage", "telemetry", "networking"])
+    var rng = SystemRandomNumberGenerator()
+    for i in 0..<40 {
+      let caps = i % 2 == 0 ? "storage" : "telemetry,networking"
+      let p = Process()
+      p.executableURL = URL(fileURLWithPath: HostBinary.path)
+      p.arguments = [
+        "approve", "com.test.app", "--capabilities", caps, "--manifests", dir.url("manifests"), "--state",
+        state,
+      ]
+      p.standardOutput = FileHandle.nullDevice
+      p.standardError = FileHandle.nullDevice
+      try p.run()
+      usleep(UInt32.random(in: 0...12_000, using: &rng))
+      kill(p.processIdentifier, SIGKILL)
+      p.waitUntilExit()
+      if FileManager.default.fileExists(atPath: state + "/approvals.json") {
+        let text = try String(contentsOfFile: state + "/approvals.json", encoding: .utf8)
+        let value = try JSONParser.parse(text)
+        guard case .success = ApprovalLedger.decode(value) else {
+          Issue.record("approvals.json is not a valid store after a kill: \(text)")
+          return
+        }
+      }
+    }
+    // The store still works afterwards.
+    #expect(
+      try HostBinary.run(["approve", "com.test.app", "--manifests", dir.url("manifests"), "--state", state])
+        .status == 0)
+    #expect(try approved() == ["networking", "storage", "telemetry"])
+  }
+
+  func keygen(_ name: String) throws -> String {
+    let r = try HostBinary.run(["keygen", dir.url(name)])
+    #expect(r.status == 0, "\(r.stderr)")
+    try FileManager.default.createDirectory(
+      atPath: state + "/trusted-keys", withIntermediateDirectories: true)
+    return dir.url(name)
+  }
+
+  func issue(_ key: String, product: String, expires: String, to file: String) throws {
+    let r = try HostBinary.run([
+      "licence", "--key", key + ".key", "--product", product, "--licensee", "Ada", "--expires", expires,
+      "--out", file,
+    ])
+    #expect(r.status == 0, "\(r.stderr)")
+  }
+
+  static func instant(_ secondsFromNow: Double) -> String {
+    let f = ISO8601DateFormatter()
+    return f.string(from: Date().addingTimeInterval(secondsFromNow))
+  }
+
+  @Test func signedLicencesUnlockAndTamperedOnesDoNot() throws {
+    _ = try module([], product: "com.vendor.pro")
+    let vendor = try keygen("vendor")
+    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
+    try issue(
+      vendor, product: "com.vendor.pro", expires: Self.instant(3600), to: state + "/licences/pro.licence")
+    // Not yet trusted: locked.
+    #expect(try reason(try run()) == "moduleLocked")
+    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
+    // Trusting a key also means modules must be signed (one trusted-keys/ for both).
+    #expect(try reason(try run()) == "unsigned")
+    #expect(
+      try HostBinary.run(["sign", dir.url("plugins/app_entry.so"), "--key", vendor + ".key"]).status == 0)
+    #expect(try run().status == 0)
+    let explain = try HostBinary.run([
+      "explain", "com.test.app", "--manifests", dir.url("manifests"), "--state", state, "--approve-all",
+    ])
+    #expect(explain.stdout.contains("entitlement: UNLOCKED"))
+    #expect(explain.stdout.contains("active: com.vendor.pro"))
+    #expect(explain.stdout.contains("module override, persisted: unset"))
+
+    // One changed field: the signature no longer matches.
+    let text = try String(contentsOfFile: state + "/licences/pro.licence", encoding: .utf8)
+    try text.replacingOccurrences(of: "Ada", with: "Eve").write(
+      toFile: state + "/licences/pro.licence", atomically: true, encoding: .utf8)
+    #expect(try reason(try run()) == "moduleLocked")
+    let tampered = try HostBinary.run([
+      "explain", "com.test.app", "--manifests", dir.url("manifests"), "--state", state,
+    ])
+    #expect(tampered.stdout.contains("signature does not match"))
+
+    // An override decides before the licence, and says so.
+    #expect(
+      try HostBinary.run(["override", "product", "com.vendor.pro", "on", "--state", state]).status == 0)
+    #expect(try run().status == 0)
+    #expect(try HostBinary.run(["override", "module", "com.test.app", "off", "--state", state]).status == 0)
+    #expect(try reason(try run()) == "moduleLocked")
+    let why = try HostBinary.run([
+      "explain", "com.test.app", "--manifests", dir.url("manifests"), "--state", state, "--json",
+    ])
+    #expect(
+      try JSONParser.parse(why.stdout).objectValue?["entitlement"]?.objectValue?["decidedBy"]
+        == .string("moduleOverride:persisted"))
+    #expect(
+      try HostBinary.run(["override", "module", "com.test.app", "clear", "--state", state]).status == 0)
+    #expect(try run().status == 0)
+  }
+
+  @Test func anExpiringLicenceStopsItsModuleWhileTheHostRuns() throws {
+    _ = try module([], product: "com.vendor.pro")
+    let vendor = try keygen("vendor")
+    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
+    #expect(
+      try HostBinary.run(["sign", dir.url("plugins/app_entry.so"), "--key", vendor + ".key"]).status == 0)
+    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
+    try issue(
+      vendor, product: "com.vendor.pro", expires: Self.instant(2.5), to: state + "/licences/pro.licence")
+    let r = try HostBinary.run([
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state, "--for",
+      "5",
+    ])
+    #expect(r.stdout.contains("[module=com.test.app] started"))
+    #expect(r.stdout.contains("moduleLocked: stopped: no longer unlocked"))
+    #expect(r.status == 1)
+  }
+
+  @Test func allowAllEntitlementsExistsForDevOnly() throws {
+    _ = try module([], product: "com.vendor.pro")
+    #expect(try reason(try run()) == "moduleLocked")  // run's default: nothing unlocked
+    let flag = try run(["--allow-all-entitlements"])
+    #expect(flag.status == 2)
+    #expect(flag.stderr.contains("unknown option '--allow-all-entitlements'"))
+    let help = try HostBinary.run(["run", "--help"])
+    #expect(!help.stdout.contains("allow-all-entitlements"))
+    let dev = try HostBinary.run([
+      "dev", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state, "--for",
+      "0.3",
+      "--allow-all-entitlements",
+    ])
+    #expect(dev.stdout.contains("[module=com.test.app] started"), "\(dev.stdout)")
+  }
+
+  @Test func trustedKeysRefuseUnsignedAndTamperedModules() throws {
+    _ = try module([])
+    let so = dir.url("plugins/app_entry.so")
+    let check = [
+      "check", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state,
+      "--approve-all", "--json",
+    ]
+    #expect(try HostBinary.run(check).status == 0)  // no trusted keys: signatures not required
+    let vendor = try keygen("vendor")
+    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
+    #expect(try reason(try HostBinary.run(check)) == "unsigned")
+    #expect(try HostBinary.run(["sign", so, "--key", vendor + ".key"]).status == 0)
+    #expect(try HostBinary.run(check).status == 0)
+    #expect(try HostBinary.run(["verify", so, "--state", state]).status == 0)
+    // Signed by a key the host does not trust.
+    let stranger = try keygen("stranger")
+    #expect(try HostBinary.run(["sign", so, "--key", stranger + ".key"]).status == 0)
+    #expect(try reason(try HostBinary.run(check)) == "signatureInvalid")
+    #expect(try HostBinary.run(["sign", so, "--key", vendor + ".key"]).status == 0)
+    // One changed byte is enough.
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: so)))
+    bytes[bytes.count / 2] ^= 0x01
+    try Data(bytes).write(to: URL(fileURLWithPath: so))
+    #expect(try reason(try HostBinary.run(check)) == "signatureInvalid")
+    #expect(try HostBinary.run(["verify", so, "--state", state]).status == 1)
+    // And run refuses it before loading.
+    #expect(try reason(try run(["--approve-all"])) == "signatureInvalid")
+  }
+}
