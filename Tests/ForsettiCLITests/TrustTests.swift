@@ -15,7 +15,11 @@ import Testing
     -> ModuleFixture
   {
     var f = ModuleFixture(moduleID: id, entryPoint: entry)
-    f.start = "fixture_log(\"started\"); return FORSETTI_OK;"
+    f.start = """
+      fixture_log("started");
+      fixture_log(host->resolve(FORSETTI_SERVICE_TELEMETRY) ? "telemetry: granted" : "telemetry: denied");
+      return FORSETTI_OK;
+      """
     try f.install(
       in: dir, name: entry, capabilities: caps,
       manifestExtra: product.map { #","iapProductID":"\#($0)""# } ?? "")
@@ -33,6 +37,14 @@ import Testing
         "--for", "0", "--json",
       ]
         + extra)
+  }
+
+  /// The approval step's detail in `run --json`.
+  func approvalDetail(_ r: ProcessResult) throws -> String {
+    let modules = try #require(try JSONParser.parse(r.stdout).objectValue?["modules"]?.arrayValue)
+    let trace = modules.first?.objectValue?["trace"]?.arrayValue ?? []
+    return trace.compactMap(\.objectValue).first { $0["step"]?.stringValue == "approval" }?["detail"]?
+      .stringValue ?? ""
   }
 
   func reason(_ r: ProcessResult) throws -> String? {
@@ -66,16 +78,23 @@ import Testing
     #expect(try run().status == 0)
     #expect(try approved() == ["storage"])
 
-    // Re-added after the reduction: asked again, for it alone.
+    // Re-added after the reduction: asked again, for it alone; meanwhile the module runs with
+    // what stays approved and the re-added capability is denied.
     try writeManifest(f, ["storage", "telemetry"])
     let readded = try run()
-    #expect(try reason(readded) == "approvalPending")
-    #expect(readded.stdout.contains("update adds, awaiting approval: telemetry"))
+    #expect(readded.status == 0)
+    #expect(try approvalDetail(readded).contains("update adds telemetry, awaiting approval"))
+    #expect(try approvalDetail(readded).contains("runs with storage"))
+    #expect(readded.stderr.contains("telemetry: denied"))
+    #expect(
+      try HostBinary.run(["approve", "com.test.app", "--manifests", dir.url("manifests"), "--state", state])
+        .status == 0)
+    #expect(try run().stderr.contains("telemetry: granted"))
 
     // Broadened: only the added capability is pending; approving just it is enough.
     try writeManifest(f, ["storage", "networking"])
     let broadened = try run()
-    #expect(broadened.stdout.contains("update adds, awaiting approval: networking"))
+    #expect(try approvalDetail(broadened).contains("update adds networking, awaiting approval"))
     #expect(
       try HostBinary.run([
         "approve", "com.test.app", "--capabilities", "networking", "--manifests", dir.url("manifests"),

@@ -80,13 +80,14 @@ struct ApprovalEvaluateTests {
     #expect(d3.granted == [.storage])
     #expect(!d3.firstRun)
 
-    // The gate blocks v3 on the re-added capability.
+    // v3 runs with what stays approved; the re-added capability waits and is not granted.
     let ledger = ApprovalLedger(approved: ["com.example.notes": try #require(d3.storedAfter)])
-    let outcome = ApprovalRules.check(
-      ManifestModel.make(capabilities: [.storage, .telemetry]), approvals: ledger)
-    #expect(outcome.failureReason == .approvalPending)
-    #expect(outcome.failureDetail.contains("telemetry"))
-    #expect(!outcome.failureDetail.contains("storage"))
+    let v3 = ManifestModel.make(capabilities: [.storage, .telemetry])
+    #expect(ApprovalRules.check(v3, approvals: ledger) == .pass)
+    #expect(ApprovalRules.granted(v3, approvals: ledger) == [.storage])
+    let detail = ApprovalRules.passDetail(v3, approvals: ledger)
+    #expect(detail.hasPrefix("update adds telemetry, awaiting approval"))
+    #expect(detail.hasSuffix("runs with storage"))
   }
 }
 
@@ -103,13 +104,15 @@ struct ApprovalCheckTests {
     )
   }
 
-  @Test("an update that adds capabilities names only the added ones")
+  @Test("an update that adds capabilities runs with the old approval; only the added ones wait")
   func updatePending() {
     let ledger = ApprovalLedger(approved: ["com.example.notes": [.storage]])
-    let outcome = ApprovalRules.check(
-      ManifestModel.make(capabilities: [.storage, .networking]), approvals: ledger)
-    #expect(outcome.failureReason == .approvalPending)
-    #expect(outcome.failureDetail.hasPrefix("update adds, awaiting approval: networking;"))
+    let m = ManifestModel.make(capabilities: [.storage, .networking])
+    #expect(ApprovalRules.check(m, approvals: ledger) == .pass)
+    #expect(ApprovalRules.granted(m, approvals: ledger) == [.storage])
+    #expect(
+      ApprovalRules.passDetail(m, approvals: ledger).hasPrefix("update adds networking, awaiting approval"))
+    #expect(ApprovalRules.granted(m, approvals: .init(approveAll: true)) == [.storage, .networking])
   }
 
   @Test("approved capabilities pass, and a reduction passes")

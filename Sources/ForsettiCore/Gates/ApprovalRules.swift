@@ -23,9 +23,31 @@ public enum ApprovalRules {
     let decision = evaluate(requested: m.capabilitySet, approved: approvals.approved[m.moduleID])
     guard !decision.pending.isEmpty else { return .pass }
     let list = decision.pending.sorted().map(\.rawValue).joined(separator: ", ")
-    let what = decision.firstRun ? "first run: approval needed for" : "update adds, awaiting approval:"
+    // An update may run with what was approved before; only a first run waits for approval.
+    guard decision.firstRun else { return .pass }
     return .fail(
-      .init(.approvalPending, "\(what) \(list); approve with `forsetti-host approve \(m.moduleID)`"))
+      .init(
+        .approvalPending,
+        "first run: approval needed for \(list); approve with `forsetti-host approve \(m.moduleID)`"))
+  }
+
+  /// What a module that passed the approval gate may use: everything with `--approve-all`,
+  /// otherwise what is approved and still requested.
+  public static func granted(_ m: ModuleManifest, approvals: ApprovalLedger) -> Set<Capability> {
+    if approvals.approveAll || m.capabilitiesRequested.isEmpty { return m.capabilitySet }
+    return evaluate(requested: m.capabilitySet, approved: approvals.approved[m.moduleID]).granted
+  }
+
+  /// The trace line of a passing module: what it may use and what still waits.
+  public static func passDetail(_ m: ModuleManifest, approvals: ApprovalLedger) -> String {
+    if approvals.approveAll { return "approved by --approve-all" }
+    if m.capabilitiesRequested.isEmpty { return "no capabilities requested" }
+    let d = evaluate(requested: m.capabilitySet, approved: approvals.approved[m.moduleID])
+    if d.pending.isEmpty { return "all requested capabilities approved" }
+    let pending = d.pending.sorted().map(\.rawValue).joined(separator: ", ")
+    let granted = d.granted.isEmpty ? "nothing" : d.granted.sorted().map(\.rawValue).joined(separator: ", ")
+    return
+      "update adds \(pending), awaiting approval (denied until `forsetti-host approve \(m.moduleID)`); runs with \(granted)"
   }
 }
 

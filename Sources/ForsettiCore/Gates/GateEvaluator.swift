@@ -55,12 +55,7 @@ public enum GateEvaluator {
       (.compatibility, { ctx.compatibility.check(m) }, { ctx.compatibility.passDetail(m) }),
       (
         .approval, { ApprovalRules.check(m, approvals: ctx.approvals) },
-        {
-          ctx.approvals.approveAll
-            ? "approved by --approve-all"
-            : m.capabilitiesRequested.isEmpty
-              ? "no capabilities requested" : "all requested capabilities approved"
-        }
+        { ApprovalRules.passDetail(m, approvals: ctx.approvals) }
       ),
       (.entitlement, { OverrideRules.check(ctx.entitlement(m)) }, { ctx.entitlement(m).summary }),
       (

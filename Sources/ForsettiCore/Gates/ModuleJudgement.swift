@@ -7,6 +7,9 @@ public struct ModuleJudgement: Sendable, Hashable {
   /// The manifest, when discovery accepted it.
   public var manifest: ModuleManifest?
   public var trace: GateTrace
+  /// What the module may use once it runs (approved and still requested); nil when it never
+  /// reached the approval gate.
+  public var granted: Set<Capability>? = nil
 
   /// Whether no step failed.
   public var passed: Bool { trace.passed }
@@ -52,7 +55,10 @@ public enum GateStack {
         if GateEvaluator.evaluatePreLoad(m, context, into: &trace), let laterSteps {
           trace.skipRemaining(because: laterSteps)
         }
-        out.append(.init(file: file.file, moduleID: m.moduleID, manifest: m, trace: trace))
+        out.append(
+          .init(
+            file: file.file, moduleID: m.moduleID, manifest: m, trace: trace,
+            granted: ApprovalRules.granted(m, approvals: context.approvals)))
       case .invalid, .duplicate, .unreadable:
         trace.fail(.discover, file.outcome.reason ?? .validationFailed, file.outcome.detail)
         trace.skipRemaining(because: "not evaluated: discover failed")

@@ -47,8 +47,9 @@ public final class ModuleManager {
     records = judgements.map { j in
       ModuleRecord(
         file: j.file, moduleID: j.moduleID, manifest: j.manifest, binaryPath: nil,
-        state: j.passed ? .gated : .blocked(j.reason ?? .validationFailed), trace: j.trace, startDuration: nil
-      )
+        state: j.passed ? .gated : .blocked(j.reason ?? .validationFailed), trace: j.trace,
+        startDuration: nil,
+        granted: j.granted ?? j.manifest?.capabilitySet ?? [])
     }
     let passing = records.indices.filter { records[$0].state == .gated }
     let byID = Dictionary(passing.compactMap { i in records[i].manifest.map { ($0.moduleID, i) } }) { a, _ in
@@ -168,7 +169,7 @@ public final class ModuleManager {
 
     let binding: ModuleBinding
     do {
-      binding = try ModuleBinding(moduleID: m.moduleID, granted: m.capabilitySet, environment: environment)
+      binding = try ModuleBinding(moduleID: m.moduleID, granted: records[i].granted, environment: environment)
     } catch {
       fail(i, .start, .startFailed, "could not prepare the module's context: \(error)")
       return

@@ -48,6 +48,8 @@ public struct ModuleRecord: Sendable {
   /// The file actually loaded (a version copy in `dev`).
   public var loadedFrom: String?
   var loadedIsSwift = false
+  /// The capabilities the module may use (approved and requested).
+  public var granted: Set<Capability> = []
 }
 
 extension ModuleRecord {

@@ -82,11 +82,11 @@ extension ModuleManager {
     let policy = ConfinementPolicy(
       readExecute: [path, dir, settings.workerExecutable, "/etc/ld.so.cache"]
         + IsolationSettings.libraryDirectories(),
-      readWrite: [sandbox, "/dev/null"], networking: m.capabilitySet.contains(.networking),
+      readWrite: [sandbox, "/dev/null"], networking: records[i].granted.contains(.networking),
       limits: settings.limits)
     let config = WorkerConfiguration(
       moduleID: m.moduleID, library: path, entryPoint: m.entryPoint, isSwift: isSwift, sandbox: sandbox,
-      granted: m.capabilitySet, policy: policy, parent: getpid())
+      granted: records[i].granted, policy: policy, parent: getpid())
     let clock = ContinuousClock()
     let began = clock.now
     let inbox = self.inbox

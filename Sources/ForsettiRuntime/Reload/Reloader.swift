@@ -178,7 +178,7 @@ extension ModuleManager {
         ModuleRecord(
           file: j.file, moduleID: id, manifest: j.manifest, binaryPath: nil,
           state: j.passed ? .gated : .blocked(j.reason ?? .validationFailed), trace: j.trace,
-          startDuration: nil))
+          startDuration: nil, granted: j.granted ?? j.manifest?.capabilitySet ?? []))
       guard let m = j.manifest, j.passed else {
         return [
           .init(
@@ -240,6 +240,7 @@ extension ModuleManager {
     if wasRunning { stopRunning(id) }
     records[i].manifest = new
     records[i].trace = j.trace
+    records[i].granted = j.granted ?? new.capabilitySet
     records[i].file = j.file
     records[i].state = .gated
     activate(record: i, manifest: new, state: state)
