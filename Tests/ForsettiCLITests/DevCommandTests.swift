@@ -9,10 +9,15 @@ final class DevHost: Sendable {
   let process: Process
   private let output = LineBuffer()
 
-  init(_ args: [String]) throws {
+  /// Any verb, e.g. `run`.
+  static func launch(_ args: [String]) throws -> DevHost { try DevHost(args, verb: nil) }
+
+  convenience init(_ args: [String]) throws { try self.init(args, verb: "dev") }
+
+  init(_ args: [String], verb: String?) throws {
     process = Process()
     process.executableURL = URL(fileURLWithPath: HostBinary.path)
-    process.arguments = ["dev"] + args
+    process.arguments = (verb.map { [$0] } ?? []) + args
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe

@@ -277,4 +277,39 @@ import Testing
     // And run refuses it before loading.
     #expect(try reason(try run(["--approve-all"])) == "signatureInvalid")
   }
+
+  @Test func approvalsAndLicencesChangedWhileRunningTakeEffect() throws {
+    let f = try module(["storage"], product: "com.vendor.pro")
+    #expect(
+      try HostBinary.run(["approve", "com.test.app", "--manifests", dir.url("manifests"), "--state", state])
+        .status == 0)
+    try writeManifest(f, ["storage", "telemetry"])
+    try dir.write(
+      "manifests/app_entry.json",
+      f.manifest(capabilities: ["storage", "telemetry"], extra: #","iapProductID":"com.vendor.pro""#))
+    let vendor = try keygen("vendor")
+    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
+    #expect(
+      try HostBinary.run(["sign", dir.url("plugins/app_entry.so"), "--key", vendor + ".key"]).status == 0)
+    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
+    try issue(
+      vendor, product: "com.vendor.pro", expires: Self.instant(3600), to: state + "/licences/pro.licence")
+
+    let host = try DevHost.launch(
+      [
+        "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state,
+        "--for", "20",
+      ])
+    defer { host.stop() }
+    #expect(host.await("telemetry: denied") != nil, "\(host.lines)")
+    // Approving the added capability while the host runs restarts the module with it.
+    #expect(
+      try HostBinary.run(["approve", "com.test.app", "--manifests", dir.url("manifests"), "--state", state])
+        .status == 0)
+    #expect(host.await("restarted com.test.app with capabilities storage, telemetry") != nil, "\(host.lines)")
+    #expect(host.await("telemetry: granted") != nil)
+    // Removing the licence stops the module.
+    try FileManager.default.removeItem(atPath: state + "/licences/pro.licence")
+    #expect(host.await("moduleLocked: stopped: no longer unlocked") != nil, "\(host.lines)")
+  }
 }

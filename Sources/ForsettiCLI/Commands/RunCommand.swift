@@ -113,11 +113,11 @@ enum RunCommand {
     if !options.json { console.out(RunReport.table(manager.records)) }
 
     let deadline = duration.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) }
-    var nextEntitlementCheck = ContinuousClock.now + .seconds(1)
+    let trust = EntitlementWatch(options: options, discovered: report.manifests, wake: loop.waker)
     var why = "no module is running"
     while manager.hasWork || hooks != nil {
       var until = deadline
-      for due in [manager.nextRestart, hooks?.nextDue(), nextEntitlementCheck].compactMap({ $0 }) {
+      for due in [manager.nextRestart, hooks?.nextDue(), trust.nextDue].compactMap({ $0 }) {
         until = until.map { min($0, due) } ?? due
       }
       if let stop = loop.wait(until: until) {
@@ -130,10 +130,7 @@ enum RunCommand {
       }
       manager.superviseOnce()
       hooks?.process(manager)
-      if ContinuousClock.now >= nextEntitlementCheck {
-        nextEntitlementCheck = ContinuousClock.now + .seconds(1)
-        EntitlementWatch.recheck(manager, options: options, discovered: report.manifests)
-      }
+      trust.process(manager)
     }
     environment.log.write(LogRecord(level: .info, moduleID: nil, message: "stopping all modules (\(why))"))
     manager.stopAll()

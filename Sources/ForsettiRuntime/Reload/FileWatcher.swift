@@ -8,6 +8,7 @@ public final class FileWatcher: Sendable {
   private let fd: Int32
   private let directories: Mutex<[Int32: String]>
   private let onChange: @Sendable (String, ContinuousClock.Instant) -> Void
+  private let recursive: Bool
 
   public enum WatchError: Error, CustomStringConvertible {
     case unavailable(Int32)
@@ -23,17 +24,19 @@ public final class FileWatcher: Sendable {
 
   /// Starts watching `directories` (and their subdirectories); `onChange` gets each changed
   /// or removed file's path and when the event was read, on the watcher's thread.
-  public init(directories: [String], onChange: @escaping @Sendable (String, ContinuousClock.Instant) -> Void)
-    throws(WatchError)
-  {
+  public init(
+    directories: [String], recursive: Bool = true,
+    onChange: @escaping @Sendable (String, ContinuousClock.Instant) -> Void
+  ) throws(WatchError) {
     let fd = inotify_init1(Int32(IN_CLOEXEC))
     guard fd >= 0 else { throw .unavailable(errno) }
     self.fd = fd
     self.onChange = onChange
+    self.recursive = recursive
     var watched: [Int32: String] = [:]
     let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_CREATE)
     var all = directories
-    for d in directories {
+    for d in directories where recursive {
       if let walker = FileManager.default.enumerator(atPath: d) {
         for case let rel as String in walker {
           var isDir: ObjCBool = false
@@ -77,7 +80,7 @@ public final class FileWatcher: Sendable {
         let path = (dir as NSString).appendingPathComponent(name)
         if event.mask & UInt32(IN_ISDIR) != 0 {
           // A new subdirectory of manifests: watch it too.
-          if event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+          if recursive, event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
             let wd = inotify_add_watch(
               fd, path, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_CREATE))
             if wd >= 0 { directories.withLock { $0[wd] = path } }

@@ -120,6 +120,28 @@ extension ModuleManager {
   /// IDs and manifests of the started modules.
   public var startedManifests: [ModuleManifest] { running.compactMap { records[$0.record].manifest } }
 
+  /// Restarts a started module with a new capability grant (an approval given or revoked while
+  /// the host runs), handing the old instance's state to the new one.
+  public func regrant(_ id: String, _ granted: Set<Capability>) {
+    guard let i = records.firstIndex(where: { $0.moduleID == id }), let m = records[i].manifest, isRunning(id)
+    else { return }
+    let state = saveState(id)
+    stopRunning(id)
+    records[i].granted = granted
+    records[i].trace = GateTrace(entries: records[i].trace.entries.filter { $0.step < .load })
+    activate(record: i, manifest: m, copy: records[i].loadedFrom, state: state)
+    environment.hostLog(
+      .info,
+      "restarted \(id) with capabilities \(granted.isEmpty ? "none" : granted.sorted().map(\.rawValue).joined(separator: ", "))"
+    )
+    persist()
+  }
+
+  /// The capabilities each started module runs with.
+  public var grants: [String: Set<Capability>] {
+    Dictionary(running.map { ($0.moduleID, records[$0.record].granted) }) { a, _ in a }
+  }
+
   /// Stops a started module whose entitlement ended (licence expired or changed, override
   /// off): it is recorded as `moduleLocked` with the reason.
   public func stopLocked(_ id: String, detail: String) {
