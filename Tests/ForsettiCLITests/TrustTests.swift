@@ -162,6 +162,19 @@ import Testing
     #expect(r.status == 0, "\(r.stderr)")
   }
 
+  /// A vendor key the host trusts, the module signed with it, and a licence for
+  /// com.vendor.pro expiring `expiresIn` seconds from now.
+  func trustVendorSignAndLicence(expiresIn: Double) throws {
+    let vendor = try keygen("vendor")
+    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
+    #expect(
+      try HostBinary.run(["sign", dir.url("plugins/app_entry.so"), "--key", vendor + ".key"]).status == 0)
+    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
+    try issue(
+      vendor, product: "com.vendor.pro", expires: Self.instant(expiresIn), to: state + "/licences/pro.licence"
+    )
+  }
+
   static func instant(_ secondsFromNow: Double) -> String {
     let f = ISO8601DateFormatter()
     return f.string(from: Date().addingTimeInterval(secondsFromNow))
@@ -217,13 +230,7 @@ import Testing
 
   @Test func anExpiringLicenceStopsItsModuleWhileTheHostRuns() throws {
     _ = try module([], product: "com.vendor.pro")
-    let vendor = try keygen("vendor")
-    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
-    #expect(
-      try HostBinary.run(["sign", dir.url("plugins/app_entry.so"), "--key", vendor + ".key"]).status == 0)
-    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
-    try issue(
-      vendor, product: "com.vendor.pro", expires: Self.instant(2.5), to: state + "/licences/pro.licence")
+    try trustVendorSignAndLicence(expiresIn: 2.5)
     let r = try HostBinary.run([
       "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state, "--for",
       "5",
@@ -283,17 +290,10 @@ import Testing
     #expect(
       try HostBinary.run(["approve", "com.test.app", "--manifests", dir.url("manifests"), "--state", state])
         .status == 0)
-    try writeManifest(f, ["storage", "telemetry"])
     try dir.write(
       "manifests/app_entry.json",
       f.manifest(capabilities: ["storage", "telemetry"], extra: #","iapProductID":"com.vendor.pro""#))
-    let vendor = try keygen("vendor")
-    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
-    #expect(
-      try HostBinary.run(["sign", dir.url("plugins/app_entry.so"), "--key", vendor + ".key"]).status == 0)
-    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
-    try issue(
-      vendor, product: "com.vendor.pro", expires: Self.instant(3600), to: state + "/licences/pro.licence")
+    try trustVendorSignAndLicence(expiresIn: 3600)
 
     let host = try DevHost.launch(
       [
