@@ -15,7 +15,10 @@ public enum VersionCopies {
     let name = String(identity.hash, radix: 16) + "-" + (path as NSString).lastPathComponent
     let target = (dir as NSString).appendingPathComponent(name)
     if FileManager.default.fileExists(atPath: target) { return .success(target) }
-    do { try AtomicFile.write([UInt8](data), to: target, mode: 0o755) } catch { return .failure(error) }
+    // A cache of the binary: complete or absent (rename), but no fsync on the reload path.
+    do { try AtomicFile.write([UInt8](data), to: target, mode: 0o755, durable: false) } catch {
+      return .failure(error)
+    }
     return .success(target)
   }
 }

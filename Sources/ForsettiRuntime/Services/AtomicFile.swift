@@ -14,7 +14,11 @@ public enum AtomicFile {
   }
 
   /// Replaces `path` with `bytes` atomically, creating parent directories.
-  public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(WriteError) {
+  /// `durable: false` skips the fsyncs: still all-or-nothing for readers, but not guaranteed to
+  /// survive a power loss; for files that can be made again (version copies).
+  public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644, durable: Bool = true)
+    throws(WriteError)
+  {
     let dir = (path as NSString).deletingLastPathComponent
     if !dir.isEmpty {
       try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -28,7 +32,7 @@ public enum AtomicFile {
       unlink(tmp)
       throw .failed(path: path, step: "write", errno: e)
     }
-    guard fsync(fd) == 0 else {
+    guard !durable || fsync(fd) == 0 else {
       let e = errno
       close(fd)
       unlink(tmp)
@@ -40,7 +44,7 @@ public enum AtomicFile {
       unlink(tmp)
       throw .failed(path: path, step: "rename", errno: e)
     }
-    let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    let dfd = durable ? open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1
     if dfd >= 0 {
       fsync(dfd)
       close(dfd)
