@@ -16,36 +16,68 @@ enum DeliveryTarget<F>: Sendable {
   case remote(@Sendable (_ source: String, _ type: String, _ payload: UnsafeRawBufferPointer) -> Void)
 }
 
+/// One module's side of deliveries: whether it may receive, how many deliveries to it are under
+/// way, and the thread-local nesting counter of deliveries to it. Looked up once per subscription
+/// (or handler), so a delivery costs atomics, not hashing of module IDs.
+final class DeliveryLane: Sendable {
+  let closed = Atomic<Bool>(false)
+  let inFlight = Atomic<Int>(0)
+  let depthKey: UInt
+
+  init() {
+    var k = pthread_key_t()
+    pthread_key_create(&k, nil)
+    depthKey = UInt(k)
+  }
+
+  /// Deliveries to this module on the calling thread right now.
+  var depthHere: Int { Int(bitPattern: pthread_getspecific(pthread_key_t(depthKey))) }
+}
+
 /// Which modules may receive deliveries, and how many deliveries to each are under way, so a
 /// module being stopped can be taken off the bus and waited out before its `stop` runs.
 final class DeliveryGate: Sendable {
-  private let state = Mutex<(closed: Set<String>, inFlight: [String: Int])>(([], [:]))
+  private let lanes = Mutex<[String: DeliveryLane]>([:])
 
-  /// Re-admits a module ID (a new instance starts under it).
-  func open(_ moduleID: String) { state.withLock { _ = $0.closed.remove(moduleID) } }
-
-  /// No new subscription, handler or delivery for `moduleID` from now on.
-  func close(_ moduleID: String) { state.withLock { _ = $0.closed.insert(moduleID) } }
-
-  func isClosed(_ moduleID: String) -> Bool { state.withLock { $0.closed.contains(moduleID) } }
-
-  /// Marks a delivery to `moduleID` as begun, unless the module is closed.
-  func enter(_ moduleID: String) -> Bool {
-    state.withLock { s in
-      guard !s.closed.contains(moduleID) else { return false }
-      s.inFlight[moduleID, default: 0] += 1
-      return true
+  /// The lane of `moduleID`, made on first use (lanes live as long as the host).
+  func lane(_ moduleID: String) -> DeliveryLane {
+    lanes.withLock { l in
+      if let lane = l[moduleID] { return lane }
+      let lane = DeliveryLane()
+      l[moduleID] = lane
+      return lane
     }
   }
 
-  func leave(_ moduleID: String) { state.withLock { $0.inFlight[moduleID, default: 1] -= 1 } }
+  /// Re-admits a module ID (a new instance starts under it).
+  func open(_ moduleID: String) { lane(moduleID).closed.store(false, ordering: .sequentiallyConsistent) }
+
+  /// No new subscription, handler or delivery for `moduleID` from now on.
+  func close(_ moduleID: String) { lane(moduleID).closed.store(true, ordering: .sequentiallyConsistent) }
+
+  func isClosed(_ moduleID: String) -> Bool { lane(moduleID).closed.load(ordering: .sequentiallyConsistent) }
+
+  /// Marks a delivery as begun, unless the module is closed. Counting first and checking after
+  /// pairs with `close` then `quiesce`: either the delivery sees the module closed, or
+  /// `quiesce` sees the delivery.
+  static func enter(_ lane: DeliveryLane) -> Bool {
+    lane.inFlight.add(1, ordering: .sequentiallyConsistent)
+    if lane.closed.load(ordering: .sequentiallyConsistent) {
+      lane.inFlight.subtract(1, ordering: .sequentiallyConsistent)
+      return false
+    }
+    return true
+  }
+
+  static func leave(_ lane: DeliveryLane) { lane.inFlight.subtract(1, ordering: .sequentiallyConsistent) }
 
   /// Waits (at most `limit` seconds) until no delivery to `moduleID` is under way on another
   /// thread. A handler that is itself stopping its module is not waited for.
   func quiesce(_ moduleID: String, limit: Double = 1) -> Bool {
-    let own = DeliveryDepth.current(for: moduleID)
+    let l = lane(moduleID)
+    let own = l.depthHere
     var waited = 0.0
-    while state.withLock({ ($0.inFlight[moduleID] ?? 0) > own }) {
+    while l.inFlight.load(ordering: .sequentiallyConsistent) > own {
       if waited >= limit { return false }
       usleep(1000)
       waited += 0.001
@@ -63,28 +95,15 @@ enum DeliveryDepth {
     pthread_key_create(&k, nil)
     return k
   }()
-  private static let perModule = Mutex<[String: pthread_key_t]>([:])
 
   static var current: Int { Int(bitPattern: pthread_getspecific(key)) }
 
   static func set(_ n: Int) { pthread_setspecific(key, UnsafeRawPointer(bitPattern: n)) }
 
-  /// Deliveries to `moduleID` on this thread right now (for `quiesce`).
-  static func current(for moduleID: String) -> Int {
-    guard let k = perModule.withLock({ $0[moduleID] }) else { return 0 }
-    return Int(bitPattern: pthread_getspecific(k))
-  }
-
-  static func with<T>(_ moduleID: String, _ body: () -> T) -> T? {
+  static func with<T>(_ lane: DeliveryLane, _ body: () -> T) -> T? {
     let depth = current
     guard depth < limit else { return nil }
-    let k = perModule.withLock { m -> pthread_key_t in
-      if let k = m[moduleID] { return k }
-      var k = pthread_key_t()
-      pthread_key_create(&k, nil)
-      m[moduleID] = k
-      return k
-    }
+    let k = pthread_key_t(lane.depthKey)
     let mine = Int(bitPattern: pthread_getspecific(k))
     set(depth + 1)
     pthread_setspecific(k, UnsafeRawPointer(bitPattern: mine + 1))
@@ -104,9 +123,12 @@ public final class EventBus: Sendable {
     var moduleID: String
     var eventType: String
     var target: DeliveryTarget<forsetti_event_handler>
+    var lane: DeliveryLane
   }
 
-  private let state = Mutex<(next: Int64, subscriptions: [Subscription])>((1, []))
+  /// `ids` mirrors `subscriptions` so that finding one by ID scans plain integers, without
+  /// touching (and retaining) the strings and closures of every subscription.
+  private let state = Mutex<(next: Int64, subscriptions: [Subscription], ids: [Int64])>((1, [], []))
   let gate = DeliveryGate()
 
   /// Prefix reserved for the host's own events and messages.
@@ -120,7 +142,8 @@ public final class EventBus: Sendable {
   /// A new subscription ID, or a negative status (module closed, too many subscriptions).
   func subscribe(moduleID: String, eventType: String, target: DeliveryTarget<forsetti_event_handler>) -> Int64
   {
-    guard !gate.isClosed(moduleID) else { return Int64(FORSETTI_ERR_REVOKED) }
+    let lane = gate.lane(moduleID)
+    guard !lane.closed.load(ordering: .sequentiallyConsistent) else { return Int64(FORSETTI_ERR_REVOKED) }
     return state.withLock { s in
       guard s.subscriptions.lazy.filter({ $0.moduleID == moduleID }).count < Self.maxSubscriptionsPerModule
       else {
@@ -128,7 +151,9 @@ public final class EventBus: Sendable {
       }
       let id = s.next
       s.next += 1
-      s.subscriptions.append(Subscription(id: id, moduleID: moduleID, eventType: eventType, target: target))
+      s.subscriptions.append(
+        Subscription(id: id, moduleID: moduleID, eventType: eventType, target: target, lane: lane))
+      s.ids.append(id)
       return id
     }
   }
@@ -136,17 +161,21 @@ public final class EventBus: Sendable {
   /// Ends subscription `id` if `moduleID` made it.
   func unsubscribe(moduleID: String, id: Int64) -> Bool {
     state.withLock { s in
-      guard let i = s.subscriptions.firstIndex(where: { $0.id == id && $0.moduleID == moduleID }) else {
+      guard let i = s.ids.firstIndex(of: id), s.subscriptions[i].moduleID == moduleID else {
         return false
       }
       s.subscriptions.remove(at: i)
+      s.ids.remove(at: i)
       return true
     }
   }
 
   /// Removes every subscription of a stopping module.
   public func removeAll(moduleID: String) {
-    state.withLock { s in s.subscriptions.removeAll { $0.moduleID == moduleID } }
+    state.withLock { s in
+      s.subscriptions.removeAll { $0.moduleID == moduleID }
+      s.ids = s.subscriptions.map(\.id)
+    }
   }
 
   /// How many subscriptions `moduleID` holds.
@@ -164,9 +193,9 @@ public final class EventBus: Sendable {
       s.subscriptions.filter { $0.eventType == eventType || $0.eventType == "*" }
     }
     var delivered = 0
-    for t in targets where gate.enter(t.moduleID) {
-      defer { gate.leave(t.moduleID) }
-      _ = DeliveryDepth.with(t.moduleID) {
+    for t in targets where DeliveryGate.enter(t.lane) {
+      defer { DeliveryGate.leave(t.lane) }
+      _ = DeliveryDepth.with(t.lane) {
         switch t.target {
         case .local(let c):
           source.withCString { src in
@@ -184,14 +213,15 @@ public final class EventBus: Sendable {
 
 /// Direct messages: one handler per module; the sender is always the bound module.
 public final class MessageRouter: Sendable {
-  private let handlers = Mutex<[String: DeliveryTarget<forsetti_message_handler>]>([:])
+  private let handlers = Mutex<[String: (target: DeliveryTarget<forsetti_message_handler>, lane: DeliveryLane)]>([:])
   let gate = DeliveryGate()
 
   public init() {}
 
   func setHandler(moduleID: String, _ target: DeliveryTarget<forsetti_message_handler>?) -> Bool {
     guard !gate.isClosed(moduleID) || target == nil else { return false }
-    handlers.withLock { $0[moduleID] = target }
+    let lane = gate.lane(moduleID)
+    handlers.withLock { $0[moduleID] = target.map { ($0, lane) } }
     return true
   }
 
@@ -203,9 +233,9 @@ public final class MessageRouter: Sendable {
   func deliver(from sender: String, to target: String, type: String, payload: UnsafeRawPointer?, length: Int)
     -> Delivery
   {
-    guard let h = handlers.withLock({ $0[target] }), gate.enter(target) else { return .noHandler }
-    defer { gate.leave(target) }
-    let done: Bool? = DeliveryDepth.with(target) {
+    guard let (h, lane) = handlers.withLock({ $0[target] }), DeliveryGate.enter(lane) else { return .noHandler }
+    defer { DeliveryGate.leave(lane) }
+    let done: Bool? = DeliveryDepth.with(lane) {
       switch h {
       case .local(let c):
         sender.withCString { s in type.withCString { t in c.function(c.context, s, t, payload, length) } }
