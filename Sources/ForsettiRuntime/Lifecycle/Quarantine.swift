@@ -9,9 +9,11 @@ public struct BinaryIdentity: Sendable, Hashable {
   /// FNV-1a 64 of the content: identity, not security (a changed file lifts quarantine anyway).
   public var hash: UInt64
 
-  public static func of(_ path: String) -> BinaryIdentity? {
+  public static func of(_ path: String, contents: Data? = nil) -> BinaryIdentity? {
     var st = stat()
-    guard stat(path, &st) == 0, let data = FileManager.default.contents(atPath: path) else { return nil }
+    guard stat(path, &st) == 0, let data = contents ?? FileManager.default.contents(atPath: path) else {
+      return nil
+    }
     var h: UInt64 = 0xcbf2_9ce4_8422_2325
     for b in data {
       h ^= UInt64(b)

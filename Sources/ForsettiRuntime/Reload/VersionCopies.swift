@@ -8,7 +8,9 @@ public enum VersionCopies {
   public static func copy(_ path: String, moduleID: String, stateDirectory: String) -> Result<
     String, AtomicFile.WriteError
   > {
-    guard let data = FileManager.default.contents(atPath: path), let identity = BinaryIdentity.of(path) else {
+    guard let data = FileManager.default.contents(atPath: path),
+      let identity = BinaryIdentity.of(path, contents: data)
+    else {
       return .failure(.failed(path: path, step: "read", errno: errno))
     }
     let dir = (stateDirectory as NSString).appendingPathComponent("versions/\(moduleID)")

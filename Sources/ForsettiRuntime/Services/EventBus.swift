@@ -213,7 +213,9 @@ public final class EventBus: Sendable {
 
 /// Direct messages: one handler per module; the sender is always the bound module.
 public final class MessageRouter: Sendable {
-  private let handlers = Mutex<[String: (target: DeliveryTarget<forsetti_message_handler>, lane: DeliveryLane)]>([:])
+  private let handlers = Mutex<
+    [String: (target: DeliveryTarget<forsetti_message_handler>, lane: DeliveryLane)]
+  >([:])
   let gate = DeliveryGate()
 
   public init() {}
@@ -233,7 +235,9 @@ public final class MessageRouter: Sendable {
   func deliver(from sender: String, to target: String, type: String, payload: UnsafeRawPointer?, length: Int)
     -> Delivery
   {
-    guard let (h, lane) = handlers.withLock({ $0[target] }), DeliveryGate.enter(lane) else { return .noHandler }
+    guard let (h, lane) = handlers.withLock({ $0[target] }), DeliveryGate.enter(lane) else {
+      return .noHandler
+    }
     defer { DeliveryGate.leave(lane) }
     let done: Bool? = DeliveryDepth.with(lane) {
       switch h {
