@@ -17,6 +17,7 @@ public enum ForsettiHostCLI {
     Verb(spec: ListCommand.spec, run: ListCommand.run),
     Verb(spec: ExplainCommand.spec, run: ExplainCommand.run),
     Verb(spec: InspectCommand.spec, run: InspectCommand.run),
+    Verb(spec: LintCommand.spec, run: LintCommand.run),
     Verb(spec: SurfaceCommand.spec, run: SurfaceCommand.run),
     Verb(spec: ApproveCommand.approveSpec, run: ApproveCommand.approve),
     Verb(spec: ApproveCommand.revokeSpec, run: ApproveCommand.revoke),
