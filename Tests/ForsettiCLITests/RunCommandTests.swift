@@ -44,6 +44,8 @@ import Testing
       "[module=com.example.dashboard] first tick from com.example.counter",
       "[module=com.example.helloc] C module got its first tick from com.example.counter",
       "3 modules: 3 ran and stopped cleanly, 0 blocked, 0 failed",
+      // The first line says what confinement the kernel offers.
+      "[host] isolation: landlock ABI",
     ] {
       #expect(first.stdout.contains(line), "missing: \(line)")
     }

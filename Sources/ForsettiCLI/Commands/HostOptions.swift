@@ -106,15 +106,7 @@ struct HostOptions {
       }
     }
     var approvals = ApprovalLedger(approveAll: approveAll)
-    if !approveAll {
-      let path = (stateDirectory as NSString).appendingPathComponent("approvals.json")
-      if let value = try Self.readJSON(path, option: "state", missingOK: true) {
-        switch ApprovalLedger.decode(value) {
-        case .success(let ledger): approvals = ledger
-        case .failure(let e): throw .configuration(.file(option: "state", path: path, reason: e.description))
-        }
-      }
-    }
+    if !approveAll { approvals = try storedApprovals() }
     let now = GateContext.wallClock()
     let licences = LicenceEntitlementProvider.load(
       stateDirectory: stateDirectory, staticProducts: staticProducts.unlockedProducts, now: now)
@@ -157,13 +149,9 @@ struct HostOptions {
 
   /// The approvals the user actually gave (`approvals.json`), ignoring `--approve-all`.
   func storedApprovals() throws(CommandFailure) -> ApprovalLedger {
-    let path = (stateDirectory as NSString).appendingPathComponent("approvals.json")
-    guard let value = try Self.readJSON(path, option: "state", missingOK: true) else {
-      return ApprovalLedger()
-    }
-    switch ApprovalLedger.decode(value) {
-    case .success(let l): return l
-    case .failure(let e): throw .configuration(.file(option: "state", path: path, reason: e.description))
+    let store = ApprovalStore(stateDirectory: stateDirectory)
+    do { return try store.load() } catch {
+      throw .configuration(.file(option: "state", path: store.path, reason: error.description))
     }
   }
 

@@ -41,18 +41,20 @@ public struct StaticEntitlementProvider: EntitlementProvider {
   }
 }
 
-/// Step 5: a free module (no `iapProductID`) is unlocked; a paid one needs its product unlocked.
+/// Step 5 without overrides: a free module (no `iapProductID`) is unlocked; a paid one needs
+/// its product unlocked. The gate runs the same rule behind the override channels
+/// (`OverrideRules`); this is that rule with both channels empty.
 public enum EntitlementRules {
+  static func evaluation(_ m: ModuleManifest, _ provider: any EntitlementProvider) -> EntitlementEvaluation {
+    OverrideRules.evaluate(m, channels: OverrideChannels(), provider: provider, activeProducts: [], now: 0)
+  }
+
   public static func check(_ m: ModuleManifest, provider: any EntitlementProvider) -> GateOutcome {
-    guard let product = m.iapProductID else { return .pass }
-    if provider.isUnlocked(productID: product, moduleID: m.moduleID) { return .pass }
-    return .fail(
-      .init(
-        .moduleLocked, "product \"\(product)\" is not unlocked by the \(provider.name) entitlement provider"))
+    OverrideRules.check(evaluation(m, provider))
   }
 
   /// The trace line for a passing module.
   public static func passDetail(_ m: ModuleManifest, provider: any EntitlementProvider) -> String {
-    m.iapProductID.map { "product \"\($0)\" unlocked by \(provider.name)" } ?? "free module (no iapProductID)"
+    evaluation(m, provider).summary
   }
 }

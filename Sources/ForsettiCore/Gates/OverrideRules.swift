@@ -95,7 +95,10 @@ public struct EntitlementEvaluation: Sendable, Hashable {
     case .free: "free module (no iapProductID)"
     case .moduleOverride(let p, let s): "module override \(s.rawValue) from \(p)"
     case .productOverride(let p, let s): "product override \(s.rawValue) from \(p)"
-    case .provider(let p): "\(unlocked ? "unlocked" : "locked") by the \(p) entitlement provider"
+    case .provider(let p):
+      unlocked
+        ? "product \"\(requiredProduct ?? "")\" unlocked by \(p)"
+        : "product \"\(requiredProduct ?? "")\" is not unlocked by the \(p) entitlement provider"
     }
   }
 }
@@ -140,6 +143,7 @@ public enum OverrideRules {
   /// Step 5 with overrides: `moduleLocked` naming what decided.
   public static func check(_ e: EntitlementEvaluation) -> GateOutcome {
     if e.unlocked { return .pass }
+    if case .provider = e.decidedBy { return .fail(.init(.moduleLocked, e.summary)) }
     let product = e.requiredProduct.map { "product \"\($0)\"" } ?? "the module"
     return .fail(.init(.moduleLocked, "\(product) is locked: \(e.summary)"))
   }

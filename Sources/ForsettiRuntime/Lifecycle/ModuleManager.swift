@@ -226,13 +226,6 @@ public final class ModuleManager {
     }
   }
 
-  /// The bindings of started modules, by ID (tests use them to prove revocation).
-  public var bindings: [String: ModuleBinding] {
-    var out: [String: ModuleBinding] = [:]
-    for r in running { if case .inProcess(_, let b) = r.kind { out[r.moduleID] = b } }
-    return out
-  }
-
   /// Writes `runtime.json` and `surface.json` so other invocations (`list`, `surface`) can see
   /// what this host is doing.
   func persist() {

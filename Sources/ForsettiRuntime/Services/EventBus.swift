@@ -16,22 +16,15 @@ enum DeliveryTarget<F>: Sendable {
   case remote(@Sendable (_ source: String, _ type: String, _ payload: UnsafeRawBufferPointer) -> Void)
 }
 
-/// One module's side of deliveries: whether it may receive, how many deliveries to it are under
-/// way, and the thread-local nesting counter of deliveries to it. Looked up once per subscription
-/// (or handler), so a delivery costs atomics, not hashing of module IDs.
+/// One module's side of deliveries: whether it may receive and how many deliveries to it are
+/// under way. Looked up once per subscription (or handler), so a delivery costs atomics, not
+/// hashing of module IDs.
 final class DeliveryLane: Sendable {
   let closed = Atomic<Bool>(false)
   let inFlight = Atomic<Int>(0)
-  let depthKey: UInt
-
-  init() {
-    var k = pthread_key_t()
-    pthread_key_create(&k, nil)
-    depthKey = UInt(k)
-  }
 
   /// Deliveries to this module on the calling thread right now.
-  var depthHere: Int { Int(bitPattern: pthread_getspecific(pthread_key_t(depthKey))) }
+  var depthHere: Int { DeliveryDepth.count(of: self) }
 }
 
 /// Which modules may receive deliveries, and how many deliveries to each are under way, so a
@@ -87,30 +80,43 @@ final class DeliveryGate: Sendable {
 }
 
 /// How deeply the current thread is nested in deliveries, so that modules answering each other
-/// cannot recurse until the stack runs out.
+/// cannot recurse until the stack runs out. One thread-local stack of the lanes being delivered
+/// to (not a pthread key per module: a process has only 1,024 keys).
 enum DeliveryDepth {
   static let limit = 16
+
+  /// A thread's own stack; reached only from that thread.
+  final class Stack {
+    var lanes: [ObjectIdentifier] = []
+  }
+
   private static let key: pthread_key_t = {
     var k = pthread_key_t()
-    pthread_key_create(&k, nil)
+    pthread_key_create(&k) { p in
+      if let p { Unmanaged<Stack>.fromOpaque(p).release() }
+    }
     return k
   }()
 
-  static var current: Int { Int(bitPattern: pthread_getspecific(key)) }
+  private static var stack: Stack {
+    if let p = pthread_getspecific(key) { return Unmanaged<Stack>.fromOpaque(p).takeUnretainedValue() }
+    let s = Stack()
+    pthread_setspecific(key, Unmanaged.passRetained(s).toOpaque())
+    return s
+  }
 
-  static func set(_ n: Int) { pthread_setspecific(key, UnsafeRawPointer(bitPattern: n)) }
+  static var current: Int { stack.lanes.count }
+
+  static func count(of lane: DeliveryLane) -> Int {
+    let id = ObjectIdentifier(lane)
+    return stack.lanes.reduce(0) { $0 + ($1 == id ? 1 : 0) }
+  }
 
   static func with<T>(_ lane: DeliveryLane, _ body: () -> T) -> T? {
-    let depth = current
-    guard depth < limit else { return nil }
-    let k = pthread_key_t(lane.depthKey)
-    let mine = Int(bitPattern: pthread_getspecific(k))
-    set(depth + 1)
-    pthread_setspecific(k, UnsafeRawPointer(bitPattern: mine + 1))
-    defer {
-      set(depth)
-      pthread_setspecific(k, UnsafeRawPointer(bitPattern: mine))
-    }
+    let s = stack
+    guard s.lanes.count < limit else { return nil }
+    s.lanes.append(ObjectIdentifier(lane))
+    defer { s.lanes.removeLast() }
     return body()
   }
 }
