@@ -6,29 +6,36 @@ import Foundation
 public struct BinaryIndex: Sendable {
   /// Every inspected file, valid or not, by path.
   public private(set) var files: [String: Result<ELFFacts, BinaryError>] = [:]
-  /// Exported function name → paths of host-compatible files exporting it.
+  /// The inspected paths in the order they were added (directory order, then sorted names).
+  public private(set) var paths: [String] = []
+  /// Exported function name → paths of host-compatible files exporting it. Only names that are
+  /// C identifiers are indexed: a manifest's `entryPoint` can be nothing else, and skipping the
+  /// rest (Swift's mangled `$s…` names, thousands per Swift module) keeps indexing cheap.
   public private(set) var exporters: [String: [String]] = [:]
-  /// Symbol name → paths of files that have it in `.dynsym` but cannot serve it (import,
-  /// object, hidden, or a foreign architecture).
-  public private(set) var unusable: [String: [String]] = [:]
   /// Directories that could not be listed.
   public private(set) var unlistable: [String: String] = [:]
 
   public init() {}
 
   /// Indexes every `*.so` (and `*.so.N…`) file directly inside `directories`, in sorted order.
+  /// Files are inspected in parallel when there are many; the index is the same either way.
   public static func build(directories: [String]) -> BinaryIndex {
     var index = BinaryIndex()
+    var paths: [String] = []
     for dir in directories {
       let names: [String]
       do { names = try FileManager.default.contentsOfDirectory(atPath: dir) } catch {
         index.unlistable[dir] = "cannot list directory"
         continue
       }
+      let prefix = dir.hasSuffix("/") ? dir : dir + "/"
       for name in names.sorted() where isSharedObjectName(name) && !name.hasPrefix(".") {
-        index.add((dir as NSString).appendingPathComponent(name))
+        paths.append(prefix + name)
       }
     }
+    let results = ParallelMap.map(paths.count) { [paths] in ELFInspector.inspect(paths[$0]) }
+    index.files.reserveCapacity(paths.count)
+    for (path, result) in zip(paths, results) { index.add(path, result) }
     return index
   }
 
@@ -37,16 +44,24 @@ public struct BinaryIndex: Sendable {
   }
 
   /// Adds one file to the index.
-  public mutating func add(_ path: String) {
-    let result = ELFInspector.inspect(path)
-    files[path] = result
-    guard case .success(let facts) = result else { return }
-    for sym in facts.dynamicSymbols {
-      if sym.isExportedFunction && facts.matchesHost {
-        exporters[sym.name, default: []].append(path)
-      } else {
-        unusable[sym.name, default: []].append(path)
-      }
+  public mutating func add(_ path: String) { add(path, ELFInspector.inspect(path)) }
+
+  mutating func add(_ path: String, _ result: Result<ELFFacts, BinaryError>) {
+    if files.updateValue(result, forKey: path) == nil { paths.append(path) }
+    guard case .success(let facts) = result, facts.matchesHost else { return }
+    let table = facts.symbolTable
+    for i in table.indices where table[i].isExportedFunction {
+      guard table.withName(at: i, Self.isCIdentifier) else { continue }
+      exporters[table.name(at: i), default: []].append(path)
+    }
+  }
+
+  static func isCIdentifier(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard let first = name.first, first == UInt8(ascii: "_") || (first | 0x20) &- 0x61 < 26 else {
+      return false
+    }
+    return name.allSatisfy { b in
+      b == UInt8(ascii: "_") || (b | 0x20) &- 0x61 < 26 || b &- 0x30 < 10
     }
   }
 
@@ -66,8 +81,13 @@ public struct BinaryIndex: Sendable {
         ))
     }
     if let path = found.first, case .success(let facts) = files[path] { return .success(facts) }
-    for path in unusable[entryPoint] ?? [] {
-      guard case .success(let facts) = files[path] else { continue }
+    // Not exported by any usable file: find the files that have the name but cannot serve it
+    // (import, object, hidden, foreign architecture). Only failures pay for this scan.
+    for path in paths {
+      guard case .success(let facts) = files[path], let i = facts.symbolTable.index(of: entryPoint) else {
+        continue
+      }
+      if facts.matchesHost && facts.symbolTable[i].isExportedFunction { continue }
       if !facts.matchesHost {
         return .failure(
           .init(
@@ -112,10 +132,11 @@ public struct BinaryIndex: Sendable {
   public func inspectionStep(for m: ModuleManifest, trustedKeys: [String: [UInt8]]) -> BinaryInspectionStep {
     switch locate(entryPoint: m.entryPoint) {
     case .success(let facts):
-      let found = "\(m.entryPoint) exported by \(facts.path) (\(facts.elfClass.rawValue) \(facts.machine))"
-      guard !trustedKeys.isEmpty else { return .outcome(.pass, passDetail: found) }
+      let (entry, path, cls, machine) = (m.entryPoint, facts.path, facts.elfClass, facts.machine)
+      let found: @Sendable () -> String = { "\(entry) exported by \(path) (\(cls.rawValue) \(machine))" }
+      guard !trustedKeys.isEmpty else { return .outcome(.pass, passNote: .deferred(found)) }
       switch ModuleSignature.verify(facts.path, trusted: trustedKeys) {
-      case .valid(let keyID): return .outcome(.pass, passDetail: "\(found); signed by trusted key \(keyID)")
+      case .valid(let keyID): return .outcome(.pass, passDetail: "\(found()); signed by trusted key \(keyID)")
       case .unsigned:
         return .outcome(
           .fail(

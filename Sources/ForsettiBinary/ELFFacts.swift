@@ -6,23 +6,103 @@ public struct ELFFacts: Sendable, Hashable {
   public var machine: ELFMachine
   /// `ET_DYN` for shared objects.
   public var isSharedObject: Bool
-  /// Every named symbol of `.dynsym`.
-  public var dynamicSymbols: [DynamicSymbol]
+  /// `.dynsym`, with its names kept as bytes: indexing a thousand files makes a string only
+  /// for the symbols that can be entry points.
+  public var symbolTable: SymbolTable
   /// The content of a `.forsetti.manifest` section, when the module embeds its manifest.
   public var embeddedManifest: [UInt8]?
   /// `DT_NEEDED` entries: the libraries the dynamic loader will have to find.
   public var neededLibraries: [String]
 
+  public init(
+    path: String, fileSize: Int, elfClass: ELFClass, machine: ELFMachine, isSharedObject: Bool,
+    symbolTable: SymbolTable, embeddedManifest: [UInt8]?, neededLibraries: [String]
+  ) {
+    self.path = path
+    self.fileSize = fileSize
+    self.elfClass = elfClass
+    self.machine = machine
+    self.isSharedObject = isSharedObject
+    self.symbolTable = symbolTable
+    self.embeddedManifest = embeddedManifest
+    self.neededLibraries = neededLibraries
+  }
+
+  /// Every named symbol of `.dynsym`.
+  public var dynamicSymbols: [DynamicSymbol] { symbolTable.indices.map(symbolTable.symbol(at:)) }
+
   /// The symbols a host can call as an entry point: defined, global or weak, default or
   /// protected visibility, functions.
   public var exportedFunctions: [String] {
-    dynamicSymbols.filter(\.isExportedFunction).map(\.name)
+    symbolTable.indices.filter { symbolTable[$0].isExportedFunction }.map(symbolTable.name(at:))
   }
 
-  public func symbol(named name: String) -> DynamicSymbol? { dynamicSymbols.first { $0.name == name } }
+  public func symbol(named name: String) -> DynamicSymbol? {
+    symbolTable.index(of: name).map(symbolTable.symbol(at:))
+  }
 
   /// Whether this file could be loaded by this host (class and machine match).
   public var matchesHost: Bool { elfClass == .host && machine == .host }
+}
+
+/// The named entries of `.dynsym`, their names in one NUL-separated copy of the string table.
+public struct SymbolTable: Sendable, Hashable {
+  /// What one entry says about its symbol; the name is found by offset.
+  public struct Entry: Sendable, Hashable {
+    public var nameOffset: UInt32
+    public var kind: DynamicSymbol.Kind
+    public var binding: DynamicSymbol.Binding
+    public var isDefined: Bool
+    public var isVisible: Bool
+
+    public var isExportedFunction: Bool {
+      DynamicSymbol.isExportedFunction(
+        kind: kind, binding: binding, isDefined: isDefined, isVisible: isVisible)
+    }
+  }
+
+  /// The string table, ending in NUL; every entry's offset lies before that final NUL.
+  var names: [UInt8]
+  var entries: [Entry]
+
+  public init() {
+    names = [0]
+    entries = []
+  }
+
+  init(names: [UInt8], entries: [Entry]) {
+    self.names = names
+    self.entries = entries
+  }
+
+  public var indices: Range<Int> { entries.indices }
+  public subscript(i: Int) -> Entry { entries[i] }
+
+  /// The name bytes of entry `i`, without the NUL.
+  public func withName<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    names.withUnsafeBufferPointer { all in
+      let start = Int(entries[i].nameOffset)
+      var end = start
+      while all[end] != 0 { end += 1 }
+      return body(UnsafeBufferPointer(rebasing: all[start..<end]))
+    }
+  }
+
+  public func name(at i: Int) -> String { withName(at: i) { String(decoding: $0, as: UTF8.self) } }
+
+  public func symbol(at i: Int) -> DynamicSymbol {
+    let e = entries[i]
+    return DynamicSymbol(
+      name: name(at: i), kind: e.kind, binding: e.binding, isDefined: e.isDefined, isVisible: e.isVisible)
+  }
+
+  /// The first entry named `name`, compared as bytes.
+  public func index(of name: String) -> Int? {
+    var key = name
+    return key.withUTF8 { wanted in
+      indices.first { i in withName(at: i) { $0.elementsEqual(wanted) } }
+    }
+  }
 }
 
 /// One `.dynsym` entry.
@@ -39,6 +119,10 @@ public struct DynamicSymbol: Sendable, Hashable {
   public var isVisible: Bool
 
   public var isExportedFunction: Bool {
+    Self.isExportedFunction(kind: kind, binding: binding, isDefined: isDefined, isVisible: isVisible)
+  }
+
+  static func isExportedFunction(kind: Kind, binding: Binding, isDefined: Bool, isVisible: Bool) -> Bool {
     kind == .function && isDefined && isVisible && (binding == .global || binding == .weak)
   }
 

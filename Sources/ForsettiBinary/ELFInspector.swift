@@ -5,6 +5,8 @@ import Glibc
 public enum ELFInspector {
   /// The `.forsetti.manifest` section name modules may use to embed their manifest.
   public static let manifestSection = ".forsetti.manifest"
+  /// The name as a C string, made once: converting per section showed in profiles.
+  private static let manifestSectionC = Array(manifestSection.utf8CString)
   /// Embedded manifests larger than this are ignored as implausible.
   static let maxEmbeddedManifest = 1 << 20
 
@@ -15,31 +17,24 @@ public enum ELFInspector {
     guard libelfReady else {
       return .failure(.malformed(path: path, detail: "libelf could not be initialised"))
     }
-    // O_NONBLOCK: a FIFO named *.so must not block the host; regular files ignore it.
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-    guard fd >= 0 else { return .failure(.unreadable(path: path, reason: String(cString: strerror(errno)))) }
-    defer { close(fd) }
-    var st = stat()
-    guard fstat(fd, &st) == 0 else {
-      return .failure(.unreadable(path: path, reason: String(cString: strerror(errno))))
+    let image: FileImage
+    switch FileImage.open(path) {
+    case .success(let i): image = i
+    case .failure(let e): return .failure(e)
     }
-    guard (st.st_mode & S_IFMT) == S_IFREG else {
-      return .failure(.unreadable(path: path, reason: "not a regular file"))
+    defer { image.release() }
+    let bytes = image.bytes
+    guard bytes.count >= 4, bytes[0] == 0x7F, bytes[1] == 0x45, bytes[2] == 0x4C, bytes[3] == 0x46 else {
+      let head = bytes.prefix(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")
+      return .failure(.notELF(path: path, leadingBytes: bytes.isEmpty ? "nothing: the file is empty" : head))
     }
-    let size = Int(st.st_size)
-
-    var magic = [UInt8](repeating: 0, count: 4)
-    let got = pread(fd, &magic, 4, 0)
-    guard got == 4, magic == [0x7F, 0x45, 0x4C, 0x46] else {
-      let head = magic.prefix(max(0, got)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(
-        separator: " ")
-      return .failure(.notELF(path: path, leadingBytes: got <= 0 ? "nothing: the file is empty" : head))
-    }
-    guard let elf = elf_begin(fd, ELF_C_READ, nil) else {
+    // libelf parses the image in memory: one read of the file instead of a pread per header,
+    // section and string table.
+    guard let base = image.mutableBase, let elf = elf_memory(base, bytes.count) else {
       return .failure(.malformed(path: path, detail: lastError()))
     }
     defer { elf_end(elf) }
-    return facts(elf, path: path, size: size)
+    return facts(elf, path: path, size: bytes.count)
   }
 
   static func lastError() -> String {
@@ -78,7 +73,7 @@ public enum ELFInspector {
       return .failure(.malformed(path: path, detail: "no section name table: \(lastError())"))
     }
 
-    var symbols: [DynamicSymbol] = []
+    var symbols = SymbolTable()
     var embedded: [UInt8]?
     var needed: [String] = []
     var scn = elf_nextscn(elf, nil)
@@ -97,7 +92,6 @@ public enum ELFInspector {
               "a section ends at byte \(overflow ? "past 2^64" : String(end)) but the file has \(size) bytes")
         )
       }
-      let name = elf_strptr(elf, shstrndx, Int(shdr.sh_name)).map { String(cString: $0) } ?? ""
       switch shdr.sh_type {
       case UInt32(SHT_DYNSYM):
         switch readSymbols(elf, section, shdr, path: path) {
@@ -107,39 +101,48 @@ public enum ELFInspector {
       case UInt32(SHT_DYNAMIC):
         needed = readNeeded(elf, section, shdr)
       default:
-        if name == manifestSection && shdr.sh_size <= UInt64(maxEmbeddedManifest),
+        guard shdr.sh_size <= UInt64(maxEmbeddedManifest),
+          let name = elf_strptr(elf, shstrndx, Int(shdr.sh_name)),
+          manifestSectionC.withUnsafeBufferPointer({ $0.baseAddress.map { strcmp(name, $0) == 0 } ?? false }),
           let data = elf_getdata(section, nil), let buf = data.pointee.d_buf
-        {
-          embedded = Array(UnsafeRawBufferPointer(start: buf, count: data.pointee.d_size))
-          while embedded?.last == 0 { embedded?.removeLast() }
-        }
+        else { continue }
+        embedded = Array(UnsafeRawBufferPointer(start: buf, count: data.pointee.d_size))
+        while embedded?.last == 0 { embedded?.removeLast() }
       }
     }
     return .success(
       ELFFacts(
         path: path, fileSize: size, elfClass: cls, machine: ELFMachine(rawValue: ehdr.e_machine),
-        isSharedObject: true, dynamicSymbols: symbols, embeddedManifest: embedded, neededLibraries: needed))
+        isSharedObject: true, symbolTable: symbols, embeddedManifest: embedded, neededLibraries: needed))
   }
 
   private static func readSymbols(
     _ elf: OpaquePointer, _ section: OpaquePointer, _ shdr: GElf_Shdr, path: String
   )
-    -> Result<[DynamicSymbol], BinaryError>
+    -> Result<SymbolTable, BinaryError>
   {
     guard shdr.sh_entsize > 0, let data = elf_getdata(section, nil) else {
       return .failure(.malformed(path: path, detail: "unreadable .dynsym: \(lastError())"))
     }
+    // Names stay in one copy of the linked string table; no string is made per symbol.
+    var names: [UInt8] = []
+    if let strings = elf_getscn(elf, Int(shdr.sh_link)), let sdata = elf_getdata(strings, nil),
+      let sbuf = sdata.pointee.d_buf
+    {
+      names = Array(UnsafeRawBufferPointer(start: sbuf, count: sdata.pointee.d_size))
+    }
+    // A table whose last name runs off its end is cut there, as elf_strptr would refuse it.
+    if names.last != 0 { names.append(0) }
     // Count from the data libelf actually read, not from the header's claim.
     let entry = max(Int(shdr.sh_entsize), gelf_fsize(elf, ELF_T_SYM, 1, UInt32(EV_CURRENT)))
     let count = min(data.pointee.d_size / max(entry, 1), Int(Int32.max))
-    var out: [DynamicSymbol] = []
-    out.reserveCapacity(min(count, 1 << 16))
+    var entries: [SymbolTable.Entry] = []
+    entries.reserveCapacity(min(count, 1 << 16))
     var sym = GElf_Sym()
     for i in 0..<count {
       guard gelf_getsym(data, Int32(i), &sym) != nil else { continue }
-      guard sym.st_name != 0, let cname = elf_strptr(elf, Int(shdr.sh_link), Int(sym.st_name)) else {
-        continue
-      }
+      // Offset 0 is the empty name; past the table is a lie.
+      guard sym.st_name != 0, Int(sym.st_name) < names.count - 1 else { continue }
       let kind: DynamicSymbol.Kind =
         switch Int32(forsetti_sym_type(&sym)) {
         case STT_FUNC, STT_GNU_IFUNC: .function
@@ -154,13 +157,12 @@ public enum ELFInspector {
         default: .other
         }
       let vis = Int32(forsetti_sym_visibility(&sym))
-      out.append(
-        DynamicSymbol(
-          name: String(cString: cname), kind: kind, binding: binding,
-          isDefined: sym.st_shndx != UInt16(SHN_UNDEF),
+      entries.append(
+        SymbolTable.Entry(
+          nameOffset: sym.st_name, kind: kind, binding: binding, isDefined: sym.st_shndx != UInt16(SHN_UNDEF),
           isVisible: vis == STV_DEFAULT || vis == STV_PROTECTED))
     }
-    return .success(out)
+    return .success(SymbolTable(names: names, entries: entries))
   }
 
   private static func readNeeded(_ elf: OpaquePointer, _ section: OpaquePointer, _ shdr: GElf_Shdr)
@@ -180,5 +182,58 @@ public enum ELFInspector {
       }
     }
     return out
+  }
+}
+
+/// A file's bytes in memory for libelf: read into a buffer when small, mapped (readable and
+/// copy-on-write, never executable) when large, so a 50 MB module is not copied to find a
+/// few tables.
+struct FileImage {
+  /// Files up to this size are read with one call; larger ones are mapped.
+  static let readLimit = 1 << 18
+
+  private let base: UnsafeMutableRawPointer?
+  private let count: Int
+  private let mapped: Bool
+
+  var bytes: UnsafeBufferPointer<UInt8> {
+    UnsafeBufferPointer(start: base?.assumingMemoryBound(to: UInt8.self), count: count)
+  }
+
+  var mutableBase: UnsafeMutablePointer<CChar>? { base?.assumingMemoryBound(to: CChar.self) }
+
+  static func open(_ path: String) -> Result<FileImage, BinaryError> {
+    func failure(_ why: String) -> Result<FileImage, BinaryError> {
+      .failure(.unreadable(path: path, reason: why))
+    }
+    // O_NONBLOCK: a FIFO named *.so must not block the host; regular files ignore it.
+    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard fd >= 0 else { return failure(String(cString: strerror(errno))) }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { return failure(String(cString: strerror(errno))) }
+    guard (st.st_mode & S_IFMT) == S_IFREG else { return failure("not a regular file") }
+    let size = Int(st.st_size)
+    if size == 0 { return .success(FileImage(base: nil, count: 0, mapped: false)) }
+    if size > readLimit {
+      let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)
+      guard let p, p != MAP_FAILED else { return failure(String(cString: strerror(errno))) }
+      return .success(FileImage(base: p, count: size, mapped: true))
+    }
+    guard let buffer = malloc(size) else { return failure("out of memory for \(size) bytes") }
+    var total = 0
+    while total < size {
+      let n = read(fd, buffer + total, size - total)
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { break }
+      total += n
+    }
+    // A file that shrank while being read is inspected as what was read: truncated, if so.
+    return .success(FileImage(base: buffer, count: total, mapped: false))
+  }
+
+  func release() {
+    guard let base else { return }
+    if mapped { munmap(base, count) } else { free(base) }
   }
 }

@@ -126,7 +126,7 @@ struct HostOptions {
   }
 
   /// Step 2 as configured: ELF inspection, and the signature when keys are trusted.
-  func inspect(_ index: BinaryIndex) -> (ModuleManifest) -> BinaryInspectionStep {
+  func inspect(_ index: BinaryIndex) -> @Sendable (ModuleManifest) -> BinaryInspectionStep {
     let keys = trustedKeys
     return { index.inspectionStep(for: $0, trustedKeys: keys) }
   }
@@ -137,12 +137,11 @@ struct HostOptions {
   func judge(laterSteps: String) throws(CommandFailure) -> (DiscoveryReport, [ModuleJudgement]) {
     let report = try discover()
     let context = try gateContext(discovered: report.manifests)
-    let index = pluginDirectories.isEmpty ? nil : BinaryIndex.build(directories: pluginDirectories)
+    // The trusted keys are read once, not once per module.
+    let step = pluginDirectories.isEmpty ? nil : inspect(BinaryIndex.build(directories: pluginDirectories))
     let judgements = GateStack.judge(
       report, context: context,
-      inspect: { m in
-        index.map { inspect($0)(m) } ?? .skipped("no --plugins directory given; binary not inspected")
-      },
+      inspect: { m in step?(m) ?? .skipped("no --plugins directory given; binary not inspected") },
       laterSteps: laterSteps)
     return (report, judgements)
   }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// How discovery treats files that are not valid manifests.
 public enum DiscoveryMode: String, Sendable, Hashable {
   /// Skip JSON without any manifest root key; report invalid files and carry on.
@@ -69,12 +71,21 @@ public enum ManifestDiscovery {
   public static func discover(from source: any ManifestSource, mode: DiscoveryMode = .fallback)
     throws(ManifestSourceError) -> DiscoveryReport
   {
-    let paths = try source.candidateFiles().sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    let paths = sortedBytewise(try source.candidateFiles())
+    // Each file is read and decoded on its own (in parallel when there are many); which of two
+    // manifests with one ID wins, and where strict mode stops, is decided after, in path order.
+    let decoded = ParallelMap.map(paths.count) { judge(paths[$0], source: source, mode: mode) }
     var files: [DiscoveredFile] = []
+    files.reserveCapacity(decoded.count)
     var firstFileByID: [String: String] = [:]
-    for path in paths {
-      let entry = judge(path, source: source, mode: mode, seen: firstFileByID)
-      if case .manifest(let m) = entry.outcome { firstFileByID[m.moduleID] = path }
+    for var entry in decoded {
+      if case .manifest(let m) = entry.outcome {
+        if let first = firstFileByID[m.moduleID] {
+          entry.outcome = .duplicate(moduleID: m.moduleID, firstFile: first)
+        } else {
+          firstFileByID[m.moduleID] = entry.file
+        }
+      }
       files.append(entry)
       if mode == .strict, entry.outcome.reason != nil {
         return DiscoveryReport(files: files, strictFailure: entry)
@@ -83,12 +94,21 @@ public enum ManifestDiscovery {
     return DiscoveryReport(files: files, strictFailure: nil)
   }
 
-  static func judge(_ path: String, source: any ManifestSource, mode: DiscoveryMode, seen: [String: String])
-    -> DiscoveredFile
-  {
+  /// `paths` in byte-wise order of their UTF-8, compared as byte arrays made once per path
+  /// (comparing the strings' `utf8` views in the sort was a tenth of discovery).
+  static func sortedBytewise(_ paths: [String]) -> [String] {
+    let keys = paths.map { Array($0.utf8) }
+    return keys.indices.sorted { keys[$0].lexicographicallyPrecedes(keys[$1]) }.map { paths[$0] }
+  }
+
+  /// One file on its own: read, parse, decode. Duplicates are found by the caller.
+  static func judge(_ path: String, source: any ManifestSource, mode: DiscoveryMode) -> DiscoveredFile {
     let bytes: [UInt8]
     do { bytes = try source.read(path, limit: maxManifestBytes) } catch {
       return DiscoveredFile(file: path, outcome: .unreadable(error))
+    }
+    if let m = ManifestFastPath.decode(bytes) {
+      return DiscoveredFile(file: path, outcome: .manifest(m), moduleID: m.moduleID)
     }
     let value: JSONValue
     do { value = try JSONParser.parse(bytes) } catch {
@@ -105,10 +125,6 @@ public enum ManifestDiscovery {
     case .failure(let e):
       return DiscoveredFile(file: path, outcome: .invalid(.invalid(e)), moduleID: declaredID)
     case .success(let m):
-      if let first = seen[m.moduleID] {
-        return DiscoveredFile(
-          file: path, outcome: .duplicate(moduleID: m.moduleID, firstFile: first), moduleID: m.moduleID)
-      }
       return DiscoveredFile(file: path, outcome: .manifest(m), moduleID: m.moduleID)
     }
   }

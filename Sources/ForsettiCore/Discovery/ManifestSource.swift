@@ -101,6 +101,8 @@ public struct DirectoryManifestSource: ManifestSource {
       }
       if n == 0 { break }
       total += n
+      // A regular file reads short only at its end: no second call just to see 0.
+      if total < bytes.count { break }
     }
     if total > limit { throw .tooLarge(path: relativePath, limit: limit) }
     bytes.removeSubrange(total...)

@@ -47,30 +47,38 @@ public struct GateContext: Sendable {
 /// order; the first failure ends the run and later steps are recorded as skipped.
 public enum GateEvaluator {
   /// Appends steps 3–6 to `trace`; returns whether all passed.
+  ///
+  /// Straight-line on purpose: a table of closures here copied the manifest and the context into
+  /// boxes for every module, which was a quarter of gating a thousand of them.
   @discardableResult
   public static func evaluatePreLoad(_ m: ModuleManifest, _ ctx: GateContext, into trace: inout GateTrace)
     -> Bool
   {
-    let steps: [(GateStep, () -> GateOutcome, () -> String)] = [
-      (.compatibility, { ctx.compatibility.check(m) }, { ctx.compatibility.passDetail(m) }),
-      (
-        .approval, { ApprovalRules.check(m, approvals: ctx.approvals) },
-        { ApprovalRules.passDetail(m, approvals: ctx.approvals) }
-      ),
-      (.entitlement, { OverrideRules.check(ctx.entitlement(m)) }, { ctx.entitlement(m).summary }),
-      (
-        .runtimeRequirements, { RuntimeRequirementRules.check(m, providers: ctx.providers) },
-        { RuntimeRequirementRules.passDetail(m, providers: ctx.providers) }
-      ),
-    ]
-    for (step, rule, passDetail) in steps {
-      let outcome = rule()
-      trace.record(step, outcome, passDetail: passDetail())
-      if let v = outcome.violation {
-        trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(v.reason.rawValue)")
-        return false
+    func passes(_ step: GateStep, _ outcome: GateOutcome, _ passDetail: @escaping @Sendable () -> String)
+      -> Bool
+    {
+      guard let v = outcome.violation else {
+        trace.pass(step, .deferred(passDetail))
+        return true
       }
+      trace.fail(step, v.reason, v.detail)
+      trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(v.reason.rawValue)")
+      return false
     }
-    return true
+    guard passes(.compatibility, ctx.compatibility.check(m), { ctx.compatibility.passDetail(m) }) else {
+      return false
+    }
+    guard
+      passes(
+        .approval, ApprovalRules.check(m, approvals: ctx.approvals),
+        { ApprovalRules.passDetail(m, approvals: ctx.approvals) })
+    else { return false }
+    let entitlement = ctx.entitlement(m)
+    guard passes(.entitlement, OverrideRules.check(entitlement), { entitlement.summary }) else {
+      return false
+    }
+    return passes(
+      .runtimeRequirements, RuntimeRequirementRules.check(m, providers: ctx.providers),
+      { RuntimeRequirementRules.passDetail(m, providers: ctx.providers) })
   }
 }

@@ -10,10 +10,22 @@ public enum GateStep: String, Sendable, Hashable, CaseIterable, Comparable {
   case identityAndUI
   case start
 
-  public static func < (a: GateStep, b: GateStep) -> Bool {
-    let order = GateStep.allCases
-    return (order.firstIndex(of: a) ?? 0) < (order.firstIndex(of: b) ?? 0)
+  /// The step's place in the contract order.
+  var position: Int {
+    switch self {
+    case .discover: 0
+    case .inspectBinary: 1
+    case .compatibility: 2
+    case .approval: 3
+    case .entitlement: 4
+    case .runtimeRequirements: 5
+    case .load: 6
+    case .identityAndUI: 7
+    case .start: 8
+    }
   }
+
+  public static func < (a: GateStep, b: GateStep) -> Bool { a.position < b.position }
 }
 
 /// What one step decided.
@@ -31,14 +43,62 @@ public struct GateEntry: Sendable, Hashable {
   /// The reason code when the step failed; nil otherwise.
   public var reason: ReasonCode?
   /// What was checked and, on failure, what was wrong and what to do.
-  public var detail: String
+  public var detail: String {
+    get { note.text }
+    set { note = GateNote(newValue) }
+  }
+  var note: GateNote
 
   public init(step: GateStep, verdict: GateVerdict, reason: ReasonCode? = nil, detail: String) {
+    self.init(step: step, verdict: verdict, reason: reason, note: GateNote(detail))
+  }
+
+  init(step: GateStep, verdict: GateVerdict, reason: ReasonCode? = nil, note: GateNote) {
     self.step = step
     self.verdict = verdict
     self.reason = reason
-    self.detail = detail
+    self.note = note
   }
+}
+
+/// The text of a trace line, given or rendered when first read.
+///
+/// Gating builds a trace for every module, and most traces are never printed: building each
+/// pass line eagerly (versions, paths, lists) cost more than the rules themselves. A deferred
+/// note renders from immutable values, so reading it twice gives the same text.
+public struct GateNote: Sendable, Hashable {
+  private enum Storage: Sendable {
+    case text(String)
+    case deferred(Renderer)
+  }
+
+  /// Holds only an immutable, `@Sendable` closure: safe to share between threads.
+  private final class Renderer: Sendable {
+    let render: @Sendable () -> String
+    init(_ render: @escaping @Sendable () -> String) { self.render = render }
+  }
+
+  private let storage: Storage
+
+  public init(_ text: String) { storage = .text(text) }
+
+  /// A note rendered by `render` whenever its text is read.
+  public static func deferred(_ render: @escaping @Sendable () -> String) -> GateNote {
+    GateNote(storage: .deferred(Renderer(render)))
+  }
+
+  private init(storage: Storage) { self.storage = storage }
+
+  public var text: String {
+    switch storage {
+    case .text(let t): t
+    case .deferred(let r): r.render()
+    }
+  }
+
+  /// Notes are equal when their texts are.
+  public static func == (a: GateNote, b: GateNote) -> Bool { a.text == b.text }
+  public func hash(into h: inout Hasher) { h.combine(text) }
 }
 
 /// Everything the gate stack decided about one module, step by step.
@@ -57,6 +117,11 @@ public struct GateTrace: Sendable, Hashable {
     entries.append(.init(step: step, verdict: .pass, detail: detail))
   }
 
+  /// A pass whose line is rendered only if someone reads it.
+  public mutating func pass(_ step: GateStep, _ note: GateNote) {
+    entries.append(.init(step: step, verdict: .pass, note: note))
+  }
+
   public mutating func fail(_ step: GateStep, _ reason: ReasonCode, _ detail: String) {
     entries.append(.init(step: step, verdict: .fail, reason: reason, detail: detail))
   }
@@ -67,15 +132,20 @@ public struct GateTrace: Sendable, Hashable {
 
   /// Records the outcome of a rule: pass with `passDetail`, or fail with the rule's violation.
   public mutating func record(_ step: GateStep, _ outcome: GateOutcome, passDetail: String) {
+    record(step, outcome, passNote: GateNote(passDetail))
+  }
+
+  /// Records the outcome of a rule: pass with `passNote`, or fail with the rule's violation.
+  public mutating func record(_ step: GateStep, _ outcome: GateOutcome, passNote: GateNote) {
     switch outcome {
-    case .pass: pass(step, passDetail)
+    case .pass: pass(step, passNote)
     case .fail(let v): fail(step, v.reason, v.detail)
     }
   }
 
   /// Marks every step after the last recorded one as skipped, saying why.
   public mutating func skipRemaining(through last: GateStep = .start, because why: String) {
-    let after = entries.map(\.step).max()
+    let after = entries.lazy.map(\.step).max()
     for step in GateStep.allCases where step <= last && after.map({ step > $0 }) ?? true {
       skip(step, why)
     }

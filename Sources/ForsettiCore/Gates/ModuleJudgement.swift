@@ -21,7 +21,12 @@ public struct ModuleJudgement: Sendable, Hashable {
 public enum BinaryInspectionStep: Sendable, Hashable {
   /// Not run, and why (e.g. no plugin directory was given).
   case skipped(String)
-  case outcome(GateOutcome, passDetail: String)
+  case outcome(GateOutcome, passNote: GateNote)
+
+  /// An outcome with a fixed pass line.
+  public static func outcome(_ o: GateOutcome, passDetail: String) -> BinaryInspectionStep {
+    .outcome(o, passNote: GateNote(passDetail))
+  }
 }
 
 /// Runs the gate stack over a discovery report: discover, inspect binary, then steps 3–6.
@@ -31,40 +36,46 @@ public enum GateStack {
   /// module are recorded as skipped with that detail; otherwise they are left for the loader.
   public static func judge(
     _ report: DiscoveryReport, context: GateContext,
-    inspect: (ModuleManifest) -> BinaryInspectionStep, laterSteps: String?
+    inspect: @Sendable (ModuleManifest) -> BinaryInspectionStep, laterSteps: String?
   ) -> [ModuleJudgement] {
-    var out: [ModuleJudgement] = []
-    for file in report.files {
-      var trace = GateTrace()
-      switch file.outcome {
-      case .ignored:
-        continue
-      case .manifest(let m):
-        trace.pass(.discover, file.outcome.detail)
-        switch inspect(m) {
-        case .skipped(let why):
-          trace.skip(.inspectBinary, why)
-        case .outcome(let o, let passDetail):
-          trace.record(.inspectBinary, o, passDetail: passDetail)
-          if let v = o.violation {
-            trace.skipRemaining(because: "not evaluated: inspectBinary failed with \(v.reason.rawValue)")
-            out.append(.init(file: file.file, moduleID: m.moduleID, manifest: m, trace: trace))
-            continue
-          }
+    // Modules are judged independently (in parallel when there are many), in file order.
+    let files = report.files
+    return ParallelMap.map(files.count) { i in
+      judge(files[i], context: context, inspect: inspect, laterSteps: laterSteps)
+    }.compactMap { $0 }
+  }
+
+  /// One file's judgement; nil for a file discovery ignored.
+  static func judge(
+    _ file: DiscoveredFile, context: GateContext,
+    inspect: (ModuleManifest) -> BinaryInspectionStep, laterSteps: String?
+  ) -> ModuleJudgement? {
+    var trace = GateTrace()
+    switch file.outcome {
+    case .ignored:
+      return nil
+    case .manifest(let m):
+      trace.pass(.discover, .deferred { [outcome = file.outcome] in outcome.detail })
+      switch inspect(m) {
+      case .skipped(let why):
+        trace.skip(.inspectBinary, why)
+      case .outcome(let o, let passNote):
+        trace.record(.inspectBinary, o, passNote: passNote)
+        if let v = o.violation {
+          trace.skipRemaining(because: "not evaluated: inspectBinary failed with \(v.reason.rawValue)")
+          return .init(file: file.file, moduleID: m.moduleID, manifest: m, trace: trace)
         }
-        if GateEvaluator.evaluatePreLoad(m, context, into: &trace), let laterSteps {
-          trace.skipRemaining(because: laterSteps)
-        }
-        out.append(
-          .init(
-            file: file.file, moduleID: m.moduleID, manifest: m, trace: trace,
-            granted: ApprovalRules.granted(m, approvals: context.approvals)))
-      case .invalid, .duplicate, .unreadable:
-        trace.fail(.discover, file.outcome.reason ?? .validationFailed, file.outcome.detail)
-        trace.skipRemaining(because: "not evaluated: discover failed")
-        out.append(.init(file: file.file, moduleID: file.moduleID, manifest: nil, trace: trace))
       }
+      if GateEvaluator.evaluatePreLoad(m, context, into: &trace), let laterSteps {
+        trace.skipRemaining(because: laterSteps)
+      }
+      return .init(
+        file: file.file, moduleID: m.moduleID, manifest: m, trace: trace,
+        granted: ApprovalRules.granted(m, approvals: context.approvals))
+    case .invalid, .duplicate, .unreadable:
+      trace.fail(.discover, file.outcome.reason ?? .validationFailed, file.outcome.detail)
+      trace.skipRemaining(because: "not evaluated: discover failed")
+      return .init(file: file.file, moduleID: file.moduleID, manifest: nil, trace: trace)
     }
-    return out
   }
 }

@@ -10,14 +10,18 @@ public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertibl
 /// A strict RFC 8259 parser for untrusted input: rejects duplicate keys, invalid UTF-8,
 /// control characters in strings and nesting deeper than `maxDepth`, so a hostile file
 /// produces an error, never a crash.
+///
+/// It reads through an unsafe view of the caller's bytes, valid only during `parse`: manifests
+/// are parsed by the thousand at discovery, and array access with bounds and exclusivity checks
+/// on every byte cost more than the parse itself.
 public struct JSONParser {
   public static let defaultMaxDepth = 128
 
-  private let bytes: [UInt8]
+  private let bytes: UnsafeBufferPointer<UInt8>
   private var pos = 0
   private let maxDepth: Int
 
-  private init(bytes: [UInt8], maxDepth: Int) {
+  private init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
     self.bytes = bytes
     self.maxDepth = maxDepth
   }
@@ -26,13 +30,20 @@ public struct JSONParser {
   public static func parse(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) throws(JSONSyntaxError)
     -> JSONValue
   {
-    var p = JSONParser(bytes: bytes, maxDepth: maxDepth)
-    if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { p.pos = 3 }
-    p.skipWhitespace()
-    let value = try p.parseValue(depth: 0)
-    p.skipWhitespace()
-    if p.pos < bytes.count {
-      throw p.error("unexpected \(p.describeCurrent()) after the end of the document")
+    let result: Result<JSONValue, JSONSyntaxError> = bytes.withUnsafeBufferPointer { buffer in
+      var p = JSONParser(bytes: buffer, maxDepth: maxDepth)
+      return Result { () throws(JSONSyntaxError) in try p.document() }
+    }
+    return try result.get()
+  }
+
+  private mutating func document() throws(JSONSyntaxError) -> JSONValue {
+    if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { pos = 3 }
+    skipWhitespace()
+    let value = try parseValue(depth: 0)
+    skipWhitespace()
+    if pos < bytes.count {
+      throw error("unexpected \(describeCurrent()) after the end of the document")
     }
     return value
   }
@@ -113,14 +124,14 @@ public struct JSONParser {
       }
       let keyStart = pos
       let key = try parseString()
-      if object[key] != nil { throw error("duplicate key \"\(key)\"", at: keyStart) }
+      if object.contains(key) { throw error("duplicate key \"\(key)\"", at: keyStart) }
       skipWhitespace()
       guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else {
         throw error("unexpected \(describeCurrent()), expected ':' after key \"\(key)\"")
       }
       pos += 1
       skipWhitespace()
-      object[key] = try parseValue(depth: depth)
+      object.appendNew(key, try parseValue(depth: depth))
       skipWhitespace()
       guard pos < bytes.count else { throw error("unexpected end of file, expected ',' or '}'") }
       if bytes[pos] == UInt8(ascii: ",") {
@@ -189,7 +200,7 @@ public struct JSONParser {
       }
       while pos < bytes.count && isDigit(bytes[pos]) { pos += 1 }
     }
-    return .number(String(decoding: bytes[start..<pos], as: UTF8.self))
+    return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self))
   }
 
   private mutating func parseString() throws(JSONSyntaxError) -> String {
@@ -198,19 +209,21 @@ public struct JSONParser {
     // Fast path: most strings have no escapes and no control characters; validate the slice
     // in one go instead of copying byte by byte.
     var end = pos
-    while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"),
-      bytes[end] >= 0x20
-    {
+    var high: UInt8 = 0
+    while end < bytes.count {
+      let b = bytes[end]
+      if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 { break }
+      high |= b
       end += 1
     }
     if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-      let start = pos
+      let slice = UnsafeBufferPointer(rebasing: bytes[pos..<end])
       pos = end + 1
-      guard
-        let s = bytes.withUnsafeBufferPointer({
-          String(validating: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self)
-        })
-      else { throw error("string is not valid UTF-8", at: open) }
+      // ASCII needs no validation; the generic validating initialiser is for the rest.
+      if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
+      guard let s = String(validating: slice, as: UTF8.self) else {
+        throw error("string is not valid UTF-8", at: open)
+      }
       return s
     }
     var out: [UInt8] = Array(bytes[pos..<end])

@@ -43,7 +43,18 @@ public enum JSONValue: Sendable, Equatable {
   /// The value as an integer when it is a number written without fraction or exponent.
   public var integerValue: Int? {
     guard case .number(let lexeme) = self else { return nil }
-    guard !lexeme.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) else { return nil }
+    // Short plain digit strings (every version number) are summed directly; the rest go
+    // through Int's own parser.
+    var n = 0
+    var digits = 0
+    for b in lexeme.utf8 {
+      guard b &- UInt8(ascii: "0") < 10, digits < 18 else { digits = -1; break }
+      n = n * 10 + Int(b &- UInt8(ascii: "0"))
+      digits += 1
+    }
+    if digits > 0 { return n }
+    guard !lexeme.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") })
+    else { return nil }
     return Int(lexeme)
   }
 
@@ -54,15 +65,19 @@ public enum JSONValue: Sendable, Equatable {
 ///
 /// Small objects (all of a manifest's) are searched linearly: hashing every key cost more than
 /// parsing the document. Past `indexThreshold` members a dictionary index is kept, so a hostile
-/// object with many keys stays linear to build, not quadratic.
+/// object with many keys stays linear to build, not quadratic. Keys and values are kept in two
+/// arrays so a search walks only the keys.
 public struct JSONObject: Sendable, Equatable {
-  public private(set) var members: [(key: String, value: JSONValue)]
+  public private(set) var keys: [String]
+  /// The values, in the order of `keys`.
+  public private(set) var values: [JSONValue]
   private var index: [String: Int]?
 
   static let indexThreshold = 16
 
   public init() {
-    members = []
+    keys = []
+    values = []
     index = nil
   }
 
@@ -71,41 +86,62 @@ public struct JSONObject: Sendable, Equatable {
     for (k, v) in pairs { self[k] = v }
   }
 
-  public var keys: [String] { members.map(\.key) }
+  /// The members in document order.
+  public var members: [(key: String, value: JSONValue)] { zip(keys, values).map { ($0, $1) } }
+
+  public var count: Int { keys.count }
 
   private func position(of key: String) -> Int? {
     if let index { return index[key] }
-    return members.firstIndex { $0.key == key }
+    // Comparing lengths first rejects almost every other key of a manifest without a string
+    // comparison.
+    let length = key.utf8.count
+    for i in keys.indices where keys[i].utf8.count == length && keys[i] == key { return i }
+    return nil
   }
 
   public subscript(key: String) -> JSONValue? {
-    get { position(of: key).map { members[$0].value } }
+    get { position(of: key).map { values[$0] } }
     set {
       if let i = position(of: key) {
-        if let newValue { members[i].value = newValue } else { remove(at: i) }
+        if let newValue { values[i] = newValue } else { remove(at: i) }
       } else if let newValue {
-        index?[key] = members.count
-        members.append((key, newValue))
-        if index == nil && members.count > Self.indexThreshold { rebuildIndex() }
+        append(key, newValue)
       }
     }
   }
 
+  func contains(_ key: String) -> Bool { position(of: key) != nil }
+
+  /// Adds a member whose key the caller knows is absent (the parser has just checked).
+  mutating func appendNew(_ key: String, _ value: JSONValue) { append(key, value) }
+
+  private mutating func append(_ key: String, _ value: JSONValue) {
+    if keys.isEmpty {
+      keys.reserveCapacity(8)
+      values.reserveCapacity(8)
+    }
+    index?[key] = keys.count
+    keys.append(key)
+    values.append(value)
+    if index == nil && keys.count > Self.indexThreshold { rebuildIndex() }
+  }
+
   private mutating func rebuildIndex() {
     var d: [String: Int] = [:]
-    d.reserveCapacity(members.count * 2)
-    for (n, m) in members.enumerated() { d[m.key] = n }
+    d.reserveCapacity(keys.count * 2)
+    for (n, k) in keys.enumerated() { d[k] = n }
     index = d
   }
 
   private mutating func remove(at i: Int) {
-    members.remove(at: i)
+    keys.remove(at: i)
+    values.remove(at: i)
     if index != nil { rebuildIndex() }
   }
 
   public static func == (a: JSONObject, b: JSONObject) -> Bool {
-    a.members.count == b.members.count
-      && zip(a.members, b.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+    a.keys == b.keys && a.values == b.values
   }
 }
 

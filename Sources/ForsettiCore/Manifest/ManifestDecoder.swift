@@ -31,6 +31,7 @@ public enum ManifestDecoder {
 
   /// Parses and decodes manifest bytes.
   public static func decode(bytes: [UInt8]) -> Result<ModuleManifest, ManifestLoadError> {
+    if let m = ManifestFastPath.decode(bytes) { return .success(m) }
     let value: JSONValue
     do { value = try JSONParser.parse(bytes) } catch { return .failure(.invalidJSON(error)) }
     return decode(value).mapError { .invalid($0) }
@@ -63,22 +64,6 @@ private struct Reader {
   /// No list in a manifest is legitimately longer; the bound keeps duplicate checks cheap.
   static let maxListLength = 1024
 
-  static func isModuleID(_ id: String) -> Bool {
-    let parts = id.split(separator: ".", omittingEmptySubsequences: false)
-    guard parts.count >= 2, let first = parts.first?.first, first.isASCIILetter else { return false }
-    for (i, part) in parts.enumerated() {
-      guard let head = part.first, head.isASCIILetter else { return false }
-      let allowed: (Character) -> Bool = { $0.isASCIILetter || $0.isASCIIDigit || (i > 0 && $0 == "-") }
-      guard part.allSatisfy(allowed) else { return false }
-    }
-    return true
-  }
-
-  static func isCIdentifier(_ s: String) -> Bool {
-    guard let first = s.first, first.isASCIILetter || first == "_" else { return false }
-    return s.allSatisfy { $0.isASCIILetter || $0.isASCIIDigit || $0 == "_" }
-  }
-
   mutating func add(_ field: String, _ problem: ManifestIssue.Problem) {
     issues.append(.init(field: field, problem: problem))
   }
@@ -91,7 +76,7 @@ private struct Reader {
         add("moduleID", .reservedNamespace(id))
         return nil
       }
-      guard Reader.isModuleID(id) else {
+      guard ManifestText.isModuleID(id) else {
         add("moduleID", id.isEmpty ? .blank : .invalidModuleID(id))
         return nil
       }
@@ -109,7 +94,7 @@ private struct Reader {
     let capabilities: [Capability]? = enumList(o, "capabilitiesRequested", required: true, nonEmpty: false)
     let product = nonBlank(o, "iapProductID", required: false, blankHint: true)
     let entryPoint = string(o, "entryPoint", required: true).flatMap { name -> String? in
-      guard Reader.isCIdentifier(name) else {
+      guard ManifestText.isCIdentifier(name) else {
         add("entryPoint", name.isEmpty ? .blank : .invalidEntryPoint(name))
         return nil
       }
@@ -158,7 +143,7 @@ private struct Reader {
   ) -> String? {
     let p = path ?? key
     guard let s = string(o, key, path: p, required: required) else { return nil }
-    if s.allSatisfy(\.isWhitespace) {
+    if ManifestText.isBlank(s) {
       add(p, blankHint ? .notAllowed("must not be blank; use null for a free module") : .blank)
       return nil
     }
@@ -182,10 +167,12 @@ private struct Reader {
     return parseEnum(s, path: p)
   }
 
-  mutating func parseEnum<E: RawRepresentable & CaseIterable>(_ s: String, path: String) -> E?
+  /// `path` is built only when there is an issue to report: lists name each element's path.
+  mutating func parseEnum<E: RawRepresentable & CaseIterable>(_ s: String, path: @autoclosure () -> String)
+    -> E?
   where E.RawValue == String {
     if let e = E(rawValue: s) { return e }
-    add(path, .unknownValue(s, allowed: E.allCases.map(\.rawValue)))
+    add(path(), .unknownValue(s, allowed: E.allCases.map(\.rawValue)))
     return nil
   }
 
@@ -231,7 +218,7 @@ private struct Reader {
         ok = false
         continue
       }
-      if s.allSatisfy(\.isWhitespace) {
+      if ManifestText.isBlank(s) {
         add("\(p)[\(i)]", .blank)
         ok = false
       } else if out.contains(s) {
@@ -259,24 +246,41 @@ private struct Reader {
       }
       return nil
     }
-    var parts: [Int] = []
-    for name in ["major", "minor", "patch"] {
-      guard let n = obj[name] else {
-        add("\(p).\(name)", .missingField)
-        continue
+    // One pass over the members (a version object is read twice per manifest, a thousand
+    // manifests at a time); issues are still reported major, minor, patch, prerelease, extras.
+    var numbers: (JSONValue?, JSONValue?, JSONValue?) = (nil, nil, nil)
+    var prerelease: JSONValue?
+    var extras: [String] = []
+    for (k, value) in zip(obj.keys, obj.values) {
+      switch k {
+      case "major": numbers.0 = value
+      case "minor": numbers.1 = value
+      case "patch": numbers.2 = value
+      case "prerelease": prerelease = value
+      default: extras.append(k)
       }
-      guard let i = n.integerValue else {
-        add("\(p).\(name)", .malformedVersion("expected a non-negative integer, found \(describe(n))"))
-        continue
-      }
-      guard i >= 0 else {
-        add("\(p).\(name)", .malformedVersion("expected a non-negative integer, found \(i)"))
-        continue
-      }
-      parts.append(i)
     }
+    var parts = (0, 0, 0)
+    var complete = true
+    func part(_ name: String, _ value: JSONValue?, _ r: inout Reader) -> Int {
+      guard let n = value else {
+        r.add("\(p).\(name)", .missingField)
+        complete = false
+        return 0
+      }
+      guard let i = n.integerValue, i >= 0 else {
+        let found = n.integerValue.map(String.init) ?? r.describe(n)
+        r.add("\(p).\(name)", .malformedVersion("expected a non-negative integer, found \(found)"))
+        complete = false
+        return 0
+      }
+      return i
+    }
+    parts.0 = part("major", numbers.0, &self)
+    parts.1 = part("minor", numbers.1, &self)
+    parts.2 = part("patch", numbers.2, &self)
     var pre: String?
-    if let pv = obj["prerelease"], !pv.isNull {
+    if let pv = prerelease, !pv.isNull {
       if let s = pv.stringValue, SemanticVersion.isValidPrerelease(s) {
         pre = s
       } else {
@@ -286,11 +290,11 @@ private struct Reader {
         return nil
       }
     }
-    for extra in obj.keys where !["major", "minor", "patch", "prerelease"].contains(extra) {
+    for extra in extras {
       add("\(p).\(extra)", .notAllowed("unknown key in a version object"))
     }
-    guard parts.count == 3 else { return nil }
-    return SemanticVersion(parts[0], parts[1], parts[2], prerelease: pre)
+    guard complete else { return nil }
+    return SemanticVersion(parts.0, parts.1, parts.2, prerelease: pre)
   }
 
   func describe(_ v: JSONValue) -> String {
