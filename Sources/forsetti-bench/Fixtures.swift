@@ -111,6 +111,31 @@ enum EchoChild {
     }
   }
 
+  /// The same round trip over the worker's own mechanism, the shared-memory call ring.
+  static func ringRoundTrips(rounds: Int, ops: Int) -> [Double] {
+    guard let ring = BenchmarkProbes.Ring() else { return [] }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_adddup2(&actions, ring.fd, 4)
+    let exe =
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+      ?? CommandLine.arguments[0]
+    var argv: [UnsafeMutablePointer<CChar>?] = [strdup(exe), strdup("--echo-ring"), nil]
+    var pid: pid_t = 0
+    posix_spawn(&pid, exe, &actions, nil, &argv, environ)
+    close(ring.fd)
+    let frame = Wire.encode(WireFrame(.publish, id: 1, [.string("bench.nobody"), .bytes([])]))
+    let reply = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 8)
+    defer { reply.deallocate() }
+    let result = Clock.rounds(rounds, ops: ops) { n in
+      for _ in 0..<n { _ = frame.withUnsafeBytes { ring.call($0, response: reply) } }
+    }
+    ring.close()
+    var st: Int32 = 0
+    waitpid(pid, &st, 0)
+    return result
+  }
+
   static func roundTrips(rounds: Int, ops: Int) -> [Double] {
     guard let (mine, theirs) = WireSocket.pair() else { return [] }
     var actions = posix_spawn_file_actions_t()

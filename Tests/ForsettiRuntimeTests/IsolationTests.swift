@@ -256,6 +256,39 @@ import Testing
     m.stopAll()
   }
 
+  /// The call ring is memory the module can map too (descriptor 4): scribbling on it, with
+  /// lying lengths and thousands of fake requests, must cost nobody but the module itself.
+  @Test func scribblingOnTheCallRingHurtsOnlyItsOwnCalls() throws {
+    let h = RuntimeHarness()
+    try Self.fixture(
+      "com.test.scribble", "scribble_entry",
+      start: """
+        size_t size = 64 + 2 * 131072;
+        unsigned char *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, 4, 0);
+        if (m == MAP_FAILED) { fixture_log("no ring mapped"); return FORSETTI_OK; }
+        uint32_t *w = (uint32_t *)m;
+        for (int i = 0; i < 20000; i++) { w[4] = 0xFFFFFFFFu; w[0]++; memset(m + 64, i, 4096); }
+        w[4] = 7; w[0]++;
+        usleep(100000);
+        const forsetti_events *e = host->resolve(FORSETTI_SERVICE_EVENTS);
+        int32_t s = e->publish("test.after", "", 0);
+        \(Self.report("s == FORSETTI_OK ? \"call after scribbling: ok\" : \"call after scribbling: refused\""))
+        return FORSETTI_OK;
+        """, prelude: "#include <sys/mman.h>\n#include <unistd.h>\n"
+    ).install(in: h.dir)
+    try Self.fixture("com.test.bystander", "bystander_entry").install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    #expect(h.state("com.test.bystander") == .started)
+    // The host answered each fake request it saw and stays in step: the scribbler's own next
+    // call still works.
+    #expect(
+      h.waitForLine("com.test.scribble") { $0.hasPrefix("call after scribbling") }
+        == "call after scribbling: ok")
+    #expect(h.state("com.test.scribble") == .started)
+    m.stopAll()
+    #expect(h.state("com.test.bystander") == .stopped)
+  }
+
   @Test func twentyModulesWhereFiveMisbehave() throws {
     let h = RuntimeHarness()
     let bad: [(String, String, String)] = [

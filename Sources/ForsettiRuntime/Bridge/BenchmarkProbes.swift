@@ -11,3 +11,36 @@ public enum BenchmarkProbes {
     return UnsafeRawPointer(c.code)
   }
 }
+
+extension BenchmarkProbes {
+  /// A call ring for the raw floor of a worker call: the descriptor to hand a child, and the
+  /// ring's client end (`call`) for the parent. The same mechanism workers use, with nothing
+  /// on top.
+  public final class Ring: Sendable {
+    let ring: CallRing
+    public let fd: Int32
+
+    public init?() {
+      guard let (ring, fd) = CallRing.create() else { return nil }
+      self.ring = ring
+      self.fd = fd
+    }
+
+    /// One round trip: `request` out, the answer into `response`; its length.
+    public func call(_ request: UnsafeRawBufferPointer, response: UnsafeMutableRawBufferPointer) -> Int? {
+      ring.call(request, response: response)
+    }
+
+    /// Ends the child's `echo`.
+    public func close() { ring.close() }
+  }
+
+  /// The child of `Ring`: answers every request with the same 24 bytes a worker call's
+  /// response frame has, until the parent closes the ring.
+  public static func echo(ringFD: Int32) -> Int32 {
+    guard let ring = CallRing.attach(fd: ringFD) else { return 1 }
+    let reply = [UInt8](repeating: 0, count: 24)
+    ring.serve { _ in reply }
+    return 0
+  }
+}

@@ -53,7 +53,12 @@ public struct WireFrame: Sendable {
   }
 
   /// A string value, if present and valid UTF-8.
-  public func string(_ i: Int) -> String? { bytes(i).flatMap { String(validating: $0, as: UTF8.self) } }
+  public func string(_ i: Int) -> String? {
+    guard let b = bytes(i) else { return nil }
+    // ASCII (every event type and module ID in practice) needs no validation.
+    if b.allSatisfy({ $0 < 0x80 }) { return String(decoding: b, as: UTF8.self) }
+    return String(validating: b, as: UTF8.self)
+  }
 }
 
 public enum WireValue: Sendable, Hashable {
@@ -69,26 +74,39 @@ public enum Wire {
   public static let maxFrame = 128 * 1024
 
   public static func encode(_ f: WireFrame) -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(32)
-    append(&out, UInt64(f.kind.rawValue), 4)
-    append(&out, f.id, 8)
+    // Sized first, then written in place: calls are encoded on every host call of a worker.
+    var size = 12
     for v in f.values {
       switch v {
-      case .int(let i):
-        out.append(1)
-        append(&out, UInt64(bitPattern: i), 8)
-      case .bytes(let b):
-        out.append(2)
-        append(&out, UInt64(b.count), 4)
-        out += b
+      case .int: size += 9
+      case .bytes(let b): size += 5 + b.count
       }
     }
-    return out
-  }
-
-  private static func append(_ out: inout [UInt8], _ v: UInt64, _ n: Int) {
-    for i in 0..<n { out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
+    return [UInt8](unsafeUninitializedCapacity: size) { out, count in
+      guard let base = out.baseAddress else { return }
+      var pos = 0
+      func put<T: FixedWidthInteger>(_ v: T) {
+        UnsafeMutableRawPointer(base + pos).storeBytes(of: v.littleEndian, as: T.self)
+        pos += MemoryLayout<T>.size
+      }
+      put(f.kind.rawValue)
+      put(f.id)
+      for v in f.values {
+        switch v {
+        case .int(let i):
+          put(UInt8(1))
+          put(UInt64(bitPattern: i))
+        case .bytes(let b):
+          put(UInt8(2))
+          put(UInt32(b.count))
+          b.withUnsafeBufferPointer { src in
+            if let s = src.baseAddress { (base + pos).update(from: s, count: src.count) }
+          }
+          pos += b.count
+        }
+      }
+      count = pos
+    }
   }
 
   public enum DecodeError: Error, Sendable { case short, unknownKind(UInt32), badTag(UInt8) }
@@ -96,9 +114,11 @@ public enum Wire {
   public static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> WireFrame {
     var pos = 0
     func read(_ n: Int) throws(DecodeError) -> UInt64 {
-      guard pos + n <= b.count else { throw .short }
-      var v: UInt64 = 0
-      for i in 0..<n { v |= UInt64(b[pos + i]) << (8 * UInt64(i)) }
+      guard pos + n <= b.count, let base = b.baseAddress else { throw .short }
+      let v: UInt64 =
+        n == 8
+        ? UInt64(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt64.self))
+        : UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt32.self)))
       pos += n
       return v
     }
@@ -106,6 +126,7 @@ public enum Wire {
     guard let kind = WireKind(rawValue: raw) else { throw .unknownKind(raw) }
     let id = try read(8)
     var values: [WireValue] = []
+    values.reserveCapacity(4)
     while pos < b.count {
       let tag = b[pos]
       pos += 1

@@ -18,31 +18,32 @@ final class WorkerLink: HostBackend {
   /// Lifecycle commands from the host, for the worker's main thread.
   let commands = Mailbox()
 
-  /// The synchronous channel, used by one calling thread at a time.
-  let calls: WireSocket
+  /// The synchronous channel (shared memory with the host), one calling thread at a time.
+  let calls: CallRing
   private let callLock = Mutex<UnsafeMutableRawBufferPointer>(
-    .allocate(byteCount: Wire.maxFrame + 1, alignment: 8))
+    .allocate(byteCount: CallRing.capacity, alignment: 8))
 
-  init(socket: WireSocket, calls: WireSocket) {
+  init(socket: WireSocket, calls: CallRing) {
     self.socket = socket
     self.calls = calls
   }
 
-  /// Sends a request and blocks until its response (nil when the host went away).
+  /// Sends a request and blocks until its response.
   ///
-  /// The calling thread itself sends and receives on the synchronous channel (threads take
-  /// turns), so the answer wakes the caller directly: no reader thread, no semaphore.
+  /// The calling thread itself writes the request into the ring and waits for the answer
+  /// (threads take turns), so no thread hand-off happens on this side.
   func request(_ kind: WireKind, _ values: [WireValue]) -> WireFrame? {
     let id = nextID.add(1, ordering: .relaxed).newValue
+    let bytes = Wire.encode(WireFrame(kind, id: id, values))
     return callLock.withLock { buffer -> WireFrame? in
-      guard calls.send(WireFrame(kind, id: id, values)) else { return nil }
-      while true {
-        switch calls.receive(into: buffer) {
-        case .frame(let f) where f.kind == .response && f.id == id: return f
-        case .frame: continue
-        case .closed, .malformed: _exit(0)  // the host is gone: nothing may outlive it
-        }
-      }
+      guard bytes.count <= CallRing.capacity else { return nil }
+      let n = bytes.withUnsafeBytes { calls.call($0, response: buffer) }
+      // No answer means the host is gone: nothing may outlive it.
+      guard let n else { _exit(0) }
+      guard let f = try? Wire.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.kind == .response,
+        f.id == id
+      else { return nil }
+      return f
     }
   }
 

@@ -9,7 +9,7 @@ import Glibc
 /// stop or goes away. The host end of the socket is file descriptor 3.
 public enum WorkerMain {
   public static let socketFD: Int32 = 3
-  /// The synchronous-call channel (one request, one response, on the calling thread).
+  /// The synchronous-call channel: the shared-memory ring (`CallRing`) the host created.
   public static let callsFD: Int32 = 4
 
   public static func run(_ arguments: [String]) -> Int32 {
@@ -60,7 +60,14 @@ public enum WorkerMain {
     }
     socket.send(WireFrame(.loaded, [.string(JSONWriter.string(WorkerCodec.loaded(loaded.descriptor, ui)))]))
 
-    let link = WorkerLink(socket: socket, calls: WireSocket(fd: callsFD))
+    guard let ring = CallRing.attach(fd: callsFD) else {
+      socket.send(
+        WireFrame(
+          .loadFailed, [.string(ReasonCode.loadFailed.rawValue), .string("the host call ring is not mapped")])
+      )
+      return 0
+    }
+    let link = WorkerLink(socket: socket, calls: ring)
     let reader = Thread { link.readLoop() }
     reader.start()
 

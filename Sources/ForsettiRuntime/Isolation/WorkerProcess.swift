@@ -11,7 +11,7 @@ final class WorkerProcess: Sendable {
   let moduleID: String
   let pid: pid_t
   private let socket: WireSocket
-  private let calls: WireSocket
+  private let calls: CallRing
   private let backend: InProcessBackend
   /// Lifecycle frames (confined, loaded, startResult, stopped) for the main thread.
   let lifecycle = Mailbox()
@@ -23,10 +23,11 @@ final class WorkerProcess: Sendable {
   static let keptLines = 10
 
   enum SpawnError: Error, CustomStringConvertible {
-    case socket(Int32), pipe(Int32), spawn(Int32)
+    case socket(Int32), ring(Int32), pipe(Int32), spawn(Int32)
     var description: String {
       switch self {
       case .socket(let e): "socketpair: \(String(cString: strerror(e)))"
+      case .ring(let e): "call ring (memfd, mmap): \(String(cString: strerror(e)))"
       case .pipe(let e): "pipe: \(String(cString: strerror(e)))"
       case .spawn(let e): "posix_spawn: \(String(cString: strerror(e)))"
       }
@@ -38,21 +39,23 @@ final class WorkerProcess: Sendable {
     executable: String, configuration: WorkerConfiguration, environment: HostEnvironment,
     onExit: @escaping @Sendable (String, Int32) -> Void
   ) throws(SpawnError) {
-    // Two channels: fd 3 for lifecycle, logs and deliveries; fd 4 for the module's synchronous
-    // calls, answered by a host thread that does nothing else, so a call costs one round trip
-    // with no thread hand-off on either side.
+    // Two channels: fd 3, a socket for lifecycle, logs and deliveries; fd 4, the shared-memory
+    // ring of the module's synchronous calls, answered by a host thread that does nothing else.
     guard let (host, worker) = WireSocket.pair() else { throw .socket(errno) }
-    guard let (hostCalls, workerCalls) = WireSocket.pair() else {
+    guard let (ring, ringFD) = CallRing.create() else {
+      let e = errno
       close(host.fd)
       close(worker.fd)
-      throw .socket(errno)
+      throw .ring(e)
     }
     var out: [Int32] = [0, 0]
     guard pipe(&out) == 0, fcntl(out[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(out[1], F_SETFD, FD_CLOEXEC) == 0
     else {
+      let e = errno
       close(host.fd)
       close(worker.fd)
-      throw .pipe(errno)
+      close(ringFD)
+      throw .pipe(e)
     }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -61,7 +64,7 @@ final class WorkerProcess: Sendable {
     posix_spawn_file_actions_adddup2(&actions, out[1], 1)
     posix_spawn_file_actions_adddup2(&actions, out[1], 2)
     posix_spawn_file_actions_adddup2(&actions, worker.fd, WorkerMain.socketFD)
-    posix_spawn_file_actions_adddup2(&actions, workerCalls.fd, WorkerMain.callsFD)
+    posix_spawn_file_actions_adddup2(&actions, ringFD, WorkerMain.callsFD)
     let args = [executable, "--config", JSONWriter.string(configuration.json)]
     var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
@@ -75,18 +78,17 @@ final class WorkerProcess: Sendable {
     var child: pid_t = 0
     let rc = posix_spawn(&child, executable, &actions, nil, &argv, &envp)
     close(worker.fd)
-    close(workerCalls.fd)
+    close(ringFD)
     close(out[1])
     guard rc == 0 else {
       close(host.fd)
-      close(hostCalls.fd)
       close(out[0])
       throw .spawn(rc)
     }
     moduleID = configuration.moduleID
     pid = child
     socket = host
-    calls = hostCalls
+    calls = ring
     backend = InProcessBackend(environment: environment)
     backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
@@ -162,23 +164,28 @@ final class WorkerProcess: Sendable {
       }
     }
     closedFlag.store(true, ordering: .releasing)
+    calls.close()
     backend.moduleStopped(moduleID: moduleID)
     lifecycle.post(WireFrame(.stopped, id: UInt64.max))
     close(socket.fd)
     onExit(moduleID, pid)
   }
 
-  /// Serves the synchronous channel until the worker closes it.
+  /// Serves the synchronous channel until the worker is gone. Each request is answered with
+  /// a `response` frame carrying a status; a request that is not a call frame gets
+  /// FORSETTI_ERR_INVALID_ARGUMENT.
   private func callLoop() {
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame + 1, alignment: 8)
-    defer { buffer.deallocate() }
-    while case .frame(let f) = calls.receive(into: buffer) { handle(f) }
-    close(calls.fd)
-  }
-
-  /// Answers on the channel requests arrive on (the synchronous one).
-  private func respond(_ f: WireFrame, _ status: Int64) {
-    calls.send(WireFrame(.response, id: f.id, [.int(status)]))
+    calls.serve { bytes in
+      let status: Int64
+      var id: UInt64 = 0
+      if let f = try? Wire.decode(bytes) {
+        id = f.id
+        status = answer(f) ?? Int64(FORSETTI_ERR_INVALID_ARGUMENT)
+      } else {
+        status = Int64(FORSETTI_ERR_INVALID_ARGUMENT)
+      }
+      return Wire.encode(WireFrame(.response, id: id, [.int(status)]))
+    }
   }
 
   private func handle(_ f: WireFrame) {
@@ -196,14 +203,23 @@ final class WorkerProcess: Sendable {
       let attrs = f.string(1).flatMap { $0.isEmpty ? nil : try? JSONParser.parse($0) }
       guard attrs == nil || attrs?.objectValue != nil else { return }
       _ = backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)
+    default:
+      // Calls come on the ring only; on the socket they are ignored.
+      break
+    }
+  }
+
+  /// The status answering a call frame; nil for a frame that is not a call.
+  private func answer(_ f: WireFrame) -> Int64? {
+    switch f.kind {
     case .publish:
       guard let type = f.string(0), type.utf8.count <= HostFunctions.maxName, let payload = f.bytes(1) else {
-        return respond(f, Int64(FORSETTI_ERR_INVALID_ARGUMENT))
+        return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
       }
-      respond(f, Int64(payload.withUnsafeBytes { backend.publish(from: moduleID, type: type, payload: $0) }))
+      return Int64(payload.withUnsafeBytes { backend.publish(from: moduleID, type: type, payload: $0) })
     case .subscribe:
       guard let type = f.string(0), !type.isEmpty, type.utf8.count <= HostFunctions.maxName else {
-        return respond(f, Int64(FORSETTI_ERR_INVALID_ARGUMENT))
+        return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
       }
       let box = SubscriptionID()
       let socket = self.socket
@@ -219,16 +235,15 @@ final class WorkerProcess: Sendable {
               ]))
         })
       box.value.store(id, ordering: .releasing)
-      respond(f, id)
+      return id
     case .unsubscribe:
-      respond(f, Int64(backend.unsubscribe(moduleID: moduleID, id: f.int(0) ?? 0)))
+      return Int64(backend.unsubscribe(moduleID: moduleID, id: f.int(0) ?? 0))
     case .send:
       guard let target = f.string(0), let type = f.string(1), let payload = f.bytes(2),
         target.utf8.count <= HostFunctions.maxName, type.utf8.count <= HostFunctions.maxName
-      else { return respond(f, Int64(FORSETTI_ERR_INVALID_ARGUMENT)) }
-      respond(
-        f,
-        Int64(payload.withUnsafeBytes { backend.send(from: moduleID, to: target, type: type, payload: $0) }))
+      else { return Int64(FORSETTI_ERR_INVALID_ARGUMENT) }
+      return Int64(
+        payload.withUnsafeBytes { backend.send(from: moduleID, to: target, type: type, payload: $0) })
     case .setHandler:
       let socket = self.socket
       let on = (f.int(0) ?? 0) != 0
@@ -238,9 +253,9 @@ final class WorkerProcess: Sendable {
           ? .remote { sender, type, payload in
             socket.send(WireFrame(.deliverMessage, [.string(sender), .string(type), .bytes(Array(payload))]))
           } : nil)
-      respond(f, Int64(s))
+      return Int64(s)
     default:
-      break
+      return nil
     }
   }
 

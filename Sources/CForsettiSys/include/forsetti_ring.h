@@ -1,0 +1,31 @@
+// The primitives of the shared-memory call ring between the host and a worker: atomic access to
+// 32-bit words in memory both processes map, futex waits and wakes on them (shared, not
+// process-private, futexes), an anonymous memory file to map, and the spin-loop hint.
+#ifndef FORSETTI_RING_H
+#define FORSETTI_RING_H
+#include <stdint.h>
+
+static inline uint32_t forsetti_load_acquire(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void forsetti_store_release(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+/// Sequentially consistent store and load: the sleeping-flag handshake needs a store followed by
+/// a load that cannot be reordered before it (Dekker's pattern).
+static inline void forsetti_store_seq_cst(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+static inline uint32_t forsetti_load_seq_cst(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+
+/// A pause for spin loops (`pause` on x86, `yield` on arm).
+static inline void forsetti_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/// FUTEX_WAIT while `*word == expected`, at most `timeout_ms` (negative: no limit). 0 when woken
+/// or the value differed; -1 with errno (ETIMEDOUT, EINTR, EAGAIN) otherwise.
+int forsetti_futex_wait(uint32_t *word, uint32_t expected, int timeout_ms);
+/// FUTEX_WAKE of up to `count` waiters; the number woken, or -1.
+int forsetti_futex_wake(uint32_t *word, int count);
+/// memfd_create(name, MFD_CLOEXEC), sized to `size` bytes; the descriptor or -1.
+int forsetti_memfd(const char *name, uint64_t size);
+#endif

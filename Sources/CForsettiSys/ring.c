@@ -1,0 +1,33 @@
+#define _GNU_SOURCE
+#include "forsetti_ring.h"
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int forsetti_futex_wait(uint32_t *word, uint32_t expected, int timeout_ms) {
+  struct timespec ts, *t = NULL;
+  if (timeout_ms >= 0) {
+    ts.tv_sec = timeout_ms / 1000;
+    ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+    t = &ts;
+  }
+  // Not FUTEX_PRIVATE_FLAG: the word lives in memory another process maps.
+  return (int)syscall(SYS_futex, word, FUTEX_WAIT, expected, t, NULL, 0);
+}
+
+int forsetti_futex_wake(uint32_t *word, int count) {
+  return (int)syscall(SYS_futex, word, FUTEX_WAKE, count, NULL, NULL, 0);
+}
+
+int forsetti_memfd(const char *name, uint64_t size) {
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, (off_t)size) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
