@@ -55,24 +55,6 @@ if only == "gating-loop" {
   let loops = Int(ProcessInfo.processInfo.environment["FORSETTI_BENCH_LOOPS"] ?? "") ?? 40
   for _ in 0..<loops { _ = GatingBench.gate(dir) }
 }
-if only == "index-parts" {
-  let dir = work + "/gating"
-  try GatingBench.generate(1000, in: dir, include: include)
-  for _ in 0..<5 {
-    let t0 = Clock.ns()
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: dir + "/plugins")) ?? []
-    let t1 = Clock.ns()
-    let paths = names.sorted().map { (dir + "/plugins" as NSString).appendingPathComponent($0) }
-    let t2 = Clock.ns()
-    for p in paths { _ = ELFInspector.inspect(p) }
-    let t3 = Clock.ns()
-    let idx = BinaryIndex.build(directories: [dir + "/plugins"])
-    let t4 = Clock.ns()
-    print(
-      "list \((t1 - t0) / 1000) sort+join \((t2 - t1) / 1000) inspect \((t3 - t2) / 1000) build \((t4 - t3) / 1000) ns/file \(idx.paths.count)"
-    )
-  }
-}
 if section("gating") {
   progress("gating 1,000 modules")
   let gatingDir = work + "/gating"
