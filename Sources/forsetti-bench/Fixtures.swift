@@ -187,10 +187,15 @@ enum Report {
       var line = "\(r.figure.name): \(fmt(r.figure.median)) (\(fmt(r.figure.min))–\(fmt(r.figure.max)))"
       if let b = r.baseline {
         line +=
-          "\n    vs \(b.name): \(fmt(b.median)) (\(fmt(b.min))–\(fmt(b.max)))  ratio \(String(format: "%.2f×", r.figure.median / b.median))"
+          "\n    vs \(b.name): \(fmt(b.median)) (\(fmt(b.min))–\(fmt(b.max)))  ratio \(ratio(r.figure.median / b.median))"
       }
       Swift.print(line + "\n    \(r.note)")
     }
+  }
+
+  /// Two decimals, or two significant digits for ratios below 0.1 (0.0024×, not 0.00×).
+  static func ratio(_ r: Double) -> String {
+    r >= 0.1 || r == 0 || !r.isFinite ? String(format: "%.2f×", r) : String(format: "%.2g×", r)
   }
 
   static func machine() -> String {
