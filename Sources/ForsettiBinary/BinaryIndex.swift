@@ -39,8 +39,12 @@ public struct BinaryIndex: Sendable {
     return index
   }
 
+  /// `x.so` or a versioned `x.so.1.2`; not `x.so.sig` (a detached signature) or `x.so.tmp`.
   static func isSharedObjectName(_ name: String) -> Bool {
-    name.hasSuffix(".so") || name.contains(".so.")
+    if name.hasSuffix(".so") { return true }
+    guard let r = name.range(of: ".so.", options: .backwards) else { return false }
+    let version = name[r.upperBound...]
+    return !version.isEmpty && version.allSatisfy { $0 == "." || ("0"..."9").contains($0) }
   }
 
   /// Adds one file to the index.

@@ -6,12 +6,16 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
   case file(option: String, path: String, reason: String)
   case directory(option: String, path: String, reason: String)
   case workerMissing(path: String)
+  /// No Forsetti installation (forsetti.pc, the Swift SDK) where `new` looked.
+  case noInstallation(looked: String, missing: String)
 
   public var description: String {
     switch self {
     case .manifests(let e): "manifest directory: \(e)"
     case .file(let o, let p, let why): "--\(o) \(p): \(why)"
     case .directory(let o, let p, let why): "--\(o) \(p): \(why)"
+    case .noInstallation(let dir, let missing):
+      "no Forsetti installation at \(dir) (\(missing) is missing); install one with `scripts/install --prefix DIR` and pass --prefix DIR"
     case .workerMissing(let p):
       "the worker executable \(p) is missing; build it with `swift build --product forsetti-worker`, or pass --in-process"
     }

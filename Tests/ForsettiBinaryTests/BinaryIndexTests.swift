@@ -80,4 +80,15 @@ import Testing
     #expect((try? index.locate(entryPoint: "versioned_entry").get()) != nil)
     #expect(reason(index, "text_entry") == .binaryNotFound)
   }
+
+  @Test func signaturesAndTemporaryFilesBesideAModuleAreNotBinaries() throws {
+    try CFixture.sharedObject("libm.so", source: "int m_entry(void) { return 1; }\n", in: dir)
+    try dir.write("libm.so.sig", "{\"keyID\":\"x\"}")
+    try CFixture.sharedObject("libm.so.tmp", source: "int m_entry(void) { return 2; }\n", in: dir)
+    try CFixture.sharedObject("libv.so.2.1", source: "int v_entry(void) { return 1; }\n", in: dir)
+    let index = BinaryIndex.build(directories: [dir.path])
+    #expect(index.paths.map { ($0 as NSString).lastPathComponent } == ["libm.so", "libv.so.2.1"])
+    #expect((try? index.locate(entryPoint: "m_entry").get()) != nil)
+    #expect(index.failures.isEmpty)
+  }
 }

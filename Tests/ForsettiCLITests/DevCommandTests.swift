@@ -14,10 +14,13 @@ final class DevHost: Sendable {
 
   convenience init(_ args: [String]) throws { try self.init(args, verb: "dev") }
 
-  init(_ args: [String], verb: String?) throws {
+  init(_ args: [String], verb: String?, executable: String = HostBinary.path, in directory: String? = nil)
+    throws
+  {
     process = Process()
-    process.executableURL = URL(fileURLWithPath: HostBinary.path)
+    process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = (verb.map { [$0] } ?? []) + args
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe

@@ -192,6 +192,54 @@ import Testing
     #expect(text.stdout.contains("not an ELF file"))
   }
 
+  @Test func isolationOptionsAreAcceptedAndTakeEffect() throws {
+    // The module names its parent: the host when it runs in a worker, this test when in-process.
+    var f = ModuleFixture(moduleID: "com.test.where", entryPoint: "where_entry")
+    f.start = """
+      char line[64];
+      snprintf(line, sizeof line, "parent %d", (int)getppid());
+      fixture_log(line);
+      return FORSETTI_OK;
+      """
+    try f.install(in: dir)
+    var slow = ModuleFixture(moduleID: "com.test.slow", entryPoint: "slow_entry")
+    slow.start = "sleep(30); return FORSETTI_OK;"
+    try slow.install(in: dir)
+    let common = [
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"), "--approve-all", "--for", "0", "--json",
+    ]
+    let here = "parent \(ProcessInfo.processInfo.processIdentifier)"
+
+    let isolated = try HostBinary.run(
+      common + ["--start-timeout", "0.5", "--memory-limit", "256", "--max-restarts", "0"])
+    #expect(isolated.status == 1, "\(isolated.stderr)")
+    #expect(isolated.stderr.contains("[module=com.test.where] parent "))
+    #expect(!isolated.stderr.contains(here))
+    let modules = try #require(try JSONParser.parse(isolated.stdout).objectValue?["modules"]?.arrayValue)
+    let slowRow = try #require(
+      modules.compactMap(\.objectValue).first { $0["moduleID"] == .string("com.test.slow") })
+    #expect(slowRow["reason"]?.stringValue == "startTimedOut")
+    #expect(isolated.stdout.contains("did not finish within 0.5 s"))
+
+    try FileManager.default.removeItem(atPath: dir.url("plugins/slow_entry.so"))
+    try FileManager.default.removeItem(atPath: dir.url("manifests/slow_entry.json"))
+    let inProcess = try HostBinary.run(common + ["--in-process"])
+    #expect(inProcess.status == 0, "\(inProcess.stdout)\(inProcess.stderr)")
+    #expect(inProcess.stderr.contains("[module=com.test.where] \(here)"))
+    #expect(!inProcess.stderr.contains("[host] isolation:"))
+
+    let bad = try HostBinary.run(common + ["--memory-limit", "lots"])
+    #expect(bad.status == 2)
+    #expect(bad.stderr.contains("--memory-limit") || bad.stderr.contains("memory-limit"))
+    let help = try HostBinary.run(["run", "--help"])
+    for option in [
+      "--in-process", "--start-timeout", "--stop-timeout", "--memory-limit", "--cpu-limit", "--max-restarts",
+    ] {
+      #expect(help.stdout.contains(option), "run --help does not list \(option)")
+    }
+  }
+
   @Test func runWithoutBuiltPluginsSaysWhatToDo() throws {
     let r = try HostBinary.run(["run", "--manifests", manifests, "--for", "0"], in: dir.path)
     #expect(r.status == 2)

@@ -14,7 +14,8 @@ enum LintCommand {
       capability; UI modules declare their contribution IDs (template 1.1); a theme mask is not
       host shell styling; and, with --plugin, that the binary exports the entry point and which
       host services it names (forsetti.storage, forsetti.telemetry) against what is requested.
-      A binary built with ForsettiSDK names every service, so that last check is only a hint.
+      A binary built with ForsettiSDK names every service, so for it that check is replaced by a
+      note (level "info").
 
       EXIT STATUS:
         0  no errors (warnings may be printed)
@@ -60,9 +61,9 @@ enum LintCommand {
         console.out("\(f.level.padding(toLength: 7, withPad: " ", startingAt: 0)) \(f.check): \(f.message)\n")
       }
       let errors = findings.filter { $0.level == "error" }.count
+      let warnings = findings.filter { $0.level == "warning" }.count
       console.out(
-        "\(path): \(errors) error\(errors == 1 ? "" : "s"), \(findings.count - errors) warning\(findings.count - errors == 1 ? "" : "s")\n"
-      )
+        "\(path): \(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")\n")
     }
     return findings.contains { $0.level == "error" } ? .blocked : .success
   }
@@ -116,6 +117,7 @@ enum LintCommand {
 
   static func binary(_ m: ModuleManifest, _ plugin: String) -> [Finding] {
     var out: [Finding] = []
+    var builtWithSDK = false
     switch ELFInspector.inspect(plugin) {
     case .failure(let e):
       return [.init(level: "error", check: "binary", message: e.description)]
@@ -124,12 +126,21 @@ enum LintCommand {
         let why = facts.symbol(named: m.entryPoint)?.entryPointProblem ?? "it is not exported"
         out.append(.init(level: "error", check: "entry point", message: "\(m.entryPoint): \(why)"))
       }
+      // Swift mangles the SDK's module name into the symbols it exports: "11ForsettiSDK".
+      builtWithSDK = facts.dynamicSymbols.contains { $0.name.contains("11ForsettiSDK") }
       if !facts.matchesHost {
         out.append(
           .init(
             level: "error", check: "binary",
             message: "built for \(facts.elfClass.rawValue) \(facts.machine), not this host"))
       }
+    }
+    if builtWithSDK {
+      out.append(
+        .init(
+          level: "info", check: "capabilities",
+          message: "built with ForsettiSDK, which names every service: the binary cannot show which it uses"))
+      return out
     }
     guard let bytes = FileManager.default.contents(atPath: plugin) else { return out }
     for (service, cap) in [("forsetti.storage", Capability.storage), ("forsetti.telemetry", .telemetry)] {

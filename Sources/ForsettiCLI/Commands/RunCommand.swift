@@ -30,7 +30,13 @@ enum RunCommand {
         2  usage error: a bad option or value, or an unreadable input file
       """,
     options: HostOptions.specs + [
-      .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal.")
+      .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal."),
+      .flag("in-process", "Load modules into the host process: faster, but not confined or supervised."),
+      .value("start-timeout", "SECONDS", "Kill a worker whose loading and start take longer.", default: "5"),
+      .value("stop-timeout", "SECONDS", "Kill a worker whose stop takes longer.", default: "5"),
+      .value("memory-limit", "MiB", "Address-space limit of each worker.", default: "2048"),
+      .value("cpu-limit", "SECONDS", "CPU-time limit of each worker (at least 1).", default: "600"),
+      .value("max-restarts", "N", "Restarts of a crashed worker before it is quarantined.", default: "3"),
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
