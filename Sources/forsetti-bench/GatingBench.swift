@@ -28,13 +28,13 @@ enum GatingBench {
       let name = String(format: "entry_%06d", n)
       var copy = bytes
       for h in hits { copy.replaceSubrange(h..<h + needle.count, with: Array(name.utf8)) }
-      FileManager.default.createFile(atPath: dir + "/plugins/\(name).so", contents: Data(copy))
+      _ = FileManager.default.createFile(atPath: dir + "/plugins/\(name).so", contents: Data(copy))
       let manifest = """
         {"schemaVersion":"1.0","moduleID":"com.bench.g\(String(format: "%06d", n))","displayName":"g",
          "moduleVersion":{"major":1,"minor":0,"patch":0},"moduleType":"service","supportedPlatforms":["linux"],
          "minForsettiVersion":{"major":0,"minor":1,"patch":0},"capabilitiesRequested":["storage"],"entryPoint":"\(name)"}
         """
-      FileManager.default.createFile(atPath: dir + "/manifests/\(name).json", contents: Data(manifest.utf8))
+      _ = FileManager.default.createFile(atPath: dir + "/manifests/\(name).json", contents: Data(manifest.utf8))
     }
   }
 

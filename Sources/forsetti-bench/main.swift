@@ -151,19 +151,29 @@ if section("calls") {
     let fanDirect = CallBench.function(lib, "bench_fan_direct", as: CallBench.PerCall.self)
   {
     let bare = BenchmarkProbes.bareClosure()
+    // Interleaved round by round, so a change in the VM's speed touches all three alike.
+    var boundTimes: [Double] = []
+    var bareTimes: [Double] = []
+    var directTimes: [Double] = []
+    for _ in 0..<rounds {
+      boundTimes.append(bound(n))
+      bareTimes.append(loop(bare, n))
+      directTimes.append(direct(n))
+    }
     let boundSample = Sample(
-      name: "host-API call (events.unsubscribe, libffi closure bound to the module)",
-      perOp: (0..<rounds).map { _ in bound(n) })
-    let bareSample = Sample(
-      name: "bare libffi closure doing nothing", perOp: (0..<rounds).map { _ in loop(bare, n) })
-    let directSample = Sample(
-      name: "direct C call through a function pointer", perOp: (0..<rounds).map { _ in direct(n) })
+      name: "host-API call (events.unsubscribe, libffi closure bound to the module)", perOp: boundTimes)
+    let bareSample = Sample(name: "bare libffi closure doing nothing", perOp: bareTimes)
+    let directSample = Sample(name: "direct C call through a function pointer", perOp: directTimes)
     rows.append((boundSample, bareSample, "target ≤ 1.5×"))
     rows.append((bareSample, directSample, "the price of a closure itself (about 10× in DESIGN.md)"))
-    let fanSample = Sample(
-      name: "event published to 10 subscribers", perOp: (0..<rounds).map { _ in fan(n / 10) })
-    let fanDirectSample = Sample(
-      name: "10 direct handler calls", perOp: (0..<rounds).map { _ in fanDirect(n / 10) })
+    var fanTimes: [Double] = []
+    var fanDirectTimes: [Double] = []
+    for _ in 0..<rounds {
+      fanTimes.append(fan(n / 10))
+      fanDirectTimes.append(fanDirect(n / 10))
+    }
+    let fanSample = Sample(name: "event published to 10 subscribers", perOp: fanTimes)
+    let fanDirectSample = Sample(name: "10 direct handler calls", perOp: fanDirectTimes)
     rows.append(
       (
         fanSample, fanDirectSample,

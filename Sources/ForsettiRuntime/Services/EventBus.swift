@@ -87,7 +87,9 @@ enum DeliveryDepth {
 
   /// A thread's own stack; reached only from that thread.
   final class Stack {
-    var lanes: [ObjectIdentifier] = []
+    // Unchecked: a stack is reached only from its own thread and never re-entrantly, so the
+    // runtime's exclusivity bookkeeping (a thread-local set per access) only costs time.
+    @exclusivity(unchecked) var lanes: [ObjectIdentifier] = []
   }
 
   private static let key: pthread_key_t = {
@@ -98,7 +100,8 @@ enum DeliveryDepth {
     return k
   }()
 
-  private static var stack: Stack {
+  /// The calling thread's stack; fetch it once per publish, not once per delivery.
+  static var stack: Stack {
     if let p = pthread_getspecific(key) { return Unmanaged<Stack>.fromOpaque(p).takeUnretainedValue() }
     let s = Stack()
     pthread_setspecific(key, Unmanaged.passRetained(s).toOpaque())
@@ -112,8 +115,7 @@ enum DeliveryDepth {
     return stack.lanes.reduce(0) { $0 + ($1 == id ? 1 : 0) }
   }
 
-  static func with<T>(_ lane: DeliveryLane, _ body: () -> T) -> T? {
-    let s = stack
+  static func with<T>(_ lane: DeliveryLane, on s: Stack = stack, _ body: () -> T) -> T? {
     guard s.lanes.count < limit else { return nil }
     s.lanes.append(ObjectIdentifier(lane))
     defer { s.lanes.removeLast() }
@@ -124,12 +126,25 @@ enum DeliveryDepth {
 /// Publish/subscribe between modules. The publisher's identity comes from its binding; a
 /// subscription belongs to the module that made it and ends when that module stops.
 public final class EventBus: Sendable {
-  struct Subscription: Sendable {
-    var id: Int64
-    var moduleID: String
-    var eventType: String
-    var target: DeliveryTarget<forsetti_event_handler>
-    var lane: DeliveryLane
+  /// A class, so that taking a snapshot of the bus retains one buffer, and iterating it one
+  /// object per subscription, instead of copying every field of every subscription.
+  final class Subscription: Sendable {
+    let id: Int64
+    let moduleID: String
+    let eventType: String
+    let target: DeliveryTarget<forsetti_event_handler>
+    let lane: DeliveryLane
+
+    init(
+      id: Int64, moduleID: String, eventType: String, target: DeliveryTarget<forsetti_event_handler>,
+      lane: DeliveryLane
+    ) {
+      self.id = id
+      self.moduleID = moduleID
+      self.eventType = eventType
+      self.target = target
+      self.lane = lane
+    }
   }
 
   /// `ids` mirrors `subscriptions` so that finding one by ID scans plain integers, without
@@ -194,26 +209,29 @@ public final class EventBus: Sendable {
   /// Returns how many handlers were called, or nil when deliveries nest too deeply.
   @discardableResult
   func publish(from source: String, eventType: String, payload: UnsafeRawPointer?, length: Int) -> Int? {
-    guard DeliveryDepth.current < DeliveryDepth.limit else { return nil }
-    let targets = state.withLock { s in
-      s.subscriptions.filter { $0.eventType == eventType || $0.eventType == "*" }
-    }
-    var delivered = 0
-    for t in targets where DeliveryGate.enter(t.lane) {
-      defer { DeliveryGate.leave(t.lane) }
-      _ = DeliveryDepth.with(t.lane) {
-        switch t.target {
-        case .local(let c):
-          source.withCString { src in
-            eventType.withCString { type in c.function(c.context, src, type, payload, length) }
+    let depth = DeliveryDepth.stack
+    guard depth.lanes.count < DeliveryDepth.limit else { return nil }
+    // The whole array, not a filtered copy: subscribing copies it only while a publish holds it.
+    let all = state.withLock { $0.subscriptions }
+    if all.isEmpty { return 0 }
+    // The C strings are made once per publish; every local handler gets the same two.
+    return source.withCString { src in
+      eventType.withCString { type in
+        var delivered = 0
+        for t in all where (t.eventType == eventType || t.eventType == "*") && DeliveryGate.enter(t.lane) {
+          defer { DeliveryGate.leave(t.lane) }
+          _ = DeliveryDepth.with(t.lane, on: depth) {
+            switch t.target {
+            case .local(let c): c.function(c.context, src, type, payload, length)
+            case .remote(let forward):
+              forward(source, eventType, UnsafeRawBufferPointer(start: payload, count: length))
+            }
           }
-        case .remote(let forward):
-          forward(source, eventType, UnsafeRawBufferPointer(start: payload, count: length))
+          delivered += 1
         }
+        return delivered
       }
-      delivered += 1
     }
-    return delivered
   }
 }
 
