@@ -34,10 +34,18 @@ let package = Package(
     .target(name: "CForsettiSys"),
     .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
 
-    // Lifecycle, host bridge (libffi closures bound to each module), services, sandbox.
+    // What the host and the confined worker share, without Foundation (the worker links nothing
+    // more, which keeps its start and memory small): the host table bound to one module with
+    // libffi, sandbox storage, the worker's confinement, wire format, call ring and main loop.
+    .target(
+      name: "ForsettiBridge",
+      dependencies: ["ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp"]),
+    // Lifecycle, supervision, services (events, messages, telemetry, logs), hot reload, trust.
     .target(
       name: "ForsettiRuntime",
-      dependencies: ["ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp"]),
+      dependencies: [
+        "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp",
+      ]),
 
     // Swift conveniences for module authors, built on forsetti.h only (never the host's modules).
     .target(name: "ForsettiSDK", dependencies: ["CForsetti"]),
@@ -51,10 +59,11 @@ let package = Package(
     .target(name: "ForsettiCLI", dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime"]),
     .executableTarget(name: "forsetti-host", dependencies: ["ForsettiCLI"]),
     // One confined process per isolated module, spawned by the host.
-    .executableTarget(name: "forsetti-worker", dependencies: ["ForsettiRuntime"]),
+    .executableTarget(name: "forsetti-worker", dependencies: ["ForsettiBridge"]),
     // The benchmark (scripts/bench builds it in release mode).
     .executableTarget(
-      name: "forsetti-bench", dependencies: ["ForsettiRuntime", "ForsettiBinary", "ForsettiCore", "CLibElf"]),
+      name: "forsetti-bench",
+      dependencies: ["ForsettiRuntime", "ForsettiBridge", "ForsettiBinary", "ForsettiCore", "CLibElf"]),
 
     .testTarget(name: "ForsettiCoreTests", dependencies: ["ForsettiCore"]),
     // Real fixtures for tests: temporary directories, C sources compiled with cc, processes.
@@ -63,7 +72,10 @@ let package = Package(
       name: "ForsettiBinaryTests", dependencies: ["ForsettiBinary", "ForsettiCore", "ForsettiTestSupport"]),
     .testTarget(
       name: "ForsettiRuntimeTests",
-      dependencies: ["ForsettiRuntime", "ForsettiBinary", "ForsettiCore", "CForsetti", "ForsettiTestSupport"]),
+      dependencies: [
+        "ForsettiRuntime", "ForsettiBridge", "ForsettiBinary", "ForsettiCore", "CForsetti",
+        "ForsettiTestSupport",
+      ]),
     .testTarget(
       name: "ForsettiCLITests", dependencies: ["ForsettiCLI", "ForsettiCore", "ForsettiTestSupport"]),
   ]

@@ -1,5 +1,5 @@
 import ForsettiCore
-import Foundation
+import Glibc
 
 /// Which `.so` files in the plugin directories export which symbols: built from the symbol
 /// tables alone, so finding a manifest's binary runs none of its code.
@@ -23,8 +23,7 @@ public struct BinaryIndex: Sendable {
     var index = BinaryIndex()
     var paths: [String] = []
     for dir in directories {
-      let names: [String]
-      do { names = try FileManager.default.contentsOfDirectory(atPath: dir) } catch {
+      guard let names = PlainFiles.names(in: dir) else {
         index.unlistable[dir] = "cannot list directory"
         continue
       }
@@ -42,9 +41,15 @@ public struct BinaryIndex: Sendable {
   /// `x.so` or a versioned `x.so.1.2`; not `x.so.sig` (a detached signature) or `x.so.tmp`.
   static func isSharedObjectName(_ name: String) -> Bool {
     if name.hasSuffix(".so") { return true }
-    guard let r = name.range(of: ".so.", options: .backwards) else { return false }
-    let version = name[r.upperBound...]
-    return !version.isEmpty && version.allSatisfy { $0 == "." || ("0"..."9").contains($0) }
+    // The part after the last ".so." must be digits and dots: `libx.so.1.2`.
+    let bytes = Array(name.utf8)
+    let marker = Array(".so.".utf8)
+    guard bytes.count > marker.count else { return false }
+    var i = bytes.count - marker.count
+    while i >= 0, Array(bytes[i..<i + marker.count]) != marker { i -= 1 }
+    guard i >= 0 else { return false }
+    let version = bytes[(i + marker.count)...]
+    return !version.isEmpty && version.allSatisfy { $0 == UInt8(ascii: ".") || (0x30...0x39).contains($0) }
   }
 
   /// Adds one file to the index.

@@ -1,6 +1,6 @@
 import CSodium
 import ForsettiCore
-import Foundation
+import Glibc
 
 /// Ed25519 keys and detached signatures (libsodium). Keys are files of lowercase hex: a public
 /// key `NAME.pub` (32 bytes) and a secret key `NAME.key` (64 bytes, mode 0600). A key's ID is
@@ -8,12 +8,14 @@ import Foundation
 public enum Signatures {
   public enum KeyError: Error, Sendable, CustomStringConvertible {
     case unreadable(String)
+    case unwritable(String)
     case malformed(String, expected: Int)
     case sodium
 
     public var description: String {
       switch self {
       case .unreadable(let p): "\(p): cannot be read"
+      case .unwritable(let p): "\(p): cannot be written"
       case .malformed(let p, let n): "\(p): not a key (expected \(n) bytes as hex)"
       case .sodium: "libsodium could not be initialised"
       }
@@ -27,13 +29,17 @@ public enum Signatures {
   }
 
   public static func unhex(_ s: String) -> [UInt8]? {
-    let chars = Array(s.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
-    guard chars.count % 2 == 0 else { return nil }
+    let space: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+    var chars = Array(s.utf8)[...]
+    while let c = chars.first, space.contains(c) { chars.removeFirst() }
+    while let c = chars.last, space.contains(c) { chars.removeLast() }
+    let hex = Array(chars)
+    guard hex.count % 2 == 0 else { return nil }
     var out: [UInt8] = []
-    out.reserveCapacity(chars.count / 2)
+    out.reserveCapacity(hex.count / 2)
     var i = 0
-    while i < chars.count {
-      guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
+    while i < hex.count {
+      guard let hi = nibble(hex[i]), let lo = nibble(hex[i + 1]) else { return nil }
       out.append(hi << 4 | lo)
       i += 2
     }
@@ -66,7 +72,8 @@ public enum Signatures {
   }
 
   public static func readKey(_ path: String, bytes: Int) throws(KeyError) -> [UInt8] {
-    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw .unreadable(path) }
+    guard let data = PlainFiles.contents(of: path, limit: 4096) else { throw .unreadable(path) }
+    let text = String(decoding: data, as: UTF8.self)
     guard let b = unhex(text), b.count == bytes else { throw .malformed(path, expected: bytes) }
     return b
   }
@@ -96,10 +103,12 @@ public enum Signatures {
 
   /// Every `*.pub` in `directory`, by key ID.
   public static func trustedKeys(in directory: String) -> [String: [UInt8]] {
-    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [:] }
+    guard let names = PlainFiles.names(in: directory) else { return [:] }
     var out: [String: [UInt8]] = [:]
     for n in names where n.hasSuffix(".pub") {
-      if let k = try? readPublic((directory as NSString).appendingPathComponent(n)) { out[keyID(k)] = k }
+      if let k = try? readPublic(directory.hasSuffix("/") ? directory + n : directory + "/" + n) {
+        out[keyID(k)] = k
+      }
     }
     return out
   }
@@ -118,34 +127,36 @@ public enum ModuleSignature {
 
   /// Checks `binary` against `trusted` keys (key ID → public key).
   public static func verify(_ binary: String, trusted: [String: [UInt8]]) -> Verdict {
-    guard let sigData = FileManager.default.contents(atPath: path(for: binary)) else { return .unsigned }
-    guard let o = (try? JSONParser.parse([UInt8](sigData)))?.objectValue, let keyID = o["keyID"]?.stringValue,
+    guard let sigData = PlainFiles.contents(of: path(for: binary), limit: 1 << 16) else { return .unsigned }
+    guard let o = (try? JSONParser.parse(sigData))?.objectValue, let keyID = o["keyID"]?.stringValue,
       let sig = o["signature"]?.stringValue.flatMap(Signatures.unhex)
     else { return .invalid("\(path(for: binary)) is not a signature file") }
     guard let key = trusted[keyID] else {
       return .invalid("signed by key \(keyID), which is not trusted here")
     }
-    guard let bytes = FileManager.default.contents(atPath: binary) else {
+    guard let bytes = PlainFiles.contents(of: binary) else {
       return .invalid("\(binary) cannot be read")
     }
-    return Signatures.verify([UInt8](bytes), signature: sig, publicKey: key)
+    return Signatures.verify(bytes, signature: sig, publicKey: key)
       ? .valid(keyID: keyID)
       : .invalid("the signature by key \(keyID) does not match the file's bytes (changed since signing?)")
   }
 
   /// Writes `binary.sig`.
   public static func sign(_ binary: String, secret: [UInt8]) throws -> String {
-    guard let bytes = FileManager.default.contents(atPath: binary) else {
+    guard let bytes = PlainFiles.contents(of: binary) else {
       throw Signatures.KeyError.unreadable(binary)
     }
-    let sig = try Signatures.sign([UInt8](bytes), secret: secret)
+    let sig = try Signatures.sign(bytes, secret: secret)
     let doc = JSONValue.object(
       JSONObject([
         ("keyID", .string(Signatures.keyID(Signatures.publicKey(ofSecret: secret)))),
         ("signature", .string(Signatures.hex(sig))),
       ]))
-    try (JSONWriter.string(doc, pretty: true) + "\n").write(
-      toFile: path(for: binary), atomically: true, encoding: .utf8)
+    guard
+      PlainFiles.writeAtomically(
+        Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path(for: binary))
+    else { throw Signatures.KeyError.unwritable(path(for: binary)) }
     return path(for: binary)
   }
 }

@@ -1,3 +1,4 @@
+import ForsettiBridge
 import Foundation
 
 /// What all modules of one host share: the state directory, the log, the event bus, the

@@ -1,3 +1,4 @@
+import ForsettiBridge
 import ForsettiRuntime
 import Foundation
 import Glibc

@@ -1,4 +1,4 @@
-import ForsettiRuntime
+import ForsettiBridge
 import Glibc
 
 // Kept minimal on purpose: confinement must happen before anything starts a thread.

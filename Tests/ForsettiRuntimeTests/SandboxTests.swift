@@ -1,4 +1,5 @@
 import CForsetti
+import ForsettiBridge
 import ForsettiCore
 import ForsettiRuntime
 import ForsettiTestSupport
@@ -7,6 +8,20 @@ import Testing
 
 /// Storage confined to `sandboxes/<moduleID>/`: the kernel resolves every path beneath it.
 @Suite struct SandboxTests {
+  /// `make_directory` splits its path as NSString's path methods do, except that a one-letter
+  /// name (`"a"`), which made Foundation trap and took the module's process down, now works.
+  @Test func makeDirectorySplitsPathsLikeNSStringWithoutItsTraps() {
+    let expected: [(String, String, String)] = [
+      ("a", "", "a"), (".", "", "."), ("xy", "", "xy"), ("a/b", "a", "b"), ("a/b/", "a", "b"),
+      ("a//b", "a", "b"), ("/x", "/", "x"), ("a/b/c//", "a/b", "c"), ("./x", ".", "x"), ("a/..", "a", ".."),
+      ("a/b/./c", "a/b/.", "c"), ("///x", "/", "x"),
+    ]
+    for (path, parent, name) in expected {
+      let split = SandboxStorage.splitLast(path)
+      #expect(split.parent == parent && split.name == name, "\"\(path)\" split as \(split)")
+    }
+  }
+
   @Test func escapesAreRefusedAndTheSandboxWorks() throws {
     let h = RuntimeHarness()
     let outside = TemporaryDirectory("outside")
@@ -19,11 +34,11 @@ import Testing
 
     var f = ModuleFixture(moduleID: "com.test.boxed", entryPoint: "boxed_entry")
     f.prelude = """
-      static int results[8];
+      static int results[9];
       int result(int i) { return results[i]; }
       int r0(void){return result(0);} int r1(void){return result(1);} int r2(void){return result(2);}
       int r3(void){return result(3);} int r4(void){return result(4);} int r5(void){return result(5);}
-      int r6(void){return result(6);} int r7(void){return result(7);}
+      int r6(void){return result(6);} int r7(void){return result(7);} int r8(void){return result(8);}
       static int opened(const forsetti_storage *s, const char *p, uint32_t flags) {
         int fd = s->open_file(p, flags);
         if (fd >= 0) { close(fd); return 1; }
@@ -43,6 +58,7 @@ import Testing
       if (fd >= 0) { results[5] = (int)write(fd, "kept", 4); close(fd); } else { results[5] = fd; }
       results[6] = opened(s, "inside/../inside/note.txt", FORSETTI_OPEN_READ);
       results[7] = opened(s, "/etc/passwd", FORSETTI_OPEN_WRITE);
+      results[8] = s->make_directory("a");
       return FORSETTI_OK;
       """
     let so = try f.install(in: h.dir, capabilities: ["storage"])
@@ -56,6 +72,12 @@ import Testing
     #expect(h.call(so, "r5") == 4)  // a symlink that stays inside is fine
     #expect(h.call(so, "r6") == 1)  // .. that stays inside is fine
     #expect(h.call(so, "r7") == FORSETTI_ERR_DENIED)
+    // A one-letter name used to make Foundation trap inside the host.
+    #expect(h.call(so, "r8") == FORSETTI_OK)
+    var isDirectory: ObjCBool = false
+    #expect(
+      FileManager.default.fileExists(atPath: sandbox + "/a", isDirectory: &isDirectory)
+        && isDirectory.boolValue)
     #expect(try String(contentsOfFile: sandbox + "/inside/note.txt", encoding: .utf8) == "kept")
     #expect(!FileManager.default.fileExists(atPath: h.dir.url("state/sandboxes/escape.txt")))
     let refusals = h.lines("com.test.boxed").filter { $0.hasPrefix("storage: refused to open") }

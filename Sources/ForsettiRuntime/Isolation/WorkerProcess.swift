@@ -1,4 +1,5 @@
 import CForsetti
+import ForsettiBridge
 import ForsettiCore
 import Foundation
 import Glibc

@@ -1,3 +1,4 @@
+import ForsettiBridge
 import Foundation
 
 /// How modules run.

@@ -1,5 +1,6 @@
 import CForsetti
 import ForsettiBinary
+import ForsettiBridge
 import ForsettiCore
 import Foundation
 

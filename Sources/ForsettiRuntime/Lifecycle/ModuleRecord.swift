@@ -1,3 +1,4 @@
+import ForsettiBridge
 import ForsettiCore
 
 /// Where a module is in its life.

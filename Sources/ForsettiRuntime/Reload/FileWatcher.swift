@@ -1,3 +1,4 @@
+import ForsettiBridge
 import Foundation
 import Glibc
 import Synchronization

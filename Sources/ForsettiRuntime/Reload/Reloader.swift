@@ -1,4 +1,5 @@
 import ForsettiBinary
+import ForsettiBridge
 import ForsettiCore
 import Foundation
 

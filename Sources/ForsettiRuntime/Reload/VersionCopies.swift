@@ -1,3 +1,4 @@
+import ForsettiBridge
 import Foundation
 
 /// Content-named copies of module binaries under `STATE/versions/<moduleID>/`. Loading from a

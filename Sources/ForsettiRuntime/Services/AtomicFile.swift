@@ -1,3 +1,4 @@
+import ForsettiBridge
 import Foundation
 
 /// Writes files so that a crash leaves the old content or the new, never a mix: a temporary

@@ -1,14 +1,7 @@
 import CForsetti
+import ForsettiBridge
 import Glibc
 import Synchronization
-
-/// A C callback and the context pointer the module gave with it. Opaque values handed back to
-/// module code, never dereferenced by the host.
-struct ModuleCallback<F>: @unchecked Sendable {
-  // @unchecked: `context` is the module's own pointer; the host only passes it back.
-  var function: F
-  var context: UnsafeMutableRawPointer?
-}
 
 /// Where an event or message goes: a C handler in this process, or a forwarder to a worker.
 enum DeliveryTarget<F>: Sendable {
@@ -154,7 +147,7 @@ public final class EventBus: Sendable {
 
   /// Prefix reserved for the host's own events and messages.
   public static let reservedPrefix = "forsetti.internal."
-  public static let maxPayload = 64 * 1024
+  public static let maxPayload = HostFunctions.maxPayload
   /// Subscriptions one module may hold.
   public static let maxSubscriptionsPerModule = 256
 

@@ -1,3 +1,4 @@
+import ForsettiBridge
 import ForsettiCore
 
 /// The host's published UI state, composed from every started module's accepted contributions.

@@ -1,3 +1,4 @@
+import ForsettiBridge
 import ForsettiCore
 import Foundation
 import Synchronization

@@ -1,11 +1,12 @@
 import CForsetti
+import Glibc
 
 /// The optional save/restore pair of the module table (hot reload), called at the C boundary.
-enum StateTransfer {
+package enum StateTransfer {
   /// Largest state a module may hand over.
-  static let maxState = 16 << 20
+  package static let maxState = 16 << 20
 
-  final class Sink {
+  package final class Sink {
     var bytes: [UInt8] = []
     var calls = 0
   }
@@ -22,7 +23,7 @@ enum StateTransfer {
   }
 
   /// The module's saved state: nil when it has no `save_state` (or it failed), else its bytes.
-  static func save(_ table: UnsafePointer<forsetti_module>) -> [UInt8]? {
+  package static func save(_ table: UnsafePointer<forsetti_module>) -> [UInt8]? {
     let t = table.pointee
     guard Int(t.struct_size) >= MemoryLayout<forsetti_module>.size, let save = t.save_state else {
       return nil
@@ -36,7 +37,7 @@ enum StateTransfer {
 
   /// Hands `state` to the new instance; false when it has no `restore_state` or refused.
   @discardableResult
-  static func restore(_ table: UnsafePointer<forsetti_module>, _ state: [UInt8]) -> Bool {
+  package static func restore(_ table: UnsafePointer<forsetti_module>, _ state: [UInt8]) -> Bool {
     let t = table.pointee
     guard Int(t.struct_size) >= MemoryLayout<forsetti_module>.size, let restore = t.restore_state else {
       return false

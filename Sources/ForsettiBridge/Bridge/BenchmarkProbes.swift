@@ -1,3 +1,5 @@
+import Glibc
+
 /// Baselines for `scripts/bench`, made with the same machinery the host uses.
 public enum BenchmarkProbes {
   /// A libffi closure of the shape `int32_t (*)(int64_t)` that does nothing: the floor under a

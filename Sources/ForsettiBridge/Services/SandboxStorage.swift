@@ -1,6 +1,6 @@
 import CForsetti
 import CForsettiSys
-import Foundation
+import Glibc
 
 /// One module's storage: key-value pairs and files, all beneath `sandboxes/<moduleID>/`.
 ///
@@ -13,8 +13,8 @@ public final class SandboxStorage: Sendable {
   private let kvFD: Int32
 
   /// Key-value pairs live in this directory of the sandbox, one file per key.
-  static let kvDirectory = ".kv"
-  static let resolve = UInt64(FORSETTI_RESOLVE_BENEATH | FORSETTI_RESOLVE_NO_MAGICLINKS)
+  package static let kvDirectory = ".kv"
+  package static let resolve = UInt64(FORSETTI_RESOLVE_BENEATH | FORSETTI_RESOLVE_NO_MAGICLINKS)
 
   public enum OpenError: Error, Sendable, CustomStringConvertible {
     case cannotCreate(path: String, errno: Int32)
@@ -53,7 +53,7 @@ public final class SandboxStorage: Sendable {
   }
 
   /// Keys are 1–128 bytes of [A-Za-z0-9._-], not starting with a dot: always one plain file name.
-  static func isValidKey(_ key: String) -> Bool {
+  package static func isValidKey(_ key: String) -> Bool {
     guard !key.isEmpty, key.utf8.count <= Int(FORSETTI_STORAGE_MAX_KEY), !key.hasPrefix(".") else {
       return false
     }
@@ -149,8 +149,7 @@ public final class SandboxStorage: Sendable {
 
   public func makeDirectory(_ path: String) -> Int32 {
     guard !path.isEmpty else { return FORSETTI_ERR_INVALID_ARGUMENT }
-    let parent = (path as NSString).deletingLastPathComponent
-    let name = (path as NSString).lastPathComponent
+    let (parent, name) = Self.splitLast(path)
     guard !name.isEmpty, name != "..", name != "." else { return FORSETTI_ERR_DENIED }
     let pfd =
       parent.isEmpty
@@ -169,12 +168,29 @@ public final class SandboxStorage: Sendable {
   }
 
   /// EXDEV and ELOOP are how openat2 says "that would leave the sandbox".
-  static func status(for e: Int32) -> Int32 {
+  package static func status(for e: Int32) -> Int32 {
     switch e {
     case EXDEV, ELOOP, EACCES, EPERM: FORSETTI_ERR_DENIED
     case ENOENT, ENOTDIR: FORSETTI_ERR_NOT_FOUND
     case EINVAL, ENAMETOOLONG: FORSETTI_ERR_INVALID_ARGUMENT
     default: FORSETTI_ERR_IO
     }
+  }
+}
+
+extension SandboxStorage {
+  /// `a/b/c/` → (`a/b`, `c`); `c` → (``, `c`); `/c` → (`/`, `c`): the parent and last component,
+  /// trailing and doubled slashes ignored, as NSString's path methods split them.
+  package static func splitLast(_ path: String) -> (parent: String, name: String) {
+    var bytes = Array(path.utf8)
+    while bytes.count > 1, bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
+    guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else {
+      return ("", String(decoding: bytes, as: UTF8.self))
+    }
+    let name = String(decoding: bytes[(slash + 1)...], as: UTF8.self)
+    var parent = bytes[..<slash]
+    while parent.count > 1, parent.last == UInt8(ascii: "/") { parent.removeLast() }
+    if parent.isEmpty { parent = [UInt8(ascii: "/")][...] }
+    return (String(decoding: parent, as: UTF8.self), name)
   }
 }

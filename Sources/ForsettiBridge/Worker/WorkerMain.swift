@@ -2,7 +2,6 @@ import CForsetti
 import CForsettiSys
 import ForsettiBinary
 import ForsettiCore
-import Foundation
 import Glibc
 
 /// The worker process: confine, load exactly one module, then serve it until the host says
@@ -17,8 +16,8 @@ public enum WorkerMain {
     guard arguments.count == 2, arguments[0] == "--config",
       let config = WorkerConfiguration(json: arguments[1])
     else {
-      FileHandle.standardError.write(
-        Data("forsetti-worker: started by hand? it is spawned by forsetti-host\n".utf8))
+      let text = "forsetti-worker: started by hand? it is spawned by forsetti-host\n"
+      _ = text.withCString { write(2, $0, strlen($0)) }
       return 64
     }
     // No worker outlives its host: die with the parent, and check it is still the parent.
@@ -68,8 +67,12 @@ public enum WorkerMain {
       return 0
     }
     let link = WorkerLink(socket: socket, calls: ring)
-    let reader = Thread { link.readLoop() }
-    reader.start()
+    guard DetachedThread.start({ link.readLoop() }) else {
+      socket.send(
+        WireFrame(
+          .loadFailed, [.string(ReasonCode.loadFailed.rawValue), .string("no thread for the host link")]))
+      return 0
+    }
 
     guard let start = link.commands.next(timeout: nil), start.kind == .start else { return 0 }
     let binding: ModuleBinding
@@ -105,8 +108,8 @@ public enum WorkerMain {
 }
 
 /// JSON forms of what crosses from worker to host in lifecycle frames.
-enum WorkerCodec {
-  static func loaded(_ d: ModuleDescriptor, _ ui: UIContributions?) -> JSONValue {
+package enum WorkerCodec {
+  package static func loaded(_ d: ModuleDescriptor, _ ui: UIContributions?) -> JSONValue {
     var o = JSONObject([
       ("moduleID", .string(d.moduleID)), ("moduleType", .string(d.moduleType.rawValue)),
       ("version", .string(d.moduleVersion.description)),
@@ -145,7 +148,7 @@ enum WorkerCodec {
   }
 
   /// The host's reading of a `loaded` frame: untrusted, so every field is checked.
-  static func decodeLoaded(_ text: String) -> (ModuleDescriptor, UIContributions?)? {
+  package static func decodeLoaded(_ text: String) -> (ModuleDescriptor, UIContributions?)? {
     guard let o = (try? JSONParser.parse(text))?.objectValue, let id = o["moduleID"]?.stringValue,
       let type = o["moduleType"]?.stringValue.flatMap(ModuleType.init(rawValue:)),
       let version = o["version"]?.stringValue.flatMap(SemanticVersion.init(parsing:))

@@ -1,7 +1,7 @@
 import CForsetti
 import Dispatch
 import ForsettiCore
-import Foundation
+import Glibc
 import Synchronization
 
 /// The worker's side of the host API: the same `HostBackend` the in-process bridge uses, but
@@ -9,21 +9,21 @@ import Synchronization
 /// connection alone. Calls go over their own channel and are answered in order; events and
 /// messages from the host arrive on the other and are delivered on a separate queue, so a
 /// handler may call the host in turn.
-final class WorkerLink: HostBackend {
-  let socket: WireSocket
+package final class WorkerLink: HostBackend {
+  package let socket: WireSocket
   private let nextID = Atomic<UInt64>(1)
   private let eventHandlers = Mutex<[Int64: ModuleCallback<forsetti_event_handler>]>([:])
   private let messageHandler = Mutex<ModuleCallback<forsetti_message_handler>?>(nil)
   private let deliveries = DispatchQueue(label: "forsetti.worker.deliveries")
   /// Lifecycle commands from the host, for the worker's main thread.
-  let commands = Mailbox()
+  package let commands = Mailbox()
 
   /// The synchronous channel (shared memory with the host), one calling thread at a time.
-  let calls: CallRing
+  package let calls: CallRing
   private let callLock = Mutex<UnsafeMutableRawBufferPointer>(
     .allocate(byteCount: CallRing.capacity, alignment: 8))
 
-  init(socket: WireSocket, calls: CallRing) {
+  package init(socket: WireSocket, calls: CallRing) {
     self.socket = socket
     self.calls = calls
   }
@@ -32,7 +32,7 @@ final class WorkerLink: HostBackend {
   ///
   /// The calling thread itself writes the request into the ring and waits for the answer
   /// (threads take turns), so no thread hand-off happens on this side.
-  func request(_ kind: WireKind, _ values: [WireValue]) -> WireFrame? {
+  package func request(_ kind: WireKind, _ values: [WireValue]) -> WireFrame? {
     let id = nextID.add(1, ordering: .relaxed).newValue
     let bytes = Wire.encode(WireFrame(kind, id: id, values))
     return callLock.withLock { buffer -> WireFrame? in
@@ -47,12 +47,12 @@ final class WorkerLink: HostBackend {
     }
   }
 
-  func status(_ kind: WireKind, _ values: [WireValue]) -> Int64 {
+  package func status(_ kind: WireKind, _ values: [WireValue]) -> Int64 {
     request(kind, values)?.int(0) ?? Int64(FORSETTI_ERR_IO)
   }
 
   /// Runs on the reader thread until the host closes the socket.
-  func readLoop() {
+  package func readLoop() {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
     defer { buffer.deallocate() }
     while true {
@@ -99,64 +99,69 @@ final class WorkerLink: HostBackend {
 
   // MARK: HostBackend
 
-  func log(moduleID: String, level: LogLevel, message: String, metadata: [String: String]) {
+  package func log(moduleID: String, level: LogLevel, message: String, metadata: [String: String]) {
     socket.send(WireFrame(.log, [.int(Int64(level.rawValue)), .string(message)]))
   }
 
-  func telemetry(moduleID: String, name: String, attributes: JSONValue?) -> Bool {
+  package func telemetry(moduleID: String, name: String, attributes: JSONValue?) -> Bool {
     socket.send(
       WireFrame(.telemetry, [.string(name), .string(attributes.map { JSONWriter.string($0) } ?? "")]))
     return true
   }
 
-  func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32 {
+  package func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32 {
     Int32(truncatingIfNeeded: status(.publish, [.string(type), .bytes(Array(payload))]))
   }
 
-  func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>) -> Int64 {
+  package func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>)
+    -> Int64
+  {
     let id = status(.subscribe, [.string(type)])
     if id > 0 { eventHandlers.withLock { $0[id] = handler } }
     return id
   }
 
-  func unsubscribe(moduleID: String, id: Int64) -> Int32 {
+  package func unsubscribe(moduleID: String, id: Int64) -> Int32 {
     let s = Int32(truncatingIfNeeded: status(.unsubscribe, [.int(id)]))
     if s == FORSETTI_OK { eventHandlers.withLock { _ = $0.removeValue(forKey: id) } }
     return s
   }
 
-  func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
+  package func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer)
+    -> Int32
   {
     Int32(truncatingIfNeeded: status(.send, [.string(target), .string(type), .bytes(Array(payload))]))
   }
 
-  func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32 {
+  package func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32 {
     messageHandler.withLock { $0 = handler }
     return Int32(truncatingIfNeeded: status(.setHandler, [.int(handler == nil ? 0 : 1)]))
   }
 
-  func moduleStarting(moduleID: String) {}
+  package func moduleStarting(moduleID: String) {}
 
-  func moduleStopping(moduleID: String) {}
+  package func moduleStopping(moduleID: String) {}
 
-  func moduleStopped(moduleID: String) {
+  package func moduleStopped(moduleID: String) {
     eventHandlers.withLock { $0.removeAll() }
     messageHandler.withLock { $0 = nil }
   }
 }
 
 /// A queue of frames for one consumer thread, with a timed wait.
-final class Mailbox: Sendable {
+package final class Mailbox: Sendable {
+  package init() {}
+
   private let items = Mutex<[WireFrame]>([])
   private let ready = DispatchSemaphore(value: 0)
 
-  func post(_ f: WireFrame) {
+  package func post(_ f: WireFrame) {
     items.withLock { $0.append(f) }
     ready.signal()
   }
 
   /// The next frame, or nil after `timeout` seconds (nil timeout waits forever).
-  func next(timeout: Double?) -> WireFrame? {
+  package func next(timeout: Double?) -> WireFrame? {
     if let timeout {
       guard ready.wait(timeout: .now() + timeout) == .success else { return nil }
     } else {

@@ -1,4 +1,5 @@
 import ForsettiCore
+import Glibc
 
 /// Everything a worker needs, passed as one JSON argument by the host that spawns it.
 public struct WorkerConfiguration: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import CFFI
+import Glibc
 import Synchronization
 
 /// One C function pointer made at run time with libffi: calling it runs `handler` with the
@@ -9,11 +10,11 @@ import Synchronization
 /// any thread; the closure must stay valid so that such a call reaches the revoked binding and
 /// returns an error instead of jumping into freed memory. The cost is a few hundred bytes per
 /// function per module start.
-final class FFIClosure: @unchecked Sendable {
+package final class FFIClosure: @unchecked Sendable {
   // @unchecked: every stored property is written once in init and only read afterwards.
-  typealias Handler = @Sendable (FFIArguments) -> FFIReturn
+  package typealias Handler = @Sendable (FFIArguments) -> FFIReturn
 
-  let code: UnsafeMutableRawPointer
+  package let code: UnsafeMutableRawPointer
   private let handler: Handler
   private let cif: UnsafeMutablePointer<ffi_cif>
   private let argTypes: UnsafeMutablePointer<UnsafeMutablePointer<ffi_type>?>
@@ -21,9 +22,9 @@ final class FFIClosure: @unchecked Sendable {
   /// Every closure ever made, kept alive on purpose (see the type's comment).
   private static let registry = Mutex<[FFIClosure]>([])
 
-  enum MakeError: Error { case prepCIF(Int), alloc, prepClosure(Int) }
+  package enum MakeError: Error { case prepCIF(Int), alloc, prepClosure(Int) }
 
-  init(
+  package init(
     arguments: [UnsafeMutablePointer<ffi_type>], returns: UnsafeMutablePointer<ffi_type>,
     handler: @escaping Handler
   )
@@ -60,7 +61,7 @@ final class FFIClosure: @unchecked Sendable {
   }
 
   /// The closure as a C function pointer of type `F`.
-  func function<F>(as type: F.Type) -> F { unsafeBitCast(code, to: type) }
+  package func function<F>(as type: F.Type) -> F { unsafeBitCast(code, to: type) }
 }
 
 private let ffiTrampoline:
@@ -75,24 +76,24 @@ private let ffiTrampoline:
   }
 
 /// Typed access to the argument array libffi hands a closure.
-struct FFIArguments {
-  let raw: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+package struct FFIArguments {
+  package let raw: UnsafeMutablePointer<UnsafeMutableRawPointer?>
 
-  func int32(_ i: Int) -> Int32 { raw[i]?.load(as: Int32.self) ?? 0 }
-  func uint32(_ i: Int) -> UInt32 { raw[i]?.load(as: UInt32.self) ?? 0 }
-  func int64(_ i: Int) -> Int64 { raw[i]?.load(as: Int64.self) ?? 0 }
+  package func int32(_ i: Int) -> Int32 { raw[i]?.load(as: Int32.self) ?? 0 }
+  package func uint32(_ i: Int) -> UInt32 { raw[i]?.load(as: UInt32.self) ?? 0 }
+  package func int64(_ i: Int) -> Int64 { raw[i]?.load(as: Int64.self) ?? 0 }
   /// A size_t argument, clamped so that a huge value reads as "too large", never as negative.
-  func size(_ i: Int) -> Int { Int(clamping: raw[i]?.load(as: UInt.self) ?? 0) }
-  func pointer(_ i: Int) -> UnsafeMutableRawPointer? {
+  package func size(_ i: Int) -> Int { Int(clamping: raw[i]?.load(as: UInt.self) ?? 0) }
+  package func pointer(_ i: Int) -> UnsafeMutableRawPointer? {
     raw[i]?.load(as: UnsafeMutableRawPointer?.self) ?? nil
   }
-  func cString(_ i: Int) -> UnsafePointer<CChar>? {
+  package func cString(_ i: Int) -> UnsafePointer<CChar>? {
     pointer(i).map { UnsafePointer($0.assumingMemoryBound(to: CChar.self)) }
   }
 }
 
 /// What a closure returns to its C caller.
-enum FFIReturn {
+package enum FFIReturn {
   case void
   case int32(Int32)
   case int64(Int64)
@@ -100,11 +101,11 @@ enum FFIReturn {
 }
 
 /// libffi's type descriptors, named.
-enum FFIType {
-  static var void: UnsafeMutablePointer<ffi_type> { forsetti_ffi_void() }
-  static var pointer: UnsafeMutablePointer<ffi_type> { forsetti_ffi_pointer() }
-  static var int32: UnsafeMutablePointer<ffi_type> { forsetti_ffi_sint32() }
-  static var uint32: UnsafeMutablePointer<ffi_type> { forsetti_ffi_uint32() }
-  static var int64: UnsafeMutablePointer<ffi_type> { forsetti_ffi_sint64() }
-  static var size: UnsafeMutablePointer<ffi_type> { forsetti_ffi_size() }
+package enum FFIType {
+  package static var void: UnsafeMutablePointer<ffi_type> { forsetti_ffi_void() }
+  package static var pointer: UnsafeMutablePointer<ffi_type> { forsetti_ffi_pointer() }
+  package static var int32: UnsafeMutablePointer<ffi_type> { forsetti_ffi_sint32() }
+  package static var uint32: UnsafeMutablePointer<ffi_type> { forsetti_ffi_uint32() }
+  package static var int64: UnsafeMutablePointer<ffi_type> { forsetti_ffi_sint64() }
+  package static var size: UnsafeMutablePointer<ffi_type> { forsetti_ffi_size() }
 }

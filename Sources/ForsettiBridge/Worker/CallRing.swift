@@ -14,16 +14,16 @@ import Glibc
 /// copies a request out of shared memory before it reads it (a length is checked once, on the
 /// copy), and a worker that scribbles on the words can only make its own calls fail or keep
 /// its own host thread busy.
-final class CallRing: @unchecked Sendable {
+package final class CallRing: @unchecked Sendable {
   // @unchecked: the mapping is shared on purpose; every access to the control words goes
   // through the atomic helpers of forsetti_ring.h, and each slot has one writer per call.
 
   /// The largest request or response, in bytes.
-  static let capacity = Wire.maxFrame
-  static let headerSize = 64
-  static let size = headerSize + 2 * capacity
+  package static let capacity = Wire.maxFrame
+  package static let headerSize = 64
+  package static let size = headerSize + 2 * capacity
   /// How long a waiter spins before it sleeps on the futex.
-  static let spinNanoseconds: UInt64 = 50_000
+  package static let spinNanoseconds: UInt64 = 50_000
 
   // Word indices in the header.
   private enum Word: Int {
@@ -37,7 +37,7 @@ final class CallRing: @unchecked Sendable {
   deinit { munmap(base, Self.size) }
 
   /// A new ring and the descriptor to hand the worker (close-on-exec; dup2 it into place).
-  static func create() -> (ring: CallRing, fd: Int32)? {
+  package static func create() -> (ring: CallRing, fd: Int32)? {
     let fd = forsetti_memfd("forsetti-calls", UInt64(size))
     guard fd >= 0 else { return nil }
     guard let ring = map(fd) else {
@@ -48,7 +48,7 @@ final class CallRing: @unchecked Sendable {
   }
 
   /// The worker's side: maps the ring the host passed as `fd`.
-  static func attach(fd: Int32) -> CallRing? {
+  package static func attach(fd: Int32) -> CallRing? {
     var st = stat()
     guard fstat(fd, &st) == 0, Int(st.st_size) == size else { return nil }
     return map(fd)
@@ -67,7 +67,7 @@ final class CallRing: @unchecked Sendable {
   private var requestSlot: UnsafeMutableRawPointer { base + Self.headerSize }
   private var responseSlot: UnsafeMutableRawPointer { base + Self.headerSize + Self.capacity }
 
-  var isClosed: Bool { forsetti_load_acquire(word(.closed)) != 0 }
+  package var isClosed: Bool { forsetti_load_acquire(word(.closed)) != 0 }
 
   /// Waits until `*w != value` (or the ring closes): spins, then sleeps with `asleep` raised.
   /// Returns the new value.
@@ -116,7 +116,7 @@ final class CallRing: @unchecked Sendable {
 
   /// Sends `request` and waits for the response, copied into `response`; its length, or nil
   /// when the ring closed or the response does not fit. One caller at a time.
-  func call(_ request: UnsafeRawBufferPointer, response: UnsafeMutableRawBufferPointer) -> Int? {
+  package func call(_ request: UnsafeRawBufferPointer, response: UnsafeMutableRawBufferPointer) -> Int? {
     guard request.count <= Self.capacity, let src = request.baseAddress else { return nil }
     requestSlot.copyMemory(from: src, byteCount: request.count)
     forsetti_store_release(word(.requestLength), UInt32(request.count))
@@ -137,7 +137,7 @@ final class CallRing: @unchecked Sendable {
 
   /// Answers requests with `handle` until `close()`. The request `handle` sees is a private
   /// copy; what it returns is the response (at most `capacity` bytes, else the call fails).
-  func serve(_ handle: (UnsafeRawBufferPointer) -> [UInt8]) {
+  package func serve(_ handle: (UnsafeRawBufferPointer) -> [UInt8]) {
     let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.capacity, alignment: 8)
     defer { copy.deallocate() }
     // A fresh ring starts at 0; the worker's first call may come before this thread runs.
@@ -161,7 +161,7 @@ final class CallRing: @unchecked Sendable {
   }
 
   /// Ends `serve` (and any waiting `call`): the worker is gone.
-  func close() {
+  package func close() {
     forsetti_store_seq_cst(word(.closed), 1)
     _ = forsetti_futex_wake(word(.requestSeq), Int32.max)
     _ = forsetti_futex_wake(word(.responseSeq), Int32.max)

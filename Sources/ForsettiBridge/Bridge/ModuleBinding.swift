@@ -13,8 +13,8 @@ import Synchronization
 public final class ModuleBinding: Sendable {
   public let moduleID: String
   public let granted: Set<Capability>
-  let backend: any HostBackend
-  let storage: SandboxStorage?
+  package let backend: any HostBackend
+  package let storage: SandboxStorage?
   private let revoked = Atomic<Bool>(false)
 
   // C memory owned by the binding for the life of the process.
@@ -33,16 +33,7 @@ public final class ModuleBinding: Sendable {
     backend.moduleStopped(moduleID: moduleID)
   }
 
-  /// A binding for a module in this process, served by `environment`.
-  public convenience init(moduleID: String, granted: Set<Capability>, environment: HostEnvironment)
-    throws(BindingError)
-  {
-    try self.init(
-      moduleID: moduleID, granted: granted, sandbox: environment.sandboxPath(for: moduleID),
-      backend: InProcessBackend(environment: environment))
-  }
-
-  init(moduleID: String, granted: Set<Capability>, sandbox: String, backend: any HostBackend)
+  package init(moduleID: String, granted: Set<Capability>, sandbox: String, backend: any HostBackend)
     throws(BindingError)
   {
     self.moduleID = moduleID
@@ -62,7 +53,7 @@ public final class ModuleBinding: Sendable {
   }
 
   /// The service table for `serviceID` if granted; nil (and a warning) otherwise.
-  func resolve(_ serviceID: String) -> UnsafeRawPointer? {
+  package func resolve(_ serviceID: String) -> UnsafeRawPointer? {
     let needed: Capability?
     switch serviceID {
     case HostFunctions.storageID: needed = .storage
@@ -97,7 +88,7 @@ public final class ModuleBinding: Sendable {
 
   /// Whether the module left its host table's identity alone. A module that overwrites
   /// `module_id` is trying to act as someone else; the host never reads that field, but says so.
-  func identityIntact() -> Bool {
+  package func identityIntact() -> Bool {
     let t = table.pointer.pointee
     if t.module_id == UnsafePointer(idCString.pointer), strcmp(idCString.pointer, moduleID) == 0 {
       return true
@@ -108,11 +99,11 @@ public final class ModuleBinding: Sendable {
     return false
   }
 
-  func log(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {
+  package func log(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {
     backend.log(moduleID: moduleID, level: level, message: message, metadata: metadata)
   }
 
-  func warn(_ message: String, _ metadata: [String: String] = [:]) {
+  package func warn(_ message: String, _ metadata: [String: String] = [:]) {
     backend.log(moduleID: moduleID, level: .warning, message: message, metadata: metadata)
   }
 }
@@ -134,14 +125,14 @@ public enum BindingError: Error, Sendable, CustomStringConvertible {
 
 /// A pointer to C memory the host owns forever; sendable because it is never freed and the
 /// memory it points to is written once before it is shared.
-struct CPointer<T>: @unchecked Sendable {
-  let pointer: UnsafeMutablePointer<T>
-  init(_ p: UnsafeMutablePointer<T>) { pointer = p }
+package struct CPointer<T>: @unchecked Sendable {
+  package let pointer: UnsafeMutablePointer<T>
+  package init(_ p: UnsafeMutablePointer<T>) { pointer = p }
 }
 
 /// The untyped form of `CPointer`.
-struct CRawPointer: @unchecked Sendable {
+package struct CRawPointer: @unchecked Sendable {
   // @unchecked: as CPointer.
-  let pointer: UnsafeMutableRawPointer
-  init(_ p: UnsafeMutableRawPointer) { pointer = p }
+  package let pointer: UnsafeMutableRawPointer
+  package init(_ p: UnsafeMutableRawPointer) { pointer = p }
 }

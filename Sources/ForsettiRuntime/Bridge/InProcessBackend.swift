@@ -1,26 +1,6 @@
 import CForsetti
+import ForsettiBridge
 import ForsettiCore
-
-/// What a module's bound host functions reach, once arguments are checked and revocation is
-/// ruled out: the host's services directly (in-process), or the host over IPC (in a worker).
-/// Storage is not here: it is always served locally from the module's sandbox descriptor.
-protocol HostBackend: Sendable {
-  func log(moduleID: String, level: LogLevel, message: String, metadata: [String: String])
-  /// Whether the event was recorded (false when the telemetry log cannot be written).
-  func telemetry(moduleID: String, name: String, attributes: JSONValue?) -> Bool
-  func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
-  func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>) -> Int64
-  func unsubscribe(moduleID: String, id: Int64) -> Int32
-  func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
-  func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32
-  /// A new instance of the module is about to start: it may receive deliveries again.
-  func moduleStarting(moduleID: String)
-  /// The module is about to stop: take it off the bus and wait out deliveries in flight, so no
-  /// handler of it runs once `stop` has begun (except one already running its own stop).
-  func moduleStopping(moduleID: String)
-  /// The module stopped: drop whatever the backend holds for it.
-  func moduleStopped(moduleID: String)
-}
 
 /// The message guard of Forsetti: the sender is always the bound module, and empty, reserved
 /// or self-addressed traffic is refused.

@@ -63,17 +63,17 @@ public struct ConfinementError: Error, Sendable, CustomStringConvertible {
 /// ruleset binds the calling thread and its future children only.
 public enum Confinement {
   // landlock access rights (linux/landlock.h; Debian 12's header stops at ABI 3).
-  static let execute: UInt64 = 1 << 0
-  static let writeFile: UInt64 = 1 << 1
-  static let readFile: UInt64 = 1 << 2
-  static let readDir: UInt64 = 1 << 3
-  static let refer: UInt64 = 1 << 13
-  static let truncate: UInt64 = 1 << 14
-  static let ioctlDev: UInt64 = 1 << 15
+  package static let execute: UInt64 = 1 << 0
+  package static let writeFile: UInt64 = 1 << 1
+  package static let readFile: UInt64 = 1 << 2
+  package static let readDir: UInt64 = 1 << 3
+  package static let refer: UInt64 = 1 << 13
+  package static let truncate: UInt64 = 1 << 14
+  package static let ioctlDev: UInt64 = 1 << 15
   /// Rights that apply to a file (not a directory) rule.
-  static let fileRights: UInt64 = execute | writeFile | readFile | truncate | ioctlDev
+  package static let fileRights: UInt64 = execute | writeFile | readFile | truncate | ioctlDev
 
-  static func handledFS(abi: Int) -> UInt64 {
+  package static func handledFS(abi: Int) -> UInt64 {
     var rights: UInt64 = (1 << 13) - 1  // ABI 1: execute … make_sym
     if abi >= 2 { rights |= refer }
     if abi >= 3 { rights |= truncate }
@@ -107,7 +107,7 @@ public enum Confinement {
     return .success(report)
   }
 
-  static func applyLimits(_ l: ResourceLimits) -> ConfinementError? {
+  package static func applyLimits(_ l: ResourceLimits) -> ConfinementError? {
     let pairs: [(Int32, UInt64?, String)] = [
       (Int32(RLIMIT_AS.rawValue), l.memoryBytes, "RLIMIT_AS"),
       (Int32(RLIMIT_CPU.rawValue), l.cpuSeconds, "RLIMIT_CPU"),
@@ -125,7 +125,7 @@ public enum Confinement {
     return nil
   }
 
-  static func landlock(_ policy: ConfinementPolicy) -> Result<Int?, ConfinementError> {
+  package static func landlock(_ policy: ConfinementPolicy) -> Result<Int?, ConfinementError> {
     guard let abi = landlockABI else { return .success(nil) }
     let handled = handledFS(abi: abi)
     // struct landlock_ruleset_attr { u64 handled_access_fs; u64 handled_access_net; u64 scoped; }
@@ -169,7 +169,7 @@ public enum Confinement {
 
   /// Denied outright: process creation and program execution, debugging other processes,
   /// kernel and namespace administration, and io_uring (which would bypass this filter).
-  static let deniedSyscalls = [
+  package static let deniedSyscalls = [
     "execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev", "mount",
     "umount2",
     "pivot_root", "chroot", "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module",
@@ -179,7 +179,7 @@ public enum Confinement {
     "name_to_handle_at",
   ]
 
-  static func seccomp(networking: Bool) -> Result<Void, ConfinementError> {
+  package static func seccomp(networking: Bool) -> Result<Void, ConfinementError> {
     guard let ctx = seccomp_init(forsetti_scmp_act_allow()) else {
       return .failure(.init(step: "seccomp_init", errno: ENOMEM))
     }

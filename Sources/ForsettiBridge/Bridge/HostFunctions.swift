@@ -6,16 +6,18 @@ import Glibc
 
 /// The host functions of forsetti.h, each made as a libffi closure over one `ModuleBinding`.
 /// Every function checks revocation first and validates its arguments at the boundary.
-enum HostFunctions {
-  static let storageID = "forsetti.storage"
-  static let telemetryID = "forsetti.telemetry"
-  static let eventsID = "forsetti.events"
-  static let messagesID = "forsetti.messages"
+package enum HostFunctions {
+  package static let storageID = "forsetti.storage"
+  package static let telemetryID = "forsetti.telemetry"
+  package static let eventsID = "forsetti.events"
+  package static let messagesID = "forsetti.messages"
 
-  static let maxName = 256
-  static let maxMessage = 16 * 1024
+  package static let maxName = 256
+  package static let maxMessage = 16 * 1024
+  /// Largest event or message payload.
+  package static let maxPayload = 64 * 1024
 
-  static func closure(
+  package static func closure(
     _ args: [UnsafeMutablePointer<ffi_type>], _ ret: UnsafeMutablePointer<ffi_type>,
     _ handler: @escaping FFIClosure.Handler
   ) throws(BindingError) -> FFIClosure {
@@ -25,7 +27,9 @@ enum HostFunctions {
   }
 
   /// Fills `log` and `resolve` of the host table.
-  static func install(on b: ModuleBinding, table: UnsafeMutablePointer<forsetti_host>) throws(BindingError) {
+  package static func install(on b: ModuleBinding, table: UnsafeMutablePointer<forsetti_host>)
+    throws(BindingError)
+  {
     let log = try closure([FFIType.int32, FFIType.pointer], FFIType.void) { a in
       guard !b.isRevoked, let p = a.cString(1) else { return .void }
       let level = LogLevel(rawValue: a.int32(0)) ?? .info
@@ -45,7 +49,7 @@ enum HostFunctions {
   }
 
   /// Builds the table of a granted service, or nil for an unknown ID.
-  static func serviceTable(_ id: String, for b: ModuleBinding) throws(BindingError)
+  package static func serviceTable(_ id: String, for b: ModuleBinding) throws(BindingError)
     -> UnsafeMutableRawPointer?
   {
     switch id {
@@ -57,26 +61,26 @@ enum HostFunctions {
     }
   }
 
-  static func name(_ a: FFIArguments, _ i: Int) -> String? {
+  package static func name(_ a: FFIArguments, _ i: Int) -> String? {
     guard let p = a.cString(i) else { return nil }
     return CString.read(p, max: maxName)
   }
 
   /// Buffers larger than any host limit; such a length is refused before it is used.
-  static let maxBuffer = Int(FORSETTI_STORAGE_MAX_VALUE)
+  package static let maxBuffer = Int(FORSETTI_STORAGE_MAX_VALUE)
 
   /// The (pointer, length) pair as a buffer; nil when NULL with a length, or absurdly long.
-  static func buffer(_ a: FFIArguments, _ i: Int, _ n: Int) -> UnsafeRawBufferPointer? {
+  package static func buffer(_ a: FFIArguments, _ i: Int, _ n: Int) -> UnsafeRawBufferPointer? {
     let length = a.size(n)
     guard length > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
     guard length <= maxBuffer, let p = a.pointer(i) else { return nil }
     return UnsafeRawBufferPointer(start: p, count: length)
   }
 
-  static var revoked: FFIReturn { .int32(FORSETTI_ERR_REVOKED) }
-  static var invalid: FFIReturn { .int32(FORSETTI_ERR_INVALID_ARGUMENT) }
+  package static var revoked: FFIReturn { .int32(FORSETTI_ERR_REVOKED) }
+  package static var invalid: FFIReturn { .int32(FORSETTI_ERR_INVALID_ARGUMENT) }
 
-  static func storage(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
+  package static func storage(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
     guard let s = b.storage else { throw .sandbox("no sandbox") }
     let set = try closure([FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
@@ -131,7 +135,7 @@ enum HostFunctions {
     return UnsafeMutableRawPointer(t)
   }
 
-  static func telemetry(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
+  package static func telemetry(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
     let record = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
       guard let event = name(a, 0), !event.isEmpty, event.utf8.count <= 128 else { return invalid }
@@ -156,13 +160,13 @@ enum HostFunctions {
     return UnsafeMutableRawPointer(t)
   }
 
-  static func events(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
+  package static func events(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
     let backend = b.backend
     let publish = try closure([FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
       guard b.identityIntact() else { return .int32(FORSETTI_ERR_DENIED) }
       guard let type = name(a, 0), let payload = buffer(a, 1, 2) else { return invalid }
-      guard payload.count <= EventBus.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
+      guard payload.count <= HostFunctions.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
       return .int32(backend.publish(from: b.moduleID, type: type, payload: payload))
     }
     let subscribe = try closure([FFIType.pointer, FFIType.pointer, FFIType.pointer], FFIType.int64) { a in
@@ -193,7 +197,7 @@ enum HostFunctions {
     return UnsafeMutableRawPointer(t)
   }
 
-  static func messages(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
+  package static func messages(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
     let backend = b.backend
     let send = try closure([FFIType.pointer, FFIType.pointer, FFIType.pointer, FFIType.size], FFIType.int32) {
       a in
@@ -202,7 +206,7 @@ enum HostFunctions {
       guard let target = name(a, 0), let type = name(a, 1), let payload = buffer(a, 2, 3) else {
         return invalid
       }
-      guard payload.count <= EventBus.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
+      guard payload.count <= HostFunctions.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
       return .int32(backend.send(from: b.moduleID, to: target, type: type, payload: payload))
     }
     let setHandler = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in

@@ -1,0 +1,74 @@
+import Glibc
+
+/// Directory listings and whole-file reads and writes with plain POSIX calls, so this layer (and
+/// the confined worker that links it) does without Foundation.
+public enum PlainFiles {
+  /// The names in `directory`, without `.` and `..`, in directory order; nil if it cannot be listed.
+  public static func names(in directory: String) -> [String]? {
+    guard let dir = opendir(directory) else { return nil }
+    defer { closedir(dir) }
+    var out: [String] = []
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name != "." && name != ".." { out.append(name) }
+    }
+    return out
+  }
+
+  /// The bytes of the regular file at `path`, or nil if it cannot be read or exceeds `limit`.
+  public static func contents(of path: String, limit: Int = 1 << 30) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int(st.st_size) <= limit else { return nil }
+    var bytes = [UInt8](repeating: 0, count: max(Int(st.st_size), 0) + 1)
+    var total = 0
+    while true {
+      if total == bytes.count {
+        guard total <= limit else { return nil }
+        bytes += [UInt8](repeating: 0, count: max(4096, total))
+      }
+      let n = bytes.withUnsafeMutableBytes { buf in
+        buf.baseAddress.map { read(fd, $0 + total, buf.count - total) } ?? -1
+      }
+      if n < 0 {
+        if errno == EINTR { continue }
+        return nil
+      }
+      if n == 0 { break }
+      total += n
+    }
+    guard total <= limit else { return nil }
+    bytes.removeSubrange(total...)
+    return bytes
+  }
+
+  /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so
+  /// a reader sees the old file or the new one, never a part. False on any failure.
+  public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) -> Bool {
+    let temporary = path + ".tmp-\(getpid())"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+    guard fd >= 0 else { return false }
+    var written = 0
+    while written < bytes.count {
+      let n = bytes.withUnsafeBytes { buf in
+        buf.baseAddress.map { write(fd, $0 + written, buf.count - written) } ?? -1
+      }
+      if n < 0 && errno == EINTR { continue }
+      guard n > 0 else {
+        close(fd)
+        unlink(temporary)
+        return false
+      }
+      written += n
+    }
+    guard fsync(fd) == 0, close(fd) == 0, rename(temporary, path) == 0 else {
+      unlink(temporary)
+      return false
+    }
+    return true
+  }
+}
