@@ -54,31 +54,58 @@ public enum GateEvaluator {
   public static func evaluatePreLoad(_ m: ModuleManifest, _ ctx: GateContext, into trace: inout GateTrace)
     -> Bool
   {
-    func passes(_ step: GateStep, _ outcome: GateOutcome, _ passDetail: @escaping @Sendable () -> String)
-      -> Bool
-    {
+    evaluatePreLoad(m, SharedContext(ctx), into: &trace)
+  }
+
+  /// As above, with the context boxed once for a whole batch of modules.
+  static func evaluatePreLoad(_ m: ModuleManifest, _ shared: SharedContext, into trace: inout GateTrace)
+    -> Bool
+  {
+    let ctx = shared.value
+    // One source renders every pass line of this module when (if ever) it is read.
+    let subject = PreLoadSubject(manifest: m, context: shared)
+    func passes(_ step: GateStep, _ outcome: GateOutcome) -> Bool {
       guard let v = outcome.violation else {
-        trace.pass(step, .deferred(passDetail))
+        trace.pass(step, .rendered(by: subject, for: step))
         return true
       }
       trace.fail(step, v.reason, v.detail)
       trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(v.reason.rawValue)")
       return false
     }
-    guard passes(.compatibility, ctx.compatibility.check(m), { ctx.compatibility.passDetail(m) }) else {
-      return false
+    guard passes(.compatibility, ctx.compatibility.check(m)) else { return false }
+    guard passes(.approval, ApprovalRules.check(m, approvals: ctx.approvals)) else { return false }
+    guard passes(.entitlement, OverrideRules.check(ctx.entitlement(m))) else { return false }
+    return passes(.runtimeRequirements, RuntimeRequirementRules.check(m, providers: ctx.providers))
+  }
+}
+
+/// A `GateContext` behind one reference, so that the many modules judged against it share it
+/// instead of each holding a copy (a copy retains every array and string inside).
+final class SharedContext: Sendable {
+  let value: GateContext
+  init(_ value: GateContext) { self.value = value }
+}
+
+/// What the pre-load pass lines of one module are rendered from.
+final class PreLoadSubject: GateNoteSource {
+  let manifest: ModuleManifest
+  let context: SharedContext
+
+  init(manifest: ModuleManifest, context: SharedContext) {
+    self.manifest = manifest
+    self.context = context
+  }
+
+  func note(for step: GateStep) -> String {
+    let ctx = context.value
+    switch step {
+    case .compatibility: return ctx.compatibility.passDetail(manifest)
+    case .approval: return ApprovalRules.passDetail(manifest, approvals: ctx.approvals)
+    // Re-evaluated when read: the same immutable inputs give the same summary.
+    case .entitlement: return ctx.entitlement(manifest).summary
+    case .runtimeRequirements: return RuntimeRequirementRules.passDetail(manifest, providers: ctx.providers)
+    default: return "passed"
     }
-    guard
-      passes(
-        .approval, ApprovalRules.check(m, approvals: ctx.approvals),
-        { ApprovalRules.passDetail(m, approvals: ctx.approvals) })
-    else { return false }
-    let entitlement = ctx.entitlement(m)
-    guard passes(.entitlement, OverrideRules.check(entitlement), { entitlement.summary }) else {
-      return false
-    }
-    return passes(
-      .runtimeRequirements, RuntimeRequirementRules.check(m, providers: ctx.providers),
-      { RuntimeRequirementRules.passDetail(m, providers: ctx.providers) })
   }
 }

@@ -70,6 +70,7 @@ public struct GateNote: Sendable, Hashable {
   private enum Storage: Sendable {
     case text(String)
     case deferred(Renderer)
+    case step(any GateNoteSource, GateStep)
   }
 
   /// Holds only an immutable, `@Sendable` closure: safe to share between threads.
@@ -87,18 +88,31 @@ public struct GateNote: Sendable, Hashable {
     GateNote(storage: .deferred(Renderer(render)))
   }
 
+  /// The line `source` renders for `step` when read: one shared source can serve every pass
+  /// line of a module, where a closure per line would box its own copy of what it renders from.
+  public static func rendered(by source: any GateNoteSource, for step: GateStep) -> GateNote {
+    GateNote(storage: .step(source, step))
+  }
+
   private init(storage: Storage) { self.storage = storage }
 
   public var text: String {
     switch storage {
     case .text(let t): t
     case .deferred(let r): r.render()
+    case .step(let source, let step): source.note(for: step)
     }
   }
 
   /// Notes are equal when their texts are.
   public static func == (a: GateNote, b: GateNote) -> Bool { a.text == b.text }
   public func hash(into h: inout Hasher) { h.combine(text) }
+}
+
+/// Renders pass lines from immutable values it holds (a module's manifest and the context it
+/// was judged in), for the steps it knows.
+public protocol GateNoteSource: Sendable {
+  func note(for step: GateStep) -> String
 }
 
 /// Everything the gate stack decided about one module, step by step.

@@ -40,14 +40,15 @@ public enum GateStack {
   ) -> [ModuleJudgement] {
     // Modules are judged independently (in parallel when there are many), in file order.
     let files = report.files
+    let shared = SharedContext(context)
     return ParallelMap.map(files.count) { i in
-      judge(files[i], context: context, inspect: inspect, laterSteps: laterSteps)
+      judge(files[i], context: shared, inspect: inspect, laterSteps: laterSteps)
     }.compactMap { $0 }
   }
 
   /// One file's judgement; nil for a file discovery ignored.
   static func judge(
-    _ file: DiscoveredFile, context: GateContext,
+    _ file: DiscoveredFile, context: SharedContext,
     inspect: (ModuleManifest) -> BinaryInspectionStep, laterSteps: String?
   ) -> ModuleJudgement? {
     var trace = GateTrace()
@@ -55,7 +56,9 @@ public enum GateStack {
     case .ignored:
       return nil
     case .manifest(let m):
-      trace.pass(.discover, .deferred { [outcome = file.outcome] in outcome.detail })
+      trace.pass(
+        .discover,
+        .deferred { [id = m.moduleID, version = m.moduleVersion] in "manifest for \(id) \(version)" })
       switch inspect(m) {
       case .skipped(let why):
         trace.skip(.inspectBinary, why)
@@ -71,7 +74,7 @@ public enum GateStack {
       }
       return .init(
         file: file.file, moduleID: m.moduleID, manifest: m, trace: trace,
-        granted: ApprovalRules.granted(m, approvals: context.approvals))
+        granted: ApprovalRules.granted(m, approvals: context.value.approvals))
     case .invalid, .duplicate, .unreadable:
       trace.fail(.discover, file.outcome.reason ?? .validationFailed, file.outcome.detail)
       trace.skipRemaining(because: "not evaluated: discover failed")
