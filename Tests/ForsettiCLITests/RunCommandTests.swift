@@ -172,6 +172,47 @@ import Testing
     #expect(try JSONParser.parse(after.stdout).objectValue?["running"] == .bool(false))
   }
 
+  /// Ctrl-C at a terminal signals the whole foreground process group. The workers must not be
+  /// in it: the host alone stops them, in order, and the run ends cleanly.
+  @Test func aCtrlCToTheHostsProcessGroupStopsEveryModuleCleanly() throws {
+    let plugins = try installExamples()
+    // Foundation's Process makes the host a process group leader, as a shell makes a job.
+    let host = try DevHost.launch([
+      "run", "--manifests", manifests, "--plugins", plugins, "--state", dir.url("state"), "--approve-all",
+    ])
+    defer { host.stop() }
+    for id in ["com.example.counter", "com.example.dashboard", "com.example.helloc"] {
+      try #require(host.await("started \(id)") != nil, "\(host.lines)")
+    }
+    let hostPID = host.process.processIdentifier
+    #expect(getpgid(hostPID) == hostPID)
+    // The test runner may ignore SIGINT, and an ignored signal stays ignored in the workers, so
+    // the signal alone would not show the fault: look at their process groups too.
+    let workers = Self.children(of: hostPID)
+    #expect(workers.count == 3, "workers: \(workers)")
+    for worker in workers { #expect(getpgid(worker) != hostPID, "worker \(worker) is in the host's group") }
+    kill(-hostPID, SIGINT)
+    host.process.waitUntilExit()
+    let text = host.lines.joined(separator: "\n")
+    #expect(host.process.terminationStatus == 0, "\(text)")
+    #expect(text.contains("3 modules: 3 ran and stopped cleanly"), "\(text)")
+    #expect(!text.contains("killed by signal"), "\(text)")
+  }
+
+  /// The processes whose parent is `pid`, from /proc.
+  static func children(of pid: pid_t) -> [pid_t] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap { name -> pid_t? in
+      guard let child = pid_t(name),
+        let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+      else { return nil }
+      // After "pid (comm) ": state, then the parent's pid.
+      let fields = stat[stat.index(after: close)...].split(separator: " ")
+      return fields.count > 1 && pid_t(fields[1]) == pid ? child : nil
+    }
+  }
+
   @Test func inspectReportsWithoutLoading() throws {
     let marker = dir.url("loaded")
     var f = ModuleFixture(moduleID: "com.test.look", entryPoint: "look_entry")

@@ -109,8 +109,9 @@ struct ModuleTemplate {
       - To use a host service, add its capability to `capabilitiesRequested` (e.g. `"storage"`),
         then resolve it in `start`; the host asks the user to approve it on the first run.
       - `\(host) lint \(manifestPath) --plugin \(binaryPath)` runs the review checklist.
-      - To ship it signed: `forsetti-host keygen vendor`, then
-        `forsetti-host sign \(binaryPath) --key vendor.key`, and send the `.so`, its `.sig` and the
+      - To ship it signed: make a key pair once, outside this project
+        (`forsetti-host keygen ~/keys/vendor`), then
+        `forsetti-host sign \(binaryPath) --key ~/keys/vendor.key`, and send the `.so`, its `.sig` and the
         manifest.
 
       The Forsetti installation used is `\(prefix)`\(language == .c ? " (`make FORSETTI_PREFIX=…` to change it)" : "").
@@ -120,7 +121,8 @@ struct ModuleTemplate {
   }
 
   var gitignore: String {
-    language == .c ? "/build/\n/.forsetti/\n" : "/.build/\n/.forsetti/\n/Package.resolved\n"
+    // Secret signing keys never belong in a repository, wherever `keygen` was pointed.
+    language == .c ? "/build/\n/.forsetti/\n*.key\n" : "/.build/\n/.forsetti/\n/Package.resolved\n*.key\n"
   }
 
   var makefile: String {

@@ -76,8 +76,16 @@ final class WorkerProcess: Sendable {
     envStrings.append("SWIFT_BACKTRACE=enable=no")
     var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map { strdup($0) } + [nil]
     defer { for e in envp { free(e) } }
+    // Each worker gets a process group of its own, so a Ctrl-C at the terminal (sent to the
+    // host's whole foreground group) reaches only the host, which then stops its modules in
+    // order; the workers die with the host anyway (parent-death signal).
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+    posix_spawnattr_setpgroup(&attributes, 0)
     var child: pid_t = 0
-    let rc = posix_spawn(&child, executable, &actions, nil, &argv, &envp)
+    let rc = posix_spawn(&child, executable, &actions, &attributes, &argv, &envp)
     close(worker.fd)
     close(ringFD)
     close(out[1])
