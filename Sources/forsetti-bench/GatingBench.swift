@@ -34,7 +34,8 @@ enum GatingBench {
          "moduleVersion":{"major":1,"minor":0,"patch":0},"moduleType":"service","supportedPlatforms":["linux"],
          "minForsettiVersion":{"major":0,"minor":1,"patch":0},"capabilitiesRequested":["storage"],"entryPoint":"\(name)"}
         """
-      _ = FileManager.default.createFile(atPath: dir + "/manifests/\(name).json", contents: Data(manifest.utf8))
+      let manifestPath = dir + "/manifests/\(name).json"
+      _ = FileManager.default.createFile(atPath: manifestPath, contents: Data(manifest.utf8))
     }
   }
 
