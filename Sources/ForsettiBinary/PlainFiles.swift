@@ -65,7 +65,9 @@ public enum PlainFiles {
       }
       written += n
     }
-    guard fsync(fd) == 0, close(fd) == 0, rename(temporary, path) == 0 else {
+    let synced = fsync(fd) == 0
+    let closed = close(fd) == 0
+    guard synced, closed, rename(temporary, path) == 0 else {
       unlink(temporary)
       return false
     }
