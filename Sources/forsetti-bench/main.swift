@@ -254,13 +254,18 @@ if section("spawn") {
 // 6. Hot reload: file event → new start returned, vs a raw copy + dlopen + dlsym of the same file.
 if section("reload") {
   progress("hot reload")
-  for (label, reloadMode) in [("in-process", ExecutionMode.inProcess), ("isolated", mode)] {
-    let dir = work + "/reload-\(label)"
+  let variants = [
+    ("in-process", ExecutionMode.inProcess, false), ("isolated, a new worker", mode, false),
+    ("isolated, a spare worker as in dev", mode, true),
+  ]
+  for (v, (label, reloadMode, spare)) in variants.enumerated() {
+    let dir = work + "/reload-\(v)"
     try? FileManager.default.createDirectory(atPath: dir + "/plugins", withIntermediateDirectories: true)
     try? FileManager.default.createDirectory(atPath: dir + "/manifests", withIntermediateDirectories: true)
     let hot = Fixtures.module(id: "com.bench.hot", entry: "hot_entry", start: "return FORSETTI_OK;")
     try Fixtures.install(hot, in: dir, include: include)
     let manager = try Fixtures.start(dir, log: MemoryLogSink(), mode: reloadMode, versionCopies: true)
+    manager.keepsSpareWorker = spare
     let events = EventTimes()
     let watcher = try FileWatcher(directories: [dir + "/plugins"]) { _, at in events.post(at) }
     var latencies: [Double] = []

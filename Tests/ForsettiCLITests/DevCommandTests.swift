@@ -176,6 +176,32 @@ final class LineBuffer: Sendable {
     #expect(host.await("v7 generation 5", from: mark) != nil)
   }
 
+  /// `dev` keeps a worker process started ahead of need: the reloaded version runs in a process
+  /// that already existed before the change, not in one started for it.
+  @Test func aReloadIsServedByAWorkerStartedBeforeTheChange() throws {
+    let logPID =
+      "char l[64]; snprintf(l, sizeof l, \"serving pid %d\", (int)getpid()); fixture_log(l); return FORSETTI_OK;"
+    try Self.hot("p1", start: logPID).install(in: dir, name: "hot")
+    let host = try launch()
+    defer { host.stop() }
+    let first = try #require(host.await("serving pid "), "\(host.lines)")
+    var before: [pid_t] = []
+    for _ in 0..<200 {
+      before = RunCommandTests.children(of: host.process.processIdentifier)
+      if before.count >= 2 { break }
+      usleep(20_000)
+    }
+    #expect(before.count == 2, "the serving worker and one spare: \(before)")
+    let mark = host.lines.count
+    try replace(Self.hot("p2", start: logPID))
+    #expect(host.await("reload com.test.hot 1.0.0 → 1.0.0: reloaded", from: mark) != nil, "\(host.lines)")
+    let (_, line) = try #require(host.await("serving pid ", from: mark), "\(host.lines)")
+    let pid = try #require(line.split(separator: " ").last.flatMap { pid_t($0) }, "\(line)")
+    #expect(
+      before.contains(pid), "pid \(pid) was not among the host's processes before the change: \(before)")
+    #expect(!first.1.hasSuffix(" \(pid)"))
+  }
+
   @Test func aBurstOfWritesGivesOneReload() throws {
     try Self.hot("v1").install(in: dir, name: "hot")
     let host = try launch()

@@ -13,6 +13,9 @@ public enum WireKind: UInt32, Sendable {
   case response = 5
   /// Hot reload: hand over your state (answered by `stateSaved`).
   case saveState = 6
+  /// To a worker started ahead of need (`--await-config`): the module it is for, as the JSON
+  /// `--config` would have carried. The first frame such a worker reads, and only then.
+  case configure = 7
   // worker → host
   case confined = 100
   case loaded = 101

@@ -13,15 +13,24 @@ public enum WorkerMain {
 
   public static func run(_ arguments: [String]) -> Int32 {
     let socket = WireSocket(fd: socketFD)
-    guard arguments.count == 2, arguments[0] == "--config",
-      let config = WorkerConfiguration(json: arguments[1])
-    else {
+    // No worker outlives its host: die with the parent (checked below to still be the host).
+    _ = forsetti_set_parent_death_signal(SIGKILL)
+    let configuration: WorkerConfiguration?
+    switch arguments.first {
+    case "--config" where arguments.count == 2:
+      configuration = WorkerConfiguration(json: arguments[1])
+    case "--await-config" where arguments.count == 1:
+      // Started ahead of need: nothing of a module is known, loaded or confined until the host
+      // says which module this is. A closed socket means the spare was not wanted.
+      configuration = awaitConfiguration(socket)
+    default:
+      configuration = nil
+    }
+    guard let config = configuration else {
       let text = "forsetti-worker: started by hand? it is spawned by forsetti-host\n"
       _ = text.withCString { write(2, $0, strlen($0)) }
       return 64
     }
-    // No worker outlives its host: die with the parent, and check it is still the parent.
-    _ = forsetti_set_parent_death_signal(SIGKILL)
     guard getppid() == config.parent else { return 70 }
 
     let threadsBefore = forsetti_thread_count()
@@ -104,6 +113,19 @@ public enum WorkerMain {
       }
     }
     return 0
+  }
+}
+
+extension WorkerMain {
+  /// The configuration in the first frame from the host, if it is a `configure` frame.
+  static func awaitConfiguration(_ socket: WireSocket) -> WorkerConfiguration? {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
+    defer { buffer.deallocate() }
+    guard case .frame(let f) = socket.receive(into: buffer), f.kind == .configure, let json = f.string(0)
+    else {
+      return nil
+    }
+    return WorkerConfiguration(json: json)
   }
 }
 

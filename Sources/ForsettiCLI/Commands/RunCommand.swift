@@ -106,6 +106,7 @@ enum RunCommand {
     let environment = HostEnvironment(stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks))
     let manager = ModuleManager(environment: environment, mode: mode)
     manager.versionCopies = dev != nil
+    manager.keepsSpareWorker = dev != nil
     if case .isolated = mode {
       environment.log.write(
         LogRecord(level: .info, moduleID: nil, message: "isolation: \(IsolationSettings.kernelSupport())"))

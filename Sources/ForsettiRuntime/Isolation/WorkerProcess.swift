@@ -35,73 +35,34 @@ final class WorkerProcess: Sendable {
     }
   }
 
-  /// Spawns `executable` (posix_spawn, never fork: the host may be large and threaded).
-  init(
+  /// Spawns `executable` for the module of `configuration` (posix_spawn, never fork: the host
+  /// may be large and threaded).
+  convenience init(
     executable: String, configuration: WorkerConfiguration, environment: HostEnvironment,
     onExit: @escaping @Sendable (String, Int32) -> Void
   ) throws(SpawnError) {
-    // Two channels: fd 3, a socket for lifecycle, logs and deliveries; fd 4, the shared-memory
-    // ring of the module's synchronous calls, answered by a host thread that does nothing else.
-    guard let (host, worker) = WireSocket.pair() else { throw .socket(errno) }
-    guard let (ring, ringFD) = CallRing.create() else {
-      let e = errno
-      close(host.fd)
-      close(worker.fd)
-      throw .ring(e)
-    }
-    var out: [Int32] = [0, 0]
-    guard pipe(&out) == 0, fcntl(out[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(out[1], F_SETFD, FD_CLOEXEC) == 0
-    else {
-      let e = errno
-      close(host.fd)
-      close(worker.fd)
-      close(ringFD)
-      throw .pipe(e)
-    }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1)
-    posix_spawn_file_actions_adddup2(&actions, out[1], 2)
-    posix_spawn_file_actions_adddup2(&actions, worker.fd, WorkerMain.socketFD)
-    posix_spawn_file_actions_adddup2(&actions, ringFD, WorkerMain.callsFD)
-    let args = [executable, "--config", JSONWriter.string(configuration.json)]
-    var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-    defer { for a in argv { free(a) } }
-    // The Swift backtracer would try to exec a helper on a crash, which the worker may not do.
-    var envStrings = ProcessInfo.processInfo.environment.filter { $0.key != "SWIFT_BACKTRACE" }.map {
-      "\($0.key)=\($0.value)"
-    }
-    envStrings.append("SWIFT_BACKTRACE=enable=no")
-    var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map { strdup($0) } + [nil]
-    defer { for e in envp { free(e) } }
-    // Each worker gets a process group of its own, so a Ctrl-C at the terminal (sent to the
-    // host's whole foreground group) reaches only the host, which then stops its modules in
-    // order; the workers die with the host anyway (parent-death signal).
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-    posix_spawnattr_setpgroup(&attributes, 0)
-    var child: pid_t = 0
-    let rc = posix_spawn(&child, executable, &actions, &attributes, &argv, &envp)
-    close(worker.fd)
-    close(ringFD)
-    close(out[1])
-    guard rc == 0 else {
-      close(host.fd)
-      close(out[0])
-      throw .spawn(rc)
-    }
+    let started = try StartedWorker.spawn(
+      executable: executable, arguments: ["--config", JSONWriter.string(configuration.json)])
+    self.init(started, configuration: configuration, environment: environment, onExit: onExit)
+  }
+
+  /// Serves the module of `configuration` in a worker already started: a spare started with
+  /// `--await-config` is told its configuration first.
+  init(
+    _ started: StartedWorker, configuration: WorkerConfiguration, environment: HostEnvironment,
+    onExit: @escaping @Sendable (String, Int32) -> Void
+  ) {
     moduleID = configuration.moduleID
-    pid = child
-    socket = host
-    calls = ring
+    pid = started.pid
+    socket = started.socket
+    calls = started.calls
     backend = InProcessBackend(environment: environment)
     backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
-    let outFD = out[0]
+    if started.awaitsConfiguration {
+      socket.send(WireFrame(.configure, [.string(JSONWriter.string(configuration.json))]))
+    }
+    let outFD = started.outputFD
     Thread { [self] in self.readLoop() }.start()
     Thread { [self] in self.callLoop() }.start()
     Thread { [self] in self.captureOutput(outFD) }.start()

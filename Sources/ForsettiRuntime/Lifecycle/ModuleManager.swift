@@ -25,6 +25,18 @@ public final class ModuleManager {
   /// old version after the file is replaced, and a fresh path so the loader maps the new one).
   public var versionCopies = false
 
+  /// Keep one worker process started ahead of need (isolated mode), so that a reload or a
+  /// restart does not wait for a process to start (`dev` turns it on).
+  public var keepsSpareWorker = false {
+    didSet {
+      guard keepsSpareWorker, spareWorker == nil, case .isolated(let settings) = mode else { return }
+      let spare = SpareWorker(executable: settings.workerExecutable)
+      spare.refill()
+      spareWorker = spare
+    }
+  }
+  var spareWorker: SpareWorker?
+
   public init(
     environment: HostEnvironment, loader: any ModuleLoading = DynamicLoader(),
     mode: ExecutionMode = .inProcess
@@ -205,6 +217,8 @@ public final class ModuleManager {
   /// Stops every started module in reverse start order, revoking each one's host functions
   /// (in-process) or ending its worker (isolated).
   public func stopAll() {
+    spareWorker?.shutdown()
+    spareWorker = nil
     restarts.removeAll()
     while let last = running.popLast() {
       stop(last)

@@ -92,13 +92,18 @@ extension ModuleManager {
     let began = clock.now
     let inbox = self.inbox
     let worker: WorkerProcess
-    do {
-      worker = try WorkerProcess(
-        executable: settings.workerExecutable, configuration: config, environment: environment,
-        onExit: { id, pid in inbox.post(id, pid: pid) })
-    } catch {
-      fail(i, .load, .loadFailed, "could not start a worker: \(error)")
-      return
+    let onExit: @Sendable (String, Int32) -> Void = { id, pid in inbox.post(id, pid: pid) }
+    if let started = spareWorker?.take() {
+      worker = WorkerProcess(started, configuration: config, environment: environment, onExit: onExit)
+    } else {
+      do {
+        worker = try WorkerProcess(
+          executable: settings.workerExecutable, configuration: config, environment: environment,
+          onExit: onExit)
+      } catch {
+        fail(i, .load, .loadFailed, "could not start a worker: \(error)")
+        return
+      }
     }
     let deadline = began + .milliseconds(Int(settings.startTimeout * 1000))
     func next() -> WireFrame? {

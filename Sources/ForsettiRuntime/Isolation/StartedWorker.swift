@@ -1,0 +1,99 @@
+import ForsettiBridge
+import Foundation
+import Glibc
+
+/// A worker process just started, and the host's ends of its channels: fd 3, a socket for
+/// lifecycle, logs and deliveries; fd 4, the shared-memory ring of the module's synchronous
+/// calls; its standard output and error as one pipe.
+final class StartedWorker: Sendable {
+  let pid: pid_t
+  let socket: WireSocket
+  let calls: CallRing
+  let outputFD: Int32
+  /// Started with `--await-config`: it learns its module from a `configure` frame.
+  let awaitsConfiguration: Bool
+
+  private init(pid: pid_t, socket: WireSocket, calls: CallRing, outputFD: Int32, awaitsConfiguration: Bool) {
+    self.pid = pid
+    self.socket = socket
+    self.calls = calls
+    self.outputFD = outputFD
+    self.awaitsConfiguration = awaitsConfiguration
+  }
+
+  /// Starts `executable` with `arguments` (posix_spawn, never fork: the host may be large and
+  /// threaded).
+  static func spawn(executable: String, arguments: [String]) throws(WorkerProcess.SpawnError) -> StartedWorker
+  {
+    guard let (host, worker) = WireSocket.pair() else { throw .socket(errno) }
+    guard let (ring, ringFD) = CallRing.create() else {
+      let e = errno
+      close(host.fd)
+      close(worker.fd)
+      throw .ring(e)
+    }
+    var out: [Int32] = [0, 0]
+    guard pipe(&out) == 0, fcntl(out[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(out[1], F_SETFD, FD_CLOEXEC) == 0
+    else {
+      let e = errno
+      close(host.fd)
+      close(worker.fd)
+      close(ringFD)
+      throw .pipe(e)
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, out[1], 2)
+    posix_spawn_file_actions_adddup2(&actions, worker.fd, WorkerMain.socketFD)
+    posix_spawn_file_actions_adddup2(&actions, ringFD, WorkerMain.callsFD)
+    var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { for a in argv { free(a) } }
+    // The Swift backtracer would try to exec a helper on a crash, which the worker may not do.
+    var envStrings = ProcessInfo.processInfo.environment.filter { $0.key != "SWIFT_BACKTRACE" }.map {
+      "\($0.key)=\($0.value)"
+    }
+    envStrings.append("SWIFT_BACKTRACE=enable=no")
+    var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map { strdup($0) } + [nil]
+    defer { for e in envp { free(e) } }
+    // Each worker gets a process group of its own, so a Ctrl-C at the terminal (sent to the
+    // host's whole foreground group) reaches only the host, which then stops its modules in
+    // order; the workers die with the host anyway (parent-death signal).
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+    posix_spawnattr_setpgroup(&attributes, 0)
+    var child: pid_t = 0
+    let rc = posix_spawn(&child, executable, &actions, &attributes, &argv, &envp)
+    close(worker.fd)
+    close(ringFD)
+    close(out[1])
+    guard rc == 0 else {
+      close(host.fd)
+      close(out[0])
+      throw .spawn(rc)
+    }
+    return StartedWorker(
+      pid: child, socket: host, calls: ring, outputFD: out[0],
+      awaitsConfiguration: arguments == ["--await-config"])
+  }
+
+  /// Whether the process is still running (one that has exited is reaped here).
+  var isRunning: Bool {
+    var status: Int32 = 0
+    return waitpid(pid, &status, WNOHANG) == 0
+  }
+
+  /// Ends a worker that will serve no module: kills and reaps it and closes the host's ends.
+  func discard() {
+    kill(pid, SIGKILL)
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    calls.close()
+    close(socket.fd)
+    close(outputFD)
+  }
+}
