@@ -37,12 +37,15 @@ extension BenchmarkProbes {
     public func close() { ring.close() }
   }
 
-  /// The child of `Ring`: answers every request with the same 24 bytes a worker call's
-  /// response frame has, until the parent closes the ring.
+  /// The child of `Ring`: answers every request with as many bytes as a worker call's response
+  /// frame has (21), until the parent closes the ring.
   public static func echo(ringFD: Int32) -> Int32 {
     guard let ring = CallRing.attach(fd: ringFD) else { return 1 }
-    let reply = [UInt8](repeating: 0, count: 24)
-    ring.serve { _ in reply }
+    ring.serve { _, slot in
+      guard let base = slot.baseAddress, slot.count >= 21 else { return 0 }
+      base.initializeMemory(as: UInt8.self, repeating: 0, count: 21)
+      return 21
+    }
     return 0
   }
 }

@@ -117,9 +117,25 @@ package final class CallRing: @unchecked Sendable {
   /// Sends `request` and waits for the response, copied into `response`; its length, or nil
   /// when the ring closed or the response does not fit. One caller at a time.
   package func call(_ request: UnsafeRawBufferPointer, response: UnsafeMutableRawBufferPointer) -> Int? {
-    guard request.count <= Self.capacity, let src = request.baseAddress else { return nil }
-    requestSlot.copyMemory(from: src, byteCount: request.count)
-    forsetti_store_release(word(.requestLength), UInt32(request.count))
+    call(
+      encoding: { slot in
+        guard request.count <= slot.count, let src = request.baseAddress, let dst = slot.baseAddress else {
+          return nil
+        }
+        dst.copyMemory(from: src, byteCount: request.count)
+        return request.count
+      }, response: response)
+  }
+
+  /// As `call`, with the request written by `encode` straight into the ring's request slot
+  /// (returning its length, or nil if it does not fit), so nothing is built and copied first.
+  package func call(
+    encoding encode: (UnsafeMutableRawBufferPointer) -> Int?, response: UnsafeMutableRawBufferPointer
+  ) -> Int? {
+    guard let length = encode(UnsafeMutableRawBufferPointer(start: requestSlot, count: Self.capacity)),
+      length <= Self.capacity
+    else { return nil }
+    forsetti_store_release(word(.requestLength), UInt32(length))
     let seq = forsetti_load_acquire(word(.requestSeq)) &+ 1
     publish(.requestSeq, seq, wakeIf: .serverAsleep)
     var answered = forsetti_load_acquire(word(.responseSeq))
@@ -136,8 +152,9 @@ package final class CallRing: @unchecked Sendable {
   // MARK: host side
 
   /// Answers requests with `handle` until `close()`. The request `handle` sees is a private
-  /// copy; what it returns is the response (at most `capacity` bytes, else the call fails).
-  package func serve(_ handle: (UnsafeRawBufferPointer) -> [UInt8]) {
+  /// copy; it writes the response into the buffer it is given (the ring's response slot) and
+  /// returns its length.
+  package func serve(_ handle: (UnsafeRawBufferPointer, UnsafeMutableRawBufferPointer) -> Int) {
     let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.capacity, alignment: 8)
     defer { copy.deallocate() }
     // A fresh ring starts at 0; the worker's first call may come before this thread runs.
@@ -146,14 +163,11 @@ package final class CallRing: @unchecked Sendable {
       seen = seq
       // Read once, check once, then use only the private copy.
       let n = Int(forsetti_load_acquire(word(.requestLength)))
-      var response: [UInt8] = []
+      var length = 0
       if n <= Self.capacity, let dst = copy.baseAddress {
         dst.copyMemory(from: requestSlot, byteCount: n)
-        response = handle(UnsafeRawBufferPointer(rebasing: copy[0..<n]))
-      }
-      let length = min(response.count, Self.capacity)
-      response.withUnsafeBytes { r in
-        if let src = r.baseAddress { responseSlot.copyMemory(from: src, byteCount: length) }
+        let slot = UnsafeMutableRawBufferPointer(start: responseSlot, count: Self.capacity)
+        length = min(max(0, handle(UnsafeRawBufferPointer(rebasing: copy[0..<n]), slot)), Self.capacity)
       }
       forsetti_store_release(word(.responseLength), UInt32(length))
       publish(.responseSeq, seq, wakeIf: .clientAsleep)

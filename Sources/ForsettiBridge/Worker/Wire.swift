@@ -112,7 +112,7 @@ public enum Wire {
     }
   }
 
-  public enum DecodeError: Error, Sendable { case short, unknownKind(UInt32), badTag(UInt8) }
+  public enum DecodeError: Error, Sendable { case short, unknownKind(UInt32), badTag(UInt8), tooManyValues }
 
   public static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> WireFrame {
     var pos = 0

@@ -20,35 +20,40 @@ package final class WorkerLink: HostBackend {
 
   /// The synchronous channel (shared memory with the host), one calling thread at a time.
   package let calls: CallRing
-  private let callLock = Mutex<UnsafeMutableRawBufferPointer>(
-    .allocate(byteCount: CallRing.capacity, alignment: 8))
+  /// Taken for the whole of a call: the ring has one request slot, and `response` is its copy.
+  private let callLock = Mutex<Void>(())
+  private let response = CallBuffer(byteCount: CallRing.capacity)
 
   package init(socket: WireSocket, calls: CallRing) {
     self.socket = socket
     self.calls = calls
   }
 
-  /// Sends a request and blocks until its response.
+  /// Sends a request written by `fill` and blocks until its response; the status it carries.
   ///
   /// The calling thread itself writes the request into the ring and waits for the answer
-  /// (threads take turns), so no thread hand-off happens on this side.
-  package func request(_ kind: WireKind, _ values: [WireValue]) -> WireFrame? {
+  /// (threads take turns), so no thread hand-off happens on this side, and the frame is written
+  /// straight into shared memory and read back in place: a call allocates nothing for framing.
+  package func status(_ kind: WireKind, _ fill: (inout WireWriter) -> Void) -> Int64 {
     let id = nextID.add(1, ordering: .relaxed).newValue
-    let bytes = Wire.encode(WireFrame(kind, id: id, values))
-    return callLock.withLock { buffer -> WireFrame? in
-      guard bytes.count <= CallRing.capacity else { return nil }
-      let n = bytes.withUnsafeBytes { calls.call($0, response: buffer) }
+    return callLock.withLock { _ -> Int64 in
+      let buffer = response.bytes
+      var fits = true
+      let n = calls.call(
+        encoding: { slot in
+          var w = WireWriter(into: slot, kind: kind, id: id)
+          fill(&w)
+          fits = w.length != nil
+          return w.length
+        }, response: buffer)
+      guard fits else { return Int64(FORSETTI_ERR_IO) }
       // No answer means the host is gone: nothing may outlive it.
       guard let n else { _exit(0) }
-      guard let f = try? Wire.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.kind == .response,
-        f.id == id
-      else { return nil }
-      return f
+      guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.kind == .response,
+        f.id == id, let status = f.int(0)
+      else { return Int64(FORSETTI_ERR_IO) }
+      return status
     }
-  }
-
-  package func status(_ kind: WireKind, _ values: [WireValue]) -> Int64 {
-    request(kind, values)?.int(0) ?? Int64(FORSETTI_ERR_IO)
   }
 
   /// Runs on the reader thread until the host closes the socket.
@@ -110,19 +115,23 @@ package final class WorkerLink: HostBackend {
   }
 
   package func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32 {
-    Int32(truncatingIfNeeded: status(.publish, [.string(type), .bytes(Array(payload))]))
+    Int32(
+      truncatingIfNeeded: status(.publish) {
+        $0.string(type)
+        $0.bytes(payload)
+      })
   }
 
   package func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>)
     -> Int64
   {
-    let id = status(.subscribe, [.string(type)])
+    let id = status(.subscribe) { $0.string(type) }
     if id > 0 { eventHandlers.withLock { $0[id] = handler } }
     return id
   }
 
   package func unsubscribe(moduleID: String, id: Int64) -> Int32 {
-    let s = Int32(truncatingIfNeeded: status(.unsubscribe, [.int(id)]))
+    let s = Int32(truncatingIfNeeded: status(.unsubscribe) { $0.int(id) })
     if s == FORSETTI_OK { eventHandlers.withLock { _ = $0.removeValue(forKey: id) } }
     return s
   }
@@ -130,12 +139,17 @@ package final class WorkerLink: HostBackend {
   package func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer)
     -> Int32
   {
-    Int32(truncatingIfNeeded: status(.send, [.string(target), .string(type), .bytes(Array(payload))]))
+    Int32(
+      truncatingIfNeeded: status(.send) {
+        $0.string(target)
+        $0.string(type)
+        $0.bytes(payload)
+      })
   }
 
   package func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32 {
     messageHandler.withLock { $0 = handler }
-    return Int32(truncatingIfNeeded: status(.setHandler, [.int(handler == nil ? 0 : 1)]))
+    return Int32(truncatingIfNeeded: status(.setHandler) { $0.int(handler == nil ? 0 : 1) })
   }
 
   package func moduleStarting(moduleID: String) {}
@@ -169,4 +183,12 @@ package final class Mailbox: Sendable {
     }
     return items.withLock { $0.isEmpty ? nil : $0.removeFirst() }
   }
+}
+
+/// The worker's copy of a call's response: memory that lives as long as the link.
+private final class CallBuffer: @unchecked Sendable {
+  // @unchecked: `bytes` is read and written only while WorkerLink's call lock is held.
+  let bytes: UnsafeMutableRawBufferPointer
+  init(byteCount: Int) { bytes = .allocate(byteCount: byteCount, alignment: 8) }
+  deinit { bytes.deallocate() }
 }

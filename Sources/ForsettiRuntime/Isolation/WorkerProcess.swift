@@ -145,16 +145,18 @@ final class WorkerProcess: Sendable {
   /// a `response` frame carrying a status; a request that is not a call frame gets
   /// FORSETTI_ERR_INVALID_ARGUMENT.
   private func callLoop() {
-    calls.serve { bytes in
+    calls.serve { bytes, slot in
       let status: Int64
       var id: UInt64 = 0
-      if let f = try? Wire.decode(bytes) {
+      if let f = try? WireView(bytes) {
         id = f.id
         status = answer(f) ?? Int64(FORSETTI_ERR_INVALID_ARGUMENT)
       } else {
         status = Int64(FORSETTI_ERR_INVALID_ARGUMENT)
       }
-      return Wire.encode(WireFrame(.response, id: id, [.int(status)]))
+      var w = WireWriter(into: slot, kind: .response, id: id)
+      w.int(status)
+      return w.length ?? 0
     }
   }
 
@@ -180,13 +182,13 @@ final class WorkerProcess: Sendable {
   }
 
   /// The status answering a call frame; nil for a frame that is not a call.
-  private func answer(_ f: WireFrame) -> Int64? {
+  private func answer(_ f: WireView) -> Int64? {
     switch f.kind {
     case .publish:
       guard let type = f.string(0), type.utf8.count <= HostFunctions.maxName, let payload = f.bytes(1) else {
         return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
       }
-      return Int64(payload.withUnsafeBytes { backend.publish(from: moduleID, type: type, payload: $0) })
+      return Int64(backend.publish(from: moduleID, type: type, payload: payload))
     case .subscribe:
       guard let type = f.string(0), !type.isEmpty, type.utf8.count <= HostFunctions.maxName else {
         return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
@@ -212,8 +214,7 @@ final class WorkerProcess: Sendable {
       guard let target = f.string(0), let type = f.string(1), let payload = f.bytes(2),
         target.utf8.count <= HostFunctions.maxName, type.utf8.count <= HostFunctions.maxName
       else { return Int64(FORSETTI_ERR_INVALID_ARGUMENT) }
-      return Int64(
-        payload.withUnsafeBytes { backend.send(from: moduleID, to: target, type: type, payload: $0) })
+      return Int64(backend.send(from: moduleID, to: target, type: type, payload: payload))
     case .setHandler:
       let socket = self.socket
       let on = (f.int(0) ?? 0) != 0
