@@ -60,15 +60,15 @@ import Testing
     var lying = Self.written { $0.string("abc") }
     // The length field of the first value, after the 12-byte header and the tag.
     lying.replaceSubrange(13..<17, with: [0xFF, 0xFF, 0xFF, 0x7F])
-    lying.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
+    _ = lying.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
     var badTag = Self.written { $0.int(5) }
     badTag[12] = 9
-    badTag.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
+    _ = badTag.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
     let five = Self.written { w in for i in 0..<5 { w.int(Int64(i)) } }
-    five.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
+    _ = five.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
     var unknownKind = Self.written { $0.int(5) }
     unknownKind[0] = 0xEE
-    unknownKind.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
+    _ = unknownKind.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
   }
 
   @Test func aFrameThatDoesNotFitHasNoLength() {
