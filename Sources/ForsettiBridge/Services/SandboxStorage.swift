@@ -28,12 +28,7 @@ public final class SandboxStorage: Sendable {
 
   /// Creates the sandbox directory if needed and opens it.
   public init(root: String) throws(OpenError) {
-    // mkdir -p by hand, so a failure reports its real errno (ENOSPC, ENOTDIR, ENAMETOOLONG …).
-    var built = root.hasPrefix("/") ? "" : "."
-    for part in (root + "/" + Self.kvDirectory).split(separator: "/") {
-      built += "/" + part
-      if mkdir(built, 0o700) != 0 && errno != EEXIST { throw .cannotCreate(path: built, errno: errno) }
-    }
+    try Self.makeDirectories(root + "/" + Self.kvDirectory)
     let fd = open(root, FORSETTI_O_PATH | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw .cannotCreate(path: root, errno: errno) }
     let kv = openat(fd, Self.kvDirectory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -50,6 +45,20 @@ public final class SandboxStorage: Sendable {
   deinit {
     close(rootFD)
     close(kvFD)
+  }
+
+  /// mkdir -p by hand, so a failure reports its real errno (ENOSPC, ENOTDIR, ENAMETOOLONG …).
+  /// The deepest directory is tried first: usually it exists, or only it and its parent are
+  /// missing, so the ancestors are not each asked again on every module start.
+  static func makeDirectories(_ path: String) throws(OpenError) {
+    if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+    guard errno == ENOENT else { throw .cannotCreate(path: path, errno: errno) }
+    let (parent, _) = splitLast(path)
+    guard !parent.isEmpty, parent != "/", parent != path else {
+      throw .cannotCreate(path: path, errno: ENOENT)
+    }
+    try makeDirectories(parent)
+    if mkdir(path, 0o700) != 0 && errno != EEXIST { throw .cannotCreate(path: path, errno: errno) }
   }
 
   /// Keys are 1–128 bytes of [A-Za-z0-9._-], not starting with a dot: always one plain file name.

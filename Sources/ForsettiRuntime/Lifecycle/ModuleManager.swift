@@ -246,11 +246,16 @@ public final class ModuleManager {
   func persist() {
     let state = RuntimeStateFile(pid: getpid(), records: records, surface: surface)
     let dir = environment.stateDirectory
+    // Whole or absent (renamed into place), but not synced: these files describe a running host
+    // (readers check its pid), so after a machine crash there is nothing in them to keep, and
+    // two fsyncs cost more than starting a module.
     do {
       try AtomicFile.write(
-        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir))
+        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir),
+        durable: false)
       try AtomicFile.write(
-        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir))
+        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir),
+        durable: false)
     } catch {
       environment.hostLog(.warning, "could not save runtime state: \(error)")
     }
