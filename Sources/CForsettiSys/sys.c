@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -58,4 +59,10 @@ int forsetti_thread_count(void) {
   }
   closedir(d);
   return n;
+}
+
+int forsetti_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int forsetti_spawn_close_from(void *actions, int from) {
+  return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
 }

@@ -192,6 +192,16 @@ final class LineBuffer: Sendable {
       usleep(20_000)
     }
     #expect(before.count == 2, "the serving worker and one spare: \(before)")
+    // Each worker holds its own channels (0-4) and nothing of another's: no other pipe or socket.
+    for worker in before {
+      let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker)/fd")) ?? []
+      for fd in fds.compactMap({ Int($0) }) where fd > 4 {
+        let target =
+          (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker)/fd/\(fd)")) ?? ""
+        #expect(
+          !target.hasPrefix("pipe:") && !target.hasPrefix("socket:"), "worker \(worker) fd \(fd) → \(target)")
+      }
+    }
     let mark = host.lines.count
     try replace(Self.hot("p2", start: logPID))
     #expect(host.await("reload com.test.hot 1.0.0 → 1.0.0: reloaded", from: mark) != nil, "\(host.lines)")

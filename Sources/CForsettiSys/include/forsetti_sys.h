@@ -33,3 +33,12 @@ int forsetti_set_parent_death_signal(int sig);
 
 /// Number of threads of this process (from /proc/self/task), or -1.
 int forsetti_thread_count(void);
+
+/// pipe2(fds, O_CLOEXEC): both ends close-on-exec from their creation (glibc declares pipe2
+/// only under _GNU_SOURCE). 0, or -1 with errno.
+int forsetti_pipe_cloexec(int fds[2]);
+
+/// posix_spawn_file_actions_addclosefrom_np(actions, from) on a posix_spawn_file_actions_t:
+/// the child starts with no descriptor at or above `from`, whatever the parent (or a library in
+/// it) left open without close-on-exec. 0, or an error number.
+int forsetti_spawn_close_from(void *actions, int from);

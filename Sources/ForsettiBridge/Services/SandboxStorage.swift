@@ -162,7 +162,7 @@ public final class SandboxStorage: Sendable {
     guard !name.isEmpty, name != "..", name != "." else { return FORSETTI_ERR_DENIED }
     let pfd =
       parent.isEmpty
-      ? dup(rootFD)
+      ? fcntl(rootFD, F_DUPFD_CLOEXEC, 0)
       : forsetti_openat2(rootFD, parent, UInt64(FORSETTI_O_PATH | O_DIRECTORY | O_CLOEXEC), 0, Self.resolve)
     guard pfd >= 0 else { return Self.status(for: errno) }
     defer { close(pfd) }

@@ -1,3 +1,4 @@
+import CForsettiSys
 import ForsettiBridge
 import Foundation
 import Glibc
@@ -33,8 +34,9 @@ final class StartedWorker: Sendable {
       throw .ring(e)
     }
     var out: [Int32] = [0, 0]
-    guard pipe(&out) == 0, fcntl(out[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(out[1], F_SETFD, FD_CLOEXEC) == 0
-    else {
+    // Close-on-exec from the start: a spare worker may be spawned on another thread meanwhile,
+    // and must not inherit this worker's output pipe (it could write into this module's log).
+    guard forsetti_pipe_cloexec(&out) == 0 else {
       let e = errno
       close(host.fd)
       close(worker.fd)
@@ -49,6 +51,17 @@ final class StartedWorker: Sendable {
     posix_spawn_file_actions_adddup2(&actions, out[1], 2)
     posix_spawn_file_actions_adddup2(&actions, worker.fd, WorkerMain.socketFD)
     posix_spawn_file_actions_adddup2(&actions, ringFD, WorkerMain.callsFD)
+    // Nothing else crosses into the confined process: not a descriptor some library of the host
+    // left inheritable, nor one the host itself inherited (a test runner's socket, say).
+    let closed = forsetti_spawn_close_from(&actions, WorkerMain.callsFD + 1)
+    guard closed == 0 else {
+      close(host.fd)
+      close(worker.fd)
+      close(ringFD)
+      close(out[0])
+      close(out[1])
+      throw .spawn(closed)
+    }
     var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
     // The Swift backtracer would try to exec a helper on a crash, which the worker may not do.
