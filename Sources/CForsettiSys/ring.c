@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "forsetti_ring.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -23,9 +24,12 @@ int forsetti_futex_wake(uint32_t *word, int count) {
 }
 
 int forsetti_memfd(const char *name, uint64_t size) {
-  int fd = memfd_create(name, MFD_CLOEXEC);
+  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return -1;
-  if (ftruncate(fd, (off_t)size) != 0) {
+  // Sealed at its size: a worker holds this descriptor, and shrinking the file under the host's
+  // mapping would make the host's next access to the ring a SIGBUS.
+  if (ftruncate(fd, (off_t)size) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     close(fd);
     return -1;
   }

@@ -301,6 +301,34 @@ import Testing
     #expect(h.state("com.test.bystander") == .stopped)
   }
 
+  /// The ring is a file the worker holds: shrinking it under the host's mapping would have made
+  /// the host's next look at the ring a SIGBUS, ending every module. It is sealed at its size.
+  @Test func shrinkingTheCallRingIsRefusedAndTheHostGoesOn() throws {
+    let h = RuntimeHarness()
+    try Self.fixture(
+      "com.test.shrink", "shrink_entry",
+      start: """
+        int r = ftruncate(4, 0);
+        \(Self.report("r == 0 ? \"ring shrunk\" : (errno == EPERM ? \"shrink refused\" : \"shrink failed otherwise\")"))
+        r = ftruncate(4, 1 << 24);
+        \(Self.report("r == 0 ? \"ring grown\" : \"grow refused\""))
+        const forsetti_events *e = host->resolve(FORSETTI_SERVICE_EVENTS);
+        \(Self.report("e->publish(\"test.after\", \"\", 0) == FORSETTI_OK ? \"call after: ok\" : \"call after: refused\""))
+        return FORSETTI_OK;
+        """, prelude: "#include <unistd.h>\n"
+    ).install(in: h.dir)
+    try Self.fixture("com.test.bystander", "bystander_entry").install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated())
+    #expect(
+      h.waitForLine("com.test.shrink") { $0.hasPrefix("shrink") || $0.hasPrefix("ring") } == "shrink refused")
+    #expect(
+      h.waitForLine("com.test.shrink") { $0.contains("grow") || $0.contains("grown") } == "grow refused")
+    #expect(h.waitForLine("com.test.shrink") { $0.hasPrefix("call after") } == "call after: ok")
+    #expect(h.state("com.test.bystander") == .started)
+    m.stopAll()
+    #expect(h.state("com.test.bystander") == .stopped)
+  }
+
   @Test func twentyModulesWhereFiveMisbehave() throws {
     let h = RuntimeHarness()
     let bad: [(String, String, String)] = [
