@@ -9,8 +9,9 @@ public enum PlainFiles {
     defer { closedir(dir) }
     var out: [String] = []
     while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      let name = withUnsafePointer(to: &entry.pointee.d_name) { name in
+        // In place: the record is only as long as its name, not the 256 bytes of d_name.
+        String(cString: UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))
       }
       if name != "." && name != ".." { out.append(name) }
     }
@@ -49,8 +50,10 @@ public enum PlainFiles {
   /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so
   /// a reader sees the old file or the new one, never a part. False on any failure.
   public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) -> Bool {
-    let temporary = path + ".tmp-\(getpid())"
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+    // A name nobody can guess and a file that must not exist yet: a plugin directory may be
+    // shared, and a planted symbolic link must not redirect the write.
+    let temporary = path + ".tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
     guard fd >= 0 else { return false }
     var written = 0
     while written < bytes.count {

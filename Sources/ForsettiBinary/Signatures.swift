@@ -127,7 +127,12 @@ public enum ModuleSignature {
 
   /// Checks `binary` against `trusted` keys (key ID → public key).
   public static func verify(_ binary: String, trusted: [String: [UInt8]]) -> Verdict {
-    guard let sigData = PlainFiles.contents(of: path(for: binary), limit: 1 << 16) else { return .unsigned }
+    guard let sigData = PlainFiles.contents(of: path(for: binary), limit: 1 << 16) else {
+      // Absent is unsigned; present but unreadable, too large or not a file is a bad signature.
+      var st = stat()
+      return lstat(path(for: binary), &st) == 0
+        ? .invalid("\(path(for: binary)) cannot be read as a signature file") : .unsigned
+    }
     guard let o = (try? JSONParser.parse(sigData))?.objectValue, let keyID = o["keyID"]?.stringValue,
       let sig = o["signature"]?.stringValue.flatMap(Signatures.unhex)
     else { return .invalid("\(path(for: binary)) is not a signature file") }

@@ -194,6 +194,12 @@ final class LineBuffer: Sendable {
     #expect(before.count == 2, "the serving worker and one spare: \(before)")
     // Each worker holds its own channels (0-4) and nothing of another's: no other pipe or socket.
     for worker in before {
+      // Until its exec, a child being spawned still shares the host's table: wait for the exec.
+      for _ in 0..<100 {
+        let argv = (try? String(contentsOfFile: "/proc/\(worker)/cmdline", encoding: .utf8)) ?? ""
+        if argv.contains("config") { break }
+        usleep(10_000)
+      }
       let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker)/fd")) ?? []
       for fd in fds.compactMap({ Int($0) }) where fd > 4 {
         let target =
@@ -210,6 +216,23 @@ final class LineBuffer: Sendable {
     #expect(
       before.contains(pid), "pid \(pid) was not among the host's processes before the change: \(before)")
     #expect(!first.1.hasSuffix(" \(pid)"))
+
+    // A spare killed from outside is not the module's crash: the next reload gets a worker of
+    // its own and nothing counts towards quarantine.
+    var spare: pid_t?
+    for _ in 0..<200 {
+      spare = RunCommandTests.children(of: host.process.processIdentifier).first { $0 != pid }
+      if spare != nil { break }
+      usleep(20_000)
+    }
+    let killed = try #require(spare, "no new spare after the reload")
+    kill(killed, SIGKILL)
+    let mark2 = host.lines.count
+    try replace(Self.hot("p3", start: logPID))
+    #expect(host.await("reload com.test.hot 1.0.0 → 1.0.0: reloaded", from: mark2) != nil, "\(host.lines)")
+    let (_, third) = try #require(host.await("serving pid ", from: mark2), "\(host.lines)")
+    #expect(!third.hasSuffix(" \(killed)"))
+    #expect(!host.lines[mark2...].contains { $0.contains("crashed") }, "\(host.lines[mark2...])")
   }
 
   @Test func aBurstOfWritesGivesOneReload() throws {

@@ -53,8 +53,9 @@ public struct DirectoryManifestSource: ManifestSource {
       }
       defer { closedir(dir) }
       while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-          String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        let name = withUnsafePointer(to: &entry.pointee.d_name) { name in
+          // In place: the record is only as long as its name, not the 256 bytes of d_name.
+          String(cString: UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))
         }
         guard !name.hasPrefix(".") else { continue }
         let child = rel.isEmpty ? name : rel + "/" + name

@@ -64,9 +64,9 @@ public enum GateEvaluator {
     let ctx = shared.value
     // One source renders every pass line of this module when (if ever) it is read.
     let subject = PreLoadSubject(manifest: m, context: shared)
-    func passes(_ step: GateStep, _ outcome: GateOutcome) -> Bool {
+    func passes(_ step: GateStep, _ outcome: GateOutcome, note: GateNote? = nil) -> Bool {
       guard let v = outcome.violation else {
-        trace.pass(step, .rendered(by: subject, for: step))
+        trace.pass(step, note ?? .rendered(by: subject, for: step))
         return true
       }
       trace.fail(step, v.reason, v.detail)
@@ -75,7 +75,12 @@ public enum GateEvaluator {
     }
     guard passes(.compatibility, ctx.compatibility.check(m)) else { return false }
     guard passes(.approval, ApprovalRules.check(m, approvals: ctx.approvals)) else { return false }
-    guard passes(.entitlement, OverrideRules.check(ctx.entitlement(m))) else { return false }
+    // The evaluation is kept as judged: a provider need not give the same answer when asked again.
+    let entitlement = ctx.entitlement(m)
+    guard passes(.entitlement, OverrideRules.check(entitlement), note: .deferred { entitlement.summary })
+    else {
+      return false
+    }
     return passes(.runtimeRequirements, RuntimeRequirementRules.check(m, providers: ctx.providers))
   }
 }
@@ -102,8 +107,6 @@ final class PreLoadSubject: GateNoteSource {
     switch step {
     case .compatibility: return ctx.compatibility.passDetail(manifest)
     case .approval: return ApprovalRules.passDetail(manifest, approvals: ctx.approvals)
-    // Re-evaluated when read: the same immutable inputs give the same summary.
-    case .entitlement: return ctx.entitlement(manifest).summary
     case .runtimeRequirements: return RuntimeRequirementRules.passDetail(manifest, providers: ctx.providers)
     default: return "passed"
     }

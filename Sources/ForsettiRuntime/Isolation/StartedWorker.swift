@@ -2,6 +2,7 @@ import CForsettiSys
 import ForsettiBridge
 import Foundation
 import Glibc
+import Synchronization
 
 /// A worker process just started, and the host's ends of its channels: fd 3, a socket for
 /// lifecycle, logs and deliveries; fd 4, the shared-memory ring of the module's synchronous
@@ -13,6 +14,8 @@ final class StartedWorker: Sendable {
   let outputFD: Int32
   /// Started with `--await-config`: it learns its module from a `configure` frame.
   let awaitsConfiguration: Bool
+  /// Set once the process has been waited for: its pid may then belong to another process.
+  private let reaped = Atomic<Bool>(false)
 
   private init(pid: pid_t, socket: WireSocket, calls: CallRing, outputFD: Int32, awaitsConfiguration: Bool) {
     self.pid = pid
@@ -27,7 +30,7 @@ final class StartedWorker: Sendable {
   static func spawn(executable: String, arguments: [String]) throws(WorkerProcess.SpawnError) -> StartedWorker
   {
     guard let (host, worker) = WireSocket.pair() else { throw .socket(errno) }
-    guard let (ring, ringFD) = CallRing.create() else {
+    guard let (ring, createdRingFD) = CallRing.create() else {
       let e = errno
       close(host.fd)
       close(worker.fd)
@@ -40,7 +43,17 @@ final class StartedWorker: Sendable {
       let e = errno
       close(host.fd)
       close(worker.fd)
-      close(ringFD)
+      close(createdRingFD)
+      throw .pipe(e)
+    }
+    // The child's file actions fill 0–4 in turn; a channel sitting at one of those numbers (a
+    // host started with a standard stream closed, say) would be overwritten before its own turn.
+    let workerFD = Self.aboveChannels(worker.fd)
+    let ringFD = Self.aboveChannels(createdRingFD)
+    out[1] = Self.aboveChannels(out[1])
+    guard workerFD >= 0, ringFD >= 0, out[1] >= 0 else {
+      let e = errno
+      for fd in [host.fd, workerFD, ringFD, out[0], out[1]] where fd >= 0 { close(fd) }
       throw .pipe(e)
     }
     var actions = posix_spawn_file_actions_t()
@@ -49,14 +62,14 @@ final class StartedWorker: Sendable {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_adddup2(&actions, out[1], 1)
     posix_spawn_file_actions_adddup2(&actions, out[1], 2)
-    posix_spawn_file_actions_adddup2(&actions, worker.fd, WorkerMain.socketFD)
+    posix_spawn_file_actions_adddup2(&actions, workerFD, WorkerMain.socketFD)
     posix_spawn_file_actions_adddup2(&actions, ringFD, WorkerMain.callsFD)
     // Nothing else crosses into the confined process: not a descriptor some library of the host
     // left inheritable, nor one the host itself inherited (a test runner's socket, say).
     let closed = forsetti_spawn_close_from(&actions, WorkerMain.callsFD + 1)
     guard closed == 0 else {
       close(host.fd)
-      close(worker.fd)
+      close(workerFD)
       close(ringFD)
       close(out[0])
       close(out[1])
@@ -81,7 +94,7 @@ final class StartedWorker: Sendable {
     posix_spawnattr_setpgroup(&attributes, 0)
     var child: pid_t = 0
     let rc = posix_spawn(&child, executable, &actions, &attributes, &argv, &envp)
-    close(worker.fd)
+    close(workerFD)
     close(ringFD)
     close(out[1])
     guard rc == 0 else {
@@ -94,17 +107,30 @@ final class StartedWorker: Sendable {
       awaitsConfiguration: arguments == ["--await-config"])
   }
 
+  /// `fd`, moved to 5 or above (close-on-exec) if it is below; -1 if it cannot be.
+  private static func aboveChannels(_ fd: Int32) -> Int32 {
+    guard fd < 5 else { return fd }
+    let moved = fcntl(fd, F_DUPFD_CLOEXEC, 5)
+    close(fd)
+    return moved
+  }
+
   /// Whether the process is still running (one that has exited is reaped here).
   var isRunning: Bool {
+    guard !reaped.load(ordering: .acquiring) else { return false }
     var status: Int32 = 0
-    return waitpid(pid, &status, WNOHANG) == 0
+    let r = waitpid(pid, &status, WNOHANG)
+    if r == pid { reaped.store(true, ordering: .releasing) }
+    return r == 0
   }
 
   /// Ends a worker that will serve no module: kills and reaps it and closes the host's ends.
   func discard() {
-    kill(pid, SIGKILL)
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    if !reaped.exchange(true, ordering: .acquiringAndReleasing) {
+      kill(pid, SIGKILL)
+      var status: Int32 = 0
+      while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
     calls.close()
     close(socket.fd)
     close(outputFD)

@@ -68,6 +68,8 @@ final class WorkerProcess: Sendable {
     Thread { [self] in self.captureOutput(outFD) }.start()
   }
 
+  deinit { close(socket.fd) }
+
   var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
 
   /// The module's most recent log and output lines, for crash reports.
@@ -137,7 +139,10 @@ final class WorkerProcess: Sendable {
     calls.close()
     backend.moduleStopped(moduleID: moduleID)
     lifecycle.post(WireFrame(.stopped, id: UInt64.max))
-    close(socket.fd)
+    // Shut, not closed: other threads may still send (a stop, a delivery under way); they now
+    // fail harmlessly, and the descriptor number cannot be reused for another worker's socket
+    // until the last of them is done (deinit closes it).
+    shutdown(socket.fd, Int32(SHUT_RDWR))
     onExit(moduleID, pid)
   }
 
@@ -194,11 +199,12 @@ final class WorkerProcess: Sendable {
         return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
       }
       let box = SubscriptionID()
-      let socket = self.socket
+      // Weak: a forwarder outliving the worker must not keep it (and its descriptor) alive, and
+      // while it sends, the worker (so the descriptor) cannot go away under it.
       let id = backend.subscribe(
         moduleID: moduleID, type: type,
-        target: .remote { source, type, payload in
-          socket.send(
+        target: .remote { [weak self] source, type, payload in
+          self?.send(
             WireFrame(
               .deliverEvent,
               [
@@ -216,13 +222,12 @@ final class WorkerProcess: Sendable {
       else { return Int64(FORSETTI_ERR_INVALID_ARGUMENT) }
       return Int64(backend.send(from: moduleID, to: target, type: type, payload: payload))
     case .setHandler:
-      let socket = self.socket
       let on = (f.int(0) ?? 0) != 0
       let s = backend.setHandler(
         moduleID: moduleID,
         target: on
-          ? .remote { sender, type, payload in
-            socket.send(WireFrame(.deliverMessage, [.string(sender), .string(type), .bytes(Array(payload))]))
+          ? .remote { [weak self] sender, type, payload in
+            self?.send(WireFrame(.deliverMessage, [.string(sender), .string(type), .bytes(Array(payload))]))
           } : nil)
       return Int64(s)
     default:

@@ -29,13 +29,22 @@ public final class ModuleManager {
   /// restart does not wait for a process to start (`dev` turns it on).
   public var keepsSpareWorker = false {
     didSet {
-      guard keepsSpareWorker, spareWorker == nil, case .isolated(let settings) = mode else { return }
+      guard keepsSpareWorker else {
+        spareWorker?.shutdown()
+        spareWorker = nil
+        return
+      }
+      guard spareWorker == nil, case .isolated(let settings) = mode else { return }
       let spare = SpareWorker(executable: settings.workerExecutable)
       spare.refill()
       spareWorker = spare
     }
   }
   var spareWorker: SpareWorker?
+
+  /// Starts a spare worker if one is kept and was used; called where the host's main thread is
+  /// done with a batch of starts (a reload, a supervision round), not in the middle of one.
+  func refillSpareWorker() { spareWorker?.refill() }
 
   public init(
     environment: HostEnvironment, loader: any ModuleLoading = DynamicLoader(),
@@ -73,6 +82,7 @@ public final class ModuleManager {
       activate(record: i, manifest: m)
     }
     persist()
+    refillSpareWorker()
   }
 
   func fail(_ i: Int, _ step: GateStep, _ reason: ReasonCode, _ detail: String) {
@@ -217,8 +227,7 @@ public final class ModuleManager {
   /// Stops every started module in reverse start order, revoking each one's host functions
   /// (in-process) or ending its worker (isolated).
   public func stopAll() {
-    spareWorker?.shutdown()
-    spareWorker = nil
+    keepsSpareWorker = false
     restarts.removeAll()
     while let last = running.popLast() {
       stop(last)

@@ -91,19 +91,25 @@ extension ModuleManager {
     let clock = ContinuousClock()
     let began = clock.now
     let inbox = self.inbox
-    let worker: WorkerProcess
+    var worker: WorkerProcess
     let onExit: @Sendable (String, Int32) -> Void = { id, pid in inbox.post(id, pid: pid) }
-    if let started = spareWorker?.take() {
-      worker = WorkerProcess(started, configuration: config, environment: environment, onExit: onExit)
-    } else {
+    func freshWorker() -> WorkerProcess? {
       do {
-        worker = try WorkerProcess(
+        return try WorkerProcess(
           executable: settings.workerExecutable, configuration: config, environment: environment,
           onExit: onExit)
       } catch {
         fail(i, .load, .loadFailed, "could not start a worker: \(error)")
-        return
+        return nil
       }
+    }
+    var fromSpare = false
+    if let started = spareWorker?.take() {
+      worker = WorkerProcess(started, configuration: config, environment: environment, onExit: onExit)
+      fromSpare = true
+    } else {
+      guard let w = freshWorker() else { return }
+      worker = w
     }
     let deadline = began + .milliseconds(Int(settings.startTimeout * 1000))
     func next() -> WireFrame? {
@@ -140,6 +146,15 @@ extension ModuleManager {
         let reason = f.string(0).flatMap(ReasonCode.init(rawValue:)) ?? .loadFailed
         return fail(i, .load, reason, f.string(1) ?? "the worker could not load the module")
       case .stopped:
+        if fromSpare && confinedDetail.isEmpty {
+          // The spare died before it confined itself for this module (killed from outside):
+          // not the module's doing, so no crash is counted; a worker of its own takes over.
+          worker.reap()
+          fromSpare = false
+          guard let w = freshWorker() else { return }
+          worker = w
+          continue
+        }
         return crashed(.load, "while loading")
       default:
         continue
@@ -255,6 +270,7 @@ extension ModuleManager {
       activate(record: i, manifest: m)
     }
     persist()
+    refillSpareWorker()
   }
 
   func scheduleRestart(_ i: Int, failure: String, settings: IsolationSettings) {

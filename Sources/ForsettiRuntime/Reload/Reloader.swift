@@ -113,6 +113,7 @@ extension ModuleManager {
       reports += reload(j, approvals: approvals, grace: grace, since: since)
     }
     persist()
+    refillSpareWorker()
     return reports
   }
 
@@ -136,6 +137,7 @@ extension ModuleManager {
       "restarted \(id) with capabilities \(granted.isEmpty ? "none" : granted.sorted().map(\.rawValue).joined(separator: ", "))"
     )
     persist()
+    refillSpareWorker()
   }
 
   /// The capabilities each started module runs with.
