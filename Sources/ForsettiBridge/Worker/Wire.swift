@@ -37,6 +37,7 @@ public struct WireFrame: Sendable {
   public var kind: WireKind
   /// Request ID: pairs a `response` with its request; 0 for frames that need no answer.
   public var id: UInt64
+  /// At most `WireView.maxValues` (4): a frame with more is refused when read.
   public var values: [WireValue]
 
   public init(_ kind: WireKind, id: UInt64 = 0, _ values: [WireValue] = []) {
@@ -76,8 +77,8 @@ public enum Wire {
   /// Largest frame either side sends or accepts (payloads are limited to 64 KiB).
   public static let maxFrame = 128 * 1024
 
+  /// The frame's bytes, written by the same `WireWriter` the call path writes with.
   public static func encode(_ f: WireFrame) -> [UInt8] {
-    // Sized first, then written in place: calls are encoded on every host call of a worker.
     var size = 12
     for v in f.values {
       switch v {
@@ -86,64 +87,33 @@ public enum Wire {
       }
     }
     return [UInt8](unsafeUninitializedCapacity: size) { out, count in
-      guard let base = out.baseAddress else { return }
-      var pos = 0
-      func put<T: FixedWidthInteger>(_ v: T) {
-        UnsafeMutableRawPointer(base + pos).storeBytes(of: v.littleEndian, as: T.self)
-        pos += MemoryLayout<T>.size
-      }
-      put(f.kind.rawValue)
-      put(f.id)
+      var w = WireWriter(into: UnsafeMutableRawBufferPointer(out), kind: f.kind, id: f.id)
       for v in f.values {
         switch v {
-        case .int(let i):
-          put(UInt8(1))
-          put(UInt64(bitPattern: i))
-        case .bytes(let b):
-          put(UInt8(2))
-          put(UInt32(b.count))
-          b.withUnsafeBufferPointer { src in
-            if let s = src.baseAddress { (base + pos).update(from: s, count: src.count) }
-          }
-          pos += b.count
+        case .int(let i): w.int(i)
+        case .bytes(let b): b.withUnsafeBytes { w.bytes($0) }
         }
       }
-      count = pos
+      count = w.length ?? 0
     }
   }
 
   public enum DecodeError: Error, Sendable { case short, unknownKind(UInt32), badTag(UInt8), tooManyValues }
 
+  /// The frame in `b`, its values copied out: checked by the same `WireView` the call path
+  /// reads with, so there is one reader of untrusted frames.
   public static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> WireFrame {
-    var pos = 0
-    func read(_ n: Int) throws(DecodeError) -> UInt64 {
-      guard pos + n <= b.count, let base = b.baseAddress else { throw .short }
-      let v: UInt64 =
-        n == 8
-        ? UInt64(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt64.self))
-        : UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt32.self)))
-      pos += n
-      return v
-    }
-    let raw = UInt32(try read(4))
-    guard let kind = WireKind(rawValue: raw) else { throw .unknownKind(raw) }
-    let id = try read(8)
+    let view = try WireView(b)
     var values: [WireValue] = []
-    values.reserveCapacity(4)
-    while pos < b.count {
-      let tag = b[pos]
-      pos += 1
-      switch tag {
-      case 1: values.append(.int(Int64(bitPattern: try read(8))))
-      case 2:
-        let n = Int(try read(4))
-        guard pos + n <= b.count else { throw .short }
-        values.append(.bytes(Array(b[pos..<pos + n])))
-        pos += n
-      default: throw .badTag(tag)
+    values.reserveCapacity(view.count)
+    for i in 0..<view.count {
+      if let n = view.int(i) {
+        values.append(.int(n))
+      } else if let bytes = view.bytes(i) {
+        values.append(.bytes(Array(bytes)))
       }
     }
-    return WireFrame(kind, id: id, values)
+    return WireFrame(view.kind, id: view.id, values)
   }
 }
 
