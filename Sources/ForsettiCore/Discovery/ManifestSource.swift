@@ -78,35 +78,11 @@ public struct DirectoryManifestSource: ManifestSource {
   }
 
   public func read(_ relativePath: String, limit: Int) throws(ManifestSourceError) -> [UInt8] {
-    let fd = open(root + "/" + relativePath, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-    guard fd >= 0 else { throw .unreadable(path: relativePath, reason: String(cString: strerror(errno))) }
-    defer { close(fd) }
-    var st = stat()
-    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-      throw .unreadable(path: relativePath, reason: "not a regular file")
+    switch PlainFiles.read(root + "/" + relativePath, limit: limit) {
+    case .success(let bytes): return bytes
+    case .failure(.tooLarge): throw .tooLarge(path: relativePath, limit: limit)
+    case .failure(.notRegularFile): throw .unreadable(path: relativePath, reason: "not a regular file")
+    case .failure(.system(let e)): throw .unreadable(path: relativePath, reason: String(cString: strerror(e)))
     }
-    if Int(st.st_size) > limit { throw .tooLarge(path: relativePath, limit: limit) }
-    var bytes = [UInt8](repeating: 0, count: Int(st.st_size) + 1)
-    var total = 0
-    while true {
-      if total == bytes.count {
-        if total > limit { throw .tooLarge(path: relativePath, limit: limit) }
-        bytes += [UInt8](repeating: 0, count: max(4096, total))
-      }
-      let n = bytes.withUnsafeMutableBytes { buf in
-        buf.baseAddress.map { Glibc.read(fd, $0 + total, buf.count - total) } ?? -1
-      }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw .unreadable(path: relativePath, reason: String(cString: strerror(errno)))
-      }
-      if n == 0 { break }
-      total += n
-      // A regular file reads short only at its end: no second call just to see 0.
-      if total < bytes.count { break }
-    }
-    if total > limit { throw .tooLarge(path: relativePath, limit: limit) }
-    bytes.removeSubrange(total...)
-    return bytes
   }
 }

@@ -1,7 +1,7 @@
 import Glibc
 
-/// Directory listings and whole-file reads and writes with plain POSIX calls, so this layer (and
-/// the confined worker that links it) does without Foundation.
+/// Directory listings and whole-file reads and writes with plain POSIX calls: the layers below the
+/// runtime, and the confined worker that links them, do without Foundation.
 public enum PlainFiles {
   /// The names in `directory`, without `.` and `..`, in directory order; nil if it cannot be listed.
   public static func names(in directory: String) -> [String]? {
@@ -18,33 +18,49 @@ public enum PlainFiles {
     return out
   }
 
-  /// The bytes of the regular file at `path`, or nil if it cannot be read or exceeds `limit`.
-  public static func contents(of path: String, limit: Int = 1 << 30) -> [UInt8]? {
+  public enum ReadError: Error, Sendable, Equatable {
+    /// An errno from open, fstat or read.
+    case system(Int32)
+    case notRegularFile
+    case tooLarge
+  }
+
+  /// The bytes of the regular file at `path`, at most `limit` of them.
+  public static func read(_ path: String, limit: Int) -> Result<[UInt8], ReadError> {
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-    guard fd >= 0 else { return nil }
+    guard fd >= 0 else { return .failure(.system(errno)) }
     defer { close(fd) }
     var st = stat()
-    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int(st.st_size) <= limit else { return nil }
+    guard fstat(fd, &st) == 0 else { return .failure(.system(errno)) }
+    guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notRegularFile) }
+    guard Int(st.st_size) <= limit else { return .failure(.tooLarge) }
     var bytes = [UInt8](repeating: 0, count: max(Int(st.st_size), 0) + 1)
     var total = 0
     while true {
       if total == bytes.count {
-        guard total <= limit else { return nil }
+        guard total <= limit else { return .failure(.tooLarge) }
         bytes += [UInt8](repeating: 0, count: max(4096, total))
       }
       let n = bytes.withUnsafeMutableBytes { buf in
-        buf.baseAddress.map { read(fd, $0 + total, buf.count - total) } ?? -1
+        buf.baseAddress.map { Glibc.read(fd, $0 + total, buf.count - total) } ?? -1
       }
       if n < 0 {
         if errno == EINTR { continue }
-        return nil
+        return .failure(.system(errno))
       }
       if n == 0 { break }
       total += n
+      // A regular file reads short only at its end: no second call just to see 0.
+      if total < bytes.count { break }
     }
-    guard total <= limit else { return nil }
+    guard total <= limit else { return .failure(.tooLarge) }
     bytes.removeSubrange(total...)
-    return bytes
+    return .success(bytes)
+  }
+
+  /// The bytes of the regular file at `path`, or nil if it cannot be read or exceeds `limit`.
+  public static func contents(of path: String, limit: Int = 1 << 30) -> [UInt8]? {
+    try? read(path, limit: limit).get()
   }
 
   /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so
