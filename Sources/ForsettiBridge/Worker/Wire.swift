@@ -57,12 +57,7 @@ public struct WireFrame: Sendable {
   }
 
   /// A string value, if present and valid UTF-8.
-  public func string(_ i: Int) -> String? {
-    guard let b = bytes(i) else { return nil }
-    // ASCII (every event type and module ID in practice) needs no validation.
-    if b.allSatisfy({ $0 < 0x80 }) { return String(decoding: b, as: UTF8.self) }
-    return String(validating: b, as: UTF8.self)
-  }
+  public func string(_ i: Int) -> String? { bytes(i).flatMap(Wire.text) }
 }
 
 public enum WireValue: Sendable, Hashable {
@@ -96,6 +91,13 @@ public enum Wire {
       }
       count = w.length ?? 0
     }
+  }
+
+  /// `bytes` as a string if they are valid UTF-8. ASCII (every event type and module ID in
+  /// practice) needs no validation.
+  static func text<C: Collection<UInt8>>(_ bytes: C) -> String? {
+    if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+    return String(validating: bytes, as: UTF8.self)
   }
 
   public enum DecodeError: Error, Sendable { case short, unknownKind(UInt32), badTag(UInt8), tooManyValues }

@@ -77,11 +77,7 @@ package struct WireView {
   }
 
   /// A string value, if present and valid UTF-8.
-  package func string(_ i: Int) -> String? {
-    guard let b = bytes(i) else { return nil }
-    if b.allSatisfy({ $0 < 0x80 }) { return String(decoding: b, as: UTF8.self) }
-    return String(validating: b, as: UTF8.self)
-  }
+  package func string(_ i: Int) -> String? { bytes(i).flatMap(Wire.text) }
 }
 
 /// Writes one frame into a buffer the caller owns (the call ring's slot), without building the

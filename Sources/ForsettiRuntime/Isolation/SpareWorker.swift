@@ -19,11 +19,7 @@ final class SpareWorker: Sendable {
 
   /// The spare, if a live one is ready.
   func take() -> StartedWorker? {
-    let taken = spare.withLock { s -> StartedWorker? in
-      defer { s = nil }
-      return s
-    }
-    guard let taken else { return nil }
+    guard let taken = removeSpare() else { return nil }
     guard taken.isRunning else {
       taken.discard()
       return nil
@@ -49,10 +45,13 @@ final class SpareWorker: Sendable {
   /// Ends the spare; no more are started.
   func shutdown() {
     closed.store(true, ordering: .releasing)
-    let last = spare.withLock { s -> StartedWorker? in
+    removeSpare()?.discard()
+  }
+
+  private func removeSpare() -> StartedWorker? {
+    spare.withLock { s -> StartedWorker? in
       defer { s = nil }
       return s
     }
-    last?.discard()
   }
 }

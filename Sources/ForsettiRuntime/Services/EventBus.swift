@@ -101,8 +101,6 @@ enum DeliveryDepth {
     return s
   }
 
-  static var current: Int { stack.lanes.count }
-
   static func count(of lane: DeliveryLane) -> Int {
     let id = ObjectIdentifier(lane)
     return stack.lanes.reduce(0) { $0 + ($1 == id ? 1 : 0) }
