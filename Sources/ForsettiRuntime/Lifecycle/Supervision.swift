@@ -189,21 +189,6 @@ extension ModuleManager {
         "started in worker pid \(worker.pid) in \(Self.formatted(took)) (spawn + confine + load + start)")
   }
 
-  static func describeConfinement(_ json: String) -> String {
-    guard let o = (try? JSONParser.parse(json))?.objectValue else { return "confinement unknown" }
-    var parts: [String] = []
-    if let abi = o["landlockABI"]?.integerValue {
-      parts.append("landlock ABI \(abi)" + (o["signalsScoped"] == .bool(true) ? ", signals scoped" : ""))
-    } else {
-      parts.append("NO landlock")
-    }
-    parts.append(o["seccomp"] == .bool(true) ? "seccomp" : "NO seccomp")
-    if let n = o["threadsBeforeConfinement"]?.integerValue, n > 1 {
-      parts.append("WARNING: \(n) threads before confinement")
-    }
-    return "confined: " + parts.joined(separator: ", ")
-  }
-
   func stopWorker(_ worker: WorkerProcess, record i: Int) {
     let settings: IsolationSettings? = if case .isolated(let s) = mode { s } else { nil }
     let timeout = settings?.stopTimeout ?? 5
