@@ -1,0 +1,199 @@
+import Glibc
+import Synchronization
+
+/// The cgroup of one worker (one directory per hierarchy used): resident memory of every kind
+/// (anonymous, shmem and memfd, page cache), with swap forbidden, and the number of tasks
+/// (threads count) are held by the kernel whatever the module does.
+public final class WorkerCgroup: Sendable {
+  /// What a worker may hold.
+  public struct Limits: Sendable, Equatable {
+    /// Resident memory of every kind, in bytes; nil leaves it unlimited.
+    public var memoryBytes: UInt64?
+    /// Tasks: the worker's threads, and any process it could start; nil leaves it unlimited.
+    public var tasks: Int?
+
+    /// A worker is one process with a few threads of its own (the module's, the runtime's).
+    public static let defaultTasks = 64
+
+    public init(memoryBytes: UInt64?, tasks: Int? = Limits.defaultTasks) {
+      self.memoryBytes = memoryBytes
+      self.tasks = tasks
+    }
+
+    /// `mebibytes` as bytes; nil when that does not fit in 64 bits.
+    public static func bytes(mebibytes: Int) -> UInt64? {
+      guard mebibytes >= 0 else { return nil }
+      let (bytes, overflow) = UInt64(mebibytes).multipliedReportingOverflow(by: 1 << 20)
+      return overflow ? nil : bytes
+    }
+  }
+
+  /// The worker's directory in one hierarchy, with the controllers it carries there.
+  struct Place: Sendable, Equatable {
+    var version: CgroupPlacement.Version
+    var directory: String
+    var controllers: [CgroupController]
+  }
+
+  let places: [Place]
+  private let files: any CgroupFiles
+  private let hostPID: Int32
+  private let isReleased = Atomic<Bool>(false)
+
+  /// How often, and how long apart, killing and removal are retried while the kernel finishes
+  /// tearing the tasks down (about a second in all).
+  static let attempts = 100
+  static let pauseMilliseconds = 10
+
+  init(places: [Place], files: any CgroupFiles, hostPID: Int32) {
+    self.places = places
+    self.files = files
+    self.hostPID = hostPID
+  }
+
+  /// The worker's directories, one per hierarchy.
+  public var directories: [String] { places.map(\.directory) }
+
+  /// Moves process `pid` (all its threads) into the cgroup in every hierarchy. Call it before
+  /// the worker runs module code: memory it allocated before stays charged where it was.
+  public func add(pid: Int32) throws(CgroupError) {
+    for place in places {
+      guard !isReleased.load(ordering: .acquiring) else { throw .released(directory: place.directory) }
+      do {
+        try files.write(CgroupHierarchy.join(place.directory, "cgroup.procs"), String(pid))
+      } catch {
+        throw CgroupError.refused(place.controllers.first ?? .memory, place.directory, error, files: files)
+      }
+    }
+  }
+
+  /// The processes inside, across hierarchies.
+  public func processes() -> [Int32] {
+    var all = Set<Int32>()
+    for place in places {
+      if let pids = try? WorkerCgroups.processes(in: place.directory, files: files) { all.formUnion(pids) }
+    }
+    return all.sorted()
+  }
+
+  /// What the kernel says about the worker: OOM kills, hits of the memory and task limits, peak
+  /// memory. Read it after the worker exits and before `release`, for the crash report.
+  public func facts() -> WorkerCgroupFacts {
+    var facts = WorkerCgroupFacts()
+    for place in places {
+      let read = { (file: String) in try? self.files.read(CgroupHierarchy.join(place.directory, file)) }
+      if place.controllers.contains(.memory) {
+        switch place.version {
+        case .v1:
+          facts.oomKills = read("memory.oom_control").flatMap { Self.field("oom_kill", in: $0) }
+          facts.memoryLimitHits = read("memory.failcnt").flatMap { Self.number($0) }
+          facts.peakBytes = read("memory.max_usage_in_bytes").flatMap { Self.number($0) }.map(UInt64.init)
+        case .v2:
+          let events = read("memory.events")
+          facts.oomKills = events.flatMap { Self.field("oom_kill", in: $0) }
+          facts.memoryLimitHits = events.flatMap { Self.field("max", in: $0) }
+          facts.peakBytes = read("memory.peak").flatMap { Self.number($0) }.map(UInt64.init)
+        }
+        // v2 writes "max" for no limit; v1 a page-rounded 2^63 - 1.
+        facts.memoryLimitBytes = read(place.version == .v1 ? "memory.limit_in_bytes" : "memory.max")
+          .flatMap { Self.number($0) }.flatMap { $0 < 1 << 62 ? UInt64($0) : nil }
+      }
+      if place.controllers.contains(.pids) {
+        facts.taskLimitHits = read("pids.events").flatMap { Self.field("max", in: $0) }
+      }
+    }
+    return facts
+  }
+
+  /// Kills whatever is left inside (v2 `cgroup.kill`; v1 SIGKILL to each pid listed) and removes
+  /// the directories, retrying briefly while the kernel finishes. Safe to call more than once.
+  public func release() throws(CgroupError) {
+    isReleased.store(true, ordering: .releasing)
+    killAll()
+    for place in places {
+      var removed = false
+      for _ in 0..<Self.attempts {
+        do {
+          try files.removeDirectory(place.directory)
+          removed = true
+          break
+        } catch  where error.code == ENOENT {
+          removed = true
+          break
+        } catch  where error.code == EBUSY || error.code == ENOTEMPTY {
+          killAll()
+          files.pause(milliseconds: Self.pauseMilliseconds)
+        } catch {
+          throw .file(error)
+        }
+      }
+      guard removed else { throw .stillBusy(directory: place.directory, pids: processes()) }
+    }
+  }
+
+  private func killAll() {
+    for place in places where place.version == .v2 {
+      let kill = CgroupHierarchy.join(place.directory, "cgroup.kill")
+      // Since Linux 5.14: the kernel kills every task inside at once, new ones included.
+      if files.exists(kill), (try? files.write(kill, "1")) != nil { return }
+    }
+    // Otherwise signal each pid listed until none is; a pid read here may exit and be reused
+    // before the signal, which the short window and the task limit make unlikely.
+    for _ in 0..<Self.attempts {
+      let pids = processes().filter { $0 > 0 && $0 != hostPID }
+      if pids.isEmpty { return }
+      for pid in pids { files.kill(pid) }
+      files.pause(milliseconds: Self.pauseMilliseconds)
+    }
+  }
+
+  /// The number after `key` in a `key value` per line file (`memory.events`, `memory.oom_control`).
+  static func field(_ key: String, in text: String) -> Int? {
+    for line in text.split(separator: "\n") {
+      let parts = line.split(separator: " ")
+      if parts.count == 2, parts[0] == key { return Int(parts[1]) }
+    }
+    return nil
+  }
+
+  static func number(_ text: String) -> Int? {
+    Int(text.split(whereSeparator: \.isWhitespace).first ?? "")
+  }
+}
+
+/// What the kernel recorded about one worker's cgroup, for its crash report.
+public struct WorkerCgroupFacts: Sendable, Equatable {
+  /// Tasks the OOM killer took; nil when the kernel does not say (v1 before Linux 4.13).
+  public var oomKills: Int?
+  /// Times an allocation met the memory limit (v1 `memory.failcnt`, v2 `memory.events` max).
+  public var memoryLimitHits: Int?
+  /// The most memory it held (v1 `memory.max_usage_in_bytes`, v2 `memory.peak` since Linux 5.19).
+  public var peakBytes: UInt64?
+  public var memoryLimitBytes: UInt64?
+  /// Times a new task was refused by the task limit (`pids.events` max).
+  public var taskLimitHits: Int?
+
+  public init() {}
+
+  /// Whether the kernel killed the worker for its memory.
+  public var wasOOMKilled: Bool { (oomKills ?? 0) > 0 }
+
+  /// One line for a crash report, e.g. "killed by the kernel at its memory limit (peak 256.0 MiB of 256.0 MiB)".
+  public var summary: String {
+    func mib(_ b: UInt64) -> String {
+      let tenths = (b >> 10) * 10 / 1024
+      return "\(tenths / 10).\(tenths % 10) MiB"
+    }
+    var parts: [String] = []
+    let peak = peakBytes.map { p in "peak " + mib(p) + (memoryLimitBytes.map { " of " + mib($0) } ?? "") }
+    if wasOOMKilled {
+      parts.append("killed by the kernel at its memory limit" + (peak.map { " (\($0))" } ?? ""))
+    } else if let hits = memoryLimitHits, hits > 0 {
+      parts.append("reached its memory limit \(hits) time(s)" + (peak.map { " (\($0))" } ?? ""))
+    } else if let peak {
+      parts.append(peak)
+    }
+    if let hits = taskLimitHits, hits > 0 { parts.append("refused \(hits) new task(s) at its task limit") }
+    return parts.joined(separator: "; ")
+  }
+}

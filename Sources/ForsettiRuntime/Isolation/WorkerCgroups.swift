@@ -1,0 +1,317 @@
+import Glibc
+import Synchronization
+
+/// The cgroups of one host's workers: `forsetti-<hostpid>` beneath the host's own cgroup in each
+/// hierarchy used (one for cgroup v2; one per controller, or per group of co-mounted controllers,
+/// for v1), prepared once at start, and one child `<module>-<n>` per worker.
+public final class WorkerCgroups: Sendable {
+  /// One hierarchy the workers' cgroups live in.
+  struct Site: Sendable, Equatable {
+    var version: CgroupPlacement.Version
+    /// The host's own cgroup.
+    var hostDirectory: String
+    /// `forsetti-<hostpid>` in it.
+    var parent: String
+    var controllers: [CgroupController]
+
+    /// The controller named in an error about the whole site (every site carries at least one).
+    var lead: CgroupController { controllers.first ?? .memory }
+  }
+
+  let sites: [Site]
+  let files: any CgroupFiles
+  let hostPID: Int32
+  /// Swap is on and the memory controller cannot count it: v1 then forbids it by swappiness.
+  let swapUncounted: Bool
+  /// What preparing did that an operator may want to know (stale cgroups removed, the host
+  /// moved into a leaf, swap not counted); the host prints them once at start.
+  public let notes: [String]
+  private let made = Atomic<Int>(0)
+
+  /// The name prefix of a host's parent cgroup; the pid follows.
+  static let prefix = "forsetti-"
+  /// cgroup v2: the leaf the host's own processes move to when its cgroup must have none.
+  public static let hostLeaf = "forsetti-host"
+
+  private init(sites: [Site], files: any CgroupFiles, hostPID: Int32, swapUncounted: Bool, notes: [String]) {
+    self.sites = sites
+    self.files = files
+    self.hostPID = hostPID
+    self.swapUncounted = swapUncounted
+    self.notes = notes
+  }
+
+  /// Finds where memory and pids live, removes what hosts that died left behind, and makes
+  /// `forsetti-<hostpid>` with both controllers available to its children; the error says in
+  /// plain words why the host cannot (print it once, then run workers without cgroups).
+  public static func prepare(files: any CgroupFiles = KernelCgroupFiles(), hostPID: Int32 = getpid())
+    throws(CgroupError) -> WorkerCgroups
+  {
+    let hierarchy = try CgroupHierarchy.current(files: files)
+    var sites: [Site] = []
+    for controller in CgroupController.allCases {
+      let p = try hierarchy.placement(controller)
+      if let i = sites.firstIndex(where: { $0.hostDirectory == p.directory && $0.version == p.version }) {
+        sites[i].controllers.append(controller)
+      } else {
+        let parent = CgroupHierarchy.join(p.directory, prefix + String(hostPID))
+        sites.append(
+          Site(version: p.version, hostDirectory: p.directory, parent: parent, controllers: [controller]))
+      }
+    }
+    var notes: [String] = []
+    for site in sites {
+      try checkOffered(site, files: files)
+      notes += removeStale(in: site, files: files, hostPID: hostPID)
+      if site.version == .v2 { notes += try enable(site.controllers, in: site.hostDirectory, files: files) }
+      do {
+        try files.makeDirectory(site.parent)
+      } catch  where error.code == EEXIST {
+        // A second preparation in the same process (tests) shares the directory.
+      } catch {
+        throw CgroupError.refused(site.lead, site.hostDirectory, error, files: files)
+      }
+      if site.version == .v2 { _ = try enable(site.controllers, in: site.parent, files: files) }
+    }
+    let swapUncounted = swapIsOn(files) && !swapIsCounted(sites, files: files)
+    if swapUncounted {
+      notes.append(
+        "swap is on and the memory cgroup cannot count it (no memory.memsw / memory.swap.max; boot with "
+          + "swapaccount=1): "
+          + (sites.contains { $0.version == .v1 && $0.controllers.contains(.memory) }
+            ? "workers get swappiness 0, so reaching the limit kills instead of swapping, but pages the "
+              + "kernel swaps out under pressure from elsewhere stop counting"
+            : "pages a worker has swapped out do not count towards its memory limit"))
+    }
+    return WorkerCgroups(
+      sites: sites, files: files, hostPID: hostPID, swapUncounted: swapUncounted, notes: notes)
+  }
+
+  /// `forsetti-<hostpid>` in each hierarchy used.
+  public var parentDirectories: [String] { sites.map(\.parent) }
+
+  /// One line for the start report: where the workers' cgroups are.
+  public var summary: String {
+    let versions = Set(sites.map(\.version.rawValue)).sorted().joined(separator: "+")
+    let places = sites.map { s in s.controllers.map(\.rawValue).joined(separator: ",") + " in " + s.parent }
+    return "cgroup \(versions): " + places.joined(separator: "; ")
+  }
+
+  /// Makes the cgroup of one worker of `moduleID` with `limits` (no process in it yet: `add`).
+  public func create(moduleID: String, limits: WorkerCgroup.Limits) throws(CgroupError) -> WorkerCgroup {
+    let n = made.add(1, ordering: .relaxed).newValue
+    let name = Self.sanitised(moduleID) + "-" + String(n)
+    var places: [WorkerCgroup.Place] = []
+    do throws(CgroupError) {
+      for site in sites {
+        let directory = CgroupHierarchy.join(site.parent, name)
+        do {
+          try files.makeDirectory(directory)
+        } catch {
+          throw CgroupError.refused(site.lead, site.parent, error, files: files)
+        }
+        places.append(
+          WorkerCgroup.Place(version: site.version, directory: directory, controllers: site.controllers))
+        try apply(limits, version: site.version, controllers: site.controllers, in: directory)
+      }
+    } catch {
+      _ = try? WorkerCgroup(places: places, files: files, hostPID: hostPID).release()
+      throw error
+    }
+    return WorkerCgroup(places: places, files: files, hostPID: hostPID)
+  }
+
+  /// Removes `forsetti-<hostpid>` where no worker cgroup is left in it (at host exit).
+  public func close() {
+    for site in sites { try? files.removeDirectory(site.parent) }
+  }
+
+  private func apply(
+    _ limits: WorkerCgroup.Limits, version: CgroupPlacement.Version, controllers: [CgroupController],
+    in directory: String
+  ) throws(CgroupError) {
+    func set(_ file: String, _ value: String, _ c: CgroupController) throws(CgroupError) {
+      do {
+        try files.write(CgroupHierarchy.join(directory, file), value)
+      } catch {
+        throw CgroupError.refused(c, directory, error, files: files)
+      }
+    }
+    func has(_ file: String) -> Bool { files.exists(CgroupHierarchy.join(directory, file)) }
+    if controllers.contains(.memory), let bytes = limits.memoryBytes {
+      switch version {
+      case .v1:
+        // The plain limit first: memsw (memory plus swap) may never be below it, and starts unlimited.
+        try set("memory.limit_in_bytes", String(bytes), .memory)
+        if has("memory.memsw.limit_in_bytes") {
+          try set("memory.memsw.limit_in_bytes", String(bytes), .memory)
+        } else if swapUncounted {
+          try set("memory.swappiness", "0", .memory)
+        }
+      case .v2:
+        try set("memory.max", String(bytes), .memory)
+        if has("memory.swap.max") { try set("memory.swap.max", "0", .memory) }
+        // The whole worker goes at once, never a thread or child of it that leaves the rest crippled.
+        if has("memory.oom.group") { try set("memory.oom.group", "1", .memory) }
+      }
+    }
+    if controllers.contains(.pids), let tasks = limits.tasks {
+      try set("pids.max", String(tasks), .pids)
+    }
+  }
+
+  /// A module id as a directory name: letters, digits, `.`, `_`, `-`; never `.` or `..`.
+  static func sanitised(_ moduleID: String) -> String {
+    let kept = moduleID.unicodeScalars.prefix(64).map { s -> Character in
+      switch s {
+      case "a"..."z", "A"..."Z", "0"..."9", ".", "_", "-": Character(s)
+      default: "_"
+      }
+    }
+    let name = String(kept)
+    if name.isEmpty { return "module" }
+    return name.hasPrefix(".") ? "_" + name : name
+  }
+
+  /// cgroup v2: the host's cgroup must offer the controllers to its children.
+  private static func checkOffered(_ site: Site, files: any CgroupFiles) throws(CgroupError) {
+    guard site.version == .v2 else { return }
+    let listed: String
+    do {
+      listed = try files.read(CgroupHierarchy.join(site.hostDirectory, "cgroup.controllers"))
+    } catch {
+      throw .file(error)
+    }
+    let offered = Set(listed.split(whereSeparator: \.isWhitespace).map(String.init))
+    for c in site.controllers where !offered.contains(c.rawValue) {
+      throw .notDelegated(
+        c, directory: site.hostDirectory,
+        available: listed.split(whereSeparator: \.isWhitespace).joined(separator: " "))
+    }
+  }
+
+  /// cgroup v2: enables `controllers` for the children of `directory`. A cgroup with processes
+  /// cannot (the no-internal-processes rule, root excepted): as systemd's delegation guide
+  /// advises, its processes then move into a leaf of their own (`forsetti-host`) first.
+  private static func enable(_ controllers: [CgroupController], in directory: String, files: any CgroupFiles)
+    throws(CgroupError) -> [String]
+  {
+    let control = CgroupHierarchy.join(directory, "cgroup.subtree_control")
+    let present: Set<String>
+    do {
+      present = Set(try files.read(control).split(whereSeparator: \.isWhitespace).map(String.init))
+    } catch {
+      throw .file(error)
+    }
+    let missing = controllers.filter { !present.contains($0.rawValue) }
+    guard let first = missing.first else { return [] }
+    let request = missing.map { "+" + $0.rawValue }.joined(separator: " ")
+    var notes: [String] = []
+    // Processes may be spawned into the cgroup while its old ones move; a few rounds settle it.
+    for _ in 0..<4 {
+      do {
+        try files.write(control, request)
+        return notes
+      } catch  where error.code == EBUSY {
+        let leaf = CgroupHierarchy.join(directory, hostLeaf)
+        let moved = try moveProcesses(of: directory, into: leaf, files: files)
+        if notes.isEmpty {
+          notes.append(
+            "moved \(moved) process(es) of \(directory) into \(leaf): cgroup v2 enables controllers only "
+              + "for the children of a cgroup that has no processes")
+        }
+      } catch {
+        throw refusedEnable(first, directory, error, files: files)
+      }
+    }
+    throw .cannotEnable(first, directory: directory, code: EBUSY)
+  }
+
+  private static func refusedEnable(
+    _ c: CgroupController, _ directory: String, _ e: CgroupFileError, files: any CgroupFiles
+  ) -> CgroupError {
+    switch e.code {
+    case EACCES, EPERM, EROFS: CgroupError.refused(c, directory, e, files: files)
+    default: .cannotEnable(c, directory: directory, code: e.code)
+    }
+  }
+
+  private static func moveProcesses(of directory: String, into leaf: String, files: any CgroupFiles)
+    throws(CgroupError) -> Int
+  {
+    do {
+      try files.makeDirectory(leaf)
+    } catch  where error.code == EEXIST {
+      // Left by an earlier host in the same cgroup (a restart of the same unit keeps none, but
+      // a host run twice from one shell does): reused.
+    } catch {
+      throw CgroupError.refused(.memory, directory, error, files: files)
+    }
+    let pids = try processes(in: directory, files: files)
+    let target = CgroupHierarchy.join(leaf, "cgroup.procs")
+    var moved = 0
+    for pid in pids {
+      do {
+        try files.write(target, String(pid))
+        moved += 1
+      } catch  where error.code == ESRCH {
+        // Exited meanwhile.
+      } catch {
+        throw .hostNotMovable(directory: directory, pid: pid, code: error.code)
+      }
+    }
+    return moved
+  }
+
+  static func processes(in directory: String, files: any CgroupFiles) throws(CgroupError) -> [Int32] {
+    let text: String
+    do {
+      text = try files.read(CgroupHierarchy.join(directory, "cgroup.procs"))
+    } catch {
+      throw .file(error)
+    }
+    return text.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+  }
+
+  /// Removes `forsetti-<pid>` cgroups whose host is no longer running: kills anything left in
+  /// their workers' cgroups (workers die with their host, so normally nothing is) and removes them.
+  private static func removeStale(in site: Site, files: any CgroupFiles, hostPID: Int32) -> [String] {
+    guard let names = try? files.subdirectories(site.hostDirectory) else { return [] }
+    var notes: [String] = []
+    for name in names where name.hasPrefix(prefix) {
+      guard let pid = Int32(name.dropFirst(prefix.count)), pid > 0, pid != hostPID, !files.isAlive(pid) else {
+        continue
+      }
+      let parent = CgroupHierarchy.join(site.hostDirectory, name)
+      let leaves = (try? files.subdirectories(parent)) ?? []
+      var left: [String] = []
+      for leaf in leaves {
+        let place = WorkerCgroup.Place(
+          version: site.version, directory: CgroupHierarchy.join(parent, leaf), controllers: site.controllers)
+        do {
+          try WorkerCgroup(places: [place], files: files, hostPID: hostPID).release()
+        } catch {
+          left.append("\(error)")
+        }
+      }
+      if left.isEmpty, (try? files.removeDirectory(parent)) != nil {
+        notes.append("removed \(parent), left by host \(pid) which is no longer running")
+      } else {
+        notes.append("could not remove \(parent), left by host \(pid): " + left.joined(separator: "; "))
+      }
+    }
+    return notes
+  }
+
+  private static func swapIsOn(_ files: any CgroupFiles) -> Bool {
+    // The first line of /proc/swaps is a header; each further line is an active swap area.
+    guard let text = try? files.read("/proc/swaps") else { return false }
+    return text.split(separator: "\n").count > 1
+  }
+
+  private static func swapIsCounted(_ sites: [Site], files: any CgroupFiles) -> Bool {
+    guard let site = sites.first(where: { $0.controllers.contains(.memory) }) else { return true }
+    let file = site.version == .v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max"
+    return files.exists(CgroupHierarchy.join(site.parent, file))
+  }
+}
