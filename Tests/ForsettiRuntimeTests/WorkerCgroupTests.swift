@@ -20,7 +20,8 @@ import Testing
     } catch {
       // Skip nothing silently: without root or delegation the typed error must say why.
       #expect(geteuid() != 0, "as root the host must be able to make cgroups here: \(error)")
-      #expect(error.description.contains("cgroup"), "\(error)")
+      // Every reason the host cannot have cgroups reads "no … cgroup: why".
+      #expect(error.description.hasPrefix("no ") && error.description.contains("cgroup"), "\(error)")
       print("WorkerCgroupTests: no real cgroup test on this machine, only its typed error: \(error)")
       return
     }
@@ -232,6 +233,8 @@ import Testing
     let service = "system.slice/forsetti.service"
     let fs = try FakeCgroupFS.v2(
       hostCgroup: "/" + service, offered: "memory pids", hostProcesses: [100, 101])
+    fs.describe(100, parent: 1, name: "forsetti-host")
+    fs.describe(101, parent: 100, name: "forsetti-worker")
     let cgroups = try WorkerCgroups.prepare(files: fs, hostPID: 100)
     #expect(try fs.text(service + "/cgroup.procs") == "")
     #expect(try fs.text(service + "/forsetti-host/cgroup.procs") == "100\n101")
@@ -259,10 +262,27 @@ import Testing
     let stuck = try FakeCgroupFS.v2(
       hostCgroup: "/app.scope", offered: "memory pids", hostProcesses: [100, 101])
     stuck.unmovable(101)
+    stuck.describe(101, parent: 100, name: "cc")
     #expect(throws: CgroupError.hostNotMovable(directory: stuck.mount + "/app.scope", pid: 101, code: EPERM))
     {
       try WorkerCgroups.prepare(files: stuck, hostPID: 100)
     }
+  }
+
+  /// A cgroup the host shares with processes it did not start (a login session's scope) is not
+  /// rearranged: the error says which process and what to do instead.
+  @Test func v2SharedCgroupIsLeftAlone() throws {
+    let fs = try FakeCgroupFS.v2(
+      hostCgroup: "/user.slice/session-1.scope", offered: "memory pids", hostProcesses: [50, 100])
+    fs.describe(50, parent: 1, name: "bash")
+    fs.describe(100, parent: 50, name: "forsetti-host")
+    let directory = fs.mount + "/user.slice/session-1.scope"
+    #expect(throws: CgroupError.sharedCgroup(directory: directory, pid: 50, name: "bash")) {
+      try WorkerCgroups.prepare(files: fs, hostPID: 100)
+    }
+    #expect(try fs.text("user.slice/session-1.scope/cgroup.procs") == "50\n100")
+    let text = CgroupError.sharedCgroup(directory: directory, pid: 50, name: "bash").description
+    #expect(text.contains("also holds pid 50 (bash)") && text.contains("Delegate=yes"))
   }
 
   /// `forsetti-<pid>` left by a host that died is emptied and removed at start; one whose host
@@ -507,6 +527,13 @@ final class FakeCgroupFS: CgroupFiles {
   }
 
   // Test controls and observations.
+  /// A process's parent and command, as /proc shows them.
+  func describe(_ pid: Int32, parent: Int32, name: String) {
+    state.withLock {
+      $0.proc["/proc/\(pid)/stat"] = "\(pid) (\(name) (x)) S \(parent) \(pid) \(pid) 0 -1\n"
+      $0.proc["/proc/\(pid)/comm"] = name + "\n"
+    }
+  }
   func setAlive(_ pid: Int32) { state.withLock { _ = $0.alive.insert(pid) } }
   func unmovable(_ pid: Int32) { state.withLock { _ = $0.unmovable.insert(pid) } }
   func refuseDirectories() { state.withLock { $0.refuseDirectories = true } }
@@ -536,6 +563,7 @@ final class FakeCgroupFS: CgroupFiles {
   // CgroupFiles: /proc from the table, the rest from the tree with the kernel's rules.
   func read(_ path: String) throws(CgroupFileError) -> String {
     if let text = state.withLock({ $0.proc[path] }) { return text }
+    guard !path.hasPrefix("/proc/") else { throw CgroupFileError("open", path, code: ENOENT) }
     guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
       throw CgroupFileError("open", path, code: ENOENT)
     }

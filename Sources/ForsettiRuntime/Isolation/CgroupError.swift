@@ -19,6 +19,8 @@ public enum CgroupError: Error, Sendable, Equatable, CustomStringConvertible {
   case cannotEnable(CgroupController, directory: String, code: Int32)
   /// cgroup v2: the host's cgroup has processes, and moving one into a leaf of its own failed.
   case hostNotMovable(directory: String, pid: Int32, code: Int32)
+  /// cgroup v2: the host's cgroup has processes that are not the host's (`name` is one's command).
+  case sharedCgroup(directory: String, pid: Int32, name: String)
   /// A worker's cgroup still had tasks or could not be removed after they were killed.
   case stillBusy(directory: String, pids: [Int32])
   /// The cgroup was released already.
@@ -54,6 +56,10 @@ public enum CgroupError: Error, Sendable, Equatable, CustomStringConvertible {
       return "no cgroup: \(directory) holds processes, and cgroup v2 enables controllers only for the "
         + "children of a cgroup without any; moving pid \(pid) into a leaf of its own failed "
         + "(\(Self.text(code))); give the host a cgroup of its own (systemd: Delegate=yes)"
+    case .sharedCgroup(let directory, let pid, let name):
+      return "no cgroup: \(directory) also holds pid \(pid) (\(name)), which the host did not start, and "
+        + "cgroup v2 enables controllers only for the children of a cgroup without processes; run the "
+        + "host in a cgroup of its own (systemd-run --scope -p Delegate=yes …, or a service with Delegate=yes)"
     case .stillBusy(let directory, let pids):
       let listed = pids.map(String.init).joined(separator: " ")
       return "cgroup \(directory) could not be removed"

@@ -63,7 +63,9 @@ public final class WorkerCgroups: Sendable {
     for site in sites {
       try checkOffered(site, files: files)
       notes += removeStale(in: site, files: files, hostPID: hostPID)
-      if site.version == .v2 { notes += try enable(site.controllers, in: site.hostDirectory, files: files) }
+      if site.version == .v2 {
+        notes += try enable(site.controllers, in: site.hostDirectory, hostPID: hostPID, files: files)
+      }
       do {
         try files.makeDirectory(site.parent)
       } catch  where error.code == EEXIST {
@@ -71,7 +73,9 @@ public final class WorkerCgroups: Sendable {
       } catch {
         throw CgroupError.refused(site.lead, site.hostDirectory, error, files: files)
       }
-      if site.version == .v2 { _ = try enable(site.controllers, in: site.parent, files: files) }
+      if site.version == .v2 {
+        _ = try enable(site.controllers, in: site.parent, hostPID: hostPID, files: files)
+      }
     }
     let swapUncounted = swapIsOn(files) && !swapIsCounted(sites, files: files)
     if swapUncounted {
@@ -193,7 +197,9 @@ public final class WorkerCgroups: Sendable {
   /// cgroup v2: enables `controllers` for the children of `directory`. A cgroup with processes
   /// cannot (the no-internal-processes rule, root excepted): as systemd's delegation guide
   /// advises, its processes then move into a leaf of their own (`forsetti-host`) first.
-  private static func enable(_ controllers: [CgroupController], in directory: String, files: any CgroupFiles)
+  private static func enable(
+    _ controllers: [CgroupController], in directory: String, hostPID: Int32, files: any CgroupFiles
+  )
     throws(CgroupError) -> [String]
   {
     let control = CgroupHierarchy.join(directory, "cgroup.subtree_control")
@@ -214,7 +220,7 @@ public final class WorkerCgroups: Sendable {
         return notes
       } catch  where error.code == EBUSY {
         let leaf = CgroupHierarchy.join(directory, hostLeaf)
-        let moved = try moveProcesses(of: directory, into: leaf, files: files)
+        let moved = try moveProcesses(of: directory, into: leaf, hostPID: hostPID, files: files)
         if notes.isEmpty {
           notes.append(
             "moved \(moved) process(es) of \(directory) into \(leaf): cgroup v2 enables controllers only "
@@ -236,7 +242,9 @@ public final class WorkerCgroups: Sendable {
     }
   }
 
-  private static func moveProcesses(of directory: String, into leaf: String, files: any CgroupFiles)
+  private static func moveProcesses(
+    of directory: String, into leaf: String, hostPID: Int32, files: any CgroupFiles
+  )
     throws(CgroupError) -> Int
   {
     do {
@@ -248,6 +256,12 @@ public final class WorkerCgroups: Sendable {
       throw CgroupError.refused(.memory, directory, error, files: files)
     }
     let pids = try processes(in: directory, files: files)
+    // Only the host's own: a login session's scope, say, holds the shell and its sshd too, and
+    // moving those is not the host's business (systemd owns that cgroup).
+    for pid in pids where !isHostOrDescendant(pid, hostPID: hostPID, files: files) {
+      let name = (try? files.read("/proc/\(pid)/comm"))?.split(separator: "\n").first.map(String.init) ?? "?"
+      throw .sharedCgroup(directory: directory, pid: pid, name: name)
+    }
     let target = CgroupHierarchy.join(leaf, "cgroup.procs")
     var moved = 0
     for pid in pids {
@@ -261,6 +275,23 @@ public final class WorkerCgroups: Sendable {
       }
     }
     return moved
+  }
+
+  /// Whether `pid` is the host or started by it (at any depth), by the parent pids in /proc. A
+  /// process gone meanwhile counts as the host's: there is nothing left to move.
+  private static func isHostOrDescendant(_ pid: Int32, hostPID: Int32, files: any CgroupFiles) -> Bool {
+    var current = pid
+    for _ in 0..<64 {
+      if current == hostPID { return true }
+      guard current > 1 else { return false }
+      guard let stat = try? files.read("/proc/\(current)/stat") else { return current == pid }
+      // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after the last ')'.
+      guard let close = stat.lastIndex(of: ")") else { return false }
+      let fields = stat[stat.index(after: close)...].split(separator: " ")
+      guard fields.count > 1, let parent = Int32(fields[1]) else { return false }
+      current = parent
+    }
+    return false
   }
 
   static func processes(in directory: String, files: any CgroupFiles) throws(CgroupError) -> [Int32] {
