@@ -244,6 +244,11 @@ import Testing
     #expect(try fs.text(service + "/forsetti-100/com.example.counter-1/memory.max") == "1073741824")
     #expect(try fs.text(service + "/forsetti-100/com.example.counter-1/pids.max") == "64")
     try worker.release()
+    // Prepared again (the host now in its leaf): the workers' cgroups stay beside the leaf.
+    fs.proc["/proc/self/cgroup"] = "0::/\(service)/forsetti-host\n"
+    let again = try WorkerCgroups.prepare(files: fs, hostPID: 100)
+    #expect(again.parentDirectories == [fs.mount + "/" + service + "/forsetti-100"])
+    #expect(!fs.has(service + "/forsetti-host/forsetti-host"))
   }
 
   /// Without the controllers delegated, or when the host cannot be moved, the error says why.

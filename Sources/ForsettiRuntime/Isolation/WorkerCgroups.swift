@@ -50,7 +50,12 @@ public final class WorkerCgroups: Sendable {
     let hierarchy = try CgroupHierarchy.current(files: files)
     var sites: [Site] = []
     for controller in CgroupController.allCases {
-      let p = try hierarchy.placement(controller)
+      var p = try hierarchy.placement(controller)
+      // A host that moved itself into its leaf earlier (a second preparation) still owns the
+      // cgroup above it: workers go beside the leaf, never beneath it.
+      if p.version == .v2, p.directory.hasSuffix("/" + hostLeaf) {
+        p.directory = String(p.directory.dropLast(hostLeaf.count + 1))
+      }
       if let i = sites.firstIndex(where: { $0.hostDirectory == p.directory && $0.version == p.version }) {
         sites[i].controllers.append(controller)
       } else {
