@@ -87,16 +87,16 @@ public final class WorkerCgroup: Sendable {
         case .v1:
           facts.oomKills = read("memory.oom_control").flatMap { Self.field("oom_kill", in: $0) }
           facts.memoryLimitHits = read("memory.failcnt").flatMap { Self.number($0) }
-          facts.peakBytes = read("memory.max_usage_in_bytes").flatMap { Self.number($0) }.map(UInt64.init)
+          facts.peakBytes = read("memory.max_usage_in_bytes").flatMap(Self.bytes)
         case .v2:
           let events = read("memory.events")
           facts.oomKills = events.flatMap { Self.field("oom_kill", in: $0) }
           facts.memoryLimitHits = events.flatMap { Self.field("max", in: $0) }
-          facts.peakBytes = read("memory.peak").flatMap { Self.number($0) }.map(UInt64.init)
+          facts.peakBytes = read("memory.peak").flatMap(Self.bytes)
         }
         // v2 writes "max" for no limit; v1 a page-rounded 2^63 - 1.
         facts.memoryLimitBytes = read(place.version == .v1 ? "memory.limit_in_bytes" : "memory.max")
-          .flatMap { Self.number($0) }.flatMap { $0 < 1 << 62 ? UInt64($0) : nil }
+          .flatMap(Self.bytes).flatMap { $0 < 1 << 62 ? $0 : nil }
       }
       if place.controllers.contains(.pids) {
         facts.taskLimitHits = read("pids.events").flatMap { Self.field("max", in: $0) }
@@ -154,6 +154,10 @@ public final class WorkerCgroup: Sendable {
       if parts.count == 2, parts[0] == key { return Int(parts[1]) }
     }
     return nil
+  }
+
+  static func bytes(_ text: String) -> UInt64? {
+    UInt64(text.split(whereSeparator: \.isWhitespace).first ?? "")
   }
 
   static func number(_ text: String) -> Int? {
