@@ -25,6 +25,7 @@ public enum CgroupError: Error, Sendable, Equatable, CustomStringConvertible {
   case stillBusy(directory: String, pids: [Int32])
   /// The cgroup was released already.
   case released(directory: String)
+  /// Any other failed file operation, with its errno.
   case file(CgroupFileError)
 
   public var description: String {

@@ -7,8 +7,11 @@ public protocol CgroupFiles: Sendable {
   func read(_ path: String) throws(CgroupFileError) -> String
   /// Writes `text` in one `write(2)`, as cgroup interface files require.
   func write(_ path: String, _ text: String) throws(CgroupFileError)
+  /// `mkdir(2)`: in cgroupfs, a new cgroup.
   func makeDirectory(_ path: String) throws(CgroupFileError)
+  /// `rmdir(2)`: in cgroupfs, removes a cgroup without tasks or children.
   func removeDirectory(_ path: String) throws(CgroupFileError)
+  /// Whether `path` exists (an interface file appears only with its controller).
   func exists(_ path: String) -> Bool
   /// The names of the directories directly inside `path`.
   func subdirectories(_ path: String) throws(CgroupFileError) -> [String]
@@ -28,6 +31,7 @@ public struct CgroupFileError: Error, Sendable, Equatable, CustomStringConvertib
   public var path: String
   public var code: Int32
 
+  /// `operation` on `path` failed with errno `code`.
   public init(_ operation: String, _ path: String, code: Int32) {
     self.operation = operation
     self.path = path
@@ -42,6 +46,7 @@ public struct KernelCgroupFiles: CgroupFiles {
   /// Interface files are small; this bounds a read of a file that is not one.
   private static let maximumRead = 1 << 20
 
+  /// The kernel's files, as this process sees them.
   public init() {}
 
   public func read(_ path: String) throws(CgroupFileError) -> String {

@@ -2,6 +2,7 @@
 public enum CgroupController: String, Sendable, CaseIterable, Comparable {
   case memory, pids
 
+  /// By name, for a stable order in messages.
   public static func < (a: CgroupController, b: CgroupController) -> Bool { a.rawValue < b.rawValue }
 }
 
@@ -12,10 +13,12 @@ public struct CgroupPlacement: Sendable, Equatable {
   public enum Version: String, Sendable, Equatable { case v1, v2 }
 
   public var version: Version
+  /// Where the hierarchy is mounted.
   public var mountPoint: String
   /// The process's own cgroup, as a path under `mountPoint`.
   public var directory: String
 
+  /// A placement as detection finds it (tests build expected ones).
   public init(version: Version, mountPoint: String, directory: String) {
     self.version = version
     self.mountPoint = mountPoint
@@ -45,7 +48,9 @@ public struct CgroupHierarchy: Sendable, Equatable {
     case unavailable(CgroupError)
   }
 
+  /// The arrangement found.
   public var kind: Kind
+  /// For each controller the host uses: where it lives, or why it cannot be used.
   public var controllers: [CgroupController: Lookup]
 
   /// Where `controller` lives, or why the host cannot use it.

@@ -15,6 +15,7 @@ public final class WorkerCgroup: Sendable {
     /// A worker is one process with a few threads of its own (the module's, the runtime's).
     public static let defaultTasks = 64
 
+    /// Limits for one worker (`bytes(mebibytes:)` converts `--memory-limit`).
     public init(memoryBytes: UInt64?, tasks: Int? = Limits.defaultTasks) {
       self.memoryBytes = memoryBytes
       self.tasks = tasks
@@ -173,10 +174,12 @@ public struct WorkerCgroupFacts: Sendable, Equatable {
   public var memoryLimitHits: Int?
   /// The most memory it held (v1 `memory.max_usage_in_bytes`, v2 `memory.peak` since Linux 5.19).
   public var peakBytes: UInt64?
+  /// The memory limit in force; nil when unlimited.
   public var memoryLimitBytes: UInt64?
   /// Times a new task was refused by the task limit (`pids.events` max).
   public var taskLimitHits: Int?
 
+  /// Nothing known yet.
   public init() {}
 
   /// Whether the kernel killed the worker for its memory.
