@@ -78,18 +78,19 @@ public final class RotatingLogFile: Sendable {
         reconcile(&s)
       }
       guard s.fd >= 0 else {
-        s.notice.skipped()
+        s.notice.lostLine()
         return false
       }
       if s.size > 0, s.size > policy.maxFileBytes - min(line.count, policy.maxFileBytes) {
         rotate(&s)
         guard s.fd >= 0 else {
-          s.notice.skipped()
+          s.notice.lostLine()
           return false
         }
       }
       guard FileDescriptor.writeAll(s.fd, line) else {
         s.notice.failed("write", errno: errno)
+        s.notice.lostLine()
         return false
       }
       s.notice.succeeded()

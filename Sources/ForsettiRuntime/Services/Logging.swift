@@ -98,6 +98,7 @@ public final class StreamLogSink: LogSink {
       } else if fd != 2 {
         // Standard error failing cannot be said on standard error.
         n.failed("write to", errno: errno)
+        n.lostLine()
       }
     }
   }

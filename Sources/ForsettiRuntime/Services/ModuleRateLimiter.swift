@@ -88,7 +88,9 @@ public final class ModuleRateLimiter: Sendable {
       var due: [LogRecord] = []
       for id in s.modules.keys.sorted() {
         guard var m = s.modules[id], m.dropping else { continue }
-        if let r = force ? summary(&m, id) : takeSummary(&m, id, now: now) { due.append(r) }
+        if let r = force ? summary(&m, id, until: m.lastDrop) : takeSummary(&m, id, now: now) {
+          due.append(r)
+        }
         s.modules[id] = m
       }
       let again = sweepsItself && s.modules.values.contains { $0.dropping }
@@ -112,12 +114,13 @@ public final class ModuleRateLimiter: Sendable {
     let quiet = now >= m.lastDrop && Double(now - m.lastDrop) / 1e9 >= limits.quietAfter
     let long = now >= m.firstDrop && Double(now - m.firstDrop) / 1e9 >= limits.summaryEvery
     guard quiet || long else { return nil }
-    return summary(&m, moduleID)
+    return summary(&m, moduleID, until: quiet ? m.lastDrop : now)
   }
 
-  /// The dropped-lines line of `m`, whose counts start again from zero.
-  private func summary(_ m: inout Flood, _ moduleID: String) -> LogRecord {
-    let span = m.lastDrop >= m.firstDrop ? m.lastDrop - m.firstDrop : 0
+  /// The dropped-lines line of `m` for its drops from the first until `until` (the last drop
+  /// once it has eased, now while it goes on); its counts start again from zero.
+  private func summary(_ m: inout Flood, _ moduleID: String, until: UInt64) -> LogRecord {
+    let span = until >= m.firstDrop ? until - m.firstDrop : 0
     let tenths = span / 100_000_000
     let seconds = "\(tenths / 10).\(tenths % 10)"
     var what: [String] = []

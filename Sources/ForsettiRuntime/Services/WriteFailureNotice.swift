@@ -16,9 +16,8 @@ struct WriteFailureNotice: Sendable {
   }
 
   /// A write or open failed with `errno` during `step`: said only if it is the first since the
-  /// last success.
+  /// last success. The line lost with it is counted by ``lostLine()``.
   mutating func failed(_ step: String, errno e: Int32) {
-    lost &+= 1
     guard !failing else { return }
     failing = true
     say(
@@ -26,8 +25,8 @@ struct WriteFailureNotice: Sendable {
     )
   }
 
-  /// A line was lost without a new failure (the file is still unusable).
-  mutating func skipped() { lost &+= 1 }
+  /// A line was lost (while failing).
+  mutating func lostLine() { lost &+= 1 }
 
   /// A write succeeded: ends an episode, saying so.
   mutating func succeeded() {
