@@ -162,6 +162,22 @@ final class FloodWatch: LogSink {
     #expect(reports.all.first?.message.contains("51 log lines and 100 telemetry events") == true)
   }
 
+  @Test func aWorkersOutputIsReadAtTenTimesTheLimitAndNoFaster() {
+    let clock = ManualClock()
+    let limiter = ModuleRateLimiter(clock: clock, sweepsItself: false) { _ in }
+    var now = 0
+    for _ in 0..<5000 where limiter.outputReadDelay("com.loud") == 0 { now += 1 }
+    #expect(now == 2000)
+    let wait = limiter.outputReadDelay("com.loud")
+    #expect(wait > 0 && wait <= 0.001)
+    clock.advance(0.1)
+    now = 0
+    for _ in 0..<5000 where limiter.outputReadDelay("com.loud") == 0 { now += 1 }
+    #expect(now == 100)
+    // Another module's output is read as before.
+    #expect(limiter.outputReadDelay("com.quiet") == 0)
+  }
+
   @Test func invalidLimitsAreRefusedWithTheirName() {
     var l = LogLimits()
     l.keptFiles = 0
@@ -329,7 +345,9 @@ final class FloodWatch: LogSink {
 
   /// A module whose threads write as fast as they can for `seconds` through its log call, its
   /// standard output and telemetry, until stopped.
-  static func flooder(seconds: Int) -> ModuleFixture {
+  static func flooder(seconds: Int, through channels: Set<String> = ["log", "output", "telemetry"])
+    -> ModuleFixture
+  {
     var f = ModuleFixture(moduleID: "com.test.flood", entryPoint: "flood_entry")
     f.prelude = """
       #include <pthread.h>
@@ -338,6 +356,7 @@ final class FloodWatch: LogSink {
       static const forsetti_telemetry *g_telemetry;
       static pthread_t g_threads[3];
       static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+      static void *idle(void *a) { (void)a; return NULL; }
       static void *flood_log(void *a) {
         (void)a; char line[160]; unsigned long n = 0; double end = now() + \(seconds);
         while (!g_stop && now() < end) {
@@ -363,9 +382,9 @@ final class FloodWatch: LogSink {
     f.start = """
       g_telemetry = host->resolve(FORSETTI_SERVICE_TELEMETRY);
       if (!g_telemetry) return FORSETTI_ERR_DENIED;
-      pthread_create(&g_threads[0], NULL, flood_log, NULL);
-      pthread_create(&g_threads[1], NULL, flood_output, NULL);
-      pthread_create(&g_threads[2], NULL, flood_telemetry, NULL);
+      pthread_create(&g_threads[0], NULL, \(channels.contains("log") ? "flood_log" : "idle"), NULL);
+      pthread_create(&g_threads[1], NULL, \(channels.contains("output") ? "flood_output" : "idle"), NULL);
+      pthread_create(&g_threads[2], NULL, \(channels.contains("telemetry") ? "flood_telemetry" : "idle"), NULL);
       return FORSETTI_OK;
       """
     f.stop = "g_stop = 1; for (int i = 0; i < 3; i++) pthread_join(g_threads[i], NULL);"
@@ -429,9 +448,12 @@ final class FloodWatch: LogSink {
   }
 
   /// Runs the flooder beside the healthy ticker in workers for `seconds`, then stops both.
-  static func flood(seconds: Int, limits: LogLimits = .standard) throws -> FloodOutcome {
+  static func flood(
+    seconds: Int, limits: LogLimits = .standard,
+    through channels: Set<String> = ["log", "output", "telemetry"]
+  ) throws -> FloodOutcome {
     let dir = TemporaryDirectory("flood")
-    try flooder(seconds: seconds).install(in: dir, capabilities: ["telemetry"])
+    try flooder(seconds: seconds, through: channels).install(in: dir, capabilities: ["telemetry"])
     try ticker(count: seconds).install(in: dir)
     let memory = FloodWatch("com.test.flood")
     let cpu = cpuSeconds()
@@ -513,8 +535,16 @@ final class FloodWatch: LogSink {
     unlimited.linesPerSecond = 100_000_000
     unlimited.burstLines = 100_000_000
     unlimited.maxFileBytes = 1 << 40
-    for (name, limits) in [("unlimited", unlimited), ("standard", LogLimits.standard)] {
-      let o = try Self.flood(seconds: 10, limits: limits)
+    let runs: [(String, LogLimits, Set<String>)] = [
+      ("unlimited, all", unlimited, ["log", "output", "telemetry"]),
+      ("standard, all", .standard, ["log", "output", "telemetry"]),
+      ("unlimited, log call", unlimited, ["log"]), ("standard, log call", .standard, ["log"]),
+      ("unlimited, stdout", unlimited, ["output"]), ("standard, stdout", .standard, ["output"]),
+      ("unlimited, telemetry", unlimited, ["telemetry"]), ("standard, telemetry", .standard, ["telemetry"]),
+    ]
+    let only = ProcessInfo.processInfo.environment["FORSETTI_MEASURE_FLOOD"] ?? ""
+    for (name, limits, channels) in runs where only == "1" || name.contains(only) {
+      let o = try Self.flood(seconds: 10, limits: limits, through: channels)
       let reached = o.admitted + o.dropped.lines
       print(
         "measure \(name): \(reached) log lines reached the sink (\(Double(reached) / 10) a second), "

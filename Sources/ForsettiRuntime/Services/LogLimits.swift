@@ -2,7 +2,8 @@
 ///
 /// Defaults: each module may write 100 lines a second to the log (its log calls and its
 /// standard output and error together) and, separately, 100 telemetry events a second, with
-/// bursts of 200; a line costs one token per started 4 KiB. `host.log` and `telemetry.jsonl`
+/// bursts of 200; a line costs one token per started 4 KiB. A worker's standard output is read
+/// no faster than 1,000 lines a second. `host.log` and `telemetry.jsonl`
 /// each rotate at 8 MiB and keep 5 files (the current one and `.1` … `.4`), so the two logs
 /// never hold more than 80 MiB however long the host runs.
 public struct LogLimits: Sendable, Hashable {
@@ -12,6 +13,10 @@ public struct LogLimits: Sendable, Hashable {
   public var burstLines: Int = 200
   /// A line costs one token per started `bytesPerToken` bytes, so long lines count for more.
   public var bytesPerToken: Int = 4096
+  /// The host reads a worker's standard output no faster than this many times the line rate
+  /// (and burst): past that the module's own writes to it block, so a flood of standard output
+  /// costs the host little CPU, while the lines it keeps still come within a second.
+  public var outputReadFactor: Int = 10
   /// A log file is rotated before a line would take it past this size.
   public var maxFileBytes: Int = 8 << 20
   /// Files kept per log, the one being written included (`host.log`, `host.log.1` …).
@@ -45,6 +50,7 @@ public struct LogLimits: Sendable, Hashable {
       ("log lines per second", linesPerSecond, 1...1_000_000),
       ("log burst", burstLines, 1...10_000_000),
       ("bytes per token", bytesPerToken, 64...(1 << 20)),
+      ("output read factor", outputReadFactor, 1...1000),
       ("log file size", maxFileBytes, 4096...(1 << 40)),
       ("kept log files", keptFiles, 1...1000),
     ]

@@ -137,6 +137,8 @@ public final class MemoryLogSink: LogSink {
 /// Passes the host's lines on, and a module's own lines only as far as its rate limit allows.
 /// The one place every module line goes through: its log calls and its standard output and
 /// error, in-process or from a worker, reach the host log through `HostEnvironment.log`.
+/// A worker's standard output (`stream=output`) is also paced: its reader waits rather than
+/// read faster than ``LogLimits/outputReadFactor`` times the limit.
 public struct RateLimitedLogSink: LogSink {
   public let inner: any LogSink
   public let limiter: ModuleRateLimiter
@@ -150,6 +152,14 @@ public struct RateLimitedLogSink: LogSink {
     guard record.origin == .module, let id = record.moduleID else {
       inner.write(record)
       return
+    }
+    if record.metadata["stream"] == "output" {
+      // Only the thread reading a worker's standard output writes these: it may wait.
+      var delay = limiter.outputReadDelay(id)
+      while delay > 0 {
+        usleep(UInt32(min(delay, 1) * 1e6))
+        delay = limiter.outputReadDelay(id)
+      }
     }
     var bytes = record.message.utf8.count
     for (k, v) in record.metadata { bytes &+= k.utf8.count &+ v.utf8.count }

@@ -18,6 +18,8 @@ public final class ModuleRateLimiter: Sendable {
   private struct Flood {
     var log: TokenBucket
     var telemetry: TokenBucket
+    /// Lines of standard output read, limited `outputReadFactor` times more loosely.
+    var reads: TokenBucket
     var droppedLines = 0
     var droppedEvents = 0
     var firstDrop: UInt64 = 0
@@ -50,11 +52,7 @@ public final class ModuleRateLimiter: Sendable {
     let now = clock.nanoseconds()
     let cost = limits.cost(bytes: bytes)
     let (admitted, summary, schedule) = state.withLock { s -> (Bool, LogRecord?, Bool) in
-      var m =
-        s.modules[moduleID]
-        ?? Flood(
-          log: TokenBucket(burst: limits.burstLines, perSecond: limits.linesPerSecond, now: now),
-          telemetry: TokenBucket(burst: limits.burstLines, perSecond: limits.linesPerSecond, now: now))
+      var m = s.modules[moduleID] ?? newFlood(now)
       let admitted = channel == .log ? m.log.take(cost, now: now) : m.telemetry.take(cost, now: now)
       if !admitted {
         if !m.dropping { m.firstDrop = now }
@@ -70,6 +68,29 @@ public final class ModuleRateLimiter: Sendable {
     if let summary { report(summary) }
     if schedule { scheduleSweep() }
     return admitted
+  }
+
+  /// How long the reader of `moduleID`'s standard output should wait before handling another
+  /// line: 0 (and the line counted) when it may go on now. Waiting, rather than reading and
+  /// dropping, leaves a flood in the module's own blocked write.
+  public func outputReadDelay(_ moduleID: String) -> Double {
+    let now = clock.nanoseconds()
+    return state.withLock { s in
+      var m = s.modules[moduleID] ?? newFlood(now)
+      let delay = m.reads.take(1, now: now) ? 0 : max(0.001, m.reads.secondsUntilOne())
+      s.modules[moduleID] = m
+      return delay
+    }
+  }
+
+  private func newFlood(_ now: UInt64) -> Flood {
+    let factor = max(1, limits.outputReadFactor)
+    return Flood(
+      log: TokenBucket(burst: limits.burstLines, perSecond: limits.linesPerSecond, now: now),
+      telemetry: TokenBucket(burst: limits.burstLines, perSecond: limits.linesPerSecond, now: now),
+      reads: TokenBucket(
+        burst: limits.burstLines.multipliedReportingOverflow(by: factor).partialValue,
+        perSecond: limits.linesPerSecond.multipliedReportingOverflow(by: factor).partialValue, now: now))
   }
 
   /// Reports every count that has come due (a module that fell silent mid-flood included).

@@ -48,4 +48,9 @@ public struct TokenBucket: Sendable, Hashable {
     tokens -= c
     return true
   }
+
+  /// Seconds until `take(1)` would succeed (0 when it would now).
+  public func secondsUntilOne() -> Double {
+    tokens >= 1 ? 0 : (1 - tokens) / perSecond
+  }
 }
