@@ -70,6 +70,18 @@ public final class ModuleRateLimiter: Sendable {
     return admitted
   }
 
+  /// Charges an admitted line the rest of its cost once its size is known: a caller admits it
+  /// with `bytes: 1` first, so a line that would be dropped is never made.
+  public func charge(_ moduleID: String, _ channel: Channel, bytes: Int) {
+    let extra = limits.cost(bytes: bytes) - 1
+    guard extra > 0 else { return }
+    state.withLock { s in
+      guard var m = s.modules[moduleID] else { return }
+      if channel == .log { m.log.charge(extra) } else { m.telemetry.charge(extra) }
+      s.modules[moduleID] = m
+    }
+  }
+
   /// How long the reader of `moduleID`'s standard output should wait before handling another
   /// line: 0 (and the line counted) when it may go on now. Waiting, rather than reading and
   /// dropping, leaves a flood in the module's own blocked write.

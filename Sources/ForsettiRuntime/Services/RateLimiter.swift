@@ -49,6 +49,12 @@ public struct TokenBucket: Sendable, Hashable {
     return true
   }
 
+  /// Takes `cost` more tokens for something already admitted, going into debt (at most a
+  /// burst's worth) that later refills repay: for a line whose size is known only once made.
+  public mutating func charge(_ cost: Int) {
+    tokens = max(-burst, tokens - min(burst, Double(max(0, cost))))
+  }
+
   /// Seconds until `take(1)` would succeed (0 when it would now).
   public func secondsUntilOne() -> Double {
     tokens >= 1 ? 0 : (1 - tokens) / perSecond

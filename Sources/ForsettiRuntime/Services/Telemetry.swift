@@ -26,13 +26,15 @@ public final class TelemetryRecorder: Sendable {
   /// on stderr).
   @discardableResult
   public func record(moduleID: String, name: String, attributes: JSONValue?) -> Bool {
+    // Admitted before the line is made, so a flood's dropped events cost no JSON writing.
+    if let limiter, !limiter.admit(moduleID, .telemetry, bytes: 1) { return false }
     let line = JSONValue.object(
       JSONObject([
         ("time", .string(LogTime.now())), ("module", .string(moduleID)), ("event", .string(name)),
         ("attributes", attributes ?? .object(JSONObject())),
       ]))
     let bytes = Array((JSONWriter.string(line) + "\n").utf8)
-    if let limiter, !limiter.admit(moduleID, .telemetry, bytes: bytes.count) { return false }
+    limiter?.charge(moduleID, .telemetry, bytes: bytes.count)
     return file.append(bytes)
   }
 }
