@@ -290,6 +290,24 @@ final class FloodWatch: LogSink {
     #expect(said.contains("cannot write /dev/full: No space left on device"))
   }
 
+  @Test func aReaderThatGoesAwayCostsLinesNotTheHost() throws {
+    let notices = try Self.noticePipe()
+    let output = try Self.noticePipe()
+    defer {
+      close(notices.read)
+      close(notices.write)
+      close(output.write)
+    }
+    // `forsetti-host run | head -1`: the reader has gone. Without SIGPIPE ignored, this process
+    // would be killed by the first write.
+    close(output.read)
+    let sink = StreamLogSink(fd: output.write, noticeFD: notices.write)
+    for i in 0..<100 { sink.write(LogRecord(level: .info, moduleID: nil, message: "line \(i)")) }
+    let said = Self.drain(notices.read)
+    #expect(said.split(separator: "\n").count == 1, "\(said)")
+    #expect(said.contains("cannot write to file descriptor \(output.write): Broken pipe"))
+  }
+
   @Test func aRemovedLogIsReopenedAndAnUnwritableOneSaidOnceUntilItWorksAgain() throws {
     let dir = TemporaryDirectory("removed")
     let logs = dir.url("logs")

@@ -63,7 +63,7 @@ public struct LogLimits: Sendable, Hashable {
   /// Tokens a line of `bytes` bytes costs: one per started `bytesPerToken`.
   func cost(bytes: Int) -> Int {
     let unit = max(1, bytesPerToken)
-    return 1 + max(0, bytes - 1) / unit
+    return 1 + (max(1, bytes) - 1) / unit
   }
 
   /// The rotation part of these limits.

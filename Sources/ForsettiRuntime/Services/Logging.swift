@@ -83,10 +83,15 @@ public final class StreamLogSink: LogSink {
   private let minimum: LogLevel
   private let notice: Mutex<WriteFailureNotice>
 
-  public init(fd: Int32 = 1, minimum: LogLevel = .info) {
+  /// `noticeFD` is where a failure to write is said (standard error; a pipe in tests).
+  public init(fd: Int32 = 1, minimum: LogLevel = .info, noticeFD: Int32 = 2) {
     self.fd = fd
     self.minimum = minimum
-    notice = Mutex(WriteFailureNotice(what: fd == 1 ? "standard output" : "file descriptor \(fd)"))
+    notice = Mutex(
+      WriteFailureNotice(what: fd == 1 ? "standard output" : "file descriptor \(fd)", fd: noticeFD))
+    // A reader that goes away (`forsetti-host run | head`) must cost lines, not the host:
+    // without this the next line's write raises SIGPIPE and kills it with every module.
+    signal(SIGPIPE, SIG_IGN)
   }
 
   public func write(_ record: LogRecord) {
@@ -95,8 +100,8 @@ public final class StreamLogSink: LogSink {
     notice.withLock { n in
       if FileDescriptor.writeAll(fd, Array(line.utf8)) {
         n.succeeded()
-      } else if fd != 2 {
-        // Standard error failing cannot be said on standard error.
+      } else if fd != n.fd {
+        // A failing standard error cannot be told so on itself.
         n.failed("write to", errno: errno)
         n.lostLine()
       }
