@@ -5,19 +5,33 @@ import Foundation
 /// message router and the telemetry recorder.
 public final class HostEnvironment: Sendable {
   public let stateDirectory: String
+  /// Where every line goes: the host's own lines as they are, each module's lines within its
+  /// rate limit (`limits`), with a line counting what was dropped.
   public let log: any LogSink
   public let events: EventBus
   public let messages: MessageRouter
   public let telemetry: TelemetryRecorder?
+  /// The rate limits and rotation in force.
+  public let limits: LogLimits
+  /// The per-module buckets behind `log` and `telemetry`.
+  public let limiter: ModuleRateLimiter
 
-  public init(stateDirectory: String, log: any LogSink) {
+  /// `log` receives what passes the limits; `limits` also sets the rotation of
+  /// `logs/telemetry.jsonl` (the sink for `host.log` is made by the caller, see `FileLogSink`).
+  public init(stateDirectory: String, log: any LogSink, limits: LogLimits = .standard) {
     self.stateDirectory = stateDirectory
-    self.log = log
+    self.limits = limits
+    limiter = ModuleRateLimiter(limits: limits) { log.write($0) }
+    self.log = RateLimitedLogSink(log, limiter: limiter)
     events = EventBus()
     messages = MessageRouter()
     telemetry = TelemetryRecorder(
-      path: (stateDirectory as NSString).appendingPathComponent("logs/telemetry.jsonl"))
+      path: (stateDirectory as NSString).appendingPathComponent("logs/telemetry.jsonl"),
+      rotation: limits.rotation, limiter: limiter)
   }
+
+  /// Counts of dropped lines still held are written before the host's log goes away.
+  deinit { limiter.flush() }
 
   /// `sandboxes/<moduleID>/` beneath the state directory, as an absolute path.
   public func sandboxPath(for moduleID: String) -> String {
@@ -27,5 +41,13 @@ public final class HostEnvironment: Sendable {
 
   func hostLog(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {
     log.write(LogRecord(level: level, moduleID: nil, message: message, metadata: metadata))
+  }
+
+  /// The host's own line about a module (a crash, a refusal): never rate-limited.
+  func hostLog(
+    _ level: LogLevel, about moduleID: String, _ message: String, _ metadata: [String: String] = [:]
+  ) {
+    log.write(
+      LogRecord(level: level, moduleID: moduleID, message: message, metadata: metadata, origin: .host))
   }
 }

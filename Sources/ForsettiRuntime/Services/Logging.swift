@@ -9,12 +9,29 @@ public struct LogRecord: Sendable, Hashable {
   public var moduleID: String?
   public var message: String
   public var metadata: [String: String]
+  /// Who wrote the line: a module's own lines are rate-limited, the host's never are.
+  public var origin: Origin
 
-  public init(level: LogLevel, moduleID: String?, message: String, metadata: [String: String] = [:]) {
+  /// The writer of a line. Never read from the module: the host decides it.
+  public enum Origin: Sendable, Hashable {
+    /// The host's own line, about itself or about a module (a crash, a refusal, a count of
+    /// dropped lines).
+    case host
+    /// Text of the module: its log calls and its standard output and error.
+    case module
+  }
+
+  /// `origin` defaults to `.module` for a line with a module ID, else `.host`: a line about a
+  /// module that the host must never drop passes `.host`.
+  public init(
+    level: LogLevel, moduleID: String?, message: String, metadata: [String: String] = [:],
+    origin: Origin? = nil
+  ) {
     self.level = level
     self.moduleID = moduleID
     self.message = message
     self.metadata = metadata
+    self.origin = origin ?? (moduleID == nil ? .host : .module)
   }
 
   /// `[module=<id> k=v …] message`, metadata sorted by key (the Forsetti format).
@@ -59,41 +76,55 @@ public protocol LogSink: Sendable {
   func write(_ record: LogRecord)
 }
 
-/// Writes records as lines to a file descriptor (standard output by default).
+/// Writes records as lines to a file descriptor (standard output by default). A failed write
+/// (a closed pipe) is said once on standard error; the host goes on.
 public final class StreamLogSink: LogSink {
   private let fd: Int32
   private let minimum: LogLevel
-  private let lock = Mutex(())
+  private let notice: Mutex<WriteFailureNotice>
 
-  public init(fd: Int32 = 1, minimum: LogLevel = .info) {
+  /// `noticeFD` is where a failure to write is said (standard error; a pipe in tests).
+  public init(fd: Int32 = 1, minimum: LogLevel = .info, noticeFD: Int32 = 2) {
     self.fd = fd
     self.minimum = minimum
+    notice = Mutex(
+      WriteFailureNotice(what: fd == 1 ? "standard output" : "file descriptor \(fd)", fd: noticeFD))
+    // A reader that goes away (`forsetti-host run | head`) must cost lines, not the host:
+    // without this the next line's write raises SIGPIPE and kills it with every module.
+    signal(SIGPIPE, SIG_IGN)
   }
 
   public func write(_ record: LogRecord) {
     guard record.level >= minimum else { return }
     let line = "\(record.level.name.padding(toLength: 7, withPad: " ", startingAt: 0)) \(record.formatted)\n"
-    lock.withLock { _ in _ = FileDescriptor.writeAll(fd, Array(line.utf8)) }
+    notice.withLock { n in
+      if FileDescriptor.writeAll(fd, Array(line.utf8)) {
+        n.succeeded()
+      } else if fd != n.fd {
+        // A failing standard error cannot be told so on itself.
+        n.failed("write to", errno: errno)
+        n.lostLine()
+      }
+    }
   }
 }
 
-/// Appends records to a log file (all levels).
+/// Appends records to a log file (all levels), rotated by size: `host.log`, `host.log.1` …
 public final class FileLogSink: LogSink {
-  private let fd: Int32
+  /// The file written, for its size and path.
+  public let file: RotatingLogFile
 
   /// Opens (creating) `path` for appending; nil when it cannot be opened.
-  public init?(path: String) {
-    let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { return nil }
-    self.fd = fd
+  public init?(path: String, rotation: RotationPolicy = .standard) {
+    guard let file = RotatingLogFile(path: path, policy: rotation) else { return nil }
+    self.file = file
   }
 
-  deinit { close(fd) }
+  /// Writes into an already opened rotating file (tests give it a clock or a notice pipe).
+  public init(file: RotatingLogFile) { self.file = file }
 
   public func write(_ record: LogRecord) {
-    let stamp = ISO8601DateFormatter.string(
-      from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
-    FileDescriptor.writeAll(fd, Array("\(stamp) \(record.level.name) \(record.formatted)\n".utf8))
+    file.append(Array("\(LogTime.now()) \(record.level.name) \(record.formatted)\n".utf8))
   }
 }
 
@@ -108,6 +139,39 @@ public final class MemoryLogSink: LogSink {
   public var all: [LogRecord] { records.withLock { $0 } }
 }
 
+/// Passes the host's lines on, and a module's own lines only as far as its rate limit allows.
+/// The one place every module line goes through: its log calls and its standard output and
+/// error, in-process or from a worker, reach the host log through `HostEnvironment.log`.
+/// A worker's standard output (`stream=output`) is also paced: its reader waits rather than
+/// read faster than ``LogLimits/outputReadFactor`` times the limit.
+public struct RateLimitedLogSink: LogSink {
+  public let inner: any LogSink
+  public let limiter: ModuleRateLimiter
+
+  public init(_ inner: any LogSink, limiter: ModuleRateLimiter) {
+    self.inner = inner
+    self.limiter = limiter
+  }
+
+  public func write(_ record: LogRecord) {
+    guard record.origin == .module, let id = record.moduleID else {
+      inner.write(record)
+      return
+    }
+    if record.metadata["stream"] == "output" {
+      // Only the thread reading a worker's standard output writes these: it may wait.
+      var delay = limiter.outputReadDelay(id)
+      while delay > 0 {
+        usleep(UInt32(min(delay, 1) * 1e6))
+        delay = limiter.outputReadDelay(id)
+      }
+    }
+    var bytes = record.message.utf8.count
+    for (k, v) in record.metadata { bytes &+= k.utf8.count &+ v.utf8.count }
+    if limiter.admit(id, .log, bytes: bytes) { inner.write(record) }
+  }
+}
+
 /// Sends each record to several sinks.
 public struct FanOutLogSink: LogSink {
   public var sinks: [any LogSink]
@@ -115,6 +179,23 @@ public struct FanOutLogSink: LogSink {
   public init(_ sinks: [any LogSink]) { self.sinks = sinks }
 
   public func write(_ record: LogRecord) { for s in sinks { s.write(record) } }
+}
+
+/// Timestamps of log lines: UTC, milliseconds, as ISO 8601 (`2026-12-03T14:00:00.123Z`),
+/// the same text ISO8601DateFormatter gives, made without a formatter per line.
+enum LogTime {
+  static func now() -> String {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    var t = ts.tv_sec
+    var tm = Glibc.tm()
+    guard gmtime_r(&t, &tm) != nil else { return "1970-01-01T00:00:00.000Z" }
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    let ms = Int(ts.tv_nsec / 1_000_000)
+    let millis = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
+    return
+      "\(Int(tm.tm_year) + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)).\(millis)Z"
+  }
 }
 
 enum FileDescriptor {

@@ -1,34 +1,40 @@
 import ForsettiBridge
 import ForsettiCore
 import Foundation
-import Synchronization
 
-/// Appends telemetry events as JSON lines to `logs/telemetry.jsonl` in the state directory.
+/// Appends telemetry events as JSON lines to `logs/telemetry.jsonl` in the state directory,
+/// rotated by size (`telemetry.jsonl.1` …), each module within its telemetry rate limit.
 public final class TelemetryRecorder: Sendable {
   public let path: String
-  private let fd: Mutex<Int32>
+  /// The file written, for its size and rotation.
+  public let file: RotatingLogFile
+  private let limiter: ModuleRateLimiter?
 
-  public init?(path: String) {
+  /// Opens (creating, with its directory) `path`; nil when it cannot be opened. Without a
+  /// `limiter`, every event is written.
+  public init?(path: String, rotation: RotationPolicy = .standard, limiter: ModuleRateLimiter? = nil) {
     try? FileManager.default.createDirectory(
       atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-    let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { return nil }
+    guard let file = RotatingLogFile(path: path, policy: rotation) else { return nil }
     self.path = path
-    self.fd = Mutex(fd)
+    self.file = file
+    self.limiter = limiter
   }
 
-  deinit { fd.withLock { _ = close($0) } }
-
-  /// Records one event; `attributes` must be a JSON object when given.
-  public func record(moduleID: String, name: String, attributes: JSONValue?) {
-    let time = ISO8601DateFormatter.string(
-      from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+  /// Records one event; `attributes` must be a JSON object when given. False when the event
+  /// was not written: over the module's rate limit, or the file could not be written (said once
+  /// on stderr).
+  @discardableResult
+  public func record(moduleID: String, name: String, attributes: JSONValue?) -> Bool {
+    // Admitted before the line is made, so a flood's dropped events cost no JSON writing.
+    if let limiter, !limiter.admit(moduleID, .telemetry, bytes: 1) { return false }
     let line = JSONValue.object(
       JSONObject([
-        ("time", .string(time)), ("module", .string(moduleID)), ("event", .string(name)),
+        ("time", .string(LogTime.now())), ("module", .string(moduleID)), ("event", .string(name)),
         ("attributes", attributes ?? .object(JSONObject())),
       ]))
     let bytes = Array((JSONWriter.string(line) + "\n").utf8)
-    fd.withLock { _ = FileDescriptor.writeAll($0, bytes) }
+    limiter?.charge(moduleID, .telemetry, bytes: bytes.count)
+    return file.append(bytes)
   }
 }

@@ -1,0 +1,71 @@
+/// How much a module may write to the host's logs, and how large the log files may grow.
+///
+/// Defaults: each module may write 100 lines a second to the log (its log calls and its
+/// standard output and error together) and, separately, 100 telemetry events a second, with
+/// bursts of 200; a line costs one token per started 4 KiB. A worker's standard output is read
+/// no faster than 1,000 lines a second. `host.log` and `telemetry.jsonl`
+/// each rotate at 8 MiB and keep 5 files (the current one and `.1` … `.4`), so the two logs
+/// never hold more than 80 MiB however long the host runs.
+public struct LogLimits: Sendable, Hashable {
+  /// Sustained lines (and, separately, telemetry events) per second per module.
+  public var linesPerSecond: Int = 100
+  /// Lines a module may write at once before the sustained rate applies.
+  public var burstLines: Int = 200
+  /// A line costs one token per started `bytesPerToken` bytes, so long lines count for more.
+  public var bytesPerToken: Int = 4096
+  /// The host reads a worker's standard output no faster than this many times the line rate
+  /// (and burst): past that the module's own writes to it block, so a flood of standard output
+  /// costs the host little CPU, while the lines it keeps still come within a second.
+  public var outputReadFactor: Int = 10
+  /// A log file is rotated before a line would take it past this size.
+  public var maxFileBytes: Int = 8 << 20
+  /// Files kept per log, the one being written included (`host.log`, `host.log.1` …).
+  public var keptFiles: Int = 5
+  /// While a module keeps being limited, how often the line counting its dropped lines comes.
+  public var summaryEvery: Double = 5
+  /// A module that has not been limited for this long is no longer flooding: the count of what
+  /// it lost is written then.
+  public var quietAfter: Double = 1
+
+  /// The defaults above.
+  public static let standard = LogLimits()
+
+  public init() {}
+
+  /// Why a setting was refused: its name and the value given.
+  public enum Invalid: Error, Sendable, Hashable, CustomStringConvertible {
+    case outOfRange(setting: String, value: Int, allowed: ClosedRange<Int>)
+
+    public var description: String {
+      switch self {
+      case .outOfRange(let s, let v, let r):
+        "\(s) must be between \(r.lowerBound) and \(r.upperBound), not \(v)"
+      }
+    }
+  }
+
+  /// Checks every setting; the CLI calls this on what the operator gave.
+  public func validated() throws(Invalid) -> LogLimits {
+    let checks: [(String, Int, ClosedRange<Int>)] = [
+      ("log lines per second", linesPerSecond, 1...1_000_000),
+      ("log burst", burstLines, 1...10_000_000),
+      ("bytes per token", bytesPerToken, 64...(1 << 20)),
+      ("output read factor", outputReadFactor, 1...1000),
+      ("log file size", maxFileBytes, 4096...(1 << 40)),
+      ("kept log files", keptFiles, 1...1000),
+    ]
+    for (name, value, range) in checks where !range.contains(value) {
+      throw .outOfRange(setting: name, value: value, allowed: range)
+    }
+    return self
+  }
+
+  /// Tokens a line of `bytes` bytes costs: one per started `bytesPerToken`.
+  func cost(bytes: Int) -> Int {
+    let unit = max(1, bytesPerToken)
+    return 1 + (max(1, bytes) - 1) / unit
+  }
+
+  /// The rotation part of these limits.
+  public var rotation: RotationPolicy { RotationPolicy(maxFileBytes: maxFileBytes, keptFiles: keptFiles) }
+}
