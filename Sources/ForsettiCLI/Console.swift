@@ -10,8 +10,9 @@ public struct Console: Sendable {
     self.err = err
   }
 
-  /// The process's own standard output and error.
+  /// The process's own standard output and error. A closed reader (`forsetti-host run | head`)
+  /// loses the text but never stops the host: `write(_: Data)` would trap on EPIPE.
   public static let standard = Console(
-    out: { s in FileHandle.standardOutput.write(Data(s.utf8)) },
-    err: { s in FileHandle.standardError.write(Data(s.utf8)) })
+    out: { s in _ = try? FileHandle.standardOutput.write(contentsOf: Data(s.utf8)) },
+    err: { s in _ = try? FileHandle.standardError.write(contentsOf: Data(s.utf8)) })
 }

@@ -37,6 +37,14 @@ enum RunCommand {
       .value("memory-limit", "MiB", "Address-space limit of each worker.", default: "2048"),
       .value("cpu-limit", "SECONDS", "CPU-time limit of each worker (at least 1).", default: "600"),
       .value("max-restarts", "N", "Restarts of a crashed worker before it is quarantined.", default: "3"),
+      .value(
+        "log-rate", "LINES",
+        "Lines (and telemetry events) a second each module may log; more are dropped and counted.",
+        default: "100"),
+      .value(
+        "log-burst", "LINES", "Lines a module may log at once before --log-rate applies.", default: "200"),
+      .value("log-file-size", "MiB", "Size at which host.log and telemetry.jsonl rotate.", default: "8"),
+      .value("log-files", "N", "Files kept of each log, the current one included.", default: "5"),
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
@@ -83,6 +91,7 @@ enum RunCommand {
       if let n = try seconds(p, "max-restarts", default: nil) { settings.maxRestarts = Int(n) }
       mode = .isolated(settings)
     }
+    let limits = try logLimits(p)
     let report = try options.discover()
     if !options.approveAll {
       // Reductions shrink the stored approval at once (Apsule), before anything is judged.
@@ -99,11 +108,13 @@ enum RunCommand {
       withIntermediateDirectories: true)
     var sinks: [any LogSink] = [StreamLogSink(fd: options.json ? 2 : 1)]
     if let file = FileLogSink(
-      path: (options.stateDirectory as NSString).appendingPathComponent("logs/host.log"))
+      path: (options.stateDirectory as NSString).appendingPathComponent("logs/host.log"),
+      rotation: limits.rotation)
     {
       sinks.append(file)
     }
-    let environment = HostEnvironment(stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks))
+    let environment = HostEnvironment(
+      stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks), limits: limits)
     let manager = ModuleManager(environment: environment, mode: mode)
     manager.versionCopies = dev != nil
     manager.keepsSpareWorker = dev != nil
@@ -141,6 +152,8 @@ enum RunCommand {
     }
     environment.log.write(LogRecord(level: .info, moduleID: nil, message: "stopping all modules (\(why))"))
     manager.stopAll()
+    // Counts of lines dropped by the rate limit are written before the summary.
+    environment.limiter.flush()
     if options.json {
       console.out(JSONWriter.string(RunReport.json(manager.records), pretty: true) + "\n")
     } else {
@@ -148,6 +161,28 @@ enum RunCommand {
     }
     let clean = manager.records.allSatisfy { $0.state == .stopped }
     return clean ? .success : .blocked
+  }
+}
+
+/// The log limits of `--log-rate`, `--log-burst`, `--log-file-size` and `--log-files`, checked.
+private func logLimits(_ p: ParsedArguments) throws(CommandFailure) -> LogLimits {
+  var limits = LogLimits()
+  // Clamped before conversion: Int(1e300) would trap; the range check then names the value.
+  if let v = try seconds(p, "log-rate", default: nil) { limits.linesPerSecond = Int(min(v, 1e12)) }
+  if let v = try seconds(p, "log-burst", default: nil) { limits.burstLines = Int(min(v, 1e12)) }
+  if let v = try seconds(p, "log-file-size", default: nil) {
+    limits.maxFileBytes = Int(min(v, 1e6) * 1_048_576)
+  }
+  if let v = try seconds(p, "log-files", default: nil) { limits.keptFiles = Int(min(v, 1e12)) }
+  do { return try limits.validated() } catch {
+    let option: String =
+      switch error {
+      case .outOfRange(let setting, _, _):
+        setting.contains("burst")
+          ? "log-burst"
+          : setting.contains("size") ? "log-file-size" : setting.contains("kept") ? "log-files" : "log-rate"
+      }
+    throw .usage(.invalidValue(option: option, value: p.value(option) ?? "", why: error.description))
   }
 }
 
