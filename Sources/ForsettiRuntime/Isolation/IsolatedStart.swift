@@ -22,7 +22,13 @@ struct IsolatedStart {
   var worker: WorkerProcess
   var fromSpare: Bool
   let began: ContinuousClock.Instant
-  let deadline: ContinuousClock.Instant
+  /// When loading must be done by, then (from the moment `start` is sent) start: each gets the
+  /// whole start timeout, so a module is not charged for others sharing the machine with it.
+  var deadline: ContinuousClock.Instant
+  /// When the module was loaded and judged, ready for its `start`.
+  var readyAt: ContinuousClock.Instant?
+  /// When its `start` was sent.
+  var startSent: ContinuousClock.Instant?
   var confinedDetail = ""
   /// The load step's trace detail, once the module loaded.
   var loadDetail: String?
@@ -39,12 +45,22 @@ extension ModuleManager {
   static let exitGrace = 0.5
 
   /// Loads and starts isolated modules that do not depend on one another, all at once: each
-  /// in its own worker, each against its own deadline, so one that hangs or misbehaves delays
-  /// nobody else. Workers are spawned here, on the main thread (a worker's parent-death signal
-  /// belongs to the thread that spawned it), and every record is written here too, in module-ID
-  /// order once all are decided, so what the host reports does not depend on who was quicker.
+  /// in its own worker, each against its own deadline, so one that hangs or misbehaves holds
+  /// nobody else to its deadline. Workers are spawned here, on the main thread (a worker's
+  /// parent-death signal belongs to the thread that spawned it), and every record is written
+  /// here too, in module-ID order once all are decided, so what the host reports does not
+  /// depend on who was quicker.
+  ///
+  /// Loading is fully concurrent. `start` is released in module-ID order: a module's start is
+  /// sent once every module before it in the level has returned from its own start (or failed),
+  /// or has been stalled in start (or in loading) for `stagger` — so well-behaved modules keep
+  /// the documented ID order (a module may message one with a smaller ID from its start, as the
+  /// bundled HelloC does to the dashboard), and a hanging one costs the modules after it
+  /// `stagger`, not its timeout. Loading and start each have the start timeout as their own
+  /// deadline, the latter from the moment `start` is sent.
   func activateIsolated(_ activations: [Activation], _ settings: IsolationSettings) {
     let signal = DispatchSemaphore(value: 0)
+    let stagger = Duration.milliseconds(Int(Self.stagger(settings) * 1000))
     var starts: [IsolatedStart] = []
     for a in activations.sorted(by: {
       $0.manifest.moduleID.utf8.lexicographicallyPrecedes($1.manifest.moduleID.utf8)
@@ -55,14 +71,33 @@ extension ModuleManager {
     }
     while true {
       var next: ContinuousClock.Instant?
+      func wake(at t: ContinuousClock.Instant) { next = min(next ?? t, t) }
       for k in starts.indices where starts[k].outcome == nil {
         while starts[k].outcome == nil, let e = starts[k].worker.events.poll() {
           handle(e, &starts[k], settings, signal)
         }
-        if starts[k].outcome == nil, ContinuousClock.now >= starts[k].deadline {
+        // A module waiting for release is not late: its deadline moves on when it is released.
+        let waiting = starts[k].readyAt != nil && starts[k].startSent == nil
+        if starts[k].outcome == nil, !waiting, ContinuousClock.now >= starts[k].deadline {
           timedOut(&starts[k], settings)
         }
-        if starts[k].outcome == nil { next = min(next ?? starts[k].deadline, starts[k].deadline) }
+      }
+      // Release starts in ID order, behind any earlier module still busy within `stagger`.
+      var held = false
+      for k in starts.indices where starts[k].outcome == nil {
+        let now = ContinuousClock.now
+        if starts[k].readyAt != nil, starts[k].startSent == nil, !held {
+          starts[k].deadline = now + .milliseconds(Int(settings.startTimeout * 1000))
+          starts[k].startSent = now
+          // False only if the worker broke off meanwhile: its next event says how.
+          _ = starts[k].worker.start(state: starts[k].activation.state ?? [])
+        }
+        let busySince = starts[k].startSent ?? starts[k].began
+        if now < busySince + stagger {
+          held = true
+          wake(at: busySince + stagger)
+        }
+        if starts[k].readyAt == nil || starts[k].startSent != nil { wake(at: starts[k].deadline) }
       }
       guard let next else { break }
       _ = signal.wait(timeout: .now() + .nanoseconds(WorkerEvents.nanoseconds(next - .now)))
@@ -72,6 +107,10 @@ extension ModuleManager {
       finish(s, settings)
     }
   }
+
+  /// How long a module busy in start (or loading) holds back the next one's start in its
+  /// level: a quarter of the start timeout, at most one second.
+  static func stagger(_ settings: IsolationSettings) -> Double { min(1, max(0, settings.startTimeout / 4)) }
 
   /// A worker told its module (the spare, if one is ready), or nil after recording why none
   /// could be started.
@@ -185,7 +224,7 @@ extension ModuleManager {
         s.outcome = .recorded
         return
       }
-      _ = s.worker.start(state: s.activation.state ?? [])
+      s.readyAt = ContinuousClock.now
     case .startResult:
       let status = f.int(0) ?? Int64(FORSETTI_ERR_START_FAILED)
       guard status == Int64(FORSETTI_OK) else {
