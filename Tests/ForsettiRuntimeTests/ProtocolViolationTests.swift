@@ -3,6 +3,7 @@ import ForsettiCore
 import ForsettiRuntime
 import ForsettiTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// Modules that forge worker protocol frames on the worker's socket (descriptor 3), in every
@@ -358,4 +359,60 @@ import Testing
     }
     #expect(output.contains("--for 3.0s elapsed"), "\(output)")
   }
+
+  /// SIGTERM while a module hangs in `start`: the host stops once that start's deadline has
+  /// passed (not never), and the module beside it started meanwhile.
+  @Test func sigtermWhileAModuleHangsInStartTakesEffect() throws {
+    let dir = TemporaryDirectory("sigterm")
+    var spin = ModuleFixture(moduleID: "com.test.aspin", entryPoint: "aspin_entry")
+    spin.start = "for (;;) {} return FORSETTI_OK;"
+    var later = ModuleFixture(moduleID: "com.test.zlater", entryPoint: "zlater_entry")
+    later.start = "fixture_log(\"later started\"); return FORSETTI_OK;"
+    try Self.install([spin, later], in: dir)
+
+    let host = Process()
+    host.executableURL = URL(fileURLWithPath: HostBinary.path)
+    host.arguments = [
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"),
+      "--approve-all", "--start-timeout", "2",
+    ]
+    let out = Pipe()
+    host.standardOutput = out
+    host.standardError = FileHandle.nullDevice
+    host.standardInput = FileHandle.nullDevice
+    let seen = Output()
+    out.fileHandleForReading.readabilityHandler = { handle in
+      let chunk = String(decoding: handle.availableData, as: UTF8.self)
+      let all = seen.text.withLock { s in
+        s += chunk
+        return s
+      }
+      // The spinner is still in start when its neighbour logs from its own.
+      if all.contains("later started"), !seen.signalled.exchange(true, ordering: .relaxed) {
+        kill(host.processIdentifier, SIGTERM)
+      }
+    }
+    try host.run()
+    let watchdog = DispatchWorkItem { [pid = host.processIdentifier] in kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+    host.waitUntilExit()
+    watchdog.cancel()
+    out.fileHandleForReading.readabilityHandler = nil
+    let rest = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let output = seen.text.withLock { $0 } + rest
+    let signalled = seen.signalled.load(ordering: .relaxed)
+    #expect(signalled, "\(output)")
+    #expect(host.terminationReason == .exit, "killed by the watchdog:\n\(output)")
+    #expect(output.contains("stopping all modules (SIGTERM)"), "\(output)")
+    #expect(output.contains("[module=com.test.aspin] startTimedOut at start"), "\(output)")
+    #expect(output.contains("[module=com.test.zlater] later started"), "\(output)")
+  }
+}
+
+/// What the host printed so far, and whether it was sent its SIGTERM (shared with the pipe's
+/// reader).
+private final class Output: Sendable {
+  let text = Mutex("")
+  let signalled = Atomic<Bool>(false)
 }

@@ -157,7 +157,7 @@ extension ModuleManager {
 
   private func freshWorker(_ a: Activation, _ settings: IsolationSettings) -> WorkerProcess? {
     do {
-      return try WorkerProcess.start(
+      return try WorkerProcess.spawn(
         executable: settings.workerExecutable, configuration: configuration(a, settings),
         environment: environment, onExit: exitHandler)
     } catch {

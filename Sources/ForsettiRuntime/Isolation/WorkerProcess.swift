@@ -48,7 +48,7 @@ final class WorkerProcess: Sendable {
   ///
   /// Between the two, the process exists but has run no code of a module: the place to give it
   /// resources of its own (a cgroup, say) before it confines itself and loads the module.
-  static func start(
+  static func spawn(
     executable: String, configuration: WorkerConfiguration, environment: HostEnvironment,
     onExit: @escaping @Sendable (String, Int32) -> Void
   ) throws(SpawnError) -> WorkerProcess {
