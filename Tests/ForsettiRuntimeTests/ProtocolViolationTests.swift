@@ -166,7 +166,8 @@ import Testing
   /// Log and telemetry may come whenever module code runs.
   static let service: Set<UInt32> = [105, 106]
 
-  @Test(arguments: Moment.allCases) func forgedFramesOfEveryKind(at moment: Moment) throws {
+  // One moment at a time: each runs 22 workers at once, and other suites share the machine.
+  @Test(.serialized, arguments: Moment.allCases) func forgedFramesOfEveryKind(at moment: Moment) throws {
     let h = RuntimeHarness()
     try Self.install(Self.kinds.map { Self.forger($0, at: moment) } + [Self.healthy], in: h.dir)
     let m = try h.start(mode: Self.mode)

@@ -60,7 +60,7 @@ extension ModuleManager {
   /// deadline, the latter from the moment `start` is sent.
   func activateIsolated(_ activations: [Activation], _ settings: IsolationSettings) {
     let signal = DispatchSemaphore(value: 0)
-    let stagger = Duration.milliseconds(Int(Self.stagger(settings) * 1000))
+    let stagger = Duration.wait(Self.stagger(settings))
     var starts: [IsolatedStart] = []
     for a in activations.sorted(by: {
       $0.manifest.moduleID.utf8.lexicographicallyPrecedes($1.manifest.moduleID.utf8)
@@ -87,7 +87,7 @@ extension ModuleManager {
       for k in starts.indices where starts[k].outcome == nil {
         let now = ContinuousClock.now
         if starts[k].readyAt != nil, starts[k].startSent == nil, !held {
-          starts[k].deadline = now + .milliseconds(Int(settings.startTimeout * 1000))
+          starts[k].deadline = now + .wait(settings.startTimeout)
           starts[k].startSent = now
           // False only if the worker broke off meanwhile: its next event says how.
           _ = starts[k].worker.start(state: starts[k].activation.state ?? [])
@@ -135,7 +135,7 @@ extension ModuleManager {
     }
     return IsolatedStart(
       activation: a, worker: worker, fromSpare: fromSpare, began: began,
-      deadline: began + .milliseconds(Int(settings.startTimeout * 1000)))
+      deadline: began + .wait(settings.startTimeout))
   }
 
   private var exitHandler: @Sendable (String, Int32) -> Void {

@@ -137,7 +137,7 @@ final class WorkerProcess: Sendable {
 
   /// The wait status once the process exits, waiting at most `seconds`.
   func exitStatus(within seconds: Double) -> Int32? {
-    let end = ContinuousClock.now + .milliseconds(Int(max(0, seconds) * 1000))
+    let end = ContinuousClock.now + .wait(seconds)
     var pause: UInt32 = 100
     while true {
       if let s = exitStatus() { return s }

@@ -79,7 +79,7 @@ extension ModuleManager {
     if let v = worker.session.violation {
       return violated(worker, record: i, v, when: "before stop")
     }
-    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    let deadline = ContinuousClock.now + .wait(timeout)
     let asked = !worker.isClosed && worker.stop()
     while asked {
       guard let event = worker.events.next(until: deadline) else {
@@ -196,7 +196,7 @@ extension ModuleManager {
     }
     let delay = settings.backoffBase * Double(1 << (crashes - 1))
     restarts[i] = RestartState(
-      crashes: crashes, due: .now + .milliseconds(Int(delay * 1000)), lastFailure: failure)
+      crashes: crashes, due: .now + .wait(delay), lastFailure: failure)
     environment.hostLog(.info, "will restart \(m.moduleID) in \(delay) s")
   }
 }

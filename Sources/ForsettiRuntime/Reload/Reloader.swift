@@ -174,7 +174,7 @@ extension ModuleManager {
     case .isolated(let worker):
       guard let id = worker.session.saveState() else { return nil }
       worker.send(WireFrame(.saveState, id: id))
-      let deadline = ContinuousClock.now + .milliseconds(Int(Self.saveStateTimeout * 1000))
+      let deadline = ContinuousClock.now + .wait(Self.saveStateTimeout)
       while let e = worker.events.next(until: deadline) {
         switch e {
         case .frame(let f) where f.kind == .stateSaved:
@@ -199,7 +199,7 @@ extension ModuleManager {
     guard let r = running.first(where: { $0.moduleID == id }), case .isolated(let worker) = r.kind else {
       return isRunning(id)
     }
-    let end = ContinuousClock.now + .milliseconds(Int(grace * 1000))
+    let end = ContinuousClock.now + .wait(grace)
     while ContinuousClock.now < end {
       if worker.isClosed { return false }
       usleep(5000)
