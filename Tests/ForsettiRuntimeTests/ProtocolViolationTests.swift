@@ -10,7 +10,9 @@ import Testing
 /// state a module's code can run in: a frame valid there is handled like the worker's own, any
 /// other ends that module with `protocolViolation` at once, the host never waits on it, and a
 /// healthy module beside it keeps being served.
-@Suite(.timeLimit(.minutes(1))) struct ProtocolViolationTests {
+// One test at a time: each starts tens of workers at once (and compiles as many fixtures), and
+// suites beside it (a 512 MiB memset under a start deadline) share the machine.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct ProtocolViolationTests {
   /// Where the forging module's code runs when it writes its frame.
   enum Moment: String, CaseIterable, Sendable {
     /// A constructor, run at dlopen: the worker is confined and waits to report `loaded`.
@@ -110,11 +112,20 @@ import Testing
     return .isolated(s)
   }
 
-  /// Installs `fixtures` as `ModuleFixture.install` does, but runs the compilers side by side:
+  /// Installs `fixtures` as `ModuleFixture.install` does, but runs four compilers at a time:
   /// most of this suite's time is the C compiler.
   static func install(_ fixtures: [ModuleFixture], in dir: TemporaryDirectory) throws {
     var compilers: [(Process, Pipe, String)] = []
+    func waitForCompilers() throws {
+      for (cc, err, name) in compilers {
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        cc.waitUntilExit()
+        try #require(cc.terminationStatus == 0, "\(name): \(message)")
+      }
+      compilers.removeAll()
+    }
     for f in fixtures {
+      if compilers.count == 4 { try waitForCompilers() }
       try dir.write("manifests/\(f.entryPoint).json", f.manifest())
       let src = try dir.write("src/\(f.entryPoint).c", f.source)
       try FileManager.default.createDirectory(atPath: dir.url("plugins"), withIntermediateDirectories: true)
@@ -129,11 +140,7 @@ import Testing
       try cc.run()
       compilers.append((cc, err, f.entryPoint))
     }
-    for (cc, err, name) in compilers {
-      let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      cc.waitUntilExit()
-      try #require(cc.terminationStatus == 0, "\(name): \(message)")
-    }
+    try waitForCompilers()
   }
 
   /// Waits until the healthy module logs a successful host call after `mark` lines.
@@ -166,8 +173,7 @@ import Testing
   /// Log and telemetry may come whenever module code runs.
   static let service: Set<UInt32> = [105, 106]
 
-  // One moment at a time: each runs 22 workers at once, and other suites share the machine.
-  @Test(.serialized, arguments: Moment.allCases) func forgedFramesOfEveryKind(at moment: Moment) throws {
+  @Test(arguments: Moment.allCases) func forgedFramesOfEveryKind(at moment: Moment) throws {
     let h = RuntimeHarness()
     try Self.install(Self.kinds.map { Self.forger($0, at: moment) } + [Self.healthy], in: h.dir)
     let m = try h.start(mode: Self.mode)

@@ -189,7 +189,7 @@ extension ModuleManager {
         return
       }
       let status = s.worker.end(grace: Self.exitGrace)
-      let what = s.loadDetail == nil ? "while loading" : "during start"
+      let what = s.loadDetail == nil ? "while loading" : s.startSent == nil ? "after loading" : "during start"
       let lines = s.worker.recentLines
       let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
       let failure = "\(WorkerProcess.describe(status: status)) \(what)"
