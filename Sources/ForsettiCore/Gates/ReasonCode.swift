@@ -33,5 +33,7 @@ public enum ReasonCode: String, Sendable, Hashable, CaseIterable, Codable {
   case startFailed
   case startTimedOut
   case crashed
+  /// The worker broke the host–worker protocol (a frame not valid in its state, or malformed).
+  case protocolViolation
   case quarantined
 }

@@ -5,14 +5,7 @@
 public enum StartOrder {
   public static func order(_ manifests: [ModuleManifest]) -> [ModuleManifest] {
     let sorted = manifests.sorted { $0.moduleID.utf8.lexicographicallyPrecedes($1.moduleID.utf8) }
-    var providers: [DefaultModuleRole: Set<String>] = [:]
-    for m in sorted { if let r = m.defaultModuleRole { providers[r, default: []].insert(m.moduleID) } }
-    var dependsOn: [String: Set<String>] = [:]
-    for m in sorted {
-      for role in consumedRoles(m) {
-        dependsOn[m.moduleID, default: []].formUnion(providers[role, default: []].subtracting([m.moduleID]))
-      }
-    }
+    let dependsOn = dependencies(sorted)
     var done = Set<String>()
     var out: [ModuleManifest] = []
     while out.count < sorted.count {
@@ -23,6 +16,39 @@ public enum StartOrder {
       out.append(next)
     }
     return out
+  }
+
+  /// The same dependencies as levels: every module of a level depends only on modules of earlier
+  /// levels, so the modules of one level may start at the same time. Each level is in module-ID
+  /// order; on a cycle the first module left (by ID) forms a level of its own, as in `order`.
+  public static func levels(_ manifests: [ModuleManifest]) -> [[ModuleManifest]] {
+    let sorted = manifests.sorted { $0.moduleID.utf8.lexicographicallyPrecedes($1.moduleID.utf8) }
+    let dependsOn = dependencies(sorted)
+    var done = Set<String>()
+    var out: [[ModuleManifest]] = []
+    var pending = sorted
+    while let first = pending.first {
+      var level = pending.filter { dependsOn[$0.moduleID, default: []].isSubset(of: done) }
+      if level.isEmpty { level = [first] }
+      let ids = Set(level.map(\.moduleID))
+      done.formUnion(ids)
+      pending.removeAll { ids.contains($0.moduleID) }
+      out.append(level)
+    }
+    return out
+  }
+
+  /// For each module (of `sorted`, in ID order), the IDs of the providers it waits for.
+  private static func dependencies(_ sorted: [ModuleManifest]) -> [String: Set<String>] {
+    var providers: [DefaultModuleRole: Set<String>] = [:]
+    for m in sorted { if let r = m.defaultModuleRole { providers[r, default: []].insert(m.moduleID) } }
+    var dependsOn: [String: Set<String>] = [:]
+    for m in sorted {
+      for role in consumedRoles(m) {
+        dependsOn[m.moduleID, default: []].formUnion(providers[role, default: []].subtracting([m.moduleID]))
+      }
+    }
+    return dependsOn
   }
 
   /// The roles `m` needs some other module to provide.

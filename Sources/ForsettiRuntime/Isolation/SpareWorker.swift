@@ -31,7 +31,7 @@ final class SpareWorker: Sendable {
   /// module gets a worker of its own, as without spares).
   func refill() {
     guard !closed.load(ordering: .acquiring), spare.withLock({ $0 == nil }) else { return }
-    guard let started = try? StartedWorker.spawn(executable: executable, arguments: ["--await-config"]) else {
+    guard let started = try? StartedWorker.spawn(executable: executable) else {
       return
     }
     let unwanted = spare.withLock { s -> StartedWorker? in

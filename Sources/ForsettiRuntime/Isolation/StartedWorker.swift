@@ -6,29 +6,28 @@ import Synchronization
 
 /// A worker process just started, and the host's ends of its channels: fd 3, a socket for
 /// lifecycle, logs and deliveries; fd 4, the shared-memory ring of the module's synchronous
-/// calls; its standard output and error as one pipe.
+/// calls; its standard output and error as one pipe. Every worker starts with
+/// `--await-config`: it knows no module, has confined nothing and loaded nothing until the host
+/// sends it a `configure` frame (`WorkerProcess`).
 final class StartedWorker: Sendable {
   let pid: pid_t
   let socket: WireSocket
   let calls: CallRing
   let outputFD: Int32
-  /// Started with `--await-config`: it learns its module from a `configure` frame.
-  let awaitsConfiguration: Bool
   /// Set once the process has been waited for: its pid may then belong to another process.
   private let reaped = Atomic<Bool>(false)
 
-  private init(pid: pid_t, socket: WireSocket, calls: CallRing, outputFD: Int32, awaitsConfiguration: Bool) {
+  private init(pid: pid_t, socket: WireSocket, calls: CallRing, outputFD: Int32) {
     self.pid = pid
     self.socket = socket
     self.calls = calls
     self.outputFD = outputFD
-    self.awaitsConfiguration = awaitsConfiguration
   }
 
-  /// Starts `executable` with `arguments` (posix_spawn, never fork: the host may be large and
-  /// threaded).
-  static func spawn(executable: String, arguments: [String]) throws(WorkerProcess.SpawnError) -> StartedWorker
-  {
+  /// Starts the worker `executable`, waiting for its configuration (posix_spawn, never fork:
+  /// the host may be large and threaded).
+  static func spawn(executable: String) throws(WorkerProcess.SpawnError) -> StartedWorker {
+    let arguments = ["--await-config"]
     guard let (host, worker) = WireSocket.pair() else { throw .socket(errno) }
     guard let (ring, createdRingFD) = CallRing.create() else {
       let e = errno
@@ -102,9 +101,7 @@ final class StartedWorker: Sendable {
       close(out[0])
       throw .spawn(rc)
     }
-    return StartedWorker(
-      pid: child, socket: host, calls: ring, outputFD: out[0],
-      awaitsConfiguration: arguments == ["--await-config"])
+    return StartedWorker(pid: child, socket: host, calls: ring, outputFD: out[0])
   }
 
   /// `fd`, moved to 5 or above (close-on-exec) if it is below; -1 if it cannot be.

@@ -7,21 +7,30 @@ import Synchronization
 
 /// The host's handle on one worker: the process, its socket, and the threads that serve the
 /// module's host calls and capture its output. Every request is attributed to `moduleID` by the
-/// connection it arrived on; whatever the module writes on the socket is validated as untrusted.
+/// connection it arrived on; whatever the module writes on the socket is judged by the worker's
+/// `WorkerSession` first, and a frame it has no right to send ends the worker at once.
 final class WorkerProcess: Sendable {
   let moduleID: String
   let pid: pid_t
   private let socket: WireSocket
   private let calls: CallRing
   private let backend: InProcessBackend
-  /// Lifecycle frames (confined, loaded, startResult, stopped) for the main thread.
-  let lifecycle = Mailbox()
+  /// The protocol state: which frames may come from the worker now.
+  let session = WorkerSession()
+  /// Lifecycle events (accepted lifecycle frames, a violation, the socket closing) for the
+  /// host's main thread.
+  let events = WorkerEvents()
   private let closedFlag = Atomic<Bool>(false)
   private let lastLines = Mutex<[String]>([])
   private let onExit: @Sendable (String, Int32) -> Void
+  /// The wait status once the process has been reaped: from then on its pid may belong to
+  /// another process, so nothing signals it. Held while signalling and while reaping.
   private let reaped = Mutex<Int32?>(nil)
 
   static let keptLines = 10
+  /// Seconds to wait for a killed worker to be reaped before a background thread takes over
+  /// (a process in uninterruptible sleep dies only when the kernel lets it).
+  static let reapTimeout = 2.0
 
   enum SpawnError: Error, CustomStringConvertible {
     case socket(Int32), ring(Int32), pipe(Int32), spawn(Int32)
@@ -35,19 +44,20 @@ final class WorkerProcess: Sendable {
     }
   }
 
-  /// Spawns `executable` for the module of `configuration` (posix_spawn, never fork: the host
-  /// may be large and threaded).
-  convenience init(
+  /// A worker for the module of `configuration`: spawned knowing nothing, then told its module.
+  ///
+  /// Between the two, the process exists but has run no code of a module: the place to give it
+  /// resources of its own (a cgroup, say) before it confines itself and loads the module.
+  static func spawn(
     executable: String, configuration: WorkerConfiguration, environment: HostEnvironment,
     onExit: @escaping @Sendable (String, Int32) -> Void
-  ) throws(SpawnError) {
-    let started = try StartedWorker.spawn(
-      executable: executable, arguments: ["--config", JSONWriter.string(configuration.json)])
-    self.init(started, configuration: configuration, environment: environment, onExit: onExit)
+  ) throws(SpawnError) -> WorkerProcess {
+    let started = try StartedWorker.spawn(executable: executable)
+    return WorkerProcess(started, configuration: configuration, environment: environment, onExit: onExit)
   }
 
-  /// Serves the module of `configuration` in a worker already started: a spare started with
-  /// `--await-config` is told its configuration first.
+  /// Serves the module of `configuration` in a worker already started (with `--await-config`,
+  /// as every worker is): tells it its configuration.
   init(
     _ started: StartedWorker, configuration: WorkerConfiguration, environment: HostEnvironment,
     onExit: @escaping @Sendable (String, Int32) -> Void
@@ -59,7 +69,7 @@ final class WorkerProcess: Sendable {
     backend = InProcessBackend(environment: environment)
     backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
-    if started.awaitsConfiguration {
+    if session.configure() {
       socket.send(WireFrame(.configure, [.string(JSONWriter.string(configuration.json))]))
     }
     let outFD = started.outputFD
@@ -84,24 +94,80 @@ final class WorkerProcess: Sendable {
 
   func send(_ f: WireFrame) { socket.send(f) }
 
+  /// Sends `start` (with the state to restore); false if the worker is not loaded.
+  func start(state: [UInt8]) -> Bool {
+    guard session.start() else { return false }
+    send(WireFrame(.start, [.bytes(state)]))
+    return true
+  }
+
+  /// Sends `stop`; false if the module is not running.
+  func stop() -> Bool {
+    guard session.stop() else { return false }
+    send(WireFrame(.stop))
+    return true
+  }
+
   /// Takes the module off the bus before it is told to stop.
   func prepareStop() { backend.moduleStopping(moduleID: moduleID) }
 
-  /// Kills the worker (SIGKILL) and returns its wait status; safe to call more than once.
-  @discardableResult
-  func kill() -> Int32 {
-    Glibc.kill(pid, SIGKILL)
-    return reap()
+  /// Sends SIGKILL unless the process was already reaped (its pid may be another's by then).
+  func kill() {
+    reaped.withLock { r in if r == nil { _ = Glibc.kill(pid, SIGKILL) } }
   }
 
-  /// Waits for the worker to exit and returns its wait status.
+  /// The wait status if the process has exited (reaping it), without waiting.
+  func exitStatus() -> Int32? {
+    reaped.withLock { r in
+      if let r { return r }
+      var status: Int32 = 0
+      let got = waitpid(pid, &status, WNOHANG)
+      if got == pid {
+        r = status
+        return status
+      }
+      if got < 0 && errno == ECHILD {
+        // Reaped by someone else: there is no status to give, and nothing left to signal.
+        r = 0
+        return 0
+      }
+      return nil
+    }
+  }
+
+  /// The wait status once the process exits, waiting at most `seconds`.
+  func exitStatus(within seconds: Double) -> Int32? {
+    let end = ContinuousClock.now + .wait(seconds)
+    var pause: UInt32 = 100
+    while true {
+      if let s = exitStatus() { return s }
+      if ContinuousClock.now >= end { return nil }
+      usleep(pause)
+      pause = min(pause * 2, 5000)
+    }
+  }
+
+  /// Ends the worker and returns its wait status: waits up to `grace` seconds for it to exit
+  /// by itself, then kills it and waits up to `reapTimeout`. Never blocks longer: a process the
+  /// kernel does not let die in time is left to a background thread to reap (status nil).
   @discardableResult
-  func reap() -> Int32 {
-    if let s = reaped.withLock({ $0 }) { return s }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    reaped.withLock { $0 = status }
-    return status
+  func end(grace: Double = 0) -> Int32? {
+    if grace > 0, let s = exitStatus(within: grace) { return s }
+    kill()
+    if let s = exitStatus(within: Self.reapTimeout) { return s }
+    Thread { [self] in
+      // Waits without reaping, then reaps under the lock: `kill` never sees a reused pid.
+      var info = siginfo_t()
+      while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+      _ = exitStatus()
+    }.start()
+    return nil
+  }
+
+  /// "killed by SIGKILL (Killed)", or what is known of a worker not reaped in time.
+  static func describe(status: Int32?) -> String {
+    guard let status else { return "killed, not yet reaped" }
+    return describe(status: status)
   }
 
   /// "killed by SIGSEGV (Segmentation fault)" or "exited with status 3".
@@ -124,26 +190,60 @@ final class WorkerProcess: Sendable {
   }
 
   private func readLoop() {
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame + 1, alignment: 8)
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
     defer { buffer.deallocate() }
     loop: while true {
-      switch socket.receive(into: buffer) {
-      case .closed: break loop
-      case .malformed(let why):
-        backend.warn(moduleID, .crashed, "the worker sent a malformed frame (\(why)); it is stopped")
+      let n = recv(socket.fd, buffer.baseAddress, buffer.count, Int32(MSG_TRUNC))
+      if n < 0 && errno == EINTR { continue }
+      // Closed (or died); an empty message reads the same and ends the worker the same way.
+      if n <= 0 { break loop }
+      // The raw kind, for the report, even of a frame that does not decode.
+      let rawKind: UInt32? =
+        n >= 4 ? UInt32(littleEndian: buffer.loadUnaligned(as: UInt32.self)) : nil
+      let verdict: WorkerSession.Verdict
+      let frame: WireFrame?
+      if n > buffer.count {
+        frame = nil
+        verdict = .violation(session.malformed(kind: rawKind, "\(n) bytes, more than \(Wire.maxFrame)"))
+      } else {
+        do throws(Wire.DecodeError) {
+          let f = try Wire.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+          frame = f
+          verdict = session.receive(f)
+        } catch {
+          frame = nil
+          verdict = .violation(session.malformed(kind: rawKind, Self.explain(error)))
+        }
+      }
+      switch verdict {
+      case .lifecycle: if let frame { events.post(.frame(frame)) }
+      case .service: if let frame { serve(frame) }
+      case .stale: continue
+      case .violation(let v):
+        // Killed at once: whatever the worker does next is not waited for or believed.
+        kill()
+        events.post(.violated(v))
         break loop
-      case .frame(let f): handle(f)
       }
     }
     closedFlag.store(true, ordering: .releasing)
     calls.close()
     backend.moduleStopped(moduleID: moduleID)
-    lifecycle.post(WireFrame(.stopped, id: UInt64.max))
+    events.post(.closed)
     // Shut, not closed: other threads may still send (a stop, a delivery under way); they now
     // fail harmlessly, and the descriptor number cannot be reused for another worker's socket
     // until the last of them is done (deinit closes it).
     shutdown(socket.fd, Int32(SHUT_RDWR))
     onExit(moduleID, pid)
+  }
+
+  private static func explain(_ e: Wire.DecodeError) -> String {
+    switch e {
+    case .short: "truncated"
+    case .unknownKind(let k): "unknown kind \(k)"
+    case .badTag(let t): "bad value tag \(t)"
+    case .tooManyValues: "more than \(WireView.maxValues) values"
+    }
   }
 
   /// Serves the synchronous channel until the worker is gone. Each request is answered with
@@ -165,10 +265,9 @@ final class WorkerProcess: Sendable {
     }
   }
 
-  private func handle(_ f: WireFrame) {
+  /// Serves a log or telemetry frame (the session let it through).
+  private func serve(_ f: WireFrame) {
     switch f.kind {
-    case .confined, .loaded, .loadFailed, .startResult, .stopped, .stateSaved:
-      lifecycle.post(f)
     case .log:
       guard let text = f.string(1) else { return }
       let level = LogLevel(rawValue: Int32(truncatingIfNeeded: f.int(0) ?? 1)) ?? .info
@@ -181,7 +280,6 @@ final class WorkerProcess: Sendable {
       guard attrs == nil || attrs?.objectValue != nil else { return }
       _ = backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)
     default:
-      // Calls come on the ring only; on the socket they are ignored.
       break
     }
   }

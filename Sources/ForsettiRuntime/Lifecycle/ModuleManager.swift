@@ -77,9 +77,21 @@ public final class ModuleManager {
     let byID = Dictionary(passing.compactMap { i in records[i].manifest.map { ($0.moduleID, i) } }) { a, _ in
       a
     }
-    for m in StartOrder.order(passing.compactMap { records[$0].manifest }) {
-      guard let i = byID[m.moduleID] else { continue }
-      activate(record: i, manifest: m)
+    let manifests = passing.compactMap { records[$0].manifest }
+    switch mode {
+    case .inProcess:
+      // On the main thread one by one, as forsetti.h promises.
+      for m in StartOrder.order(manifests) {
+        guard let i = byID[m.moduleID] else { continue }
+        activate(record: i, manifest: m)
+      }
+    case .isolated(let settings):
+      // Each level at once: a module that hangs or misbehaves delays nobody beside it.
+      for level in StartOrder.levels(manifests) {
+        let items = level.compactMap { m in byID[m.moduleID].map { (record: $0, manifest: m) } }
+        activateIsolated(
+          items.compactMap { prepareActivation(record: $0.record, manifest: $0.manifest) }, settings)
+      }
     }
     persist()
     refillSpareWorker()
@@ -98,6 +110,21 @@ public final class ModuleManager {
   /// Loads and starts one gated module. `copy` loads from an already made version copy (hot
   /// reload's rollback); `state` is handed to the new instance after its start.
   func activate(record i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil) {
+    guard let a = prepareActivation(record: i, manifest: m, copy: copy, state: state) else { return }
+    switch mode {
+    case .inProcess:
+      activateInProcess(record: i, manifest: m, path: a.path, isSwift: a.isSwift, state: state)
+    case .isolated(let settings): activateIsolated([a], settings)
+    }
+  }
+
+  /// Where module `i` is loaded from (its binary, or a version copy of it), or nil after
+  /// recording why it cannot be.
+  func prepareActivation(
+    record i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil
+  )
+    -> Activation?
+  {
     var path: String
     var isSwift: Bool
     if let copy {
@@ -106,12 +133,12 @@ public final class ModuleManager {
     } else {
       guard case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
         fail(i, .load, .binaryNotFound, "the binary exporting \(m.entryPoint) is gone since inspection")
-        return
+        return nil
       }
       records[i].binaryPath = facts.path
       if let why = quarantined(m.moduleID, path: facts.path) {
         fail(i, .load, .quarantined, why)
-        return
+        return nil
       }
       path = facts.path
       isSwift = facts.neededLibraries.contains { $0.hasPrefix("libswiftCore") }
@@ -119,37 +146,45 @@ public final class ModuleManager {
         switch VersionCopies.copy(path, moduleID: m.moduleID, stateDirectory: environment.stateDirectory) {
         case .failure(let e):
           fail(i, .load, .loadFailed, "could not copy \(path) for loading: \(e)")
-          return
+          return nil
         case .success(let c): path = c
         }
       }
     }
     records[i].loadedFrom = path
     records[i].loadedIsSwift = isSwift
-    switch mode {
-    case .inProcess: activateInProcess(record: i, manifest: m, path: path, isSwift: isSwift, state: state)
-    case .isolated(let settings):
-      activateIsolated(record: i, manifest: m, path: path, isSwift: isSwift, settings: settings, state: state)
-    }
+    return Activation(record: i, manifest: m, path: path, isSwift: isSwift, state: state)
   }
 
   /// Step 8, shared by both modes: identity, then UI contributions against the manifest.
   func checkIdentityAndUI(_ i: Int, _ m: ModuleManifest, _ d: ModuleDescriptor, _ ui: UIContributions?)
     -> Bool
   {
-    if case .fail(let v) = IdentityRules.check(m, d) {
-      fail(i, .identityAndUI, v.reason, v.detail)
-      return false
-    }
+    record(i, Self.identityAndUI(m, d, ui))
+  }
+
+  /// Step 8's verdict, without recording it (a worker's start is decided before it is recorded).
+  static func identityAndUI(_ m: ModuleManifest, _ d: ModuleDescriptor, _ ui: UIContributions?)
+    -> IdentityVerdict
+  {
+    if case .fail(let v) = IdentityRules.check(m, d) { return .fail(v) }
     let c = ui ?? UIContributions()
-    if case .fail(let v) = UIContributionRules.check(m, c) {
+    if case .fail(let v) = UIContributionRules.check(m, c) { return .fail(v) }
+    return .pass(
+      "descriptor agrees (\(m.moduleID) \(m.moduleType.rawValue) \(m.moduleVersion)); \(Self.describe(c))")
+  }
+
+  /// Records step 8's verdict on module `i`; whether it passed.
+  @discardableResult
+  func record(_ i: Int, _ verdict: IdentityVerdict) -> Bool {
+    switch verdict {
+    case .fail(let v):
       fail(i, .identityAndUI, v.reason, v.detail)
       return false
+    case .pass(let detail):
+      records[i].trace.pass(.identityAndUI, detail)
+      return true
     }
-    records[i].trace.pass(
-      .identityAndUI,
-      "descriptor agrees (\(m.moduleID) \(m.moduleType.rawValue) \(m.moduleVersion)); \(Self.describe(c))")
-    return true
   }
 
   func markStarted(_ i: Int, _ m: ModuleManifest, _ ui: UIContributions?, took: Duration, detail: String) {
@@ -269,6 +304,22 @@ public final class ModuleManager {
       environment.hostLog(.warning, "could not save runtime state: \(error)")
     }
   }
+}
+
+/// A module about to be loaded and started: its record, and the file to load.
+struct Activation {
+  var record: Int
+  var manifest: ModuleManifest
+  var path: String
+  var isSwift: Bool
+  /// Handed to the new instance after its start (hot reload).
+  var state: [UInt8]?
+}
+
+/// Step 8's verdict: the trace detail of a pass, or what failed.
+enum IdentityVerdict {
+  case pass(String)
+  case fail(GateViolation)
 }
 
 /// Names of forsetti.h status codes, for messages.

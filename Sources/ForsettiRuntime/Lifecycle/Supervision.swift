@@ -69,156 +69,67 @@ extension ModuleManager {
     return nil
   }
 
-  func activateIsolated(
-    record i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool, settings: IsolationSettings,
-    state: [UInt8]? = nil
-  ) {
-    let sandbox = environment.sandboxPath(for: m.moduleID)
-    // The worker may write only inside its sandbox, so the host creates it beforehand.
-    do { _ = try SandboxStorage(root: sandbox) } catch {
-      fail(i, .load, .loadFailed, error.description)
-      return
-    }
-    let dir = (path as NSString).deletingLastPathComponent
-    let policy = ConfinementPolicy(
-      readExecute: [path, dir, settings.workerExecutable, "/etc/ld.so.cache"]
-        + IsolationSettings.libraryDirectories(),
-      readWrite: [sandbox, "/dev/null"], networking: records[i].granted.contains(.networking),
-      limits: settings.limits)
-    let config = WorkerConfiguration(
-      moduleID: m.moduleID, library: path, entryPoint: m.entryPoint, isSwift: isSwift, sandbox: sandbox,
-      granted: records[i].granted, policy: policy, parent: getpid())
-    let clock = ContinuousClock()
-    let began = clock.now
-    let inbox = self.inbox
-    var worker: WorkerProcess
-    let onExit: @Sendable (String, Int32) -> Void = { id, pid in inbox.post(id, pid: pid) }
-    func freshWorker() -> WorkerProcess? {
-      do {
-        return try WorkerProcess(
-          executable: settings.workerExecutable, configuration: config, environment: environment,
-          onExit: onExit)
-      } catch {
-        fail(i, .load, .loadFailed, "could not start a worker: \(error)")
-        return nil
-      }
-    }
-    var fromSpare = false
-    if let started = spareWorker?.take() {
-      worker = WorkerProcess(started, configuration: config, environment: environment, onExit: onExit)
-      fromSpare = true
-    } else {
-      guard let w = freshWorker() else { return }
-      worker = w
-    }
-    let deadline = began + .milliseconds(Int(settings.startTimeout * 1000))
-    func next() -> WireFrame? {
-      let left = deadline - clock.now
-      let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
-      return worker.lifecycle.next(timeout: max(0, seconds))
-    }
-    func timedOut(_ step: GateStep, _ what: String) {
-      worker.kill()
-      fail(
-        i, step, .startTimedOut,
-        "\(what) did not finish within \(settings.startTimeout) s; the worker was killed")
-    }
-    func crashed(_ step: GateStep, _ what: String) {
-      let status = worker.reap()
-      let lines = worker.recentLines
-      let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
-      fail(i, step, .crashed, "worker \(WorkerProcess.describe(status: status)) \(what)\(tail)")
-      scheduleRestart(i, failure: "\(WorkerProcess.describe(status: status)) \(what)", settings: settings)
-    }
-
-    // Confined, then loaded (or not).
-    var confinedDetail = ""
-    var loadedFrame: WireFrame?
-    while loadedFrame == nil {
-      guard let f = next() else { return timedOut(.load, "loading") }
-      switch f.kind {
-      case .confined:
-        confinedDetail = Self.describeConfinement(f.string(0) ?? "")
-      case .loaded:
-        loadedFrame = f
-      case .loadFailed:
-        worker.reap()
-        let reason = f.string(0).flatMap(ReasonCode.init(rawValue:)) ?? .loadFailed
-        return fail(i, .load, reason, f.string(1) ?? "the worker could not load the module")
-      case .stopped:
-        if fromSpare && confinedDetail.isEmpty {
-          // The spare died before it confined itself for this module (killed from outside):
-          // not the module's doing, so no crash is counted; a worker of its own takes over.
-          worker.reap()
-          fromSpare = false
-          guard let w = freshWorker() else { return }
-          worker = w
-          continue
-        }
-        return crashed(.load, "while loading")
-      default:
-        continue
-      }
-    }
-    guard let text = loadedFrame?.string(0), let (descriptor, ui) = WorkerCodec.decodeLoaded(text) else {
-      worker.kill()
-      return fail(i, .load, .loadFailed, "the worker reported its module in a form the host cannot read")
-    }
-    records[i].state = .loaded
-    records[i].trace.pass(.load, "loaded \(path) in worker pid \(worker.pid) (\(confinedDetail))")
-    guard checkIdentityAndUI(i, m, descriptor, ui) else {
-      worker.kill()
-      return
-    }
-
-    worker.send(WireFrame(.start, [.bytes(state ?? [])]))
-    guard let result = next() else { return timedOut(.start, "start") }
-    guard result.kind == .startResult, let status = result.int(0) else {
-      return crashed(.start, "during start")
-    }
-    guard status == Int64(FORSETTI_OK) else {
-      worker.reap()
-      return fail(
-        i, .start, .startFailed, "start returned \(StatusName.of(Int32(truncatingIfNeeded: status)))")
-    }
-    running.append(RunningModule(record: i, moduleID: m.moduleID, kind: .isolated(worker)))
-    let took = clock.now - began
-    markStarted(
-      i, m, ui, took: took,
-      detail:
-        "started in worker pid \(worker.pid) in \(Self.formatted(took)) (spawn + confine + load + start)")
-  }
-
+  /// Stops a running worker: `stop`, then its `stopped` within `--stop-timeout`, or it is
+  /// killed. A worker that already died, broke the protocol meanwhile, or closed its socket is
+  /// recorded as such; no wait here outlasts its deadline.
   func stopWorker(_ worker: WorkerProcess, record i: Int) {
     let settings: IsolationSettings? = if case .isolated(let s) = mode { s } else { nil }
     let timeout = settings?.stopTimeout ?? 5
     worker.prepareStop()
-    worker.send(WireFrame(.stop))
-    let answer = worker.lifecycle.next(timeout: timeout)
-    if answer == nil {
-      worker.kill()
+    if let v = worker.session.violation {
+      return violated(worker, record: i, v, when: "before stop")
+    }
+    let deadline = ContinuousClock.now + .wait(timeout)
+    let asked = !worker.isClosed && worker.stop()
+    while asked {
+      guard let event = worker.events.next(until: deadline) else {
+        worker.end()
+        records[i].state = .stopped
+        environment.log.write(
+          LogRecord(
+            level: .warning, moduleID: records[i].moduleID,
+            message: "stop did not return within \(timeout) s; the worker was killed"))
+        return
+      }
+      switch event {
+      case .frame(let f) where f.kind == .stopped:
+        // Its last word: the worker exits now, and is killed if it does not.
+        worker.end(grace: Self.exitGrace)
+        records[i].state = .stopped
+        environment.hostLog(.info, "stopped \(records[i].moduleID ?? "?")")
+        return
+      case .frame: continue
+      case .violated(let v): return violated(worker, record: i, v, when: "during stop")
+      case .closed: break
+      }
+      break
+    }
+    // The socket closed without a `stopped` frame (or before the stop was sent).
+    let status = worker.end(grace: Self.exitGrace)
+    if let status, WorkerProcess.signal(of: status) == nil, status == 0 {
       records[i].state = .stopped
-      environment.log.write(
-        LogRecord(
-          level: .warning, moduleID: records[i].moduleID,
-          message: "stop did not return within \(timeout) s; the worker was killed"))
+      environment.hostLog(.info, "stopped \(records[i].moduleID ?? "?")")
       return
     }
-    let status = worker.reap()
-    if answer?.id == UInt64.max, WorkerProcess.signal(of: status) != nil || status != 0 {
-      // The socket closed without a `stopped` frame: the module died inside stop.
-      let tail = worker.recentLines.suffix(3).joined(separator: " | ")
-      records[i].state = .failed(.crashed)
-      environment.log.write(
-        LogRecord(
-          level: .error, moduleID: records[i].moduleID,
-          message:
-            "crashed: worker \(WorkerProcess.describe(status: status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")"
-        ))
-      return
-    }
-    records[i].state = .stopped
-    environment.hostLog(.info, "stopped \(records[i].moduleID ?? "?")")
+    let tail = worker.recentLines.suffix(3).joined(separator: " | ")
+    records[i].state = .failed(.crashed)
+    environment.log.write(
+      LogRecord(
+        level: .error, moduleID: records[i].moduleID,
+        message:
+          "crashed: worker \(WorkerProcess.describe(status: status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")"
+      ))
+  }
+
+  /// Records a running module's worker as ended for a protocol violation (it is killed).
+  func violated(_ worker: WorkerProcess, record i: Int, _ v: ProtocolViolation, when: String) {
+    worker.end()
+    records[i].state = .failed(.protocolViolation)
+    environment.log.write(
+      LogRecord(
+        level: .error, moduleID: records[i].moduleID,
+        message: "\(ReasonCode.protocolViolation.rawValue) \(when): \(v)",
+        metadata: ["reason": ReasonCode.protocolViolation.rawValue]))
   }
 
   /// Handles worker exits and due restarts; call on the main thread when woken.
@@ -234,7 +145,14 @@ extension ModuleManager {
       else { continue }
       let r = running.remove(at: k)
       contributions[id] = nil
-      let status = worker.reap()
+      if let v = worker.session.violation {
+        // Counted like a crash: the worker's state can no longer be trusted, whether the module
+        // meant it or scribbled on the socket, and restarts end in quarantine either way.
+        violated(worker, record: r.record, v, when: "while running")
+        if let settings { scheduleRestart(r.record, failure: v.description, settings: settings) }
+        continue
+      }
+      let status = worker.end(grace: Self.exitGrace)
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
       let what = "worker \(WorkerProcess.describe(status: status)) while running"
       records[r.record].state = .failed(.crashed)
@@ -278,7 +196,7 @@ extension ModuleManager {
     }
     let delay = settings.backoffBase * Double(1 << (crashes - 1))
     restarts[i] = RestartState(
-      crashes: crashes, due: .now + .milliseconds(Int(delay * 1000)), lastFailure: failure)
+      crashes: crashes, due: .now + .wait(delay), lastFailure: failure)
     environment.hostLog(.info, "will restart \(m.moduleID) in \(delay) s")
   }
 }

@@ -172,18 +172,34 @@ extension ModuleManager {
     switch r.kind {
     case .inProcess(let loaded, _): return StateTransfer.save(loaded.table)
     case .isolated(let worker):
-      worker.send(WireFrame(.saveState, id: 1))
-      guard let f = worker.lifecycle.next(timeout: 2), f.kind == .stateSaved else { return nil }
-      return f.bytes(0).flatMap { $0.isEmpty ? nil : $0 }
+      guard let id = worker.session.saveState() else { return nil }
+      worker.send(WireFrame(.saveState, id: id))
+      let deadline = ContinuousClock.now + .wait(Self.saveStateTimeout)
+      while let e = worker.events.next(until: deadline) {
+        switch e {
+        case .frame(let f) where f.kind == .stateSaved:
+          return f.bytes(0).flatMap { $0.isEmpty ? nil : $0 }
+        case .frame: continue
+        // The stop that follows finds the worker gone and records why (`stopWorker`).
+        case .violated, .closed: return nil
+        }
+      }
+      // Too slow: the reload goes on without state; a late answer is dropped, not a violation.
+      worker.session.abandonSave(id)
+      return nil
     }
   }
+
+  /// Seconds an isolated module may take to hand over its state before a reload goes on
+  /// without it.
+  static let saveStateTimeout = 2.0
 
   /// Whether the module started and survived `grace` seconds (crashes only show in workers).
   func survives(_ id: String, grace: Double) -> Bool {
     guard let r = running.first(where: { $0.moduleID == id }), case .isolated(let worker) = r.kind else {
       return isRunning(id)
     }
-    let end = ContinuousClock.now + .milliseconds(Int(grace * 1000))
+    let end = ContinuousClock.now + .wait(grace)
     while ContinuousClock.now < end {
       if worker.isClosed { return false }
       usleep(5000)

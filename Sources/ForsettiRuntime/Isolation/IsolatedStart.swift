@@ -1,0 +1,276 @@
+import CForsetti
+import Dispatch
+import ForsettiBinary
+import ForsettiBridge
+import ForsettiCore
+import Foundation
+
+/// One isolated module on its way from a new worker to started: what its worker said so far,
+/// and how it ended. Driven by its worker's events alone, against its own deadline.
+struct IsolatedStart {
+  /// How the start ended, recorded once its level is done.
+  enum Outcome {
+    case started(took: Duration)
+    /// The record's failure; `restart` the failure to count against the module (a crash or a
+    /// violation), nil when it is not restarted (a refusal, a timeout).
+    case failed(GateStep, ReasonCode, String, restart: String?)
+    /// Already recorded: step 8 refused the module (`identity`), or no worker could be started.
+    case recorded
+  }
+
+  var activation: Activation
+  var worker: WorkerProcess
+  var fromSpare: Bool
+  let began: ContinuousClock.Instant
+  /// When loading must be done by, then (from the moment `start` is sent) start: each gets the
+  /// whole start timeout, so a module is not charged for others sharing the machine with it.
+  var deadline: ContinuousClock.Instant
+  /// When the module was loaded and judged, ready for its `start`.
+  var readyAt: ContinuousClock.Instant?
+  /// When its `start` was sent.
+  var startSent: ContinuousClock.Instant?
+  var confinedDetail = ""
+  /// The load step's trace detail, once the module loaded.
+  var loadDetail: String?
+  var identity: IdentityVerdict?
+  var ui: UIContributions?
+  var outcome: Outcome?
+
+  var step: GateStep { loadDetail == nil ? .load : .start }
+}
+
+extension ModuleManager {
+  /// Seconds a worker whose socket closed gets to exit by itself before it is killed (it may
+  /// have closed the socket and gone on running).
+  static let exitGrace = 0.5
+
+  /// Loads and starts isolated modules that do not depend on one another, all at once: each
+  /// in its own worker, each against its own deadline, so one that hangs or misbehaves holds
+  /// nobody else to its deadline. Workers are spawned here, on the main thread (a worker's
+  /// parent-death signal belongs to the thread that spawned it), and every record is written
+  /// here too, in module-ID order once all are decided, so what the host reports does not
+  /// depend on who was quicker.
+  ///
+  /// Loading is fully concurrent. `start` is released in module-ID order: a module's start is
+  /// sent once every module before it in the level has returned from its own start (or failed),
+  /// or has been stalled in start (or in loading) for `stagger` — so well-behaved modules keep
+  /// the documented ID order (a module may message one with a smaller ID from its start, as the
+  /// bundled HelloC does to the dashboard), and a hanging one costs the modules after it
+  /// `stagger`, not its timeout. Loading and start each have the start timeout as their own
+  /// deadline, the latter from the moment `start` is sent.
+  func activateIsolated(_ activations: [Activation], _ settings: IsolationSettings) {
+    let signal = DispatchSemaphore(value: 0)
+    let stagger = Duration.wait(Self.stagger(settings))
+    var starts: [IsolatedStart] = []
+    for a in activations.sorted(by: {
+      $0.manifest.moduleID.utf8.lexicographicallyPrecedes($1.manifest.moduleID.utf8)
+    }) {
+      guard let s = beginIsolated(a, settings) else { continue }
+      s.worker.events.notify(signal)
+      starts.append(s)
+    }
+    while true {
+      var next: ContinuousClock.Instant?
+      func wake(at t: ContinuousClock.Instant) { next = min(next ?? t, t) }
+      for k in starts.indices where starts[k].outcome == nil {
+        while starts[k].outcome == nil, let e = starts[k].worker.events.poll() {
+          handle(e, &starts[k], settings, signal)
+        }
+        // A module waiting for release is not late: its deadline moves on when it is released.
+        let waiting = starts[k].readyAt != nil && starts[k].startSent == nil
+        if starts[k].outcome == nil, !waiting, ContinuousClock.now >= starts[k].deadline {
+          timedOut(&starts[k], settings)
+        }
+      }
+      // Release starts in ID order, behind any earlier module still busy within `stagger`.
+      var held = false
+      for k in starts.indices where starts[k].outcome == nil {
+        let now = ContinuousClock.now
+        if starts[k].readyAt != nil, starts[k].startSent == nil, !held {
+          starts[k].deadline = now + .wait(settings.startTimeout)
+          starts[k].startSent = now
+          // False only if the worker broke off meanwhile: its next event says how.
+          _ = starts[k].worker.start(state: starts[k].activation.state ?? [])
+        }
+        let busySince = starts[k].startSent ?? starts[k].began
+        if now < busySince + stagger {
+          held = true
+          wake(at: busySince + stagger)
+        }
+        if starts[k].readyAt == nil || starts[k].startSent != nil { wake(at: starts[k].deadline) }
+      }
+      guard let next else { break }
+      _ = signal.wait(timeout: .now() + .nanoseconds(WorkerEvents.nanoseconds(next - .now)))
+    }
+    for s in starts {
+      s.worker.events.notify(nil)
+      finish(s, settings)
+    }
+  }
+
+  /// How long a module busy in start (or loading) holds back the next one's start in its
+  /// level: a quarter of the start timeout, at most one second.
+  static func stagger(_ settings: IsolationSettings) -> Double { min(1, max(0, settings.startTimeout / 4)) }
+
+  /// A worker told its module (the spare, if one is ready), or nil after recording why none
+  /// could be started.
+  private func beginIsolated(_ a: Activation, _ settings: IsolationSettings) -> IsolatedStart? {
+    let i = a.record
+    let sandbox = environment.sandboxPath(for: a.manifest.moduleID)
+    // The worker may write only inside its sandbox, so the host creates it beforehand.
+    do { _ = try SandboxStorage(root: sandbox) } catch {
+      fail(i, .load, .loadFailed, error.description)
+      return nil
+    }
+    let began = ContinuousClock.now
+    let worker: WorkerProcess
+    var fromSpare = false
+    if let started = spareWorker?.take() {
+      worker = WorkerProcess(
+        started, configuration: configuration(a, settings), environment: environment, onExit: exitHandler)
+      fromSpare = true
+    } else {
+      guard let w = freshWorker(a, settings) else { return nil }
+      worker = w
+    }
+    return IsolatedStart(
+      activation: a, worker: worker, fromSpare: fromSpare, began: began,
+      deadline: began + .wait(settings.startTimeout))
+  }
+
+  private var exitHandler: @Sendable (String, Int32) -> Void {
+    { [inbox] id, pid in inbox.post(id, pid: pid) }
+  }
+
+  private func configuration(_ a: Activation, _ settings: IsolationSettings) -> WorkerConfiguration {
+    let sandbox = environment.sandboxPath(for: a.manifest.moduleID)
+    let dir = (a.path as NSString).deletingLastPathComponent
+    let policy = ConfinementPolicy(
+      readExecute: [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"]
+        + IsolationSettings.libraryDirectories(),
+      readWrite: [sandbox, "/dev/null"], networking: records[a.record].granted.contains(.networking),
+      limits: settings.limits)
+    return WorkerConfiguration(
+      moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
+      sandbox: sandbox, granted: records[a.record].granted, policy: policy, parent: getpid())
+  }
+
+  private func freshWorker(_ a: Activation, _ settings: IsolationSettings) -> WorkerProcess? {
+    do {
+      return try WorkerProcess.spawn(
+        executable: settings.workerExecutable, configuration: configuration(a, settings),
+        environment: environment, onExit: exitHandler)
+    } catch {
+      fail(a.record, .load, .loadFailed, "could not start a worker: \(error)")
+      return nil
+    }
+  }
+
+  /// Moves one start on by one event from its worker.
+  private func handle(
+    _ e: WorkerEvent, _ s: inout IsolatedStart, _ settings: IsolationSettings, _ signal: DispatchSemaphore
+  ) {
+    switch e {
+    case .violated(let v):
+      s.worker.end()
+      s.outcome = .failed(s.step, .protocolViolation, v.description, restart: v.description)
+    case .closed:
+      if s.fromSpare && s.confinedDetail.isEmpty {
+        // The spare died before it confined itself for this module (killed from outside): not
+        // the module's doing, so no crash is counted; a worker of its own takes over.
+        s.worker.end()
+        s.fromSpare = false
+        guard let w = freshWorker(s.activation, settings) else {
+          s.outcome = .recorded
+          return
+        }
+        w.events.notify(signal)
+        s.worker = w
+        return
+      }
+      let status = s.worker.end(grace: Self.exitGrace)
+      let what = s.loadDetail == nil ? "while loading" : s.startSent == nil ? "after loading" : "during start"
+      let lines = s.worker.recentLines
+      let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
+      let failure = "\(WorkerProcess.describe(status: status)) \(what)"
+      s.outcome = .failed(s.step, .crashed, "worker \(failure)\(tail)", restart: failure)
+    case .frame(let f):
+      handle(f, &s)
+    }
+  }
+
+  private func handle(_ f: WireFrame, _ s: inout IsolatedStart) {
+    switch f.kind {
+    case .confined:
+      s.confinedDetail = Self.describeConfinement(f.string(0) ?? "")
+    case .loadFailed:
+      // The worker's last word; it exits, and is killed if it does not.
+      s.worker.end(grace: Self.exitGrace)
+      let reason = f.string(0).flatMap(ReasonCode.init(rawValue:)) ?? .loadFailed
+      s.outcome = .failed(.load, reason, f.string(1) ?? "the worker could not load the module", restart: nil)
+    case .loaded:
+      guard let text = f.string(0), let (descriptor, ui) = WorkerCodec.decodeLoaded(text) else {
+        s.worker.end()
+        s.outcome = .failed(
+          .load, .loadFailed, "the worker reported its module in a form the host cannot read", restart: nil)
+        return
+      }
+      s.loadDetail = "loaded \(s.activation.path) in worker pid \(s.worker.pid) (\(s.confinedDetail))"
+      let verdict = Self.identityAndUI(s.activation.manifest, descriptor, ui)
+      s.identity = verdict
+      s.ui = ui
+      if case .fail = verdict {
+        s.worker.end()
+        s.outcome = .recorded
+        return
+      }
+      s.readyAt = ContinuousClock.now
+    case .startResult:
+      let status = f.int(0) ?? Int64(FORSETTI_ERR_START_FAILED)
+      guard status == Int64(FORSETTI_OK) else {
+        s.worker.end(grace: Self.exitGrace)
+        s.outcome = .failed(
+          .start, .startFailed, "start returned \(StatusName.of(Int32(truncatingIfNeeded: status)))",
+          restart: nil)
+        return
+      }
+      s.outcome = .started(took: ContinuousClock.now - s.began)
+    default:
+      // The session lets no other lifecycle frame through before the module runs.
+      break
+    }
+  }
+
+  private func timedOut(_ s: inout IsolatedStart, _ settings: IsolationSettings) {
+    s.worker.end()
+    let what = s.loadDetail == nil ? "loading" : "start"
+    s.outcome = .failed(
+      s.step, .startTimedOut,
+      "\(what) did not finish within \(settings.startTimeout) s; the worker was killed",
+      restart: nil)
+  }
+
+  /// Records how one start ended.
+  private func finish(_ s: IsolatedStart, _ settings: IsolationSettings) {
+    let i = s.activation.record
+    let m = s.activation.manifest
+    if let detail = s.loadDetail {
+      records[i].state = .loaded
+      records[i].trace.pass(.load, detail)
+    }
+    if let verdict = s.identity, !record(i, verdict) { return }
+    switch s.outcome {
+    case .started(let took):
+      running.append(RunningModule(record: i, moduleID: m.moduleID, kind: .isolated(s.worker)))
+      markStarted(
+        i, m, s.ui, took: took,
+        detail:
+          "started in worker pid \(s.worker.pid) in \(Self.formatted(took)) (spawn + confine + load + start)")
+    case .failed(let step, let reason, let detail, let restart):
+      fail(i, step, reason, detail)
+      if let restart { scheduleRestart(i, failure: restart, settings: settings) }
+    case .recorded, nil:
+      break
+    }
+  }
+}
