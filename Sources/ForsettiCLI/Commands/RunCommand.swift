@@ -121,6 +121,8 @@ enum RunCommand {
     if case .isolated = mode {
       environment.log.write(
         LogRecord(level: .info, moduleID: nil, message: "isolation: \(IsolationSettings.kernelSupport())"))
+      environment.log.write(
+        LogRecord(level: .info, moduleID: nil, message: "cgroups: \(ModuleManager.cgroupSupport)"))
     }
 
     let loop = SignalWaiter()

@@ -115,7 +115,7 @@ struct InProcessBackend: HostBackend {
       environment.log.write(
         LogRecord(
           level: .warning, moduleID: moduleID,
-          message: "a delivery to this module was still running after 1 s; stopping anyway"))
+          message: "a delivery to this module was still running after 1 s; stopping anyway", origin: .host))
     }
   }
 

@@ -123,16 +123,16 @@ extension ModuleManager {
       return nil
     }
     let began = ContinuousClock.now
-    let worker: WorkerProcess
     var fromSpare = false
-    if let started = spareWorker?.take() {
-      worker = WorkerProcess(
-        started, configuration: configuration(a, settings), environment: environment, onExit: exitHandler)
+    let started: StartedWorker
+    if let spare = spareWorker?.take() {
+      started = spare
       fromSpare = true
     } else {
-      guard let w = freshWorker(a, settings) else { return nil }
-      worker = w
+      guard let s = spawnWorker(a, settings) else { return nil }
+      started = s
     }
+    guard let worker = configure(started, a, settings) else { return nil }
     return IsolatedStart(
       activation: a, worker: worker, fromSpare: fromSpare, began: began,
       deadline: began + .wait(settings.startTimeout))
@@ -142,7 +142,9 @@ extension ModuleManager {
     { [inbox] id, pid in inbox.post(id, pid: pid) }
   }
 
-  private func configuration(_ a: Activation, _ settings: IsolationSettings) -> WorkerConfiguration {
+  private func configuration(_ a: Activation, _ settings: IsolationSettings, memoryAccounted: Bool)
+    -> WorkerConfiguration
+  {
     let sandbox = environment.sandboxPath(for: a.manifest.moduleID)
     let dir = (a.path as NSString).deletingLastPathComponent
     let policy = ConfinementPolicy(
@@ -155,15 +157,44 @@ extension ModuleManager {
       sandbox: sandbox, granted: records[a.record].granted, policy: policy, parent: getpid())
   }
 
-  private func freshWorker(_ a: Activation, _ settings: IsolationSettings) -> WorkerProcess? {
-    do {
-      return try WorkerProcess.spawn(
-        executable: settings.workerExecutable, configuration: configuration(a, settings),
-        environment: environment, onExit: exitHandler)
-    } catch {
+  /// A new worker process, waiting for its configuration; nil after recording why none started.
+  private func spawnWorker(_ a: Activation, _ settings: IsolationSettings) -> StartedWorker? {
+    do { return try StartedWorker.spawn(executable: settings.workerExecutable) } catch {
       fail(a.record, .load, .loadFailed, "could not start a worker: \(error)")
       return nil
     }
+  }
+
+  /// A new worker told its module: spawned, put in its cgroup, then configured.
+  private func freshWorker(_ a: Activation, _ settings: IsolationSettings) -> WorkerProcess? {
+    guard let started = spawnWorker(a, settings) else { return nil }
+    return configure(started, a, settings)
+  }
+
+  /// Puts `started` in a cgroup of its own (when the host has cgroups) while it has run no
+  /// code of a module — it is still waiting for its configuration — and then tells it its
+  /// module. nil after recording why the module cannot run there.
+  private func configure(_ started: StartedWorker, _ a: Activation, _ settings: IsolationSettings)
+    -> WorkerProcess?
+  {
+    var cgroup: WorkerCgroup?
+    if case .success(let cgroups) = Self.workerCgroups {
+      do {
+        let made = try cgroups.create(
+          moduleID: a.manifest.moduleID,
+          limits: .init(memoryBytes: settings.limits.memoryBytes, tasks: Self.workerTasks))
+        cgroup = made
+        try made.add(pid: started.pid)
+      } catch {
+        started.discard()
+        if let cgroup { WorkerProcess.release(cgroup) }
+        fail(a.record, .load, .loadFailed, "could not put the worker in a cgroup of its own: \(error)")
+        return nil
+      }
+    }
+    return WorkerProcess(
+      started, configuration: configuration(a, settings, memoryAccounted: cgroup != nil), cgroup: cgroup,
+      environment: environment, onExit: exitHandler)
   }
 
   /// Moves one start on by one event from its worker.
@@ -192,7 +223,7 @@ extension ModuleManager {
       let what = s.loadDetail == nil ? "while loading" : s.startSent == nil ? "after loading" : "during start"
       let lines = s.worker.recentLines
       let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
-      let failure = "\(WorkerProcess.describe(status: status)) \(what)"
+      let failure = "\(s.worker.describeExit(status)) \(what)"
       s.outcome = .failed(s.step, .crashed, "worker \(failure)\(tail)", restart: failure)
     case .frame(let f):
       handle(f, &s)

@@ -26,6 +26,11 @@ final class WorkerProcess: Sendable {
   /// The wait status once the process has been reaped: from then on its pid may belong to
   /// another process, so nothing signals it. Held while signalling and while reaping.
   private let reaped = Mutex<Int32?>(nil)
+  /// The worker's own cgroup, when the host has cgroups: released once the process is reaped.
+  private let cgroup: WorkerCgroup?
+  /// What the cgroup said when the process was reaped ("killed by the kernel at its memory
+  /// limit …"), for the crash report.
+  private let cgroupVerdict = Mutex<String?>(nil)
 
   static let keptLines = 10
   /// Seconds to wait for a killed worker to be reaped before a background thread takes over
@@ -53,15 +58,17 @@ final class WorkerProcess: Sendable {
     onExit: @escaping @Sendable (String, Int32) -> Void
   ) throws(SpawnError) -> WorkerProcess {
     let started = try StartedWorker.spawn(executable: executable)
-    return WorkerProcess(started, configuration: configuration, environment: environment, onExit: onExit)
+    return WorkerProcess(
+      started, configuration: configuration, cgroup: nil, environment: environment, onExit: onExit)
   }
 
   /// Serves the module of `configuration` in a worker already started (with `--await-config`,
   /// as every worker is): tells it its configuration.
   init(
-    _ started: StartedWorker, configuration: WorkerConfiguration, environment: HostEnvironment,
-    onExit: @escaping @Sendable (String, Int32) -> Void
+    _ started: StartedWorker, configuration: WorkerConfiguration, cgroup: WorkerCgroup?,
+    environment: HostEnvironment, onExit: @escaping @Sendable (String, Int32) -> Void
   ) {
+    self.cgroup = cgroup
     moduleID = configuration.moduleID
     pid = started.pid
     socket = started.socket
@@ -124,15 +131,39 @@ final class WorkerProcess: Sendable {
       let got = waitpid(pid, &status, WNOHANG)
       if got == pid {
         r = status
+        releaseCgroup()
         return status
       }
       if got < 0 && errno == ECHILD {
         // Reaped by someone else: there is no status to give, and nothing left to signal.
         r = 0
+        releaseCgroup()
         return 0
       }
       return nil
     }
+  }
+
+  /// Reads what the cgroup saw (an OOM kill) and removes it, off the caller's thread: the
+  /// kernel may take a moment to let go of a dead cgroup.
+  private func releaseCgroup() {
+    guard let cgroup else { return }
+    let facts = cgroup.facts()
+    if facts.wasOOMKilled { cgroupVerdict.withLock { $0 = facts.summary } }
+    Self.release(cgroup)
+  }
+
+  /// Removes `cgroup` (killing anything left in it) on a thread of its own.
+  static func release(_ cgroup: WorkerCgroup) {
+    Thread { _ = try? cgroup.release() }.start()
+  }
+
+  /// How the worker ended, with the cgroup's word when it had one: "killed by SIGKILL
+  /// (Killed); killed by the kernel at its memory limit (peak …)".
+  func describeExit(_ status: Int32?) -> String {
+    let plain = Self.describe(status: status)
+    guard let verdict = cgroupVerdict.withLock({ $0 }) else { return plain }
+    return plain + "; " + verdict
   }
 
   /// The wait status once the process exits, waiting at most `seconds`.

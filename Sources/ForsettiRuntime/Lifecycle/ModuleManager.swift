@@ -104,7 +104,7 @@ public final class ModuleManager {
     environment.log.write(
       LogRecord(
         level: .error, moduleID: records[i].moduleID,
-        message: "\(reason.rawValue) at \(step.rawValue): \(detail)"))
+        message: "\(reason.rawValue) at \(step.rawValue): \(detail)", origin: .host))
   }
 
   /// Loads and starts one gated module. `copy` loads from an already made version copy (hot

@@ -88,7 +88,7 @@ extension ModuleManager {
         environment.log.write(
           LogRecord(
             level: .warning, moduleID: records[i].moduleID,
-            message: "stop did not return within \(timeout) s; the worker was killed"))
+            message: "stop did not return within \(timeout) s; the worker was killed", origin: .host))
         return
       }
       switch event {
@@ -117,8 +117,8 @@ extension ModuleManager {
       LogRecord(
         level: .error, moduleID: records[i].moduleID,
         message:
-          "crashed: worker \(WorkerProcess.describe(status: status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")"
-      ))
+          "crashed: worker \(worker.describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")",
+        origin: .host))
   }
 
   /// Records a running module's worker as ended for a protocol violation (it is killed).
@@ -129,7 +129,7 @@ extension ModuleManager {
       LogRecord(
         level: .error, moduleID: records[i].moduleID,
         message: "\(ReasonCode.protocolViolation.rawValue) \(when): \(v)",
-        metadata: ["reason": ReasonCode.protocolViolation.rawValue]))
+        metadata: ["reason": ReasonCode.protocolViolation.rawValue], origin: .host))
   }
 
   /// Handles worker exits and due restarts; call on the main thread when woken.
@@ -154,12 +154,12 @@ extension ModuleManager {
       }
       let status = worker.end(grace: Self.exitGrace)
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
-      let what = "worker \(WorkerProcess.describe(status: status)) while running"
+      let what = "worker \(worker.describeExit(status)) while running"
       records[r.record].state = .failed(.crashed)
       environment.log.write(
         LogRecord(
           level: .error, moduleID: id,
-          message: "crashed: \(what)\(tail.isEmpty ? "" : "; last lines: \(tail)")"))
+          message: "crashed: \(what)\(tail.isEmpty ? "" : "; last lines: \(tail)")", origin: .host))
       if let settings { scheduleRestart(r.record, failure: what, settings: settings) }
     }
     let now = ContinuousClock.now
@@ -191,7 +191,8 @@ extension ModuleManager {
         LogRecord(
           level: .error, moduleID: m.moduleID,
           message:
-            "\(ReasonCode.quarantined.rawValue): \(crashes) crashes; not restarted until its binary changes"))
+            "\(ReasonCode.quarantined.rawValue): \(crashes) crashes; not restarted until its binary changes",
+          origin: .host))
       return
     }
     let delay = settings.backoffBase * Double(1 << (crashes - 1))

@@ -152,7 +152,8 @@ extension ModuleManager {
     records[i].state = .failed(.moduleLocked)
     environment.log.write(
       LogRecord(
-        level: .warning, moduleID: id, message: "\(ReasonCode.moduleLocked.rawValue): stopped: \(detail)"))
+        level: .warning, moduleID: id, message: "\(ReasonCode.moduleLocked.rawValue): stopped: \(detail)",
+        origin: .host))
     persist()
   }
 

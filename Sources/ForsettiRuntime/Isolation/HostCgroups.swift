@@ -1,0 +1,25 @@
+/// The cgroups of this host's workers: prepared once per process, since the host's own cgroup
+/// (and on v2 the leaf it moves itself into) belongs to the process, not to one manager.
+extension ModuleManager {
+  /// Where workers get their cgroups, or why they cannot (said once at start).
+  static let workerCgroups: Result<WorkerCgroups, CgroupError> = Result {
+    () throws(CgroupError) -> WorkerCgroups in try WorkerCgroups.prepare()
+  }
+
+  /// Tasks (threads) one worker may have: far above what a module's threads and the worker's
+  /// own two need, low enough that a thread bomb stops at it.
+  static let workerTasks = 128
+
+  /// One line for the start of `run`: the workers' cgroups, or why there are none and what
+  /// that costs (`--memory-limit` is then an address-space limit, and memfds are refused).
+  public static var cgroupSupport: String {
+    switch workerCgroups {
+    case .success(let c):
+      return ([c.summary + " (memory limit = --memory-limit, \(workerTasks) tasks)"] + c.notes).joined(
+        separator: "; ")
+    case .failure(let e):
+      return
+        "NO cgroup for workers: \(e); --memory-limit holds address space only, and workers are refused memfd_create"
+    }
+  }
+}
