@@ -12,6 +12,9 @@ public enum WireFuzzEntry {
       let view: WireView
       do { view = try WireView(raw) } catch {
         if (try? Wire.decode(raw)) != nil { broken.append("Wire.decode accepted what WireView refused") }
+        // Bytes that are no frame are tried as a payload on their own: inside a frame, a payload
+        // that changes length also needs its length prefix changed, which mutations rarely do.
+        if let text = Wire.text(bytes) { broken += payload(text) }
         return
       }
       let frame: WireFrame
@@ -91,6 +94,15 @@ public enum WireFuzzEntry {
       ("state-saved", WireFrame(.stateSaved, [.bytes(Array("{\"count\":41}".utf8))])),
       ("stop", WireFrame(.stop)),
     ]
-    return frames.map { ($0.0, Wire.encode($0.1)) }
+    // The JSON payloads alone as well, for the path above that reads unframed bytes as one.
+    let payloads = [
+      ("configure.json", JSONWriter.string(config.json)),
+      // Only the members a worker cannot do without: short, so mutations land on them.
+      (
+        "configure-minimal.json", #"{"moduleID":"m","library":"l","entryPoint":"e","sandbox":"s","parent":1}"#
+      ),
+      ("loaded-ui.json", JSONWriter.string(WorkerCodec.loaded(descriptor, ui))),
+    ]
+    return frames.map { ($0.0, Wire.encode($0.1)) } + payloads.map { ($0.0, Array($0.1.utf8)) }
   }
 }
