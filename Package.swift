@@ -9,6 +9,9 @@ let package = Package(
     .executable(name: "forsetti-worker", targets: ["forsetti-worker"]),
     .library(name: "ForsettiCore", targets: ["ForsettiCore"]),
     .library(name: "ForsettiSDK", targets: ["ForsettiSDK"]),
+    // For the fuzzers in Fuzz/, a package of their own that builds these with libFuzzer.
+    .library(name: "ForsettiBinary", targets: ["ForsettiBinary"]),
+    .library(name: "ForsettiBridge", targets: ["ForsettiBridge"]),
     // The example modules, built as the .so files a vendor would ship.
     .library(name: "CounterModule", type: .dynamic, targets: ["CounterModule"]),
     .library(name: "DashboardModule", type: .dynamic, targets: ["DashboardModule"]),

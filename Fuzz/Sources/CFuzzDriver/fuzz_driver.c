@@ -1,0 +1,1 @@
+// The declaration in include/ is all; libFuzzer defines the function.

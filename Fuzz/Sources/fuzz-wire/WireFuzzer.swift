@@ -1,0 +1,36 @@
+import CFuzzDriver
+import ForsettiBridge
+import Glibc
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+  let broken = WireFuzzEntry.run(Array(UnsafeBufferPointer(start: data, count: size)))
+  guard broken.isEmpty else {
+    say("fuzz-wire: property broken: \(broken.joined(separator: "; "))\n")
+    abort()
+  }
+  return 0
+}
+
+/// To stderr, where libFuzzer reports too (`stderr` itself is not concurrency-safe to name).
+func say(_ line: String) {
+  var line = line
+  line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+@main enum WireFuzzer {
+  static func main() {
+    // `fuzz-wire --write-seeds DIR`: the seed corpus, as real frames (see WireFuzzEntry.seeds).
+    if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--write-seeds" {
+      for (name, bytes) in WireFuzzEntry.seeds {
+        let fd = open(CommandLine.arguments[2] + "/" + name, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0, write(fd, bytes, bytes.count) == bytes.count else { exit(1) }
+        close(fd)
+      }
+      exit(0)
+    }
+    var argc = CommandLine.argc
+    var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+    exit(LLVMFuzzerRunDriver(&argc, &argv, fuzzWire))
+  }
+}

@@ -1,0 +1,32 @@
+import ForsettiCore
+import Testing
+
+/// The manifest fuzzer's kept inputs (seeds in Fuzz/Corpus/manifest, crashes it found in
+/// Fuzz/Regressions/manifest), replayed through the fuzzer's own entry in a normal build: every
+/// file must be parsed and decoded without a trap and break none of the entry's properties.
+@Suite struct ManifestFuzzRegressionTests {
+  static let root = String(#filePath.split(separator: "/").dropLast(3).joined(separator: "/"))
+  static func inputs(_ folder: String) -> [String] {
+    let dir = "/\(root)/Fuzz/\(folder)/manifest"
+    return (PlainFiles.names(in: dir) ?? []).filter { !$0.hasPrefix(".") }.sorted().map { "\(dir)/\($0)" }
+  }
+
+  @Test func theSeedCorpusIsThere() {
+    #expect(Self.inputs("Corpus").count >= 3, "Fuzz/Corpus/manifest holds the seed manifests")
+  }
+
+  @Test func theShippedManifestsAreSeeds() {
+    // The manifests the repository ships decode, so the corpus starts from valid documents.
+    for path in Self.inputs("Corpus")
+    where ["counter.json", "dashboard.json", "hello-c.json"].contains(where: path.hasSuffix) {
+      let bytes = PlainFiles.contents(of: path) ?? []
+      #expect((try? ManifestDecoder.decode(bytes: bytes).get()) != nil, "\(path)")
+    }
+  }
+
+  @Test(arguments: inputs("Corpus") + inputs("Regressions"))
+  func replays(_ path: String) throws {
+    let bytes = try #require(PlainFiles.contents(of: path), "\(path) is readable")
+    #expect(ManifestFuzzEntry.run(bytes) == [], "\(path)")
+  }
+}

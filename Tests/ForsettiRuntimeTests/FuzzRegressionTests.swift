@@ -1,0 +1,28 @@
+import ForsettiBridge
+import ForsettiCore
+import Testing
+
+/// The frame fuzzer's kept inputs (seeds in Fuzz/Corpus/wire, crashes it found in
+/// Fuzz/Regressions/wire), replayed through the fuzzer's own entry in a normal build: every file
+/// must be read as a frame and its payloads without a trap and break none of the entry's properties.
+@Suite struct WireFuzzRegressionTests {
+  static let root = String(#filePath.split(separator: "/").dropLast(3).joined(separator: "/"))
+  static func inputs(_ folder: String) -> [String] {
+    let dir = "/\(root)/Fuzz/\(folder)/wire"
+    return (PlainFiles.names(in: dir) ?? []).filter { !$0.hasPrefix(".") }.sorted().map { "\(dir)/\($0)" }
+  }
+
+  @Test func theSeedsAreTheFramesTheEncoderWritesToday() {
+    // A change of the wire format must come with new seeds (`fuzz-wire --write-seeds`), or the
+    // fuzzer would start from frames the readers refuse at once.
+    for (name, bytes) in WireFuzzEntry.seeds {
+      #expect(PlainFiles.contents(of: "/\(Self.root)/Fuzz/Corpus/wire/\(name)") == bytes, "\(name)")
+    }
+  }
+
+  @Test(arguments: inputs("Corpus") + inputs("Regressions"))
+  func replays(_ path: String) throws {
+    let bytes = try #require(PlainFiles.contents(of: path), "\(path) is readable")
+    #expect(WireFuzzEntry.run(bytes) == [], "\(path)")
+  }
+}
