@@ -130,7 +130,12 @@ public struct SymbolTable: Sendable, Hashable {
   /// has the name). Several entries are judged together: a name defined only in non-default
   /// versions is reported as such, since that is what there is to fix.
   public func entryPointProblem(named name: String) -> (reason: String, fix: String)? {
-    let found = indices(of: name).map(symbol(at:))
+    // In version order, so the newest is last and is the one suggested as the default.
+    let found = indices(of: name).sorted {
+      entries[$0].versionIndex & ~SymbolVersions.hiddenBit < entries[$1].versionIndex & ~SymbolVersions
+        .hiddenBit
+    }
+    .map(symbol(at:))
     guard !found.isEmpty, !found.contains(where: \.isExportedFunction) else { return nil }
     let hidden = found.filter { $0.isVersionOnlyProblem }
     if !hidden.isEmpty {

@@ -23,14 +23,56 @@ public enum ELFInspector {
     case .failure(let e): return .failure(e)
     }
     defer { image.release() }
-    let bytes = image.bytes
+    switch image.storage {
+    case .memory(let base, let count):
+      let start = UnsafeRawPointer(base)?.assumingMemoryBound(to: UInt8.self)
+      return inspect(UnsafeBufferPointer(start: start, count: count), base: base, path: path)
+    case .descriptor(let fd, let size):
+      var head: [UInt8] = [0, 0, 0, 0]
+      let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 4, 0) }
+      guard n == 4, head == [0x7F, 0x45, 0x4C, 0x46] else {
+        return .failure(.notELF(path: path, leadingBytes: hex(head.prefix(max(n, 0)))))
+      }
+      // Read on demand with pread: a file cut short meanwhile gives short reads and an
+      // error, where a mapping would give SIGBUS.
+      guard let elf = elf_begin(fd, ELF_C_READ, nil) else {
+        return .failure(.malformed(path: path, detail: lastError()))
+      }
+      defer { elf_end(elf) }
+      return facts(elf, path: path, size: size)
+    }
+  }
+
+  private static func hex<C: Collection<UInt8>>(_ bytes: C) -> String {
+    bytes.isEmpty
+      ? "nothing: the file is empty"
+      : bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")
+  }
+
+  /// Inspects `contents` as the file `path` would be: no file is read (fuzzing, tests).
+  public static func inspect(contents: [UInt8], path: String) -> Result<ELFFacts, BinaryError> {
+    guard libelfReady else {
+      return .failure(.malformed(path: path, detail: "libelf could not be initialised"))
+    }
+    // libelf takes a mutable image; it gets a copy of its own.
+    var copy = contents
+    return copy.withUnsafeMutableBufferPointer { buffer in
+      let base = UnsafeMutableRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self)
+      return inspect(UnsafeBufferPointer(buffer), base: buffer.isEmpty ? nil : base, path: path)
+    }
+  }
+
+  private static func inspect(
+    _ bytes: UnsafeBufferPointer<UInt8>, base: UnsafeMutablePointer<CChar>?, path: String
+  )
+    -> Result<ELFFacts, BinaryError>
+  {
     guard bytes.count >= 4, bytes[0] == 0x7F, bytes[1] == 0x45, bytes[2] == 0x4C, bytes[3] == 0x46 else {
-      let head = bytes.prefix(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")
-      return .failure(.notELF(path: path, leadingBytes: bytes.isEmpty ? "nothing: the file is empty" : head))
+      return .failure(.notELF(path: path, leadingBytes: hex(bytes.prefix(4))))
     }
     // libelf parses the image in memory: one read of the file instead of a pread per header,
     // section and string table.
-    guard let base = image.mutableBase, let elf = elf_memory(base, bytes.count) else {
+    guard let base, let elf = elf_memory(base, bytes.count) else {
       return .failure(.malformed(path: path, detail: lastError()))
     }
     defer { elf_end(elf) }
@@ -225,58 +267,5 @@ public enum ELFInspector {
       }
     }
     return .success(nil)
-  }
-}
-
-/// A file's bytes in memory for libelf: read into a buffer when small, mapped (readable and
-/// copy-on-write, never executable) when large, so a 50 MB module is not copied to find a
-/// few tables.
-struct FileImage {
-  /// Files up to this size are read with one call; larger ones are mapped.
-  static let readLimit = 1 << 18
-
-  private let base: UnsafeMutableRawPointer?
-  private let count: Int
-  private let mapped: Bool
-
-  var bytes: UnsafeBufferPointer<UInt8> {
-    UnsafeBufferPointer(start: base?.assumingMemoryBound(to: UInt8.self), count: count)
-  }
-
-  var mutableBase: UnsafeMutablePointer<CChar>? { base?.assumingMemoryBound(to: CChar.self) }
-
-  static func open(_ path: String) -> Result<FileImage, BinaryError> {
-    func failure(_ why: String) -> Result<FileImage, BinaryError> {
-      .failure(.unreadable(path: path, reason: why))
-    }
-    // O_NONBLOCK: a FIFO named *.so must not block the host; regular files ignore it.
-    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-    guard fd >= 0 else { return failure(String(cString: strerror(errno))) }
-    defer { close(fd) }
-    var st = stat()
-    guard fstat(fd, &st) == 0 else { return failure(String(cString: strerror(errno))) }
-    guard (st.st_mode & S_IFMT) == S_IFREG else { return failure("not a regular file") }
-    let size = Int(st.st_size)
-    if size == 0 { return .success(FileImage(base: nil, count: 0, mapped: false)) }
-    if size > readLimit {
-      let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)
-      guard let p, p != MAP_FAILED else { return failure(String(cString: strerror(errno))) }
-      return .success(FileImage(base: p, count: size, mapped: true))
-    }
-    guard let buffer = malloc(size) else { return failure("out of memory for \(size) bytes") }
-    var total = 0
-    while total < size {
-      let n = read(fd, buffer + total, size - total)
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { break }
-      total += n
-    }
-    // A file that shrank while being read is inspected as what was read: truncated, if so.
-    return .success(FileImage(base: buffer, count: total, mapped: false))
-  }
-
-  func release() {
-    guard let base else { return }
-    if mapped { munmap(base, count) } else { free(base) }
   }
 }

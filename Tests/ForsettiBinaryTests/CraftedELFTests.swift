@@ -215,10 +215,42 @@ import Testing
   @Test func aSectionCountBeyondTheFileIsTruncated() throws {
     var b = try versioned()
     b.put(0xFFFF, at: 0x3C, width: 2)  // e_shnum
-    guard case .truncated = try rejected(b, "shnum.so") else {
+    guard case .truncated(_, let detail) = try rejected(b, "shnum.so") else {
       Issue.record("expected truncated")
       return
     }
+    #expect(detail.contains("65535 headers"), "\(detail)")
+  }
+
+  @Test func aLargeFileReadOnDemandGetsTheSameChecks() throws {
+    // Past FileImage's read limit libelf reads with pread instead of one read into memory.
+    let so = try CFixture.sharedObject(
+      "big.so",
+      source:
+        "__attribute__((used)) static const char pad[400000] = {1};\nint big_entry(void) { return pad[0]; }\n",
+      in: dir)
+    let good = ELFBytes(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: so))))
+    try #require(good.bytes.count > 1 << 18)
+    #expect(try ELFInspector.inspect(so).get().exportedFunctions.contains("big_entry"))
+    var huge = good
+    let dynsym = try #require(huge.section(ofType: ELFBytes.dynsym))
+    huge.set(.entsize, of: dynsym, to: 1 << 63)
+    guard case .malformed(_, let detail) = try rejected(huge, "big-entsize.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains(".dynsym"))
+    let cut = ELFBytes(bytes: Array(good.bytes.prefix(good.bytes.count - 100)))
+    guard case .truncated = try rejected(cut, "big-cut.so") else {
+      Issue.record("expected truncated")
+      return
+    }
+    let text = try dir.write("big-text.so", bytes: [UInt8](repeating: 0x41, count: 1 << 19))
+    guard case .failure(.notELF(_, let head)) = ELFInspector.inspect(text) else {
+      Issue.record("expected not ELF")
+      return
+    }
+    #expect(head == "41 41 41 41")
   }
 
   @Test func aFIFONamedLikeAModuleDoesNotBlock() throws {
