@@ -36,6 +36,15 @@ struct ELFSectionTable {
     guard gelf_getehdr(elf, &ehdr) != nil else {
       return .failure(.truncated(path: path, detail: "the ELF header is incomplete (\(fileSize) bytes)"))
     }
+    // A header size other than the class's own would let a huge count pass the check below
+    // (0 × anything fits in any file).
+    let headerSize = gelf_fsize(elf, ELF_T_SHDR, 1, UInt32(EV_CURRENT))
+    if count > 0 || ehdr.e_shnum > 0, Int(ehdr.e_shentsize) != headerSize {
+      return .failure(
+        .malformed(
+          path: path,
+          detail: "e_shentsize says section headers are \(ehdr.e_shentsize) bytes; they are \(headerSize)"))
+    }
     // The header's count is held to the file even when libelf, finding the table cut off,
     // reports fewer; with extended numbering (e_shnum 0) the count is section 0's.
     let declared = max(UInt64(ehdr.e_shnum), UInt64(count))

@@ -222,6 +222,17 @@ import Testing
     #expect(detail.contains("65535 headers"), "\(detail)")
   }
 
+  @Test(arguments: [UInt64(0), 1, 63, 65, 0xFFFF])
+  func aSectionHeaderSizeThatIsNotTheClasssIsMalformed(size: UInt64) throws {
+    var b = try versioned()
+    b.put(size, at: 0x3A, width: 2)  // e_shentsize
+    guard case .malformed(_, let detail) = try rejected(b, "shentsize.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains("e_shentsize"), "\(detail)")
+  }
+
   @Test func aLargeFileReadOnDemandGetsTheSameChecks() throws {
     // Past FileImage's read limit libelf reads with pread instead of one read into memory.
     let so = try CFixture.sharedObject(
