@@ -78,11 +78,17 @@ public struct BinaryIndex: Sendable {
       // entries are consecutive in this loop, so the last path is the only one to compare.
       let name = table.name(at: i)
       if exported {
-        if exporters[name]?.last != path { exporters[name, default: []].append(path) }
-      } else if mentions[name]?.last != path {
-        mentions[name, default: []].append(path)
+        Self.appendOnce(path, to: &exporters[name, default: []])
+      } else {
+        Self.appendOnce(path, to: &mentions[name, default: []])
       }
     }
+  }
+
+  /// Appends `path` unless it is already last; through the default subscript's in-place
+  /// access, so each name costs one hash lookup (indexing does this for every symbol).
+  private static func appendOnce(_ path: String, to list: inout [String]) {
+    if list.last != path { list.append(path) }
   }
 
   /// Removes what an earlier inspection of `path` contributed, before its new result is added.
