@@ -58,6 +58,15 @@ struct ELFSectionTable {
             "the section table (\(declared) headers at byte \(ehdr.e_shoff)) ends at byte \(o1 || o2 ? "past 2^64" : String(end)) but the file has \(fileSize) bytes"
         ))
     }
+    // e_shnum 0 with a table present means "the count is section 0's sh_size"; libelf
+    // answers 0 when that count cannot be right, which must not pass for "no sections".
+    if count == 0 && ehdr.e_shoff != 0 {
+      return .failure(
+        .malformed(
+          path: path,
+          detail:
+            "the section table at byte \(ehdr.e_shoff) has no readable headers (e_shnum \(ehdr.e_shnum))"))
+    }
     var sections: [ELFSection] = []
     sections.reserveCapacity(count)
     for i in 0..<count {

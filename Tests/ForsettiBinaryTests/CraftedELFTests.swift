@@ -264,6 +264,23 @@ import Testing
     #expect(head == "41 41 41 41")
   }
 
+  @Test(arguments: [false, true])
+  func anExtendedSectionCountOfBillionsIsRefusedWithoutAllocatingIt(large: Bool) throws {
+    // e_shnum 0 means "the count is section 0's sh_size": a 4-byte lie claiming 2^32 headers.
+    let source =
+      large
+      ? "__attribute__((used)) static const char pad[400000] = {1};\nint x_entry(void) { return pad[0]; }\n"
+      : "int x_entry(void) { return 0; }\n"
+    let so = try CFixture.sharedObject(large ? "xbig.so" : "xsmall.so", source: source, in: dir)
+    var b = ELFBytes(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: so))))
+    b.put(0, at: 0x3C, width: 2)
+    b.set(.size, of: 0, to: UInt64(UInt32.max))
+    guard case .failure = ELFInspector.inspect(try dir.write("xcount.so", bytes: b.bytes)) else {
+      Issue.record("accepted 2^32 section headers")
+      return
+    }
+  }
+
   @Test func aFIFONamedLikeAModuleDoesNotBlock() throws {
     let path = dir.url("pipe.so")
     try #require(mkfifo(path, 0o644) == 0)
