@@ -12,6 +12,12 @@ public struct BinaryIndex: Sendable {
   /// C identifiers are indexed: a manifest's `entryPoint` can be nothing else, and skipping the
   /// rest (Swift's mangled `$s…` names, thousands per Swift module) keeps indexing cheap.
   public private(set) var exporters: [String: [String]] = [:]
+  /// Every other C-identifier name in any inspected file's `.dynsym` (imports, data, hidden,
+  /// non-default versions, any name of a foreign-architecture file) → the paths having it,
+  /// built in the same pass: a name in neither table is missing without looking at a symbol.
+  private var mentions: [String: [String]] = [:]
+  /// How many inspected files failed, so that a missing name needs no walk over the files.
+  private var failureCount = 0
   /// Directories that could not be listed.
   public private(set) var unlistable: [String: String] = [:]
 
@@ -56,12 +62,48 @@ public struct BinaryIndex: Sendable {
   public mutating func add(_ path: String) { add(path, ELFInspector.inspect(path)) }
 
   mutating func add(_ path: String, _ result: Result<ELFFacts, BinaryError>) {
-    if files.updateValue(result, forKey: path) == nil { paths.append(path) }
-    guard case .success(let facts) = result, facts.matchesHost else { return }
+    if let old = files.updateValue(result, forKey: path) {
+      forget(path, old)
+    } else {
+      paths.append(path)
+    }
+    guard case .success(let facts) = result else {
+      failureCount += 1
+      return
+    }
     let table = facts.symbolTable
-    for i in table.indices where table[i].isExportedFunction {
-      guard table.withName(at: i, Self.isCIdentifier) else { continue }
-      exporters[table.name(at: i), default: []].append(path)
+    for i in table.indices where table.withName(at: i, Self.isCIdentifier) {
+      let exported = facts.matchesHost && table[i].isExportedFunction
+      // A file exporting several versions of a name (name@V1, name@@V2) counts once; its
+      // entries are consecutive in this loop, so the last path is the only one to compare.
+      let name = table.name(at: i)
+      if exported {
+        Self.appendOnce(path, to: &exporters[name, default: []])
+      } else {
+        Self.appendOnce(path, to: &mentions[name, default: []])
+      }
+    }
+  }
+
+  /// Appends `path` unless it is already last; through the default subscript's in-place
+  /// access, so each name costs one hash lookup (indexing does this for every symbol).
+  private static func appendOnce(_ path: String, to list: inout [String]) {
+    if list.last != path { list.append(path) }
+  }
+
+  /// Removes what an earlier inspection of `path` contributed, before its new result is added.
+  private mutating func forget(_ path: String, _ old: Result<ELFFacts, BinaryError>) {
+    guard case .success(let facts) = old else {
+      failureCount -= 1
+      return
+    }
+    let table = facts.symbolTable
+    for i in table.indices where table.withName(at: i, Self.isCIdentifier) {
+      let name = table.name(at: i)
+      exporters[name]?.removeAll { $0 == path }
+      if exporters[name]?.isEmpty == true { exporters[name] = nil }
+      mentions[name]?.removeAll { $0 == path }
+      if mentions[name]?.isEmpty == true { mentions[name] = nil }
     }
   }
 
@@ -90,13 +132,11 @@ public struct BinaryIndex: Sendable {
         ))
     }
     if let path = found.first, case .success(let facts) = files[path] { return .success(facts) }
-    // Not exported by any usable file: find the files that have the name but cannot serve it
-    // (import, object, hidden, foreign architecture). Only failures pay for this scan.
-    for path in paths {
-      guard case .success(let facts) = files[path], let i = facts.symbolTable.index(of: entryPoint) else {
-        continue
-      }
-      if facts.matchesHost && facts.symbolTable[i].isExportedFunction { continue }
+    // Not exported by any usable file: the files that have the name but cannot serve it
+    // (import, object, hidden, non-default version, foreign architecture) are indexed, so a
+    // name no file has costs two hash lookups.
+    for path in mentions[entryPoint] ?? [] {
+      guard case .success(let facts) = files[path] else { continue }
       if !facts.matchesHost {
         return .failure(
           .init(
@@ -104,16 +144,14 @@ public struct BinaryIndex: Sendable {
             "\(path) is \(facts.elfClass.rawValue) \(facts.machine); this host needs \(ELFClass.host.rawValue) \(ELFMachine.host); rebuild for this machine"
           ))
       }
-      if let why = facts.symbol(named: entryPoint)?.entryPointProblem {
-        return .failure(
-          .init(
-            .entryPointMissing,
-            "\(path) has \(entryPoint) in its dynamic symbol table, but \(why); export it as a visible C function"
-          ))
-      }
+      guard let problem = facts.symbolTable.entryPointProblem(named: entryPoint) else { continue }
+      return .failure(
+        .init(
+          .entryPointMissing,
+          "\(path) has \(entryPoint) in its dynamic symbol table, but \(problem.reason); \(problem.fix)"))
     }
-    let broken = failures
-    if !broken.isEmpty {
+    if failureCount > 0 {
+      let broken = failures
       return .failure(
         .init(
           .invalidBinary,

@@ -49,30 +49,44 @@ public struct ELFFacts: Sendable, Hashable {
 public struct SymbolTable: Sendable, Hashable {
   /// What one entry says about its symbol; the name is found by offset.
   public struct Entry: Sendable, Hashable {
+    /// The `.gnu.version` value of an entry in a file without versions: the plain global name.
+    public static let unversioned: UInt16 = 1
+
     public var nameOffset: UInt32
     public var kind: DynamicSymbol.Kind
     public var binding: DynamicSymbol.Binding
     public var isDefined: Bool
     public var isVisible: Bool
+    /// The raw `.gnu.version` value: version index, with 0x8000 set for a non-default version.
+    public var versionIndex: UInt16
 
+    /// Whether plain `dlsym` can return this definition (unversioned or a default `@@` version).
+    public var isFoundByDlsym: Bool { SymbolVersions.isFoundByDlsym(versionIndex) }
+
+    /// Callable as an entry point: an exported function `dlsym` can find by its bare name.
     public var isExportedFunction: Bool {
-      DynamicSymbol.isExportedFunction(
-        kind: kind, binding: binding, isDefined: isDefined, isVisible: isVisible)
+      isFoundByDlsym
+        && DynamicSymbol.isExportedFunction(
+          kind: kind, binding: binding, isDefined: isDefined, isVisible: isVisible)
     }
   }
 
   /// The string table, ending in NUL; every entry's offset lies before that final NUL.
   var names: [UInt8]
   var entries: [Entry]
+  /// Version index → name, from `.gnu.version_d`.
+  var versionNames: [UInt16: String]
 
   public init() {
     names = [0]
     entries = []
+    versionNames = [:]
   }
 
-  init(names: [UInt8], entries: [Entry]) {
+  init(names: [UInt8], entries: [Entry], versionNames: [UInt16: String] = [:]) {
     self.names = names
     self.entries = entries
+    self.versionNames = versionNames
   }
 
   public var indices: Range<Int> { entries.indices }
@@ -92,16 +106,47 @@ public struct SymbolTable: Sendable, Hashable {
 
   public func symbol(at i: Int) -> DynamicSymbol {
     let e = entries[i]
+    let index = e.versionIndex & ~SymbolVersions.hiddenBit
+    let version =
+      index >= SymbolVersions.firstDefinedIndex && e.isDefined
+      ? (versionNames[index] ?? "version index \(index)") : nil
     return DynamicSymbol(
-      name: name(at: i), kind: e.kind, binding: e.binding, isDefined: e.isDefined, isVisible: e.isVisible)
+      name: name(at: i), kind: e.kind, binding: e.binding, isDefined: e.isDefined, isVisible: e.isVisible,
+      version: version, isDefaultVersion: e.isFoundByDlsym)
   }
 
   /// The first entry named `name`, compared as bytes.
-  public func index(of name: String) -> Int? {
+  public func index(of name: String) -> Int? { indices(of: name).first }
+
+  /// Every entry named `name` (one per version the file has of it), compared as bytes.
+  public func indices(of name: String) -> [Int] {
     var key = name
     return key.withUTF8 { wanted in
-      indices.first { i in withName(at: i) { $0.elementsEqual(wanted) } }
+      indices.filter { i in withName(at: i) { $0.elementsEqual(wanted) } }
     }
+  }
+
+  /// Why no entry named `name` can serve as an entry point, or nil when one can (or none
+  /// has the name). Several entries are judged together: a name defined only in non-default
+  /// versions is reported as such, since that is what there is to fix.
+  public func entryPointProblem(named name: String) -> (reason: String, fix: String)? {
+    // In version order, so the newest is last and is the one suggested as the default.
+    let found = indices(of: name).sorted {
+      entries[$0].versionIndex & ~SymbolVersions.hiddenBit < entries[$1].versionIndex & ~SymbolVersions
+        .hiddenBit
+    }
+    .map(symbol(at:))
+    guard !found.isEmpty, !found.contains(where: \.isExportedFunction) else { return nil }
+    let hidden = found.filter { $0.isVersionOnlyProblem }
+    if !hidden.isEmpty {
+      let versions = hidden.map { $0.version ?? "?" }
+      let spelled = versions.map { "\(name)@\($0)" }.joined(separator: ", ")
+      return (
+        "it is defined only as non-default version\(versions.count == 1 ? "" : "s") \(versions.joined(separator: ", ")) (\(spelled)), and plain dlsym cannot find a non-default version",
+        "export an unversioned \(name), or make one version the default (\(name)@@\(versions.last ?? "VERSION") in the .symver directive or version script)"
+      )
+    }
+    return found.first?.entryPointProblem.map { ($0, "export it as a visible C function") }
   }
 }
 
@@ -117,9 +162,33 @@ public struct DynamicSymbol: Sendable, Hashable {
   public var isDefined: Bool
   /// False for hidden or internal visibility.
   public var isVisible: Bool
+  /// The GNU version this definition belongs to (`V2` of `name@@V2`), nil when unversioned.
+  public var version: String?
+  /// False for a non-default version (`name@V1`), which `dlsym` cannot find by the bare name.
+  public var isDefaultVersion: Bool
+
+  public init(
+    name: String, kind: Kind, binding: Binding, isDefined: Bool, isVisible: Bool, version: String? = nil,
+    isDefaultVersion: Bool = true
+  ) {
+    self.name = name
+    self.kind = kind
+    self.binding = binding
+    self.isDefined = isDefined
+    self.isVisible = isVisible
+    self.version = version
+    self.isDefaultVersion = isDefaultVersion
+  }
 
   public var isExportedFunction: Bool {
-    Self.isExportedFunction(kind: kind, binding: binding, isDefined: isDefined, isVisible: isVisible)
+    isDefaultVersion
+      && Self.isExportedFunction(kind: kind, binding: binding, isDefined: isDefined, isVisible: isVisible)
+  }
+
+  /// An exported function in every way but its version: only `dlvsym` could find it.
+  var isVersionOnlyProblem: Bool {
+    !isDefaultVersion
+      && Self.isExportedFunction(kind: kind, binding: binding, isDefined: isDefined, isVisible: isVisible)
   }
 
   static func isExportedFunction(kind: Kind, binding: Binding, isDefined: Bool, isVisible: Bool) -> Bool {
@@ -132,6 +201,10 @@ public struct DynamicSymbol: Sendable, Hashable {
     if kind != .function { return "it is a \(kind.rawValue), not a function" }
     if binding != .global && binding != .weak { return "it has \(binding.rawValue) binding, not global" }
     if !isVisible { return "it has hidden visibility" }
+    if !isDefaultVersion {
+      return
+        "it is defined only as non-default version \(version ?? "?") (\(name)@\(version ?? "?")), which plain dlsym cannot find"
+    }
     return nil
   }
 }

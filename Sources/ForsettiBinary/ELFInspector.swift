@@ -5,8 +5,8 @@ import Glibc
 public enum ELFInspector {
   /// The `.forsetti.manifest` section name modules may use to embed their manifest.
   public static let manifestSection = ".forsetti.manifest"
-  /// The name as a C string, made once: converting per section showed in profiles.
-  private static let manifestSectionC = Array(manifestSection.utf8CString)
+  /// The name as bytes, made once: converting per section showed in profiles.
+  private static let manifestSectionBytes = Array(manifestSection.utf8)
   /// Embedded manifests larger than this are ignored as implausible.
   static let maxEmbeddedManifest = 1 << 20
 
@@ -23,14 +23,56 @@ public enum ELFInspector {
     case .failure(let e): return .failure(e)
     }
     defer { image.release() }
-    let bytes = image.bytes
+    switch image.storage {
+    case .memory(let base, let count):
+      let start = UnsafeRawPointer(base)?.assumingMemoryBound(to: UInt8.self)
+      return inspect(UnsafeBufferPointer(start: start, count: count), base: base, path: path)
+    case .descriptor(let fd, let size):
+      var head: [UInt8] = [0, 0, 0, 0]
+      let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 4, 0) }
+      guard n == 4, head == [0x7F, 0x45, 0x4C, 0x46] else {
+        return .failure(.notELF(path: path, leadingBytes: hex(head.prefix(max(n, 0)))))
+      }
+      // Read on demand with pread: a file cut short meanwhile gives short reads and an
+      // error, where a mapping would give SIGBUS.
+      guard let elf = elf_begin(fd, ELF_C_READ, nil) else {
+        return .failure(.malformed(path: path, detail: lastError()))
+      }
+      defer { elf_end(elf) }
+      return facts(elf, path: path, size: size)
+    }
+  }
+
+  private static func hex<C: Collection<UInt8>>(_ bytes: C) -> String {
+    bytes.isEmpty
+      ? "nothing: the file is empty"
+      : bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")
+  }
+
+  /// Inspects `contents` as the file `path` would be: no file is read (fuzzing, tests).
+  public static func inspect(contents: [UInt8], path: String) -> Result<ELFFacts, BinaryError> {
+    guard libelfReady else {
+      return .failure(.malformed(path: path, detail: "libelf could not be initialised"))
+    }
+    // libelf takes a mutable image; it gets a copy of its own.
+    var copy = contents
+    return copy.withUnsafeMutableBufferPointer { buffer in
+      let base = UnsafeMutableRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self)
+      return inspect(UnsafeBufferPointer(buffer), base: buffer.isEmpty ? nil : base, path: path)
+    }
+  }
+
+  private static func inspect(
+    _ bytes: UnsafeBufferPointer<UInt8>, base: UnsafeMutablePointer<CChar>?, path: String
+  )
+    -> Result<ELFFacts, BinaryError>
+  {
     guard bytes.count >= 4, bytes[0] == 0x7F, bytes[1] == 0x45, bytes[2] == 0x4C, bytes[3] == 0x46 else {
-      let head = bytes.prefix(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")
-      return .failure(.notELF(path: path, leadingBytes: bytes.isEmpty ? "nothing: the file is empty" : head))
+      return .failure(.notELF(path: path, leadingBytes: hex(bytes.prefix(4))))
     }
     // libelf parses the image in memory: one read of the file instead of a pread per header,
     // section and string table.
-    guard let base = image.mutableBase, let elf = elf_memory(base, bytes.count) else {
+    guard let base, let elf = elf_memory(base, bytes.count) else {
       return .failure(.malformed(path: path, detail: lastError()))
     }
     defer { elf_end(elf) }
@@ -59,56 +101,36 @@ public enum ELFInspector {
     guard ehdr.e_type == UInt16(ET_DYN) else {
       return .failure(.notSharedObject(path: path, fileType: ehdr.e_type))
     }
-
-    // Header fields are untrusted: every sum is checked for overflow.
-    let (table, o1) = UInt64(ehdr.e_shnum).multipliedReportingOverflow(by: UInt64(ehdr.e_shentsize))
-    let (shEnd, o2) = UInt64(ehdr.e_shoff).addingReportingOverflow(table)
-    if o1 || o2 || shEnd > UInt64(size) {
-      return .failure(
-        .truncated(
-          path: path, detail: "the section table ends at byte \(shEnd) but the file has \(size) bytes"))
+    // Every header is checked against the file before any section is read through another.
+    let table: ELFSectionTable
+    switch ELFSectionTable.read(elf, path: path, fileSize: size) {
+    case .failure(let e): return .failure(e)
+    case .success(let t): table = t
     }
-    var shstrndx = 0
-    guard elf_getshdrstrndx(elf, &shstrndx) == 0 else {
-      return .failure(.malformed(path: path, detail: "no section name table: \(lastError())"))
-    }
-
     var symbols = SymbolTable()
-    var embedded: [UInt8]?
     var needed: [String] = []
-    var scn = elf_nextscn(elf, nil)
-    while let section = scn {
-      defer { scn = elf_nextscn(elf, section) }
-      var shdr = GElf_Shdr()
-      guard gelf_getshdr(section, &shdr) != nil else {
-        return .failure(.malformed(path: path, detail: "unreadable section header: \(lastError())"))
+    switch table.unique(UInt32(SHT_DYNSYM), ".dynsym") {
+    case .failure(let e): return .failure(e)
+    case .success(let s?):
+      switch readSymbols(table, s) {
+      case .success(let t): symbols = t
+      case .failure(let e): return .failure(e)
       }
-      let (end, overflow) = shdr.sh_offset.addingReportingOverflow(shdr.sh_size)
-      if shdr.sh_type != UInt32(SHT_NOBITS) && (overflow || end > UInt64(size)) {
-        return .failure(
-          .truncated(
-            path: path,
-            detail:
-              "a section ends at byte \(overflow ? "past 2^64" : String(end)) but the file has \(size) bytes")
-        )
+    case .success(nil): break
+    }
+    switch table.unique(UInt32(SHT_DYNAMIC), ".dynamic") {
+    case .failure(let e): return .failure(e)
+    case .success(let s?):
+      switch readNeeded(table, s) {
+      case .success(let n): needed = n
+      case .failure(let e): return .failure(e)
       }
-      switch shdr.sh_type {
-      case UInt32(SHT_DYNSYM):
-        switch readSymbols(elf, section, shdr, path: path) {
-        case .success(let s): symbols = s
-        case .failure(let e): return .failure(e)
-        }
-      case UInt32(SHT_DYNAMIC):
-        needed = readNeeded(elf, section, shdr)
-      default:
-        guard shdr.sh_size <= UInt64(maxEmbeddedManifest),
-          let name = elf_strptr(elf, shstrndx, Int(shdr.sh_name)),
-          manifestSectionC.withUnsafeBufferPointer({ $0.baseAddress.map { strcmp(name, $0) == 0 } ?? false }),
-          let data = elf_getdata(section, nil), let buf = data.pointee.d_buf
-        else { continue }
-        embedded = Array(UnsafeRawBufferPointer(start: buf, count: data.pointee.d_size))
-        while embedded?.last == 0 { embedded?.removeLast() }
-      }
+    case .success(nil): break
+    }
+    let embedded: [UInt8]?
+    switch readEmbeddedManifest(table) {
+    case .success(let m): embedded = m
+    case .failure(let e): return .failure(e)
     }
     return .success(
       ELFFacts(
@@ -116,33 +138,46 @@ public enum ELFInspector {
         isSharedObject: true, symbolTable: symbols, embeddedManifest: embedded, neededLibraries: needed))
   }
 
-  private static func readSymbols(
-    _ elf: OpaquePointer, _ section: OpaquePointer, _ shdr: GElf_Shdr, path: String
-  )
-    -> Result<SymbolTable, BinaryError>
-  {
-    guard shdr.sh_entsize > 0, let data = elf_getdata(section, nil) else {
-      return .failure(.malformed(path: path, detail: "unreadable .dynsym: \(lastError())"))
+  private static func readSymbols(_ table: ELFSectionTable, _ section: ELFSection) -> Result<
+    SymbolTable, BinaryError
+  > {
+    let what = ".dynsym"
+    let entry: Int
+    switch table.requireEntrySize(section, of: ELF_T_SYM, what) {
+    case .failure(let e): return .failure(e)
+    case .success(let n): entry = n
+    }
+    let data: UnsafeMutablePointer<Elf_Data>
+    let names: StringTable
+    switch table.data(section, what) {
+    case .failure(let e): return .failure(e)
+    case .success(let d): data = d
     }
     // Names stay in one copy of the linked string table; no string is made per symbol.
-    var names: [UInt8] = []
-    if let strings = elf_getscn(elf, Int(shdr.sh_link)), let sdata = elf_getdata(strings, nil),
-      let sbuf = sdata.pointee.d_buf
-    {
-      names = Array(UnsafeRawBufferPointer(start: sbuf, count: sdata.pointee.d_size))
+    switch table.linked(from: section, what).flatMap({ table.strings($0, "\(what)'s string table") }) {
+    case .failure(let e): return .failure(e)
+    case .success(let s): names = s
     }
-    // A table whose last name runs off its end is cut there, as elf_strptr would refuse it.
-    if names.last != 0 { names.append(0) }
-    // Count from the data libelf actually read, not from the header's claim.
-    let entry = max(Int(shdr.sh_entsize), gelf_fsize(elf, ELF_T_SYM, 1, UInt32(EV_CURRENT)))
-    let count = min(data.pointee.d_size / max(entry, 1), Int(Int32.max))
+    // Count from the data libelf actually read, not from the header's claim; gelf_getsym takes
+    // an Int32 index.
+    let count = min(data.pointee.d_size / entry, Int(Int32.max))
+    let versions: [UInt16]?
+    switch SymbolVersions.indexes(table, symbols: section, count: count) {
+    case .failure(let e): return .failure(e)
+    case .success(let v): versions = v
+    }
+    let versionNames: [UInt16: String]
+    switch SymbolVersions.names(table) {
+    case .failure(let e): return .failure(e)
+    case .success(let n): versionNames = n
+    }
     var entries: [SymbolTable.Entry] = []
     entries.reserveCapacity(min(count, 1 << 16))
     var sym = GElf_Sym()
     for i in 0..<count {
-      guard gelf_getsym(data, Int32(i), &sym) != nil else { continue }
-      // Offset 0 is the empty name; past the table is a lie.
-      guard sym.st_name != 0, Int(sym.st_name) < names.count - 1 else { continue }
+      guard let ndx = Int32(exactly: i), gelf_getsym(data, ndx, &sym) != nil else { continue }
+      // Offset 0 is the empty name; at or past the final NUL is a lie.
+      guard sym.st_name != 0, UInt64(sym.st_name) < UInt64(names.bytes.count - 1) else { continue }
       let kind: DynamicSymbol.Kind =
         switch Int32(forsetti_sym_type(&sym)) {
         case STT_FUNC, STT_GNU_IFUNC: .function
@@ -160,80 +195,77 @@ public enum ELFInspector {
       entries.append(
         SymbolTable.Entry(
           nameOffset: sym.st_name, kind: kind, binding: binding, isDefined: sym.st_shndx != UInt16(SHN_UNDEF),
-          isVisible: vis == STV_DEFAULT || vis == STV_PROTECTED))
+          isVisible: vis == STV_DEFAULT || vis == STV_PROTECTED,
+          versionIndex: versions.map { $0[i] } ?? SymbolTable.Entry.unversioned))
     }
-    return .success(SymbolTable(names: names, entries: entries))
+    return .success(SymbolTable(names: names.bytes, entries: entries, versionNames: versionNames))
   }
 
-  private static func readNeeded(_ elf: OpaquePointer, _ section: OpaquePointer, _ shdr: GElf_Shdr)
-    -> [String]
-  {
-    guard shdr.sh_entsize > 0, let data = elf_getdata(section, nil) else { return [] }
+  private static func readNeeded(_ table: ELFSectionTable, _ section: ELFSection) -> Result<
+    [String], BinaryError
+  > {
+    let what = ".dynamic"
+    let entry: Int
+    switch table.requireEntrySize(section, of: ELF_T_DYN, what) {
+    case .failure(let e): return .failure(e)
+    case .success(let n): entry = n
+    }
+    let data: UnsafeMutablePointer<Elf_Data>
+    switch table.data(section, what) {
+    case .failure(let e): return .failure(e)
+    case .success(let d): data = d
+    }
+    // The names are read only if some entry needs them: a .dynamic with no DT_NEEDED may link
+    // to nothing usable.
+    var strings: Result<StringTable, BinaryError>?
     var out: [String] = []
     var dyn = GElf_Dyn()
-    let entry = max(Int(shdr.sh_entsize), gelf_fsize(elf, ELF_T_DYN, 1, UInt32(EV_CURRENT)))
-    for i in 0..<min(data.pointee.d_size / max(entry, 1), Int(Int32.max)) {
-      guard gelf_getdyn(data, Int32(i), &dyn) != nil else { break }
+    for i in 0..<min(data.pointee.d_size / entry, Int(Int32.max)) {
+      guard let ndx = Int32(exactly: i), gelf_getdyn(data, ndx, &dyn) != nil else { break }
       if dyn.d_tag == Int64(DT_NULL) { break }
-      if dyn.d_tag == Int64(DT_NEEDED), let offset = Int(exactly: dyn.d_un.d_val),
-        let s = elf_strptr(elf, Int(shdr.sh_link), offset)
-      {
-        out.append(String(cString: s))
+      guard dyn.d_tag == Int64(DT_NEEDED) else { continue }
+      if strings == nil {
+        strings = table.linked(from: section, what).flatMap { table.strings($0, "\(what)'s string table") }
+      }
+      switch strings {
+      case .failure(let e)?: return .failure(e)
+      case .success(let s)?:
+        // An offset outside the table names no library; the loader would fail on it, and the
+        // load step reports that.
+        if let name = s.string(at: dyn.d_un.d_val) { out.append(name) }
+      case nil: break
       }
     }
-    return out
-  }
-}
-
-/// A file's bytes in memory for libelf: read into a buffer when small, mapped (readable and
-/// copy-on-write, never executable) when large, so a 50 MB module is not copied to find a
-/// few tables.
-struct FileImage {
-  /// Files up to this size are read with one call; larger ones are mapped.
-  static let readLimit = 1 << 18
-
-  private let base: UnsafeMutableRawPointer?
-  private let count: Int
-  private let mapped: Bool
-
-  var bytes: UnsafeBufferPointer<UInt8> {
-    UnsafeBufferPointer(start: base?.assumingMemoryBound(to: UInt8.self), count: count)
+    return .success(out)
   }
 
-  var mutableBase: UnsafeMutablePointer<CChar>? { base?.assumingMemoryBound(to: CChar.self) }
-
-  static func open(_ path: String) -> Result<FileImage, BinaryError> {
-    func failure(_ why: String) -> Result<FileImage, BinaryError> {
-      .failure(.unreadable(path: path, reason: why))
+  /// The `.forsetti.manifest` section's bytes, trailing NULs removed; nil when there is none.
+  private static func readEmbeddedManifest(_ table: ELFSectionTable) -> Result<[UInt8]?, BinaryError> {
+    var shstrndx = 0
+    guard elf_getshdrstrndx(table.elf, &shstrndx) == 0 else {
+      return .failure(.malformed(path: table.path, detail: "no section name table: \(lastError())"))
     }
-    // O_NONBLOCK: a FIFO named *.so must not block the host; regular files ignore it.
-    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-    guard fd >= 0 else { return failure(String(cString: strerror(errno))) }
-    defer { close(fd) }
-    var st = stat()
-    guard fstat(fd, &st) == 0 else { return failure(String(cString: strerror(errno))) }
-    guard (st.st_mode & S_IFMT) == S_IFREG else { return failure("not a regular file") }
-    let size = Int(st.st_size)
-    if size == 0 { return .success(FileImage(base: nil, count: 0, mapped: false)) }
-    if size > readLimit {
-      let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)
-      guard let p, p != MAP_FAILED else { return failure(String(cString: strerror(errno))) }
-      return .success(FileImage(base: p, count: size, mapped: true))
+    // A file with no section names has no manifest section; only a name table that is
+    // there but broken is an error.
+    guard shstrndx > 0, shstrndx < table.sections.count else { return .success(nil) }
+    let names: StringTable
+    switch table.strings(table.sections[shstrndx], "the section name table") {
+    case .failure(let e): return .failure(e)
+    case .success(let s): names = s
     }
-    guard let buffer = malloc(size) else { return failure("out of memory for \(size) bytes") }
-    var total = 0
-    while total < size {
-      let n = read(fd, buffer + total, size - total)
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { break }
-      total += n
+    for section in table.sections
+    where section.hasContents && section.size <= maxEmbeddedManifest
+      && names.equals(UInt64(section.nameOffset), manifestSectionBytes)
+    {
+      switch table.data(section, manifestSection) {
+      case .failure(let e): return .failure(e)
+      case .success(let data):
+        guard let buf = data.pointee.d_buf else { return .success([]) }
+        var bytes = Array(UnsafeRawBufferPointer(start: buf, count: data.pointee.d_size))
+        while bytes.last == 0 { bytes.removeLast() }
+        return .success(bytes)
+      }
     }
-    // A file that shrank while being read is inspected as what was read: truncated, if so.
-    return .success(FileImage(base: buffer, count: total, mapped: false))
-  }
-
-  func release() {
-    guard let base else { return }
-    if mapped { munmap(base, count) } else { free(base) }
+    return .success(nil)
   }
 }

@@ -91,4 +91,25 @@ import Testing
     #expect((try? index.locate(entryPoint: "m_entry").get()) != nil)
     #expect(index.failures.isEmpty)
   }
+
+  @Test func addingAFileAgainReplacesWhatItSaid() throws {
+    let so = try CFixture.sharedObject("r.so", source: "int re_entry(void) { return 1; }\n", in: dir)
+    var index = BinaryIndex.build(directories: [dir.path])
+    index.add(so)
+    #expect(index.exporters["re_entry"] == [so])
+    #expect(try index.locate(entryPoint: "re_entry").get().path == so)
+    // Rebuilt without the export, then broken, then healthy again: each answer is the latest.
+    try CFixture.sharedObject(
+      "r.so", source: "extern int re_entry(void);\nint other(void) { return re_entry(); }\n", in: dir)
+    index.add(so)
+    #expect(reason(index, "re_entry") == .entryPointMissing)
+    try dir.write("r.so", "not ELF")
+    index.add(so)
+    #expect(reason(index, "re_entry") == .invalidBinary)
+    try CFixture.sharedObject("r.so", source: "int fresh_entry(void) { return 1; }\n", in: dir)
+    index.add(so)
+    #expect(reason(index, "re_entry") == .binaryNotFound)
+    #expect(try index.locate(entryPoint: "fresh_entry").get().path == so)
+    #expect(index.paths == [so])
+  }
 }

@@ -54,6 +54,233 @@ import Testing
     }
   }
 
+  /// A copy of a real module with versioned exports, so every table the inspector reads is there.
+  func versioned() throws -> ELFBytes {
+    try dir.write("src/v.map", "V1 { global: v_entry; local: *; };\nV2 { global: v_entry; } V1;\n")
+    let so = try CFixture.sharedObject(
+      "v.so",
+      source: """
+        int v_old(void) { return 1; }
+        int v_new(void) { return 2; }
+        __asm__(".symver v_old, v_entry@V1");
+        __asm__(".symver v_new, v_entry@@V2");
+        """, in: dir,
+      extraFlags: ["-Wl,--version-script," + dir.url("src/v.map"), "-Wl,--no-as-needed", "-lm"])
+    return ELFBytes(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: so))))
+  }
+
+  /// Inspects `file` and returns the error, recording an issue when it was accepted.
+  func rejected(_ file: ELFBytes, _ name: String) throws -> BinaryError? {
+    let path = try dir.write(name, bytes: file.bytes)
+    switch ELFInspector.inspect(path) {
+    case .success:
+      Issue.record("\(name) was accepted")
+      return nil
+    case .failure(let e):
+      #expect(e.path == path)
+      return e
+    }
+  }
+
+  @Test(arguments: [UInt64(1) << 63, UInt64.max, UInt64(Int64.max), 0, 1, 7])
+  func aDynsymEntrySizeThatIsNotASymbolIsMalformed(entsize: UInt64) throws {
+    var b = try versioned()
+    let s = try #require(b.section(ofType: ELFBytes.dynsym))
+    b.set(.entsize, of: s, to: entsize)
+    guard case .malformed(_, let detail) = try rejected(b, "dynsym-entsize.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains(".dynsym") && detail.contains(String(entsize)), "\(detail)")
+  }
+
+  @Test(arguments: [UInt64(1) << 63, UInt64.max, 0, 3])
+  func aDynamicEntrySizeThatIsNotAnEntryIsMalformed(entsize: UInt64) throws {
+    var b = try versioned()
+    let s = try #require(b.section(ofType: ELFBytes.dynamic))
+    b.set(.entsize, of: s, to: entsize)
+    guard case .malformed(_, let detail) = try rejected(b, "dynamic-entsize.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains(".dynamic") && detail.contains(String(entsize)), "\(detail)")
+  }
+
+  @Test(arguments: [UInt64.max, UInt64(1) << 63, UInt64(Int64.max) - 3])
+  func aStringTableReachingPastTheFileIsTruncated(size: UInt64) throws {
+    // .dynstr comes after .dynsym in the section table: its bounds must be checked before the
+    // symbols are read through it.
+    var b = try versioned()
+    let dynsym = try #require(b.section(ofType: ELFBytes.dynsym))
+    let strings = Int(b.field(.link, of: dynsym))
+    b.set(.size, of: strings, to: size)
+    guard case .truncated = try rejected(b, "dynstr-size.so") else {
+      Issue.record("expected truncated")
+      return
+    }
+  }
+
+  @Test(arguments: [UInt32.max, 0x7FFF_FFFF, 0xFFFF])
+  func aLinkToASectionThatDoesNotExistIsMalformed(link: UInt32) throws {
+    var b = try versioned()
+    let dynsym = try #require(b.section(ofType: ELFBytes.dynsym))
+    b.set(.link, of: dynsym, to: UInt64(link))
+    guard case .malformed(_, let detail) = try rejected(b, "dynsym-link.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains("section \(link)"), "\(detail)")
+  }
+
+  @Test func aVersionTableShorterThanTheSymbolTableIsMalformed() throws {
+    var b = try versioned()
+    let s = try #require(b.section(ofType: ELFBytes.versym))
+    b.set(.size, of: s, to: 4)
+    guard case .malformed(_, let detail) = try rejected(b, "versym-short.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains(".gnu.version"), "\(detail)")
+  }
+
+  @Test(arguments: [UInt64(1) << 63, 0, 1, 4])
+  func aVersionTableEntrySizeThatIsNotTwoIsMalformed(entsize: UInt64) throws {
+    var b = try versioned()
+    let s = try #require(b.section(ofType: ELFBytes.versym))
+    b.set(.entsize, of: s, to: entsize)
+    guard case .malformed(_, let detail) = try rejected(b, "versym-entsize.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains(".gnu.version") && detail.contains(String(entsize)), "\(detail)")
+  }
+
+  /// The Elf64_Verdef fields: vd_cnt at 6 (2 bytes), vd_aux at 12, vd_next at 16 (4 bytes each);
+  /// an Elf64_Verdaux's vda_name at 0.
+  @Test(arguments: [
+    (12, UInt64(UInt32.max)), (16, UInt64(UInt32.max)), (16, 1), (12, 0x7FFF_FFF0), (6, 0xFFFF),
+  ])
+  func aVersionDefinitionPointingAnywhereIsAnErrorNotATrap(field: Int, value: UInt64) throws {
+    var b = try versioned()
+    let s = try #require(b.section(ofType: ELFBytes.verdef))
+    // The second definition (V1), so the walk has started when it meets the lie.
+    let first = b.contents(of: s).lowerBound
+    let second = first + Int(b.read(first + 16, width: 4))
+    b.put(value, at: second + field, width: field == 6 ? 2 : 4)
+    let path = try dir.write("verdef.so", bytes: b.bytes)
+    if case .failure(let e) = ELFInspector.inspect(path) {
+      #expect(e.description.contains(".gnu.version_d"), "\(e)")
+    }
+  }
+
+  @Test func aVersionNameOutsideItsStringTableIsMalformed() throws {
+    var b = try versioned()
+    let s = try #require(b.section(ofType: ELFBytes.verdef))
+    let first = b.contents(of: s).lowerBound
+    let aux = first + Int(b.read(first + 12, width: 4))
+    b.put(UInt64(UInt32.max), at: aux, width: 4)
+    guard case .malformed(_, let detail) = try rejected(b, "verdaux-name.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains(".gnu.version_d"), "\(detail)")
+  }
+
+  @Test func aHugeVersionDefinitionCountEndsWithTheData() throws {
+    var b = try versioned()
+    let s = try #require(b.section(ofType: ELFBytes.verdef))
+    b.set(.info, of: s, to: UInt64(UInt32.max))
+    let path = try dir.write("verdef-count.so", bytes: b.bytes)
+    // The chain ends where vd_next is 0, whatever sh_info claims: the file is still readable.
+    let facts = try ELFInspector.inspect(path).get()
+    #expect(facts.exportedFunctions.contains("v_entry"))
+  }
+
+  @Test(arguments: [UInt64.max, UInt64(1) << 63])
+  func aHugeSectionSizeOrOffsetAnywhereIsTruncated(value: UInt64) throws {
+    let b = try versioned()
+    for type in [ELFBytes.dynsym, ELFBytes.dynamic, ELFBytes.versym, ELFBytes.verdef] {
+      let s = try #require(b.section(ofType: type))
+      for f in [ELFBytes.Field.size, .offset] {
+        var c = b
+        c.set(f, of: s, to: value)
+        guard case .truncated = try rejected(c, "huge-\(type)-\(f).so") else {
+          Issue.record("type \(type) \(f): expected truncated")
+          continue
+        }
+      }
+    }
+  }
+
+  @Test func aSectionCountBeyondTheFileIsTruncated() throws {
+    var b = try versioned()
+    b.put(0xFFFF, at: 0x3C, width: 2)  // e_shnum
+    guard case .truncated(_, let detail) = try rejected(b, "shnum.so") else {
+      Issue.record("expected truncated")
+      return
+    }
+    #expect(detail.contains("65535 headers"), "\(detail)")
+  }
+
+  @Test(arguments: [UInt64(0), 1, 63, 65, 0xFFFF])
+  func aSectionHeaderSizeThatIsNotTheClasssIsMalformed(size: UInt64) throws {
+    var b = try versioned()
+    b.put(size, at: 0x3A, width: 2)  // e_shentsize
+    guard case .malformed(_, let detail) = try rejected(b, "shentsize.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains("e_shentsize"), "\(detail)")
+  }
+
+  @Test func aLargeFileReadOnDemandGetsTheSameChecks() throws {
+    // Past FileImage's read limit libelf reads with pread instead of one read into memory.
+    let so = try CFixture.sharedObject(
+      "big.so",
+      source:
+        "__attribute__((used)) static const char pad[400000] = {1};\nint big_entry(void) { return pad[0]; }\n",
+      in: dir)
+    let good = ELFBytes(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: so))))
+    try #require(good.bytes.count > 1 << 18)
+    #expect(try ELFInspector.inspect(so).get().exportedFunctions.contains("big_entry"))
+    var huge = good
+    let dynsym = try #require(huge.section(ofType: ELFBytes.dynsym))
+    huge.set(.entsize, of: dynsym, to: 1 << 63)
+    guard case .malformed(_, let detail) = try rejected(huge, "big-entsize.so") else {
+      Issue.record("expected malformed")
+      return
+    }
+    #expect(detail.contains(".dynsym"))
+    let cut = ELFBytes(bytes: Array(good.bytes.prefix(good.bytes.count - 100)))
+    guard case .truncated = try rejected(cut, "big-cut.so") else {
+      Issue.record("expected truncated")
+      return
+    }
+    let text = try dir.write("big-text.so", bytes: [UInt8](repeating: 0x41, count: 1 << 19))
+    guard case .failure(.notELF(_, let head)) = ELFInspector.inspect(text) else {
+      Issue.record("expected not ELF")
+      return
+    }
+    #expect(head == "41 41 41 41")
+  }
+
+  @Test(arguments: [false, true])
+  func anExtendedSectionCountOfBillionsIsRefusedWithoutAllocatingIt(large: Bool) throws {
+    // e_shnum 0 means "the count is section 0's sh_size": a 4-byte lie claiming 2^32 headers.
+    let source =
+      large
+      ? "__attribute__((used)) static const char pad[400000] = {1};\nint x_entry(void) { return pad[0]; }\n"
+      : "int x_entry(void) { return 0; }\n"
+    let so = try CFixture.sharedObject(large ? "xbig.so" : "xsmall.so", source: source, in: dir)
+    var b = ELFBytes(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: so))))
+    b.put(0, at: 0x3C, width: 2)
+    b.set(.size, of: 0, to: UInt64(UInt32.max))
+    guard case .failure = ELFInspector.inspect(try dir.write("xcount.so", bytes: b.bytes)) else {
+      Issue.record("accepted 2^32 section headers")
+      return
+    }
+  }
+
   @Test func aFIFONamedLikeAModuleDoesNotBlock() throws {
     let path = dir.url("pipe.so")
     try #require(mkfifo(path, 0o644) == 0)

@@ -1,0 +1,120 @@
+import CLibElf
+
+/// GNU symbol versioning (`.gnu.version`, `.gnu.version_d`): which version of a name each
+/// `.dynsym` entry is, and whether plain `dlsym` can find it.
+enum SymbolVersions {
+  /// `.gnu.version`'s bit for a non-default version (`name@V`, not `name@@V`).
+  static let hiddenBit: UInt16 = 0x8000
+  /// Indexes below this are not versions: 0 is local, 1 the unversioned global.
+  static let firstDefinedIndex: UInt16 = 2
+
+  /// Whether `dlsym` (glibc's newest-version lookup) can return a definition with this
+  /// `.gnu.version` value: unversioned, or a default version. A non-default version is only
+  /// reachable through `dlvsym`.
+  static func isFoundByDlsym(_ versym: UInt16) -> Bool {
+    versym & ~hiddenBit < firstDefinedIndex || versym & hiddenBit == 0
+  }
+
+  /// One `.gnu.version` value per `.dynsym` entry; nil when the file has no version table.
+  static func indexes(
+    _ table: ELFSectionTable, symbols: ELFSection, count: Int
+  ) -> Result<[UInt16]?, BinaryError> {
+    let path = table.path
+    let candidates = table.all(ofType: UInt32(SHT_GNU_versym)).filter {
+      Int(exactly: $0.link) == symbols.index
+    }
+    guard let section = candidates.first else { return .success(nil) }
+    let what = ".gnu.version"
+    let entry: Int
+    switch table.requireEntrySize(section, of: ELF_T_HALF, what) {
+    case .failure(let e): return .failure(e)
+    case .success(let n): entry = n
+    }
+    let data: UnsafeMutablePointer<Elf_Data>
+    switch table.data(section, what) {
+    case .failure(let e): return .failure(e)
+    case .success(let d): data = d
+    }
+    // One value per symbol: the dynamic loader indexes this table by symbol number unchecked,
+    // so a shorter table is a file no one can read consistently.
+    let available = data.pointee.d_size / entry
+    guard available == count else {
+      return .failure(
+        .malformed(
+          path: path,
+          detail: "\(what) (section \(section.index)) has \(available) entries for \(count) symbols"))
+    }
+    var out: [UInt16] = []
+    out.reserveCapacity(count)
+    var v = GElf_Versym()
+    for i in 0..<count {
+      // count fits in Int32: the caller caps the symbol count there.
+      guard let ndx = Int32(exactly: i), gelf_getversym(data, ndx, &v) != nil else {
+        return .failure(
+          .malformed(path: path, detail: "\(what) entry \(i) is unreadable: \(ELFInspector.lastError())"))
+      }
+      out.append(v)
+    }
+    return .success(out)
+  }
+
+  /// Version index → name, from `.gnu.version_d`; empty when the file defines no versions.
+  static func names(_ table: ELFSectionTable) -> Result<[UInt16: String], BinaryError> {
+    let path = table.path
+    let what = ".gnu.version_d"
+    let section: ELFSection
+    switch table.unique(UInt32(SHT_GNU_verdef), what) {
+    case .failure(let e): return .failure(e)
+    case .success(nil): return .success([:])
+    case .success(let s?): section = s
+    }
+    let strings: StringTable
+    switch table.linked(from: section, what).flatMap({ table.strings($0, "\(what)'s string table") }) {
+    case .failure(let e): return .failure(e)
+    case .success(let s): strings = s
+    }
+    let data: UnsafeMutablePointer<Elf_Data>
+    switch table.data(section, what) {
+    case .failure(let e): return .failure(e)
+    case .success(let d): data = d
+    }
+    func broken(_ why: String) -> Result<[UInt16: String], BinaryError> {
+      .failure(.malformed(path: path, detail: "\(what) (section \(section.index)): \(why)"))
+    }
+    let size = data.pointee.d_size
+    let defSize = MemoryLayout<GElf_Verdef>.size
+    var names: [UInt16: String] = [:]
+    var offset = 0
+    // vd_next only moves forward, so the walk ends within size / defSize steps whatever
+    // sh_info claims.
+    for n in 0..<(size / max(defSize, 1)) {
+      var def = GElf_Verdef()
+      guard let at = Int32(exactly: offset), gelf_getverdef(data, at, &def) != nil else {
+        return broken("definition \(n) at byte \(offset) lies outside its \(size) bytes")
+      }
+      if def.vd_cnt > 0 {
+        var aux = GElf_Verdaux()
+        let (auxOffset, overflow) = offset.addingReportingOverflow(Int(def.vd_aux))
+        guard !overflow, let auxAt = Int32(exactly: auxOffset), auxOffset < size,
+          gelf_getverdaux(data, auxAt, &aux) != nil
+        else {
+          return broken(
+            "definition \(n)'s name record at byte \(offset) + \(def.vd_aux) lies outside its \(size) bytes")
+        }
+        guard let name = strings.string(at: UInt64(aux.vda_name)) else {
+          return broken(
+            "definition \(n)'s name is at byte \(aux.vda_name) of a \(strings.bytes.count)-byte string table")
+        }
+        names[def.vd_ndx & ~hiddenBit] = name
+      }
+      if def.vd_next == 0 { break }
+      let (next, overflow) = offset.addingReportingOverflow(Int(def.vd_next))
+      guard !overflow, next < size else {
+        return broken(
+          "definition \(n) says the next is at byte \(offset) + \(def.vd_next), past its \(size) bytes")
+      }
+      offset = next
+    }
+    return .success(names)
+  }
+}
