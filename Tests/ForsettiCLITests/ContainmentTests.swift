@@ -19,6 +19,8 @@ import Testing
     #include <sys/sysmacros.h>
     #include <sys/syscall.h>
     #include <sys/klog.h>
+    #include <sys/mman.h>
+    #include <sys/shm.h>
     #include <sys/un.h>
     #include <netinet/in.h>
     #include <arpa/inet.h>
@@ -65,6 +67,9 @@ import Testing
         said("open mknod'ed kmsg", m);
         if (m >= 0) { said("write mknod'ed kmsg", write(m, "forsetti hostile\\n", 17)); close(m); }
         said("mkfifo in the sandbox", mkfifo("\(sandbox)/fifo", 0600));
+        // Memory outside RLIMIT_AS, refused while no memory cgroup counts it.
+        said("memfd_create", memfd_create("hoard", 0));
+        said("shmget", shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0600));
         return FORSETTI_OK;
         """)
   }
@@ -104,6 +109,7 @@ import Testing
           (void)c; (void)source; (void)type;
           if (attacked++) return;
           char text[32] = {0}; memcpy(text, p, n < 31 ? n : 31);
+          said("open /proc to find other pids", open("/proc", O_RDONLY | O_DIRECTORY));
           attack("of the host", getppid());
           attack("of another worker", (pid_t)atoi(text));
           said("setpriority of the host's group", setpriority(PRIO_PGRP, 0, 19));
@@ -268,7 +274,7 @@ import Testing
     for attack in [
       "settimeofday", "clock_settime", "sethostname", "syslog read", "open /dev/kmsg", "mknodat 1:1",
       "mknodat 1:11",
-      "open mknod'ed kmsg",
+      "open mknod'ed kmsg", "memfd_create", "shmget",
     ] {
       #expect(machine.contains { $0.hasPrefix("attack \(attack): refused") }, "\(attack): \(machine)")
     }
@@ -286,6 +292,7 @@ import Testing
           "\(attack) \(target): \(pids)")
       }
     }
+    #expect(pids.contains { $0.hasPrefix("attack open /proc to find other pids: refused") }, "\(pids)")
     #expect(pids.contains { $0.hasPrefix("attack setpriority of the host's group: refused") }, "\(pids)")
     #expect(pids.contains { $0.hasPrefix("attack kill SIGCONT of the host's group: refused") }, "\(pids)")
     // The same calls on itself still work: the filter tells the worker from everyone else.

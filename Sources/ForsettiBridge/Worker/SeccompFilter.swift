@@ -85,6 +85,10 @@ package struct SeccompFilter: Sendable {
         Instruction(code: Self.returnConstant, k: Self.refuse(ENOSYS)),
       ]
     }
+    program += [
+      Instruction(code: Self.jumpGreaterOrEqual, jt: 0, jf: 1, k: SyscallPolicy.firstUnjudgedCall),
+      Instruction(code: Self.returnConstant, k: Self.refuse(ENOSYS)),
+    ]
     for nr in order {
       guard let (name, checks) = byCall[nr] else { continue }
       let block = checks + [Instruction(code: Self.returnConstant, k: Self.allow)]

@@ -85,6 +85,11 @@ package enum SyscallPolicy {
       why: "memory held outside the address space limit"),
   ]
 
+  /// Calls numbered from here on are newer than this policy (Linux 6.17 assigned up to 469; since
+  /// 5.1 new calls have one number on every architecture): a call never judged is refused with
+  /// ENOSYS, the answer of an older kernel, which glibc and runtimes handle.
+  package static let firstUnjudgedCall: UInt32 = 470
+
   /// When a rule applies.
   package enum Scope: Sendable, Hashable {
     case always, withNetworking, withoutNetworking, withoutMemoryAccounting
