@@ -1,3 +1,4 @@
+import ForsettiCore
 import ForsettiTestSupport
 import Foundation
 import Testing
@@ -329,5 +330,33 @@ import Testing
     #expect(abs(time(nil) - clockBefore) < 60)
     #expect(ProcessInfo.processInfo.hostName == hostnameBefore)
     withExtendedLifetime(listeners) {}
+  }
+
+  @Test(arguments: HostileHost.Identity.allCases)
+  func everyWorkerSaysHowItIsConfined(as identity: HostileHost.Identity) throws {
+    let h = HostileHost(identity)
+    try #require(h.isAvailable, "running as another user needs root")
+    try h.install(ModuleFixture(moduleID: "com.test.plain", entryPoint: "plain_entry"))
+    try h.install(
+      ModuleFixture(moduleID: "com.test.online", entryPoint: "online_entry"), capabilities: ["networking"])
+    let run = try h.run(for: 0, extraArguments: ["--json"])
+    #expect(run.status == 0, "\(run.output)")
+    let modules = try #require(try JSONParser.parse(run.stdout).objectValue?["modules"]?.arrayValue)
+    var loads: [String: String] = [:]
+    for case .object(let m) in modules {
+      let load = m["trace"]?.arrayValue?.compactMap(\.objectValue).first { $0["step"]?.stringValue == "load" }
+      loads[m["moduleID"]?.stringValue ?? ""] = load?["detail"]?.stringValue
+    }
+    let plain = try #require(loads["com.test.plain"], "\(run.stdout)")
+    let online = try #require(loads["com.test.online"], "\(run.stdout)")
+    for part in ["capabilities dropped", "seccomp deny-list (", "memfd/shm refused", "landlock ABI"] {
+      #expect(plain.contains(part), "\(plain)")
+      #expect(online.contains(part), "\(online)")
+    }
+    // Here the kernel gives every namespace to root and to an unprivileged user alike; the
+    // network one only to a module without networking.
+    #expect(plain.contains("user+ipc+uts+net namespaces"), "\(plain)")
+    #expect(online.contains("user+ipc+uts namespaces"), "\(online)")
+    #expect(!plain.contains("missing"), "\(plain)")
   }
 }

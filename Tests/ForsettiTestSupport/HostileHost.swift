@@ -42,7 +42,11 @@ public final class HostileHost: Sendable {
   /// What a run left behind.
   public struct Run: Sendable {
     public var status: Int32
-    public var output: String
+    /// Standard output: the log, or with `--json` the report.
+    public var stdout: String
+    public var stderr: String
+    /// Both, as a reader of the terminal would see them.
+    public var output: String { stdout + stderr }
     /// What `observe` returned while the host ran, or nil when `ready` never held.
     public var observed: [String: String]?
 
@@ -63,15 +67,16 @@ public final class HostileHost: Sendable {
   /// Runs `forsetti-host run --for seconds`. Once `ready` holds (polled while the host runs), calls
   /// `observe` with the host's pid, so the test can look at the live host from outside.
   public func run(
-    for seconds: Double, ready: @escaping @Sendable () -> Bool = { false },
+    for seconds: Double, extraArguments: [String] = [], ready: @escaping @Sendable () -> Bool = { false },
     observe: @escaping @Sendable (Int32) -> [String: String] = { _ in [:] }
   ) throws -> Run {
     let host = HostBinary.path
     var executable = host
-    var arguments = [
-      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
-      dir.url("state"), "--approve-all", "--for", String(seconds),
-    ]
+    var arguments =
+      [
+        "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+        dir.url("state"), "--approve-all", "--for", String(seconds),
+      ] + extraArguments
     try FileManager.default.createDirectory(atPath: dir.url("state"), withIntermediateDirectories: true)
     if identity == .unprivileged {
       let chown = try ProcessRunner.run("/bin/chown", ["-R", "\(Self.nobody):\(Self.nobody)", dir.path])
@@ -80,17 +85,20 @@ public final class HostileHost: Sendable {
       arguments =
         ["--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--", host] + arguments
     }
-    // Output to a file, not a pipe: nothing can block on a full pipe while the test looks on.
+    // Output to files, not pipes: nothing can block on a full pipe while the test looks on.
     let outPath = dir.url("host-output.txt")
-    FileManager.default.createFile(atPath: outPath, contents: nil)
-    guard let out = FileHandle(forWritingAtPath: outPath) else {
+    let errPath = dir.url("host-errors.txt")
+    guard FileManager.default.createFile(atPath: outPath, contents: nil),
+      FileManager.default.createFile(atPath: errPath, contents: nil),
+      let out = FileHandle(forWritingAtPath: outPath), let err = FileHandle(forWritingAtPath: errPath)
+    else {
       throw HostileHostError.setup("no output file")
     }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: executable)
     p.arguments = arguments
     p.standardOutput = out
-    p.standardError = out
+    p.standardError = err
     p.standardInput = FileHandle.nullDevice
     try p.run()
     var observed: [String: String]?
@@ -102,8 +110,10 @@ public final class HostileHost: Sendable {
     }
     p.waitUntilExit()
     try out.close()
-    let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-    return Run(status: p.terminationStatus, output: output, observed: observed)
+    try err.close()
+    let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+    let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+    return Run(status: p.terminationStatus, stdout: stdout, stderr: stderr, observed: observed)
   }
 }
 

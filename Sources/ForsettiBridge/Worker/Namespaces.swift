@@ -28,7 +28,8 @@ package enum Namespaces {
       // The kernel refuses a user namespace to a process with threads (EINVAL), which would
       // otherwise read as "not built into this kernel".
       outcome.missing.append("user namespace: \(threads) threads before confinement")
-    } else if uid != 0, readFirstByte("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == UInt8(ascii: "1")
+    } else if uid != 0,
+      readFirstByte("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == UInt8(ascii: "1")
     {
       // Entering would succeed but leave the worker without the right to map its own uid.
       outcome.missing.append("user namespace: AppArmor restricts unprivileged user namespaces")
