@@ -76,8 +76,6 @@ int forsetti_unshare(int flags) { return unshare(flags); }
 
 int forsetti_capbset_drop(int cap) { return prctl(PR_CAPBSET_DROP, cap, 0, 0, 0); }
 
-int forsetti_capbset_read(int cap) { return prctl(PR_CAPBSET_READ, cap, 0, 0, 0); }
-
 int forsetti_ambient_clear_all(void) { return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); }
 
 int forsetti_capset_empty(void) {

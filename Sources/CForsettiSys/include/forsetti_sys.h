@@ -45,10 +45,9 @@ int forsetti_spawn_close_from(void *actions, int from);
 
 /// unshare(2) with CLONE_NEW* flags (glibc declares it only under _GNU_SOURCE).
 int forsetti_unshare(int flags);
-/// prctl(PR_CAPBSET_DROP, cap) / prctl(PR_CAPBSET_READ, cap): 1 when `cap` is in the bounding
-/// set, 0 when not, -1 with EINVAL past the kernel's last capability.
+/// prctl(PR_CAPBSET_DROP, cap): 0, or -1 with EINVAL past the kernel's last capability and
+/// EPERM without CAP_SETPCAP.
 int forsetti_capbset_drop(int cap);
-int forsetti_capbset_read(int cap);
 /// prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL).
 int forsetti_ambient_clear_all(void);
 /// capset(2) with empty effective, permitted and inheritable sets.

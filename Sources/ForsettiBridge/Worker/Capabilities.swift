@@ -13,10 +13,9 @@ package enum Capabilities {
       return .failure(.init(step: "clear ambient capabilities", errno: errno))
     }
     var note: String?
-    for cap in Int32(0)..<64 {
-      let held = forsetti_capbset_read(cap)
-      if held < 0 { break }  // past the kernel's last capability
-      guard held == 1, forsetti_capbset_drop(cap) != 0 else { continue }
+    // Dropping a capability the set no longer holds succeeds; EINVAL is past the kernel's last.
+    for cap in Int32(0)..<64 where forsetti_capbset_drop(cap) != 0 {
+      if errno == EINVAL { break }
       guard errno == EPERM else {
         return .failure(.init(step: "drop bounding capability \(cap)", errno: errno))
       }

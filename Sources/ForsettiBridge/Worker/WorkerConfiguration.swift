@@ -23,6 +23,7 @@ public struct WorkerConfiguration: Sendable, Hashable {
         ("granted", .strings(granted.sorted().map(\.rawValue))),
         ("readExecute", .strings(policy.readExecute)), ("readWrite", .strings(policy.readWrite)),
         ("networking", .bool(policy.networking)), ("memoryAccounted", .bool(policy.memoryAccounted)),
+        ("networkNamespace", .bool(policy.networkNamespace)),
         (
           "limits",
           .object(
@@ -70,7 +71,8 @@ public struct WorkerConfiguration: Sendable, Hashable {
       policy: ConfinementPolicy(
         readExecute: strings("readExecute"), readWrite: strings("readWrite"),
         networking: o["networking"]?.boolValue ?? false,
-        limits: limits, memoryAccounted: o["memoryAccounted"]?.boolValue ?? false),
+        limits: limits, memoryAccounted: o["memoryAccounted"]?.boolValue ?? false,
+        networkNamespace: o["networkNamespace"]?.boolValue ?? false),
       parent: Int32(parent))
   }
 }

@@ -79,7 +79,8 @@ public struct IsolationSettings: Sendable {
     return parts.joined(separator: ", ")
   }
 
-  /// Namespaces a worker of this host can enter (the net namespace only without `networking`).
+  /// Namespaces a worker of this host enters (a network namespace only on request: see
+  /// `ConfinementPolicy.networkNamespace`).
   static func availableNamespaces() -> [String] {
     func read(_ path: String) -> String? {
       (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -96,7 +97,7 @@ public struct IsolationSettings: Sendable {
     }
     var out = user ? ["user"] : []
     if user || root {
-      out += ["ipc", "uts", "net"].filter { FileManager.default.fileExists(atPath: "/proc/self/ns/\($0)") }
+      out += ["ipc", "uts"].filter { FileManager.default.fileExists(atPath: "/proc/self/ns/\($0)") }
     }
     return out
   }
