@@ -112,6 +112,13 @@ import Testing
           char text[32] = {0}; memcpy(text, p, n < 31 ? n : 31);
           said("open /proc to find other pids", open("/proc", O_RDONLY | O_DIRECTORY));
           attack("of the host", getppid());
+          // The same call past the filter's reading of it: another ABI, or bits the kernel ignores.
+          #if defined(__x86_64__)
+          { long r; __asm__ volatile("int $0x80" : "=a"(r) : "a"(37L), "b"((long)getppid()), "c"((long)SIGCONT) : "memory");
+            if (r < 0) { errno = (int)-r; r = -1; }
+            said("kill of the host through the i386 ABI", r); }
+          #endif
+          said("kill of the host with high bits set", syscall(SYS_kill, (1L << 32) | getppid(), SIGCONT));
           attack("of another worker", (pid_t)atoi(text));
           said("setpriority of the host's group", setpriority(PRIO_PGRP, 0, 19));
           said("kill SIGCONT of the host's group", kill(0, SIGCONT));
@@ -294,6 +301,11 @@ import Testing
       }
     }
     #expect(pids.contains { $0.hasPrefix("attack open /proc to find other pids: refused") }, "\(pids)")
+    #expect(pids.contains { $0.hasPrefix("attack kill of the host with high bits set: refused") }, "\(pids)")
+    #if arch(x86_64)
+      #expect(
+        pids.contains { $0.hasPrefix("attack kill of the host through the i386 ABI: refused") }, "\(pids)")
+    #endif
     #expect(pids.contains { $0.hasPrefix("attack setpriority of the host's group: refused") }, "\(pids)")
     #expect(pids.contains { $0.hasPrefix("attack kill SIGCONT of the host's group: refused") }, "\(pids)")
     // The same calls on itself still work: the filter tells the worker from everyone else.

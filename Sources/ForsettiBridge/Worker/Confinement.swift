@@ -60,6 +60,8 @@ public struct ConfinementReport: Sendable, Hashable, CustomStringConvertible {
   /// Whether memfd_create, memfd_secret and shmget are refused (no memory cgroup counts them).
   public var memoryBypassesRefused = false
   public var missing: [String] = []
+  /// Threads of the process when confinement began: 1 unless something started one too early.
+  public var threadsBefore = 1
 
   public init() {}
 
@@ -118,7 +120,10 @@ public enum Confinement {
   /// (last, so that none of the calls before it needs allowing).
   public static func apply(_ policy: ConfinementPolicy) -> Result<ConfinementReport, ConfinementError> {
     var report = ConfinementReport()
-    switch Namespaces.enter(networking: policy.networking, networkNamespace: policy.networkNamespace) {
+    report.threadsBefore = Int(forsetti_thread_count())
+    switch Namespaces.enter(
+      networking: policy.networking, networkNamespace: policy.networkNamespace, threads: report.threadsBefore)
+    {
     case .failure(let e): return .failure(e)
     case .success(let n):
       report.namespaces = n.entered

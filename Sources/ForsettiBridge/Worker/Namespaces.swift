@@ -22,11 +22,12 @@ package enum Namespaces {
   /// seccomp filter already refuses every socket() to a worker without networking. The calling process must have a single thread (unshare of a user
   /// namespace refuses otherwise). A namespace the kernel does not offer is reported missing; a
   /// step that fails once the kernel has offered it fails the worker.
-  package static func enter(networking: Bool, networkNamespace: Bool) -> Result<Outcome, ConfinementError> {
+  package static func enter(networking: Bool, networkNamespace: Bool, threads: Int) -> Result<
+    Outcome, ConfinementError
+  > {
     var outcome = Outcome()
     let uid = getuid()
     let gid = getgid()
-    let threads = forsetti_thread_count()
     if threads > 1 {
       // The kernel refuses a user namespace to a process with threads (EINVAL), which would
       // otherwise read as "not built into this kernel".

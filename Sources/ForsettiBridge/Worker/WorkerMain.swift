@@ -33,7 +33,6 @@ public enum WorkerMain {
     }
     guard getppid() == config.parent else { return 70 }
 
-    let threadsBefore = forsetti_thread_count()
     let report: ConfinementReport
     switch Confinement.apply(config.policy) {
     case .failure(let e):
@@ -54,7 +53,7 @@ public enum WorkerMain {
       ("seccomp", .bool(report.seccomp)), ("seccompCalls", .number(String(report.seccompCalls))),
       ("memoryBypassesRefused", .bool(report.memoryBypassesRefused)), ("missing", .strings(report.missing)),
     ])
-    confined["threadsBeforeConfinement"] = .number(String(threadsBefore))
+    confined["threadsBeforeConfinement"] = .number(String(report.threadsBefore))
     socket.send(WireFrame(.confined, [.string(JSONWriter.string(.object(confined)))]))
 
     let loaded: LoadedModule
