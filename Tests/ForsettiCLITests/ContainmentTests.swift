@@ -22,6 +22,7 @@ import Testing
     #include <sys/klog.h>
     #include <sys/mman.h>
     #include <sys/shm.h>
+    #include <sys/xattr.h>
     #include <sys/un.h>
     #include <netinet/in.h>
     #include <arpa/inet.h>
@@ -46,7 +47,7 @@ import Testing
   }
 
   /// The clock, the hostname, the kernel log, device nodes.
-  static func machine(sandbox: String) -> ModuleFixture {
+  static func machine(sandbox: String, outside: String, library: String) -> ModuleFixture {
     fixture(
       "com.hostile.machine", "machine_entry",
       start: """
@@ -68,6 +69,13 @@ import Testing
         said("open mknod'ed kmsg", m);
         if (m >= 0) { said("write mknod'ed kmsg", write(m, "forsetti hostile\\n", 17)); close(m); }
         said("mkfifo in the sandbox", mkfifo("\(sandbox)/fifo", 0600));
+        // Files the worker's uid owns, which landlock does not guard against these calls.
+        said("chmod of a file outside the sandbox", chmod("\(outside)", 0666));
+        int lib = open("\(library)", O_RDONLY);
+        said("fchmod of its own library", fchmod(lib, 0777));
+        said("fsetxattr of its own library", fsetxattr(lib, "user.forsetti", "x", 1, 0));
+        said("chown of a file outside the sandbox", chown("\(outside)", getuid(), getgid()));
+        if (lib >= 0) close(lib);
         // Memory outside RLIMIT_AS, refused while no memory cgroup counts it.
         said("memfd_create", memfd_create("hoard", 0));
         said("shmget", shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0600));
@@ -258,7 +266,12 @@ import Testing
     let unixPath = h.dir.url("outside.sock")
     let listeners = try Listeners(unixPath: unixPath)
     let done = h.sandbox("com.hostile.pids") + "/attacks-done"
-    try h.install(Self.machine(sandbox: h.sandbox("com.hostile.machine")))
+    let outside = try h.dir.write("outside.txt", "the test's")
+    chmod(outside, 0o644)
+    try h.install(
+      Self.machine(
+        sandbox: h.sandbox("com.hostile.machine"), outside: outside,
+        library: h.dir.url("plugins/machine_entry.so")))
     try h.install(Self.pids(done: done))
     try h.install(
       Self.sockets("com.hostile.offline", "offline_entry", unixPath: unixPath, tcpPort: listeners.port))
@@ -282,7 +295,8 @@ import Testing
     for attack in [
       "settimeofday", "clock_settime", "sethostname", "syslog read", "open /dev/kmsg", "mknodat 1:1",
       "mknodat 1:11",
-      "open mknod'ed kmsg", "memfd_create", "shmget",
+      "open mknod'ed kmsg", "memfd_create", "shmget", "chmod of a file outside the sandbox",
+      "fchmod of its own library", "fsetxattr of its own library", "chown of a file outside the sandbox",
     ] {
       #expect(machine.contains { $0.hasPrefix("attack \(attack): refused") }, "\(attack): \(machine)")
     }
@@ -338,6 +352,8 @@ import Testing
     #expect(host["cpus"] == mine["cpus"], "host \(host) vs test \(mine)")
     #expect(host["cpuSeconds"] == mine["cpuSeconds"], "host \(host) vs test \(mine)")
     #expect(host["openFiles"] != nil && host["openFiles"] != "10", "host \(host)")
+    let mode = try FileManager.default.attributesOfItem(atPath: outside)[.posixPermissions] as? Int
+    #expect(mode == 0o644)
     // And the machine: its clock did not jump, its name did not change.
     #expect(abs(time(nil) - clockBefore) < 60)
     #expect(ProcessInfo.processInfo.hostName == hostnameBefore)

@@ -46,6 +46,16 @@ package enum SyscallPolicy {
       ],
       .always, why: "the clock and the machine's name belong to the machine"),
     .init(["syslog"], .always, why: "the kernel log is not the module's"),
+    // Files: landlock governs opening, creating, linking and renaming, but not ownership, mode or
+    // extended attributes, and a root host's worker (uid 0, mapped to itself) owns every file
+    // root owns: without these, it could chmod /etc/shadow by path or a library through a
+    // descriptor it may read. Refused everywhere, its own sandbox included.
+    .init(
+      [
+        "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "setxattr",
+        "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr", "fremovexattr",
+        "removexattrat",
+      ], .always, why: "no changing owner, mode or extended attributes of any file"),
     .init(["mknod"], .whenMasked(arg: 1, mask: fileType, equals: charDevice), why: "no device nodes"),
     .init(["mknod"], .whenMasked(arg: 1, mask: fileType, equals: blockDevice), why: "no device nodes"),
     .init(["mknodat"], .whenMasked(arg: 2, mask: fileType, equals: charDevice), why: "no device nodes"),
