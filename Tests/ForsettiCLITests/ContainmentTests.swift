@@ -23,6 +23,8 @@ import Testing
     #include <sys/mman.h>
     #include <sys/shm.h>
     #include <sys/xattr.h>
+    #include <sys/ioctl.h>
+    #include <linux/fs.h>
     #include <sys/un.h>
     #include <netinet/in.h>
     #include <arpa/inet.h>
@@ -74,6 +76,8 @@ import Testing
         int lib = open("\(library)", O_RDONLY);
         said("fchmod of its own library", fchmod(lib, 0777));
         said("fsetxattr of its own library", fsetxattr(lib, "user.forsetti", "x", 1, 0));
+        int flags = 0;
+        said("chattr of its own library", ioctl(lib, FS_IOC_SETFLAGS, &flags));
         said("chown of a file outside the sandbox", chown("\(outside)", getuid(), getgid()));
         if (lib >= 0) close(lib);
         // Memory outside RLIMIT_AS, refused while no memory cgroup counts it.
@@ -296,7 +300,8 @@ import Testing
       "settimeofday", "clock_settime", "sethostname", "syslog read", "open /dev/kmsg", "mknodat 1:1",
       "mknodat 1:11",
       "open mknod'ed kmsg", "memfd_create", "shmget", "chmod of a file outside the sandbox",
-      "fchmod of its own library", "fsetxattr of its own library", "chown of a file outside the sandbox",
+      "fchmod of its own library", "fsetxattr of its own library", "chattr of its own library",
+      "chown of a file outside the sandbox",
     ] {
       #expect(machine.contains { $0.hasPrefix("attack \(attack): refused") }, "\(attack): \(machine)")
     }

@@ -56,6 +56,11 @@ package enum SyscallPolicy {
         "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr", "fremovexattr",
         "removexattrat",
       ], .always, why: "no changing owner, mode or extended attributes of any file"),
+    .init(["ioctl"], .whenMasked(arg: 1, mask: ~0, equals: 0x4008_6602), why: "no chattr (FS_IOC_SETFLAGS)"),
+    .init(
+      ["ioctl"], .whenMasked(arg: 1, mask: ~0, equals: 0x4004_6602), why: "no chattr (FS_IOC32_SETFLAGS)"),
+    .init(
+      ["ioctl"], .whenMasked(arg: 1, mask: ~0, equals: 0x401c_5820), why: "no chattr (FS_IOC_FSSETXATTR)"),
     .init(["mknod"], .whenMasked(arg: 1, mask: fileType, equals: charDevice), why: "no device nodes"),
     .init(["mknod"], .whenMasked(arg: 1, mask: fileType, equals: blockDevice), why: "no device nodes"),
     .init(["mknodat"], .whenMasked(arg: 2, mask: fileType, equals: charDevice), why: "no device nodes"),
