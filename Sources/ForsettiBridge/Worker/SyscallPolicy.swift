@@ -1,12 +1,12 @@
-import CForsettiSys
-import CSeccomp
 import Glibc
 
 /// What a worker may not do, as data: every system call the worker's seccomp filter refuses,
 /// under which arguments, with which error, and why. Anything not named here is allowed: this is
 /// a deny-list, because the Swift runtime, glibc and the modules themselves (Swift or C, with
 /// Foundation or not) use a set of calls too wide to pin down without breaking a module the day
-/// it calls something new. A refused call returns an error number; the filter never kills.
+/// it calls something new. Two things bound it: calls numbered past `firstUnjudgedCall` (newer
+/// than this policy) and calls of another ABI (i386, x32) are refused too. A refused call
+/// returns an error number; the filter never kills. Compiled by `SeccompFilter`.
 package enum SyscallPolicy {
   /// The rules, in the order the filter checks them.
   package static let rules: [Rule] = [
@@ -73,8 +73,8 @@ package enum SyscallPolicy {
         "kexec_file_load",
         "init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
         "quotactl_fd", "iopl", "ioperm", "vhangup", "fanotify_init", "keyctl", "add_key", "request_key",
-        "open_by_handle_at", "name_to_handle_at",
-      ], .always, why: "kernel, mount and namespace administration"),
+        "open_by_handle_at", "name_to_handle_at", "uselib", "modify_ldt",
+      ], .always, why: "kernel, mount and namespace administration; legacy loader and LDT surface"),
     .init(
       ["userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register"], .always,
       why: "io_uring runs calls this filter never sees; userfaultfd stalls the kernel at will"),
