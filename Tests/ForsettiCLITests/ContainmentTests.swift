@@ -131,6 +131,14 @@ import Testing
             said("kill of the host through the i386 ABI", r); }
           #endif
           said("kill of the host with high bits set", syscall(SYS_kill, (1L << 32) | getppid(), SIGCONT));
+          // A descriptor whose owner is the host would signal it on I/O (SIGIO, or any F_SETSIG).
+          int sv[2]; socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+          said("F_SETOWN to the host", fcntl(sv[0], F_SETOWN, getppid()));
+          struct f_owner_ex owner = {F_OWNER_PID, getppid()};
+          said("F_SETOWN_EX to the host", fcntl(sv[0], F_SETOWN_EX, &owner));
+          int host_pid = getppid();
+          said("FIOSETOWN to the host", ioctl(sv[0], FIOSETOWN, &host_pid));
+          said("F_SETOWN to itself", fcntl(sv[0], F_SETOWN, getpid()));
           attack("of another worker", (pid_t)atoi(text));
           said("setpriority of the host's group", setpriority(PRIO_PGRP, 0, 19));
           said("kill SIGCONT of the host's group", kill(0, SIGCONT));
@@ -321,6 +329,10 @@ import Testing
     }
     #expect(pids.contains { $0.hasPrefix("attack open /proc to find other pids: refused") }, "\(pids)")
     #expect(pids.contains { $0.hasPrefix("attack kill of the host with high bits set: refused") }, "\(pids)")
+    for owner in ["F_SETOWN", "F_SETOWN_EX", "FIOSETOWN"] {
+      #expect(pids.contains { $0.hasPrefix("attack \(owner) to the host: refused") }, "\(pids)")
+    }
+    #expect(pids.contains("attack F_SETOWN to itself: succeeded"), "\(pids)")
     #if arch(x86_64)
       #expect(
         pids.contains { $0.hasPrefix("attack kill of the host through the i386 ABI: refused") }, "\(pids)")

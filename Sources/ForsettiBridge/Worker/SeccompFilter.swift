@@ -144,6 +144,12 @@ package struct SeccompFilter: Sendable {
         Instruction(code: loadWord, k: low(arg)), Instruction(code: andConstant, k: mask),
         Instruction(code: jumpEqual, jt: 0, jf: 1, k: value), no,
       ]
+    case .when(let arg, let value, let then):
+      let inner = checks(then, errno: errno, ownPID: ownPID)
+      return [
+        Instruction(code: loadWord, k: low(arg)),
+        Instruction(code: jumpEqual, jt: 0, jf: UInt8(clamping: inner.count), k: value),
+      ] + inner
     case .unlessSelf(let arg, let zeroIsSelf):
       let pid = UInt64(UInt32(bitPattern: ownPID))
       return checks(.unlessOneOf(arg: arg, zeroIsSelf ? [0, pid] : [pid]), errno: errno, ownPID: ownPID)

@@ -38,6 +38,15 @@ package enum SyscallPolicy {
     .init(["ioprio_set"], .unlessOneOf(arg: 0, [1]), why: "IOPRIO_WHO_PROCESS only"),
     .init(["ioprio_set"], .unlessSelf(arg: 1, zeroIsSelf: true), why: "its own I/O priority only"),
     .init(["kcmp"], .unlessSelf(arg: 0, zeroIsSelf: false), why: "compares within itself only"),
+    // A descriptor's owner receives its SIGIO (or the signal F_SETSIG picks): the host's pid as
+    // owner would be a signal past the kill rules. F_SETOWN_EX and the ioctls take the pid in
+    // memory a filter cannot read.
+    .init(
+      ["fcntl"], .when(arg: 1, equals: 8, then: .unlessSelf(arg: 2, zeroIsSelf: true)),
+      why: "F_SETOWN to itself only"),
+    .init(["fcntl"], .when(arg: 1, equals: 15, then: .always), why: "no F_SETOWN_EX"),
+    .init(["ioctl"], .whenMasked(arg: 1, mask: ~0, equals: 0x8901), why: "no FIOSETOWN"),
+    .init(["ioctl"], .whenMasked(arg: 1, mask: ~0, equals: 0x8902), why: "no SIOCSPGRP"),
     .init(["kcmp"], .unlessSelf(arg: 1, zeroIsSelf: false), why: "compares within itself only"),
     // The machine: its clock, its name, its kernel.
     .init(
@@ -119,6 +128,8 @@ package enum SyscallPolicy {
     case unlessOneOf(arg: Int, [UInt64])
     /// When the low 32 bits of argument `arg`, masked, equal the value.
     case whenMasked(arg: Int, mask: UInt32, equals: UInt32)
+    /// When the low 32 bits of argument `arg` equal `value` (a command), then as `then` says.
+    indirect case when(arg: Int, equals: UInt32, then: Refusal)
   }
 
   /// One line of the policy.
