@@ -79,6 +79,13 @@ import Testing
         int flags = 0;
         said("chattr of its own library", ioctl(lib, FS_IOC_SETFLAGS, &flags));
         said("chown of a file outside the sandbox", chown("\(outside)", getuid(), getgid()));
+        // The same through calls newer than Debian 12's libseccomp, by number (one on every
+        // architecture since Linux 5.1): fchmodat2 452, setxattrat 463, file_setattr 469.
+        said("fchmodat2 of a file outside the sandbox", syscall(452, AT_FDCWD, "\(outside)", 0666, 0));
+        struct { unsigned long long value; unsigned int size, flags; } xa = {(unsigned long long)(uintptr_t)"x", 1, 0};
+        said("setxattrat of a file outside the sandbox", syscall(463, AT_FDCWD, "\(outside)", 0, "user.forsetti", &xa, sizeof xa));
+        char fa[32] = {0};
+        said("file_setattr of a file outside the sandbox", syscall(469, AT_FDCWD, "\(outside)", fa, 24, 0));
         if (lib >= 0) close(lib);
         // Memory outside RLIMIT_AS, refused while no memory cgroup counts it.
         said("memfd_create", memfd_create("hoard", 0));
@@ -312,6 +319,14 @@ import Testing
       "chown of a file outside the sandbox",
     ] {
       #expect(machine.contains { $0.hasPrefix("attack \(attack): refused") }, "\(attack): \(machine)")
+    }
+    // Refused by the policy, not by the kernel for a malformed call.
+    for attack in [
+      "fchmodat2 of a file outside the sandbox", "setxattrat of a file outside the sandbox",
+      "file_setattr of a file outside the sandbox",
+    ] {
+      #expect(
+        machine.contains("attack \(attack): refused (Operation not permitted)"), "\(attack): \(machine)")
     }
     #expect(!machine.contains { $0.contains("write") }, "\(machine)")
     // FIFOs are no device: still allowed, so the refusals above are not of everything.

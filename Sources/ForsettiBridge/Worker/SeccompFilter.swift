@@ -62,7 +62,7 @@ package struct SeccompFilter: Sendable {
     var byCall: [Int32: (name: String, checks: [Instruction])] = [:]
     for rule in rules {
       for name in rule.calls {
-        let nr = seccomp_syscall_resolve_name(name)
+        let nr = Self.number(of: name)
         guard nr >= 0 else { continue }
         if byCall[nr] == nil {
           order.append(nr)
@@ -101,6 +101,23 @@ package struct SeccompFilter: Sendable {
       bytes += [i.jt, i.jf]
       withUnsafeBytes(of: i.k) { bytes += $0 }
     }
+  }
+
+  /// Calls numbered from 424 (Linux 5.1) on have one number on every architecture; these are
+  /// the ones an older libseccomp may not know (Debian 12's 2.5.4 resolves neither setxattrat nor
+  /// removexattrat), which would otherwise leave their rules out without a word.
+  static let sharedNumbers: [String: Int32] = [
+    "pidfd_send_signal": 424, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+    "pidfd_open": 434, "clone3": 435, "pidfd_getfd": 438, "process_madvise": 440, "mount_setattr": 442,
+    "quotactl_fd": 443, "memfd_secret": 447, "process_mrelease": 448, "fchmodat2": 452, "setxattrat": 463,
+    "removexattrat": 466, "open_tree_attr": 467, "file_setattr": 469,
+  ]
+
+  /// The call's number on this architecture, or a negative number when it has none here.
+  static func number(of name: String) -> Int32 {
+    let nr = seccomp_syscall_resolve_name(name)
+    return nr >= 0 ? nr : sharedNumbers[name] ?? nr
   }
 
   private struct Group {

@@ -62,7 +62,7 @@ package enum SyscallPolicy {
     .init(
       [
         "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "setxattr",
-        "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr", "fremovexattr",
+        "lsetxattr", "fsetxattr", "setxattrat", "file_setattr", "removexattr", "lremovexattr", "fremovexattr",
         "removexattrat",
       ], .always, why: "no changing owner, mode or extended attributes of any file"),
     .init(["ioctl"], .whenMasked(arg: 1, mask: ~0, equals: 0x4008_6602), why: "no chattr (FS_IOC_SETFLAGS)"),
@@ -76,7 +76,8 @@ package enum SyscallPolicy {
     .init(["mknodat"], .whenMasked(arg: 2, mask: fileType, equals: blockDevice), why: "no device nodes"),
     .init(
       [
-        "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen", "fsconfig",
+        "mount", "umount2", "pivot_root", "chroot", "open_tree", "open_tree_attr", "move_mount", "fsopen",
+        "fsconfig",
         "fsmount",
         "fspick", "mount_setattr", "setns", "unshare", "bpf", "perf_event_open", "kexec_load",
         "kexec_file_load",
