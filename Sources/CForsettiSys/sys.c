@@ -66,3 +66,37 @@ int forsetti_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 int forsetti_spawn_close_from(void *actions, int from) {
   return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
 }
+
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+
+int forsetti_unshare(int flags) { return unshare(flags); }
+
+int forsetti_capbset_drop(int cap) { return prctl(PR_CAPBSET_DROP, cap, 0, 0, 0); }
+
+int forsetti_ambient_clear_all(void) { return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); }
+
+int forsetti_capset_empty(void) {
+  struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  return (int)syscall(SYS_capset, &header, data);
+}
+
+int forsetti_capabilities_held(void) {
+  struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capget, &header, data) != 0) return -1;
+  for (int i = 0; i < 2; i++) {
+    if (data[i].effective || data[i].permitted || data[i].inheritable) return 1;
+  }
+  return 0;
+}
+
+int forsetti_install_bpf_filter(const void *instructions, unsigned short count) {
+  struct sock_fprog prog = {count, (struct sock_filter *)instructions};
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}

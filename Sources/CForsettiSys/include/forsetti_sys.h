@@ -42,3 +42,17 @@ int forsetti_pipe_cloexec(int fds[2]);
 /// the child starts with no descriptor at or above `from`, whatever the parent (or a library in
 /// it) left open without close-on-exec. 0, or an error number.
 int forsetti_spawn_close_from(void *actions, int from);
+
+/// unshare(2) with CLONE_NEW* flags (glibc declares it only under _GNU_SOURCE).
+int forsetti_unshare(int flags);
+/// prctl(PR_CAPBSET_DROP, cap): 0, or -1 with EINVAL past the kernel's last capability and
+/// EPERM without CAP_SETPCAP.
+int forsetti_capbset_drop(int cap);
+/// prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL).
+int forsetti_ambient_clear_all(void);
+/// capset(2) with empty effective, permitted and inheritable sets.
+int forsetti_capset_empty(void);
+/// 1 when any effective, permitted or inheritable capability is held, 0 when none, -1 on error.
+int forsetti_capabilities_held(void);
+/// Installs a classic BPF seccomp filter of `count` struct sock_filter (8 bytes each).
+int forsetti_install_bpf_filter(const void *instructions, unsigned short count);

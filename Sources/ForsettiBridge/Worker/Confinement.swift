@@ -1,5 +1,4 @@
 import CForsettiSys
-import CSeccomp
 import Glibc
 
 /// Resource limits for one worker (setrlimit); `nil` leaves a limit as inherited.
@@ -23,29 +22,58 @@ public struct ConfinementPolicy: Sendable, Hashable {
   public var readWrite: [String]
   public var networking: Bool
   public var limits: ResourceLimits
+  /// Whether a memory cgroup of its own counts everything the worker holds; when not, the calls
+  /// that hold memory outside RLIMIT_AS (memfd_create, memfd_secret, shmget) are refused.
+  public var memoryAccounted: Bool
+  /// Whether a worker without networking also gets a network namespace of its own: about 1 ms
+  /// more per start, for a worker whose every socket() the seccomp filter refuses already.
+  public var networkNamespace: Bool
 
-  public init(readExecute: [String], readWrite: [String], networking: Bool, limits: ResourceLimits) {
+  public init(
+    readExecute: [String], readWrite: [String], networking: Bool, limits: ResourceLimits,
+    memoryAccounted: Bool = false, networkNamespace: Bool = false
+  ) {
     self.readExecute = readExecute
     self.readWrite = readWrite
     self.networking = networking
     self.limits = limits
+    self.memoryAccounted = memoryAccounted
+    self.networkNamespace = networkNamespace
   }
 }
 
 /// What confinement achieved, for the host to report once at start and in `explain`.
 public struct ConfinementReport: Sendable, Hashable, CustomStringConvertible {
+  /// Every capability dropped (effective, permitted, inheritable, ambient; bounding unless noted
+  /// in `missing`).
+  public var capabilitiesDropped = false
+  /// Namespaces entered: "user", "ipc", "uts", "net".
+  public var namespaces: [String] = []
   /// The landlock ABI used, or nil when the kernel has none.
   public var landlockABI: Int?
-  /// Whether landlock also scopes signals (ABI 6+): the module cannot signal the host.
-  public var signalsScoped: Bool
-  public var seccomp: Bool
-  public var missing: [String]
+  /// Whether landlock also scopes signals and abstract unix sockets (ABI 6+): the module can
+  /// neither signal the host nor reach an abstract socket outside its own domain.
+  public var signalsScoped = false
+  public var seccomp = false
+  /// Distinct system calls the seccomp filter refuses in all or some of their uses.
+  public var seccompCalls = 0
+  /// Whether memfd_create, memfd_secret and shmget are refused (no memory cgroup counts them).
+  public var memoryBypassesRefused = false
+  public var missing: [String] = []
+  /// Threads of the process when confinement began: 1 unless something started one too early.
+  public var threadsBefore = 1
+
+  public init() {}
 
   public var description: String {
     var parts: [String] = []
+    parts.append(capabilitiesDropped ? "capabilities dropped" : "capabilities KEPT")
+    parts.append(namespaces.isEmpty ? "no namespaces" : namespaces.joined(separator: "+") + " namespaces")
+    parts.append(seccomp ? "seccomp deny-list (\(seccompCalls) calls)" : "no seccomp")
+    if memoryBypassesRefused { parts.append("memfd/shm refused") }
     parts.append(
-      landlockABI.map { "landlock ABI \($0)" + (signalsScoped ? " (signals scoped)" : "") } ?? "no landlock")
-    parts.append(seccomp ? "seccomp filter" : "no seccomp")
+      landlockABI.map { "landlock ABI \($0)" + (signalsScoped ? " (signals, abstract sockets scoped)" : "") }
+        ?? "no landlock")
     parts.append("no_new_privs, rlimits")
     return parts.joined(separator: ", ")
       + (missing.isEmpty ? "" : "; missing: " + missing.joined(separator: "; "))
@@ -87,8 +115,26 @@ public enum Confinement {
     return v > 0 ? Int(v) : nil
   }
 
+  /// Confines the calling process, in this order: namespaces (while capabilities still allow
+  /// them), every capability dropped, no_new_privs, rlimits, landlock, then the seccomp filter
+  /// (last, so that none of the calls before it needs allowing).
   public static func apply(_ policy: ConfinementPolicy) -> Result<ConfinementReport, ConfinementError> {
-    var report = ConfinementReport(landlockABI: nil, signalsScoped: false, seccomp: false, missing: [])
+    var report = ConfinementReport()
+    report.threadsBefore = Int(forsetti_thread_count())
+    switch Namespaces.enter(
+      networking: policy.networking, networkNamespace: policy.networkNamespace, threads: report.threadsBefore)
+    {
+    case .failure(let e): return .failure(e)
+    case .success(let n):
+      report.namespaces = n.entered
+      report.missing += n.missing
+    }
+    switch Capabilities.dropAll() {
+    case .failure(let e): return .failure(e)
+    case .success(let note):
+      report.capabilitiesDropped = true
+      if let note { report.missing.append(note) }
+    }
     guard forsetti_set_no_new_privs() == 0 else { return .failure(.init(step: "no_new_privs", errno: errno)) }
     if let e = applyLimits(policy.limits) { return .failure(e) }
     switch landlock(policy) {
@@ -98,11 +144,16 @@ public enum Confinement {
       report.signalsScoped = (abi ?? 0) >= 6
       if abi == nil {
         report.missing.append("landlock: the kernel has no landlock; filesystem access is not confined")
+      } else if (abi ?? 0) < 6 {
+        report.missing.append("landlock ABI 6: signals and abstract unix sockets are not scoped")
       }
     }
-    switch seccomp(networking: policy.networking) {
+    switch seccomp(policy) {
     case .failure(let e): return .failure(e)
-    case .success: report.seccomp = true
+    case .success(let calls):
+      report.seccomp = true
+      report.seccompCalls = calls
+      report.memoryBypassesRefused = !policy.memoryAccounted
     }
     return .success(report)
   }
@@ -167,45 +218,14 @@ public enum Confinement {
     return .success(abi)
   }
 
-  /// Denied outright: process creation and program execution, debugging other processes,
-  /// kernel and namespace administration, and io_uring (which would bypass this filter).
-  package static let deniedSyscalls = [
-    "execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev", "mount",
-    "umount2",
-    "pivot_root", "chroot", "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module",
-    "finit_module", "delete_module", "reboot", "swapon", "swapoff", "setns", "unshare", "keyctl", "add_key",
-    "request_key", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "open_by_handle_at",
-    "name_to_handle_at",
-  ]
-
-  package static func seccomp(networking: Bool) -> Result<Void, ConfinementError> {
-    guard let ctx = seccomp_init(forsetti_scmp_act_allow()) else {
-      return .failure(.init(step: "seccomp_init", errno: ENOMEM))
+  /// Installs `SyscallPolicy` for this process; the number of distinct calls it refuses.
+  package static func seccomp(_ policy: ConfinementPolicy) -> Result<Int, ConfinementError> {
+    let rules = SyscallPolicy.rules(networking: policy.networking, memoryAccounted: policy.memoryAccounted)
+    let filter: SeccompFilter
+    do { filter = try SeccompFilter(rules: rules, ownPID: getpid()) } catch {
+      return .failure(.init(step: "seccomp program: \(error)", errno: E2BIG))
     }
-    defer { seccomp_release(ctx) }
-    let eperm = forsetti_scmp_act_errno(UInt16(EPERM))
-    func deny(_ name: String, _ action: UInt32, _ args: [scmp_arg_cmp] = []) -> ConfinementError? {
-      let nr = seccomp_syscall_resolve_name(name)
-      guard nr != __NR_SCMP_ERROR else { return nil }  // not on this architecture
-      let rc = args.withUnsafeBufferPointer {
-        seccomp_rule_add_array(ctx, action, nr, UInt32($0.count), $0.baseAddress)
-      }
-      return rc == 0 ? nil : .init(step: "seccomp rule \(name)", errno: -rc)
-    }
-    for name in deniedSyscalls { if let e = deny(name, eperm) { return .failure(e) } }
-    // Threads are clone(CLONE_THREAD); anything else makes a process. clone3 passes its flags
-    // in memory a filter cannot read, so it answers ENOSYS and glibc falls back to clone.
-    let cloneThread: UInt64 = 0x0001_0000
-    let noThread = scmp_arg_cmp(arg: 0, op: SCMP_CMP_MASKED_EQ, datum_a: cloneThread, datum_b: 0)
-    if let e = deny("clone", eperm, [noThread]) { return .failure(e) }
-    if let e = deny("clone3", forsetti_scmp_act_errno(UInt16(ENOSYS))) { return .failure(e) }
-    if !networking {
-      for name in ["socket", "connect", "bind", "listen", "accept", "accept4"] {
-        if let e = deny(name, forsetti_scmp_act_errno(UInt16(EACCES))) { return .failure(e) }
-      }
-    }
-    let rc = seccomp_load(ctx)
-    return rc == 0 ? .success(()) : .failure(.init(step: "seccomp_load", errno: -rc))
+    guard filter.install() == 0 else { return .failure(.init(step: "seccomp install", errno: errno)) }
+    return .success(filter.callCount)
   }
 }

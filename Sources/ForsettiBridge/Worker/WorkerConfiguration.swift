@@ -22,7 +22,8 @@ public struct WorkerConfiguration: Sendable, Hashable {
         ("isSwift", .bool(isSwift)), ("sandbox", .string(sandbox)),
         ("granted", .strings(granted.sorted().map(\.rawValue))),
         ("readExecute", .strings(policy.readExecute)), ("readWrite", .strings(policy.readWrite)),
-        ("networking", .bool(policy.networking)),
+        ("networking", .bool(policy.networking)), ("memoryAccounted", .bool(policy.memoryAccounted)),
+        ("networkNamespace", .bool(policy.networkNamespace)),
         (
           "limits",
           .object(
@@ -70,7 +71,8 @@ public struct WorkerConfiguration: Sendable, Hashable {
       policy: ConfinementPolicy(
         readExecute: strings("readExecute"), readWrite: strings("readWrite"),
         networking: o["networking"]?.boolValue ?? false,
-        limits: limits),
+        limits: limits, memoryAccounted: o["memoryAccounted"]?.boolValue ?? false,
+        networkNamespace: o["networkNamespace"]?.boolValue ?? false),
       parent: Int32(parent))
   }
 }

@@ -33,7 +33,6 @@ public enum WorkerMain {
     }
     guard getppid() == config.parent else { return 70 }
 
-    let threadsBefore = forsetti_thread_count()
     let report: ConfinementReport
     switch Confinement.apply(config.policy) {
     case .failure(let e):
@@ -43,12 +42,18 @@ public enum WorkerMain {
       return 71
     case .success(let r): report = r
     }
+    // Credentials changed: the parent-death signal is set again, and the parent checked again in
+    // case the host died in between.
+    _ = forsetti_set_parent_death_signal(SIGKILL)
+    guard getppid() == config.parent else { return 70 }
     var confined = JSONObject([
+      ("capabilitiesDropped", .bool(report.capabilitiesDropped)), ("namespaces", .strings(report.namespaces)),
       ("landlockABI", report.landlockABI.map { .number(String($0)) } ?? .null),
       ("signalsScoped", .bool(report.signalsScoped)),
-      ("seccomp", .bool(report.seccomp)), ("missing", .strings(report.missing)),
+      ("seccomp", .bool(report.seccomp)), ("seccompCalls", .number(String(report.seccompCalls))),
+      ("memoryBypassesRefused", .bool(report.memoryBypassesRefused)), ("missing", .strings(report.missing)),
     ])
-    confined["threadsBeforeConfinement"] = .number(String(threadsBefore))
+    confined["threadsBeforeConfinement"] = .number(String(report.threadsBefore))
     socket.send(WireFrame(.confined, [.string(JSONWriter.string(.object(confined)))]))
 
     let loaded: LoadedModule

@@ -48,19 +48,57 @@ public struct IsolationSettings: Sendable {
     return dirs.sorted()
   }
 
-  /// What the kernel offers, said once at start: "landlock ABI 7 (signals scoped), seccomp, …".
+  /// What the kernel offers, said once at start: "landlock ABI 7 (signals, abstract sockets
+  /// scoped), capabilities dropped, user+ipc+uts+net namespaces, seccomp deny-list (N calls), …".
   public static func kernelSupport() -> String {
     var parts: [String] = []
     if let abi = Confinement.landlockABI {
       parts.append(
-        "landlock ABI \(abi)" + (abi >= 6 ? " (signals scoped)" : " (signals NOT scoped: needs ABI 6)"))
+        "landlock ABI \(abi)"
+          + (abi >= 6
+            ? " (signals, abstract sockets scoped)"
+            : " (signals and abstract sockets NOT scoped: needs ABI 6)"))
     } else {
       parts.append("NO landlock: worker file access is not confined")
     }
+    parts.append("capabilities dropped")
+    let namespaces = availableNamespaces()
     parts.append(
-      FileManager.default.fileExists(atPath: "/proc/sys/kernel/seccomp/actions_avail")
-        ? "seccomp" : "NO seccomp: system calls are not filtered")
+      namespaces.contains("user")
+        ? namespaces.joined(separator: "+") + " namespaces"
+        : "NO user namespace (\(namespaces.isEmpty ? "no" : namespaces.joined(separator: "+")) namespaces)")
+    if FileManager.default.fileExists(atPath: "/proc/sys/kernel/seccomp/actions_avail") {
+      let calls =
+        (try? SeccompFilter(rules: SyscallPolicy.rules(networking: false, memoryAccounted: false), ownPID: 1))?
+        .callCount ?? 0
+      parts.append("seccomp deny-list (\(calls) calls)")
+    } else {
+      parts.append("NO seccomp: system calls are not filtered")
+    }
     parts.append("no_new_privs, rlimits")
     return parts.joined(separator: ", ")
+  }
+
+  /// Namespaces a worker of this host enters (a network namespace only on request: see
+  /// `ConfinementPolicy.networkNamespace`).
+  static func availableNamespaces() -> [String] {
+    func read(_ path: String) -> String? {
+      (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    let root = geteuid() == 0
+    var user =
+      FileManager.default.fileExists(atPath: "/proc/self/ns/user")
+      && read("/proc/sys/user/max_user_namespaces") != "0"
+    if !root
+      && (read("/proc/sys/kernel/unprivileged_userns_clone") == "0"
+        || read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1")
+    {
+      user = false
+    }
+    var out = user ? ["user"] : []
+    if user || root {
+      out += ["ipc", "uts"].filter { FileManager.default.fileExists(atPath: "/proc/self/ns/\($0)") }
+    }
+    return out
   }
 }
