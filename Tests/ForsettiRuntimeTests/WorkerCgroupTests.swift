@@ -29,12 +29,9 @@ import Testing
     let hog = try compile("memfd_hog", Self.memfdHog, in: programs)
     let spawner = try compile("thread_spawner", Self.threadSpawner, in: programs)
     let limit = 256 << 20
-    defer {
-      cgroups.close()
-      for d in cgroups.parentDirectories {
-        #expect(!FileManager.default.fileExists(atPath: d), "\(d) left behind")
-      }
-    }
+    // No check that close() removes forsetti-<pid> here: the host's workers in other tests of
+    // this process share it (the temporary-tree tests check close()).
+    defer { cgroups.close() }
 
     let held = try cgroups.create(
       moduleID: "com.test.memfd hog", limits: .init(memoryBytes: UInt64(limit), tasks: 16))

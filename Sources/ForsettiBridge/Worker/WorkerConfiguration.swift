@@ -55,7 +55,8 @@ public struct WorkerConfiguration: Sendable, Hashable {
   public init?(json text: String) {
     guard let o = (try? JSONParser.parse(text))?.objectValue, let id = o["moduleID"]?.stringValue,
       let lib = o["library"]?.stringValue, let entry = o["entryPoint"]?.stringValue,
-      let sandbox = o["sandbox"]?.stringValue, let parent = o["parent"]?.integerValue
+      let sandbox = o["sandbox"]?.stringValue,
+      let parent = o["parent"]?.integerValue.flatMap(Int32.init(exactly:))
     else { return nil }
     func strings(_ k: String) -> [String] { o[k]?.arrayValue?.compactMap(\.stringValue) ?? [] }
     func num(_ k: String) -> UInt64? { o["limits"]?.objectValue?[k]?.integerValue.map { UInt64(max(0, $0)) } }
@@ -73,6 +74,6 @@ public struct WorkerConfiguration: Sendable, Hashable {
         networking: o["networking"]?.boolValue ?? false,
         limits: limits, memoryAccounted: o["memoryAccounted"]?.boolValue ?? false,
         networkNamespace: o["networkNamespace"]?.boolValue ?? false),
-      parent: Int32(parent))
+      parent: parent)
   }
 }

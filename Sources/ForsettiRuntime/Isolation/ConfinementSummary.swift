@@ -14,7 +14,10 @@ extension ModuleManager {
     } else {
       parts.append("NO seccomp")
     }
-    if o["memoryBypassesRefused"] == .bool(true) { parts.append("memfd/shm refused") }
+    // memfds and SysV shm hold memory no address-space limit sees: refused, unless the
+    // worker's cgroup counts them.
+    parts.append(
+      o["memoryBypassesRefused"] == .bool(true) ? "memfd/shm refused" : "memory counted by its cgroup")
     if let abi = o["landlockABI"]?.integerValue {
       parts.append(
         "landlock ABI \(abi)"

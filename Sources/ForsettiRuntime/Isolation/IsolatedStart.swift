@@ -151,7 +151,7 @@ extension ModuleManager {
       readExecute: [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"]
         + IsolationSettings.libraryDirectories(),
       readWrite: [sandbox, "/dev/null"], networking: records[a.record].granted.contains(.networking),
-      limits: settings.limits)
+      limits: settings.limits, memoryAccounted: memoryAccounted)
     return WorkerConfiguration(
       moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
       sandbox: sandbox, granted: records[a.record].granted, policy: policy, parent: getpid())
