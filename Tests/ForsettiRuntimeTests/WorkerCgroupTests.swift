@@ -1,4 +1,4 @@
-import ForsettiRuntime
+@testable import ForsettiRuntime
 import ForsettiTestSupport
 import Foundation
 import Synchronization
@@ -16,7 +16,9 @@ import Testing
   @Test func realCgroupHoldsMemfdWritesAndThreads() throws {
     let cgroups: WorkerCgroups
     do {
-      cgroups = try WorkerCgroups.prepare()
+      // The process's own preparation, shared with every isolated module of the other tests:
+      // a second one would own the same forsetti-<pid> and could remove it under them.
+      cgroups = try ModuleManager.workerCgroups.get()
     } catch {
       // Skip nothing silently: without root or delegation the typed error must say why.
       #expect(geteuid() != 0, "as root the host must be able to make cgroups here: \(error)")
@@ -29,9 +31,8 @@ import Testing
     let hog = try compile("memfd_hog", Self.memfdHog, in: programs)
     let spawner = try compile("thread_spawner", Self.threadSpawner, in: programs)
     let limit = 256 << 20
-    // No check that close() removes forsetti-<pid> here: the host's workers in other tests of
-    // this process share it (the temporary-tree tests check close()).
-    defer { cgroups.close() }
+    // Not closed here: forsetti-<pid> belongs to the whole process (the temporary-tree tests
+    // check close()).
 
     let held = try cgroups.create(
       moduleID: "com.test.memfd hog", limits: .init(memoryBytes: UInt64(limit), tasks: 16))
