@@ -319,52 +319,35 @@ import Testing
   /// The attack as first found, against the real `forsetti-host run --for 3`: a module writes
   /// `loadFailed`, `stopped` or `stateSaved` during `start` and then blocks for good. Each is
   /// killed for it at once; the module after them starts; the host stops on time by itself.
-  @Test func theOriginalAttackNoLongerHoldsTheHost() throws {
-    let dir = TemporaryDirectory("attack")
-    var fixtures: [ModuleFixture] = [(102, "loadfailed"), (104, "stopped"), (112, "statesaved")].map {
-      kind, name in
+  @Test(arguments: HostileHost.Identity.allCases)
+  func theOriginalAttackNoLongerHoldsTheHost(as identity: HostileHost.Identity) throws {
+    let h = HostileHost(identity)
+    try #require(h.isAvailable, "running as another user needs root")
+    for (kind, name) in [(102, "loadfailed"), (104, "stopped"), (112, "statesaved")] {
       var f = ModuleFixture(moduleID: "com.test.attack\(name)", entryPoint: "attack_\(name)_entry")
       f.prelude = "#define FORGED_KIND \(kind)u\n" + Self.forge
       f.start = "forge(); for (;;) pause(); return FORSETTI_OK;"
-      return f
+      try h.install(f)
     }
     var later = ModuleFixture(moduleID: "com.test.zlater", entryPoint: "zlater_entry")
     later.start = "fixture_log(\"later started\"); return FORSETTI_OK;"
-    fixtures.append(later)
-    try Self.install(fixtures, in: dir)
+    try h.install(later)
 
-    let host = Process()
-    host.executableURL = URL(fileURLWithPath: HostBinary.path)
-    host.arguments = [
-      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
-      dir.url("state"),
-      "--approve-all", "--for", "3",
-    ]
-    let out = Pipe()
-    host.standardOutput = out
-    host.standardError = FileHandle.nullDevice
-    host.standardInput = FileHandle.nullDevice
-    try host.run()
-    // Before the fix this host never exited; a watchdog ends it rather than the test hanging.
-    let watchdog = DispatchWorkItem { [pid = host.processIdentifier] in kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
-    let began = Date()
-    let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    host.waitUntilExit()
-    watchdog.cancel()
-    let took = Date().timeIntervalSince(began)
-    #expect(host.terminationReason == .exit, "killed by the watchdog after \(took) s:\n\(output)")
-    #expect(host.terminationStatus == 1, "\(output)")
-    #expect(output.contains("[module=com.test.zlater] later started"), "\(output)")
+    // Before the fix this host never exited; the harness's watchdog ends it rather than the
+    // test hanging.
+    let run = try h.run(for: 3)
+    #expect(!run.killedByWatchdog, "the host did not stop by itself:\n\(run.output)")
+    #expect(run.status == 1, "\(run.output)")
+    #expect(run.lines("com.test.zlater").contains("later started"), "\(run.output)")
     for (kind, name) in [
       ("loadFailed (102)", "loadfailed"), ("stopped (104)", "stopped"), ("stateSaved (112)", "statesaved"),
     ] {
       #expect(
-        output.contains(
+        run.output.contains(
           "[module=com.test.attack\(name)] protocolViolation at start: the worker sent \(kind)"),
-        "\(output)")
+        "\(run.output)")
     }
-    #expect(output.contains("--for 3.0s elapsed"), "\(output)")
+    #expect(run.output.contains("--for 3.0s elapsed"), "\(run.output)")
   }
 
   /// SIGTERM while a module hangs in `start`: the host stops once that start's deadline has

@@ -49,6 +49,8 @@ public final class HostileHost: Sendable {
     public var output: String { stdout + stderr }
     /// What `observe` returned while the host ran, or nil when `ready` never held.
     public var observed: [String: String]?
+    /// The host did not stop by itself within a minute of `--for` and was killed.
+    public var killedByWatchdog = false
 
     /// The messages `moduleID` logged, in order.
     public func lines(_ moduleID: String) -> [String] {
@@ -102,9 +104,17 @@ public final class HostileHost: Sendable {
     p.standardInput = FileHandle.nullDevice
     try p.run()
     var observed: [String: String]?
+    // A host that does not stop by itself is a finding, not a test that hangs: it is killed a
+    // generous minute after it should have stopped, and the run says so.
+    let watchdog = Date().addingTimeInterval(seconds + 60)
+    var killedByWatchdog = false
     while p.isRunning {
       if observed == nil && ready() {
         observed = observe(p.processIdentifier)
+      }
+      if !killedByWatchdog, Date() > watchdog {
+        kill(p.processIdentifier, SIGKILL)
+        killedByWatchdog = true
       }
       usleep(20_000)
     }
@@ -113,7 +123,9 @@ public final class HostileHost: Sendable {
     try err.close()
     let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
     let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    return Run(status: p.terminationStatus, stdout: stdout, stderr: stderr, observed: observed)
+    return Run(
+      status: p.terminationStatus, stdout: stdout, stderr: stderr, observed: observed,
+      killedByWatchdog: killedByWatchdog)
   }
 }
 
