@@ -56,6 +56,9 @@ import Testing
     // No manifest names the bad file: the healthy module passes all the same.
     let alone = try HostBinary.run(["check"] + common + ["--approve-all"])
     #expect(alone.status == 0, "\(alone.stdout)\(alone.stderr)")
+    // …and the bad file is still named, though no manifest asks for it.
+    #expect(alone.stdout.contains("not inspectable: "), "\(alone.stdout)")
+    #expect(alone.stdout.contains("broken.so: malformed ELF: .dynsym"), "\(alone.stdout)")
     // A manifest naming its entry point is blocked, and the reason names the file.
     try dir.write("manifests/broken.json", Self.broken.manifest())
     let r = try HostBinary.run(["check"] + common + ["--approve-all", "--json"])
@@ -68,6 +71,8 @@ import Testing
     let broken = try #require(byID["com.test.broken"])
     #expect(broken["reason"]?.stringValue == "invalidBinary")
     #expect(r.stdout.contains("broken.so: malformed ELF: .dynsym"), "\(r.stdout)")
+    let failures = try JSONParser.parse(r.stdout).objectValue?["binaryFailures"]?.arrayValue ?? []
+    #expect(failures.count == 1, "\(r.stdout)")
   }
 
   @Test func runStartsTheHealthyModule() throws {

@@ -1,3 +1,4 @@
+import ForsettiBinary
 import ForsettiCore
 
 /// `forsetti-host check`: judges every manifest without loading any module code.
@@ -9,6 +10,8 @@ enum CheckCommand {
       Prints one line per module: PASS, or BLOCKED with the first blocking reason code and what
       to fix. With --json prints {"modules":[{"file","moduleID","verdict","reason","trace"}]}.
       Steps that need the module loaded (load, identity and UI, start) are recorded as skipped.
+      With --plugins, every file there that could not be inspected (not ELF, truncated,
+      malformed) is listed too ("binaryFailures" in JSON), whether or not a manifest names it.
 
       \(ExitCode.helpText)
       """,
@@ -16,16 +19,19 @@ enum CheckCommand {
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     let options = try HostOptions.parse(p)
-    let (report, judgements) = try options.judge(laterSteps: "check does not load modules")
+    let (report, judgements, badBinaries) = try options.judgeWithBinaries(
+      laterSteps: "check does not load modules")
     let ignored = report.files.filter { $0.outcome == .ignored }.map(\.file)
 
     if options.json {
       var root = JSONObject([("modules", .array(judgements.map(TraceJSON.judgement)))])
       root["ignored"] = .strings(ignored)
+      root["binaryFailures"] = .strings(badBinaries.map(\.description))
       if let stop = report.strictFailure { root["strictStoppedAt"] = .string(stop.file) }
       console.out(JSONWriter.string(.object(root), pretty: true) + "\n")
     } else {
       console.out(CheckReport.text(judgements, ignored: ignored, strictStop: report.strictFailure?.file))
+      for failure in badBinaries { console.out("not inspectable: \(failure)\n") }
     }
     let blocked = judgements.contains { !$0.passed } || report.strictFailure != nil
     return blocked ? .blocked : .success

@@ -135,15 +135,25 @@ struct HostOptions {
   /// binary step too when plugin directories are given). `laterSteps` says why the load steps
   /// are not evaluated.
   func judge(laterSteps: String) throws(CommandFailure) -> (DiscoveryReport, [ModuleJudgement]) {
+    let (report, judgements, _) = try judgeWithBinaries(laterSteps: laterSteps)
+    return (report, judgements)
+  }
+
+  /// `judge`, and every file in the plugin directories that could not be inspected (named by
+  /// no manifest, such a file would otherwise go unmentioned).
+  func judgeWithBinaries(laterSteps: String) throws(CommandFailure) -> (
+    DiscoveryReport, [ModuleJudgement], [BinaryError]
+  ) {
     let report = try discover()
     let context = try gateContext(discovered: report.manifests)
+    let index = pluginDirectories.isEmpty ? nil : BinaryIndex.build(directories: pluginDirectories)
     // The trusted keys are read once, not once per module.
-    let step = pluginDirectories.isEmpty ? nil : inspect(BinaryIndex.build(directories: pluginDirectories))
+    let step = index.map(inspect)
     let judgements = GateStack.judge(
       report, context: context,
       inspect: { m in step?(m) ?? .skipped("no --plugins directory given; binary not inspected") },
       laterSteps: laterSteps)
-    return (report, judgements)
+    return (report, judgements, index?.failures ?? [])
   }
 
   /// The approvals the user actually gave (`approvals.json`), ignoring `--approve-all`.

@@ -171,24 +171,21 @@ extension ModuleManager {
     return configure(started, a, settings)
   }
 
-  /// Puts `started` in a cgroup of its own (when the host has cgroups) while it has run no
-  /// code of a module — it is still waiting for its configuration — and then tells it its
-  /// module. nil after recording why the module cannot run there.
+  /// Makes `started` a cgroup of its own (when the host has cgroups), which the worker joins
+  /// before it is told its module (`WorkerProcess`): it has run no code of a module outside it.
+  /// nil after recording why the module cannot run there.
   private func configure(_ started: StartedWorker, _ a: Activation, _ settings: IsolationSettings)
     -> WorkerProcess?
   {
     var cgroup: WorkerCgroup?
     if case .success(let cgroups) = Self.workerCgroups {
       do {
-        let made = try cgroups.create(
+        cgroup = try cgroups.create(
           moduleID: a.manifest.moduleID,
           limits: .init(memoryBytes: settings.limits.memoryBytes, tasks: Self.workerTasks))
-        cgroup = made
-        try made.add(pid: started.pid)
       } catch {
         started.discard()
-        if let cgroup { WorkerProcess.release(cgroup) }
-        fail(a.record, .load, .loadFailed, "could not put the worker in a cgroup of its own: \(error)")
+        fail(a.record, .load, .loadFailed, "could not make the worker a cgroup of its own: \(error)")
         return nil
       }
     }
@@ -206,6 +203,11 @@ extension ModuleManager {
       s.worker.end()
       s.outcome = .failed(s.step, .protocolViolation, v.description, restart: v.description)
     case .closed:
+      if let why = s.worker.cgroupFailure {
+        s.worker.end()
+        s.outcome = .failed(.load, .loadFailed, why, restart: nil)
+        return
+      }
       if s.fromSpare && s.confinedDetail.isEmpty {
         // The spare died before it confined itself for this module (killed from outside): not
         // the module's doing, so no crash is counted; a worker of its own takes over.

@@ -31,6 +31,7 @@ final class WorkerProcess: Sendable {
   /// What the cgroup said when the process was reaped ("killed by the kernel at its memory
   /// limit …"), for the crash report.
   private let cgroupVerdict = Mutex<String?>(nil)
+  private let placementFailure = Mutex<String?>(nil)
 
   static let keptLines = 10
   /// Seconds to wait for a killed worker to be reaped before a background thread takes over
@@ -76,14 +77,35 @@ final class WorkerProcess: Sendable {
     backend = InProcessBackend(environment: environment)
     backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
-    if session.configure() {
-      socket.send(WireFrame(.configure, [.string(JSONWriter.string(configuration.json))]))
-    }
+    let configure = session.configure()
     let outFD = started.outputFD
     Thread { [self] in self.readLoop() }.start()
     Thread { [self] in self.callLoop() }.start()
     Thread { [self] in self.captureOutput(outFD) }.start()
+    guard configure else { return }
+    let frame = WireFrame(.configure, [.string(JSONWriter.string(configuration.json))])
+    guard let cgroup else {
+      socket.send(frame)
+      return
+    }
+    // Joining a cgroup waits for an RCU grace period in the kernel (milliseconds), during which
+    // nothing may create a thread: the worker is joined after this worker's threads exist, on a
+    // thread of its own, while the worker is still starting up, and told its module only once it
+    // is in — it has run no module code before.
+    Thread { [self] in
+      do {
+        try cgroup.add(pid: pid)
+        socket.send(frame)
+      } catch {
+        placementFailure.withLock { $0 = "could not put the worker in a cgroup of its own: \(error)" }
+        kill()
+      }
+    }.start()
   }
+
+  /// Why the worker could not be put in its cgroup (it was then killed before it was told its
+  /// module), for the load step's failure.
+  var cgroupFailure: String? { placementFailure.withLock { $0 } }
 
   deinit { close(socket.fd) }
 
