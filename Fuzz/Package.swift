@@ -17,11 +17,12 @@ let package = Package(
   dependencies: [.package(path: root.path)],
   targets: [
     .target(name: "CFuzzDriver"),
+    .target(name: "FuzzSupport", dependencies: ["CFuzzDriver"]),
     .executableTarget(
-      name: "fuzz-elf", dependencies: ["CFuzzDriver", .product(name: "ForsettiBinary", package: forsetti)]),
+      name: "fuzz-elf", dependencies: ["FuzzSupport", .product(name: "ForsettiBinary", package: forsetti)]),
     .executableTarget(
-      name: "fuzz-manifest", dependencies: ["CFuzzDriver", .product(name: "ForsettiCore", package: forsetti)]),
+      name: "fuzz-manifest", dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
     .executableTarget(
-      name: "fuzz-wire", dependencies: ["CFuzzDriver", .product(name: "ForsettiBridge", package: forsetti)]),
+      name: "fuzz-wire", dependencies: ["FuzzSupport", .product(name: "ForsettiBridge", package: forsetti)]),
   ]
 )

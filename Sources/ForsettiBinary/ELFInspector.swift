@@ -143,15 +143,11 @@ public enum ELFInspector {
   > {
     let what = ".dynsym"
     let entry: Int
-    switch table.requireEntrySize(section, of: ELF_T_SYM, what) {
-    case .failure(let e): return .failure(e)
-    case .success(let n): entry = n
-    }
     let data: UnsafeMutablePointer<Elf_Data>
     let names: StringTable
-    switch table.data(section, what) {
+    switch table.entries(section, of: ELF_T_SYM, what) {
     case .failure(let e): return .failure(e)
-    case .success(let d): data = d
+    case .success(let t): (entry, data) = (t.size, t.data)
     }
     // Names stay in one copy of the linked string table; no string is made per symbol.
     switch table.linked(from: section, what).flatMap({ table.strings($0, "\(what)'s string table") }) {
@@ -206,14 +202,10 @@ public enum ELFInspector {
   > {
     let what = ".dynamic"
     let entry: Int
-    switch table.requireEntrySize(section, of: ELF_T_DYN, what) {
-    case .failure(let e): return .failure(e)
-    case .success(let n): entry = n
-    }
     let data: UnsafeMutablePointer<Elf_Data>
-    switch table.data(section, what) {
+    switch table.entries(section, of: ELF_T_DYN, what) {
     case .failure(let e): return .failure(e)
-    case .success(let d): data = d
+    case .success(let t): (entry, data) = (t.size, t.data)
     }
     // The names are read only if some entry needs them: a .dynamic with no DT_NEEDED may link
     // to nothing usable.

@@ -162,6 +162,13 @@ struct ELFSectionTable {
     return .success(data)
   }
 
+  /// A table of fixed-size `type` entries: its checked entry size, then its contents.
+  func entries(_ s: ELFSection, of type: Elf_Type, _ what: String) -> Result<
+    (size: Int, data: UnsafeMutablePointer<Elf_Data>), BinaryError
+  > {
+    requireEntrySize(s, of: type, what).flatMap { n in data(s, what).map { (n, $0) } }
+  }
+
   /// A string table's bytes, always ending in NUL: a last name running off the end is cut
   /// there, as `elf_strptr` would refuse it.
   func strings(_ s: ELFSection, _ what: String) -> Result<StringTable, BinaryError> {

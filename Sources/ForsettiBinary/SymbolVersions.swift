@@ -26,14 +26,10 @@ enum SymbolVersions {
     guard let section = candidates.first else { return .success(nil) }
     let what = ".gnu.version"
     let entry: Int
-    switch table.requireEntrySize(section, of: ELF_T_HALF, what) {
-    case .failure(let e): return .failure(e)
-    case .success(let n): entry = n
-    }
     let data: UnsafeMutablePointer<Elf_Data>
-    switch table.data(section, what) {
+    switch table.entries(section, of: ELF_T_HALF, what) {
     case .failure(let e): return .failure(e)
-    case .success(let d): data = d
+    case .success(let t): (entry, data) = (t.size, t.data)
     }
     // One value per symbol: the dynamic loader indexes this table by symbol number unchecked,
     // so a shorter table is a file no one can read consistently.

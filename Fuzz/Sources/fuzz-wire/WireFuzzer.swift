@@ -1,21 +1,12 @@
-import CFuzzDriver
 import ForsettiBridge
+import FuzzSupport
 import Glibc
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   let broken = WireFuzzEntry.run(Array(UnsafeBufferPointer(start: data, count: size)))
-  guard broken.isEmpty else {
-    say("fuzz-wire: property broken: \(broken.joined(separator: "; "))\n")
-    abort()
-  }
+  FuzzDriver.require("fuzz-wire", broken)
   return 0
-}
-
-/// To stderr, where libFuzzer reports too (`stderr` itself is not concurrency-safe to name).
-func say(_ line: String) {
-  var line = line
-  line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 
 @main enum WireFuzzer {
@@ -29,8 +20,6 @@ func say(_ line: String) {
       }
       exit(0)
     }
-    var argc = CommandLine.argc
-    var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-    exit(LLVMFuzzerRunDriver(&argc, &argv, fuzzWire))
+    FuzzDriver.run(fuzzWire)
   }
 }
