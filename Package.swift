@@ -68,7 +68,7 @@ let package = Package(
       name: "forsetti-bench",
       dependencies: ["ForsettiRuntime", "ForsettiBridge", "ForsettiBinary", "ForsettiCore", "CLibElf"]),
 
-    .testTarget(name: "ForsettiCoreTests", dependencies: ["ForsettiCore"]),
+    .testTarget(name: "ForsettiCoreTests", dependencies: ["ForsettiCore", "ForsettiTestSupport"]),
     // Real fixtures for tests: temporary directories, C sources compiled with cc, processes.
     .target(name: "ForsettiTestSupport", path: "Tests/ForsettiTestSupport"),
     .testTarget(

@@ -1,16 +1,13 @@
 import ForsettiBinary
 import ForsettiCore
+import ForsettiTestSupport
 import Testing
 
 /// The ELF fuzzer's kept inputs (seeds in Fuzz/Corpus/elf, crashes it found in
 /// Fuzz/Regressions/elf), replayed through the fuzzer's own entry in a normal build: every file
 /// must be inspected and indexed without a trap and break none of the entry's properties.
 @Suite struct ELFFuzzRegressionTests {
-  static let root = String(#filePath.split(separator: "/").dropLast(3).joined(separator: "/"))
-  static func inputs(_ folder: String) -> [String] {
-    let dir = "/\(root)/Fuzz/\(folder)/elf"
-    return (PlainFiles.names(in: dir) ?? []).filter { !$0.hasPrefix(".") }.sorted().map { "\(dir)/\($0)" }
-  }
+  static func inputs(_ folder: String) -> [String] { FuzzInputs.paths(folder, "elf") }
 
   @Test func theSeedCorpusIsThere() {
     #expect(Self.inputs("Corpus").count >= 4, "Fuzz/Corpus/elf holds the seed ELF files")

@@ -1,15 +1,12 @@
 import ForsettiCore
+import ForsettiTestSupport
 import Testing
 
 /// The manifest fuzzer's kept inputs (seeds in Fuzz/Corpus/manifest, crashes it found in
 /// Fuzz/Regressions/manifest), replayed through the fuzzer's own entry in a normal build: every
 /// file must be parsed and decoded without a trap and break none of the entry's properties.
 @Suite struct ManifestFuzzRegressionTests {
-  static let root = String(#filePath.split(separator: "/").dropLast(3).joined(separator: "/"))
-  static func inputs(_ folder: String) -> [String] {
-    let dir = "/\(root)/Fuzz/\(folder)/manifest"
-    return (PlainFiles.names(in: dir) ?? []).filter { !$0.hasPrefix(".") }.sorted().map { "\(dir)/\($0)" }
-  }
+  static func inputs(_ folder: String) -> [String] { FuzzInputs.paths(folder, "manifest") }
 
   @Test func theSeedCorpusIsThere() {
     #expect(Self.inputs("Corpus").count >= 3, "Fuzz/Corpus/manifest holds the seed manifests")

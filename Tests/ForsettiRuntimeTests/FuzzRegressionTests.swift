@@ -1,22 +1,20 @@
 import ForsettiBridge
 import ForsettiCore
+import ForsettiTestSupport
 import Testing
 
 /// The frame fuzzer's kept inputs (seeds in Fuzz/Corpus/wire, crashes it found in
 /// Fuzz/Regressions/wire), replayed through the fuzzer's own entry in a normal build: every file
 /// must be read as a frame and its payloads without a trap and break none of the entry's properties.
 @Suite struct WireFuzzRegressionTests {
-  static let root = String(#filePath.split(separator: "/").dropLast(3).joined(separator: "/"))
-  static func inputs(_ folder: String) -> [String] {
-    let dir = "/\(root)/Fuzz/\(folder)/wire"
-    return (PlainFiles.names(in: dir) ?? []).filter { !$0.hasPrefix(".") }.sorted().map { "\(dir)/\($0)" }
-  }
+  static func inputs(_ folder: String) -> [String] { FuzzInputs.paths(folder, "wire") }
 
   @Test func theSeedsAreTheFramesTheEncoderWritesToday() {
     // A change of the wire format must come with new seeds (`fuzz-wire --write-seeds`), or the
     // fuzzer would start from frames the readers refuse at once.
     for (name, bytes) in WireFuzzEntry.seeds {
-      #expect(PlainFiles.contents(of: "/\(Self.root)/Fuzz/Corpus/wire/\(name)") == bytes, "\(name)")
+      #expect(
+        PlainFiles.contents(of: FuzzInputs.directory("Corpus", "wire") + "/\(name)") == bytes, "\(name)")
     }
   }
 

@@ -1,8 +1,9 @@
-@testable import ForsettiRuntime
 import ForsettiTestSupport
 import Foundation
 import Synchronization
 import Testing
+
+@testable import ForsettiRuntime
 
 /// A cgroup per worker holds memory of every kind (memfd included) and tasks: on this machine's
 /// real cgroups, on a temporary tree playing cgroup v2 (and v1) by the kernel's rules, and in the
