@@ -116,7 +116,10 @@ public struct SymbolTable: Sendable, Hashable {
   }
 
   /// The first entry named `name`, compared as bytes.
-  public func index(of name: String) -> Int? { indices(of: name).first }
+  public func index(of name: String) -> Int? {
+    var key = name
+    return key.withUTF8 { wanted in indices.first { i in withName(at: i) { $0.elementsEqual(wanted) } } }
+  }
 
   /// Every entry named `name` (one per version the file has of it), compared as bytes.
   public func indices(of name: String) -> [Int] {
@@ -137,9 +140,9 @@ public struct SymbolTable: Sendable, Hashable {
     }
     .map(symbol(at:))
     guard !found.isEmpty, !found.contains(where: \.isExportedFunction) else { return nil }
-    let hidden = found.filter { $0.isVersionOnlyProblem }
-    if !hidden.isEmpty {
-      let versions = hidden.map { $0.version ?? "?" }
+    let versionOnly = found.filter { $0.isVersionOnlyProblem }
+    if !versionOnly.isEmpty {
+      let versions = versionOnly.map { $0.version ?? "?" }
       let spelled = versions.map { "\(name)@\($0)" }.joined(separator: ", ")
       return (
         "it is defined only as non-default version\(versions.count == 1 ? "" : "s") \(versions.joined(separator: ", ")) (\(spelled)), and plain dlsym cannot find a non-default version",

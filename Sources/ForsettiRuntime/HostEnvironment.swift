@@ -45,7 +45,7 @@ public final class HostEnvironment: Sendable {
 
   /// The host's own line about a module (a crash, a refusal): never rate-limited.
   func hostLog(
-    _ level: LogLevel, about moduleID: String, _ message: String, _ metadata: [String: String] = [:]
+    _ level: LogLevel, about moduleID: String?, _ message: String, _ metadata: [String: String] = [:]
   ) {
     log.write(
       LogRecord(level: level, moduleID: moduleID, message: message, metadata: metadata, origin: .host))

@@ -430,4 +430,41 @@ import Testing
     #expect(online.contains("user+ipc+uts namespaces"), "\(online)")
     #expect(!plain.contains("missing"), "\(plain)")
   }
+  /// Root on the host is nobody in the worker: no capability in any set, as the kernel reports
+  /// them to the module itself (capget, and prctl for the bounding and ambient sets).
+  @Test(arguments: HostileHost.Identity.allCases)
+  func theWorkerHoldsNoCapability(as identity: HostileHost.Identity) throws {
+    let h = HostileHost(identity)
+    try #require(h.isAvailable, "running as another user needs root")
+    var f = ModuleFixture(moduleID: "com.hostile.caps", entryPoint: "caps_entry")
+    f.prelude = """
+      #include <linux/capability.h>
+      #include <sys/prctl.h>
+      #include <sys/syscall.h>
+      """
+    f.start = """
+      struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+      struct __user_cap_data_struct d[2];
+      memset(d, 0xFF, sizeof d);
+      long got = syscall(SYS_capget, &hdr, d);
+      int bounding = 0, ambient = 0;
+      for (int c = 0; c < 64; c++) {
+        if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1) bounding++;
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1) ambient++;
+      }
+      char line[200];
+      snprintf(line, sizeof line, "caps: capget %ld, effective %x %x, permitted %x %x, inheritable %x %x, bounding %d, ambient %d",
+        got, d[0].effective, d[1].effective, d[0].permitted, d[1].permitted, d[0].inheritable, d[1].inheritable,
+        bounding, ambient);
+      fixture_log(line);
+      return FORSETTI_OK;
+      """
+    try h.install(f)
+    let run = try h.run(for: 0)
+    #expect(run.status == 0, "\(run.output)")
+    #expect(
+      run.lines("com.hostile.caps").contains(
+        "caps: capget 0, effective 0 0, permitted 0 0, inheritable 0 0, bounding 0, ambient 0"),
+      "\(run.lines("com.hostile.caps"))")
+  }
 }

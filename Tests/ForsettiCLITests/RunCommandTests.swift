@@ -276,8 +276,17 @@ import Testing
     let help = try HostBinary.run(["run", "--help"])
     for option in [
       "--in-process", "--start-timeout", "--stop-timeout", "--memory-limit", "--cpu-limit", "--max-restarts",
+      "--log-rate", "--log-burst", "--log-file-size", "--log-files",
     ] {
       #expect(help.stdout.contains(option), "run --help does not list \(option)")
+    }
+    // A log limit out of its range is a usage error that names the option and the range.
+    for (option, value) in [
+      ("log-rate", "0"), ("log-burst", "0"), ("log-file-size", "0"), ("log-files", "0"),
+    ] {
+      let r = try HostBinary.run(common + ["--\(option)", value])
+      #expect(r.status == 2, "--\(option) \(value): \(r.stderr)")
+      #expect(r.stderr.contains("'--\(option)'") && r.stderr.contains("must be between"), "\(r.stderr)")
     }
   }
 

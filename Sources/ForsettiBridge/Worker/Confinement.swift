@@ -5,7 +5,7 @@ import Glibc
 public struct ResourceLimits: Sendable, Hashable {
   /// Address space (RLIMIT_AS): allocation beyond it fails inside the worker.
   public var memoryBytes: UInt64? = 2 << 30
-  /// CPU time (RLIMIT_CPU): the kernel sends SIGXCPU, then SIGKILL.
+  /// CPU time (RLIMIT_CPU): soft and hard limit alike, so the kernel kills the worker (SIGKILL).
   public var cpuSeconds: UInt64? = 600
   /// Open file descriptors (RLIMIT_NOFILE).
   public var openFiles: UInt64? = 256
@@ -121,6 +121,11 @@ public enum Confinement {
   public static func apply(_ policy: ConfinementPolicy) -> Result<ConfinementReport, ConfinementError> {
     var report = ConfinementReport()
     report.threadsBefore = Int(forsetti_thread_count())
+    // Capabilities, landlock and seccomp each bind the calling thread only: a thread already
+    // running would escape all three. The worker confines itself before it starts any.
+    guard report.threadsBefore <= 1 else {
+      return .failure(.init(step: "confinement with \(report.threadsBefore) threads running", errno: EINVAL))
+    }
     switch Namespaces.enter(
       networking: policy.networking, networkNamespace: policy.networkNamespace, threads: report.threadsBefore)
     {

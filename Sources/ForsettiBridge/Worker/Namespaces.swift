@@ -26,8 +26,9 @@ package enum Namespaces {
     Outcome, ConfinementError
   > {
     var outcome = Outcome()
-    let uid = getuid()
-    let gid = getgid()
+    // The kernel lets a process map only its effective ids into its own namespace.
+    let uid = geteuid()
+    let gid = getegid()
     if threads > 1 {
       // The kernel refuses a user namespace to a process with threads (EINVAL), which would
       // otherwise read as "not built into this kernel".
@@ -38,7 +39,8 @@ package enum Namespaces {
       // Entering would succeed but leave the worker without the right to map its own uid.
       outcome.missing.append("user namespace: AppArmor restricts unprivileged user namespaces")
     } else if forsetti_unshare(newUser) != 0 {
-      outcome.missing.append("user namespace: \(refusal("user", errno))")
+      let e = errno
+      outcome.missing.append("user namespace: \(refusal("user", e))")
     } else {
       // Only the outer uid and gid, each to itself: files keep their owner, nothing else maps.
       if let e = write("deny", to: "/proc/self/setgroups", step: "setgroups deny", absentIsFine: true) {
@@ -51,13 +53,16 @@ package enum Namespaces {
     var others: [(Int32, String)] = [(newIPC, "ipc"), (newUTS, "uts")]
     if networkNamespace && !networking { others.append((newNet, "net")) }
     for (flag, name) in others {
-      if forsetti_unshare(flag) == 0 {
+      guard forsetti_unshare(flag) != 0 else {
         outcome.entered.append(name)
-      } else if [EINVAL, EPERM, ENOSPC, EUSERS, ENOSYS].contains(errno) {
-        outcome.missing.append("\(name) namespace: \(refusal(name, errno))")
-      } else {
-        return .failure(.init(step: "unshare \(name)", errno: errno))
+        continue
       }
+      // Read at once: building the strings below may change errno.
+      let e = errno
+      guard [EINVAL, EPERM, ENOSPC, EUSERS, ENOSYS].contains(e) else {
+        return .failure(.init(step: "unshare \(name)", errno: e))
+      }
+      outcome.missing.append("\(name) namespace: \(refusal(name, e))")
     }
     return .success(outcome)
   }

@@ -124,14 +124,14 @@ final class PendingChanges: Sendable {
 
   /// When the current burst will have settled.
   func due(after quiet: Double) -> ContinuousClock.Instant? {
-    state.withLock { s in s.last.map { $0 + .milliseconds(Int(quiet * 1000)) } }
+    state.withLock { s in s.last.map { $0 + .wait(quiet) } }
   }
 
   /// The settled burst and when its first event came, or nil while it is still going on.
   func take(after quiet: Double) -> (Set<String>, ContinuousClock.Instant)? {
     state.withLock { s in
       guard let last = s.last, let first = s.first,
-        ContinuousClock.now >= last + .milliseconds(Int(quiet * 1000))
+        ContinuousClock.now >= last + .wait(quiet)
       else {
         return nil
       }

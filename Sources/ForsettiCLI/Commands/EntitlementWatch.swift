@@ -68,7 +68,7 @@ final class EntitlementWatch {
       [e.from, e.until].compactMap { $0.flatMap(Licence.parseTime) }
     }
     let next = ([licences.nextExpiry].compactMap { $0 } + edges).filter { $0 > now }.min()
-    nextDue = next.map { ContinuousClock.now + .milliseconds(Int(($0 - now) * 1000) + 1) }
+    nextDue = next.map { ContinuousClock.now + .wait($0 - now) + .milliseconds(1) }
   }
 }
 

@@ -123,7 +123,10 @@ enum LintCommand {
       return [.init(level: "error", check: "binary", message: e.description)]
     case .success(let facts):
       if !facts.exportedFunctions.contains(m.entryPoint) {
-        let why = facts.symbol(named: m.entryPoint)?.entryPointProblem ?? "it is not exported"
+        // The same judgement as the index's, so lint and check never disagree on a name with
+        // several versions.
+        let problem = facts.symbolTable.entryPointProblem(named: m.entryPoint)
+        let why = problem.map { "\($0.reason); \($0.fix)" } ?? "it is not exported"
         out.append(.init(level: "error", check: "entry point", message: "\(m.entryPoint): \(why)"))
       }
       // Swift mangles the SDK's module name into the symbols it exports: "11ForsettiSDK".

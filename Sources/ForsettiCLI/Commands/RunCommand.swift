@@ -14,10 +14,13 @@ enum RunCommand {
     name: "run",
     abstract: "Gate, load and start every module; run until interrupted; stop them cleanly.",
     discussion: """
-      Each module runs in its own worker process (forsetti-worker, next to this executable),
-      confined with landlock to its sandbox, a seccomp filter and resource limits; a crash or hang
-      there is reported (crashed, startTimedOut), restarted with backoff, then quarantined until
-      its binary changes. --in-process loads modules into the host instead.
+      Each module runs in its own worker process (forsetti-worker, next to this executable), in
+      a cgroup of its own, with no capabilities, in user, IPC and UTS namespaces of its own,
+      confined with landlock to its sandbox, a seccomp policy and resource limits. A hang is
+      reported (startTimedOut); a crash (crashed) or a frame out of turn (protocolViolation) is
+      restarted with backoff, then quarantined until its binary changes. Module log lines are
+      rate-limited (--log-rate) and the logs rotate. --in-process loads modules into the host
+      instead, without any of this.
 
       Without --plugins, binaries are taken from \(defaultPlugins) (scripts/build-plugins puts the
       examples there). Module log lines go to standard output (standard error with --json) and to
@@ -32,9 +35,15 @@ enum RunCommand {
     options: HostOptions.specs + [
       .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal."),
       .flag("in-process", "Load modules into the host process: faster, but not confined or supervised."),
-      .value("start-timeout", "SECONDS", "Kill a worker whose loading and start take longer.", default: "5"),
+      .value(
+        "start-timeout", "SECONDS",
+        "Kill a worker whose confining and loading, or whose start, takes longer.",
+        default: "5"),
       .value("stop-timeout", "SECONDS", "Kill a worker whose stop takes longer.", default: "5"),
-      .value("memory-limit", "MiB", "Address-space limit of each worker.", default: "2048"),
+      .value(
+        "memory-limit", "MiB",
+        "Memory of each worker: every kind, in its cgroup (address space only where there is none).",
+        default: "2048"),
       .value("cpu-limit", "SECONDS", "CPU-time limit of each worker (at least 1).", default: "600"),
       .value("max-restarts", "N", "Restarts of a crashed worker before it is quarantined.", default: "3"),
       .value(
@@ -132,7 +141,7 @@ enum RunCommand {
     manager.activate(judgements, index: index)
     if !options.json { console.out(RunReport.table(manager.records)) }
 
-    let deadline = duration.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) }
+    let deadline = duration.map { ContinuousClock.now + .wait($0) }
     let trust = EntitlementWatch(options: options, discovered: report.manifests, wake: loop.waker)
     var why = "no module is running"
     while manager.hasWork || hooks != nil {

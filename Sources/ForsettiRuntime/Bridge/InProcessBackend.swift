@@ -112,10 +112,8 @@ struct InProcessBackend: HostBackend {
     environment.messages.removeHandler(moduleID: moduleID)
     let quiet = environment.events.gate.quiesce(moduleID) && environment.messages.gate.quiesce(moduleID)
     if !quiet {
-      environment.log.write(
-        LogRecord(
-          level: .warning, moduleID: moduleID,
-          message: "a delivery to this module was still running after 1 s; stopping anyway", origin: .host))
+      environment.hostLog(
+        .warning, about: moduleID, "a delivery to this module was still running after 1 s; stopping anyway")
     }
   }
 

@@ -6,9 +6,8 @@ extension ModuleManager {
     () throws(CgroupError) -> WorkerCgroups in try WorkerCgroups.prepare()
   }
 
-  /// Tasks (threads) one worker may have: far above what a module's threads and the worker's
-  /// own two need, low enough that a thread bomb stops at it.
-  static let workerTasks = 128
+  /// Tasks (threads) one worker may have (`WorkerCgroup.Limits.defaultTasks`).
+  static let workerTasks = WorkerCgroup.Limits.defaultTasks
 
   /// One line for the start of `run`: the workers' cgroups, or why there are none and what
   /// that costs (`--memory-limit` is then an address-space limit, and memfds are refused).

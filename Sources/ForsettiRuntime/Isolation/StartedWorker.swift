@@ -122,11 +122,25 @@ final class StartedWorker: Sendable {
   }
 
   /// Ends a worker that will serve no module: kills and reaps it and closes the host's ends.
+  /// Waits at most `WorkerProcess.reapTimeout` for it to die (a process in uninterruptible sleep
+  /// dies only when the kernel lets it); a thread of its own reaps it after that.
   func discard() {
     if !reaped.exchange(true, ordering: .acquiringAndReleasing) {
       kill(pid, SIGKILL)
+      let end = ContinuousClock.now + .wait(WorkerProcess.reapTimeout)
       var status: Int32 = 0
-      while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+      var gone = false
+      while !gone && ContinuousClock.now < end {
+        let r = waitpid(pid, &status, WNOHANG)
+        gone = r == pid || (r < 0 && errno != EINTR)
+        if !gone { usleep(1000) }
+      }
+      if !gone {
+        Thread { [pid] in
+          var status: Int32 = 0
+          while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }.start()
+      }
     }
     calls.close()
     close(socket.fd)

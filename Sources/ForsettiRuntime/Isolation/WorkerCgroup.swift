@@ -12,8 +12,9 @@ public final class WorkerCgroup: Sendable {
     /// Tasks: the worker's threads, and any process it could start; nil leaves it unlimited.
     public var tasks: Int?
 
-    /// A worker is one process with a few threads of its own (the module's, the runtime's).
-    public static let defaultTasks = 64
+    /// Far above what a module's threads and the worker's own two need, low enough that a
+    /// thread bomb stops at it.
+    public static let defaultTasks = 128
 
     /// Limits for one worker (`bytes(mebibytes:)` converts `--memory-limit`).
     public init(memoryBytes: UInt64?, tasks: Int? = Limits.defaultTasks) {

@@ -50,19 +50,6 @@ final class WorkerProcess: Sendable {
     }
   }
 
-  /// A worker for the module of `configuration`: spawned knowing nothing, then told its module.
-  ///
-  /// Between the two, the process exists but has run no code of a module: the place to give it
-  /// resources of its own (a cgroup, say) before it confines itself and loads the module.
-  static func spawn(
-    executable: String, configuration: WorkerConfiguration, environment: HostEnvironment,
-    onExit: @escaping @Sendable (String, Int32) -> Void
-  ) throws(SpawnError) -> WorkerProcess {
-    let started = try StartedWorker.spawn(executable: executable)
-    return WorkerProcess(
-      started, configuration: configuration, cgroup: nil, environment: environment, onExit: onExit)
-  }
-
   /// Serves the module of `configuration` in a worker already started (with `--await-config`,
   /// as every worker is): tells it its configuration.
   init(
@@ -93,13 +80,23 @@ final class WorkerProcess: Sendable {
     // thread of its own, while the worker is still starting up, and told its module only once it
     // is in — it has run no module code before.
     Thread { [self] in
-      do {
-        try cgroup.add(pid: pid)
-        socket.send(frame)
-      } catch {
-        placementFailure.withLock { $0 = "could not put the worker in a cgroup of its own: \(error)" }
-        kill()
+      // Under the reaping lock: a worker killed and reaped meanwhile (a deadline passed) must
+      // not have its pid, perhaps another process's by now, written into its cgroup.
+      let failure: String? = reaped.withLock { r in
+        guard r == nil else { return "the worker ended before it joined its cgroup" }
+        do throws(CgroupError) {
+          try cgroup.add(pid: pid)
+          return nil
+        } catch {
+          return "could not put the worker in a cgroup of its own: \(error)"
+        }
       }
+      guard let failure else {
+        socket.send(frame)
+        return
+      }
+      placementFailure.withLock { $0 = failure }
+      kill()
     }.start()
   }
 

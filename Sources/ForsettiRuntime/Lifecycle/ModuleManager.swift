@@ -101,10 +101,8 @@ public final class ModuleManager {
     records[i].trace.fail(step, reason, detail)
     records[i].trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(reason.rawValue)")
     records[i].state = .failed(reason)
-    environment.log.write(
-      LogRecord(
-        level: .error, moduleID: records[i].moduleID,
-        message: "\(reason.rawValue) at \(step.rawValue): \(detail)", origin: .host))
+    environment.hostLog(
+      .error, about: records[i].moduleID, "\(reason.rawValue) at \(step.rawValue): \(detail)")
   }
 
   /// Loads and starts one gated module. `copy` loads from an already made version copy (hot

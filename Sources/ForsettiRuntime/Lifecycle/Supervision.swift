@@ -85,10 +85,9 @@ extension ModuleManager {
       guard let event = worker.events.next(until: deadline) else {
         worker.end()
         records[i].state = .stopped
-        environment.log.write(
-          LogRecord(
-            level: .warning, moduleID: records[i].moduleID,
-            message: "stop did not return within \(timeout) s; the worker was killed", origin: .host))
+        environment.hostLog(
+          .warning, about: records[i].moduleID,
+          "stop did not return within \(timeout) s; the worker was killed")
         return
       }
       switch event {
@@ -113,23 +112,19 @@ extension ModuleManager {
     }
     let tail = worker.recentLines.suffix(3).joined(separator: " | ")
     records[i].state = .failed(.crashed)
-    environment.log.write(
-      LogRecord(
-        level: .error, moduleID: records[i].moduleID,
-        message:
-          "crashed: worker \(worker.describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")",
-        origin: .host))
+    environment.hostLog(
+      .error, about: records[i].moduleID,
+      "crashed: worker \(worker.describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")"
+    )
   }
 
   /// Records a running module's worker as ended for a protocol violation (it is killed).
   func violated(_ worker: WorkerProcess, record i: Int, _ v: ProtocolViolation, when: String) {
     worker.end()
     records[i].state = .failed(.protocolViolation)
-    environment.log.write(
-      LogRecord(
-        level: .error, moduleID: records[i].moduleID,
-        message: "\(ReasonCode.protocolViolation.rawValue) \(when): \(v)",
-        metadata: ["reason": ReasonCode.protocolViolation.rawValue], origin: .host))
+    environment.hostLog(
+      .error, about: records[i].moduleID, "\(ReasonCode.protocolViolation.rawValue) \(when): \(v)",
+      ["reason": ReasonCode.protocolViolation.rawValue])
   }
 
   /// Handles worker exits and due restarts; call on the main thread when woken.
@@ -156,10 +151,7 @@ extension ModuleManager {
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
       let what = "worker \(worker.describeExit(status)) while running"
       records[r.record].state = .failed(.crashed)
-      environment.log.write(
-        LogRecord(
-          level: .error, moduleID: id,
-          message: "crashed: \(what)\(tail.isEmpty ? "" : "; last lines: \(tail)")", origin: .host))
+      environment.hostLog(.error, about: id, "crashed: \(what)\(tail.isEmpty ? "" : "; last lines: \(tail)")")
       if let settings { scheduleRestart(r.record, failure: what, settings: settings) }
     }
     let now = ContinuousClock.now
@@ -187,12 +179,9 @@ extension ModuleManager {
         entries[m.moduleID] = .init(path: path, identity: identity, crashes: crashes, lastFailure: failure)
         try? quarantine.save(entries)
       }
-      environment.log.write(
-        LogRecord(
-          level: .error, moduleID: m.moduleID,
-          message:
-            "\(ReasonCode.quarantined.rawValue): \(crashes) crashes; not restarted until its binary changes",
-          origin: .host))
+      environment.hostLog(
+        .error, about: m.moduleID,
+        "\(ReasonCode.quarantined.rawValue): \(crashes) crashes; not restarted until its binary changes")
       return
     }
     let delay = settings.backoffBase * Double(1 << (crashes - 1))

@@ -150,10 +150,7 @@ extension ModuleManager {
   public func stopLocked(_ id: String, detail: String) {
     guard let i = records.firstIndex(where: { $0.moduleID == id }), stopRunning(id) else { return }
     records[i].state = .failed(.moduleLocked)
-    environment.log.write(
-      LogRecord(
-        level: .warning, moduleID: id, message: "\(ReasonCode.moduleLocked.rawValue): stopped: \(detail)",
-        origin: .host))
+    environment.hostLog(.warning, about: id, "\(ReasonCode.moduleLocked.rawValue): stopped: \(detail)")
     persist()
   }
 
