@@ -241,7 +241,8 @@ import Testing
     #expect(cgroups.notes.contains { $0.contains("moved 2 process(es)") && $0.contains("forsetti-host") })
     let worker = try cgroups.create(moduleID: "com.example.counter", limits: .init(memoryBytes: 1 << 30))
     #expect(try fs.text(service + "/forsetti-100/com.example.counter-1/memory.max") == "1073741824")
-    #expect(try fs.text(service + "/forsetti-100/com.example.counter-1/pids.max") == String(WorkerCgroup.Limits.defaultTasks))
+    let tasks = try fs.text(service + "/forsetti-100/com.example.counter-1/pids.max")
+    #expect(tasks == String(WorkerCgroup.Limits.defaultTasks))
     try worker.release()
     // Prepared again (the host now in its leaf): the workers' cgroups stay beside the leaf.
     fs.proc["/proc/self/cgroup"] = "0::/\(service)/forsetti-host\n"
