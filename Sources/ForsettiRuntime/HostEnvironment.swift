@@ -39,7 +39,8 @@ public final class HostEnvironment: Sendable {
     return URL(fileURLWithPath: base).standardizedFileURL.path
   }
 
-  func hostLog(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {
+  /// A line of the host's own (never rate-limited).
+  public func hostLog(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {
     log.write(LogRecord(level: level, moduleID: nil, message: message, metadata: metadata))
   }
 

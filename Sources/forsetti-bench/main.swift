@@ -285,9 +285,9 @@ if section("reload") {
       rename(dir + "/next.so", dir + "/plugins/hot_entry.so")
       guard let at = events.next() else { continue }
       let (judgements, index) = try Fixtures.judge(dir)
-      let reports = manager.reload(
-        judgements: judgements, index: index, changed: [dir + "/plugins/hot_entry.so"],
-        approvals: .init(approveAll: true), grace: 0, since: at)
+      let reports = manager.reconcile(
+        DesiredState(judgements: judgements, index: index, approvals: .init(approveAll: true)),
+        changed: [dir + "/plugins/hot_entry.so"], reloadsVersions: true, grace: 0, since: at)
       if let r = reports.first, r.outcome == .reloaded {
         latencies.append(
           Double(r.duration.components.seconds) * 1e9

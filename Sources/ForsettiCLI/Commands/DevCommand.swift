@@ -35,68 +35,20 @@ enum DevCommand {
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     let grace = try number(p, "grace", 0.5)
     let debounce = try number(p, "debounce", 100) / 1000
-    return try RunCommand.host(p, console: console) { options, manager, loop throws(CommandFailure) in
-      let pending = PendingChanges()
-      let waker = loop.waker
-      let watcher: FileWatcher
-      do {
-        watcher = try FileWatcher(directories: [options.manifestsDirectory] + options.pluginDirectories) {
-          path, at in
-          pending.add(path, at: at)
-          waker()
-        }
-      } catch {
-        throw .configuration(
-          .directory(option: "manifests", path: options.manifestsDirectory, reason: "\(error)"))
-      }
-      manager.environment.log.write(
-        LogRecord(
-          level: .info, moduleID: nil,
-          message:
-            "watching \(([options.manifestsDirectory] + options.pluginDirectories).joined(separator: ", ")) for changes"
-        ))
-      return RunCommand.DevHooks(
-        nextDue: { pending.due(after: debounce) },
-        process: { manager in
-          withExtendedLifetime(watcher) {
-            guard let (paths, first) = pending.take(after: debounce) else { return }
-            apply(paths, since: first, options: options, manager: manager, grace: grace, console: console)
-          }
-        })
-    }
+    return try RunCommand.host(
+      p, console: console, development: LiveHost.Development(grace: grace, debounce: debounce))
   }
 
-  static func apply(
-    _ paths: Set<String>, since: ContinuousClock.Instant, options: HostOptions, manager: ModuleManager,
-    grace: Double,
-    console: Console
-  ) {
-    let judgements: [ModuleJudgement]
-    let index: BinaryIndex
-    let approvals: ApprovalLedger
-    do {
-      let report = try options.discover()
-      let context = try options.gateContext(discovered: report.manifests)
-      index = BinaryIndex.build(directories: options.pluginDirectories)
-      judgements = GateStack.judge(
-        report, context: context, inspect: options.inspect(index), laterSteps: nil)
-      approvals = try options.storedApprovals()
-    } catch {
-      console.err("forsetti-host: reload skipped: \(error)\n")
-      return
-    }
-    for r in manager.reload(
-      judgements: judgements, index: index, changed: paths, approvals: approvals, grace: grace, since: since)
-    {
-      var out = r.line + "\n"
-      if let trace = r.trace, r.outcome != .reloaded {
-        for e in trace.entries where e.verdict != .skipped {
-          out +=
-            "    \(e.verdict.rawValue.uppercased().padding(toLength: 5, withPad: " ", startingAt: 0)) \(e.step.rawValue): \(e.reason.map { "\($0.rawValue): " } ?? "")\(e.detail)\n"
-        }
+  /// One reload's line, with the failing trace under it for anything but a plain reload.
+  static func describe(_ r: ReloadReport) -> String {
+    var out = r.line + "\n"
+    if let trace = r.trace, r.outcome != .reloaded {
+      for e in trace.entries where e.verdict != .skipped {
+        out +=
+          "    \(e.verdict.rawValue.uppercased().padding(toLength: 5, withPad: " ", startingAt: 0)) \(e.step.rawValue): \(e.reason.map { "\($0.rawValue): " } ?? "")\(e.detail)\n"
       }
-      console.out(out)
     }
+    return out
   }
 
   static func number(_ p: ParsedArguments, _ name: String, _ d: Double) throws(CommandFailure) -> Double {
@@ -108,35 +60,3 @@ enum DevCommand {
   }
 }
 
-/// Changed paths collected by the watcher thread, taken by the main loop once they settle.
-final class PendingChanges: Sendable {
-  private let state = Mutex<
-    (paths: Set<String>, first: ContinuousClock.Instant?, last: ContinuousClock.Instant?)
-  >(([], nil, nil))
-
-  func add(_ path: String, at: ContinuousClock.Instant) {
-    state.withLock { s in
-      s.paths.insert(path)
-      if s.first == nil { s.first = at }
-      s.last = at
-    }
-  }
-
-  /// When the current burst will have settled.
-  func due(after quiet: Double) -> ContinuousClock.Instant? {
-    state.withLock { s in s.last.map { $0 + .wait(quiet) } }
-  }
-
-  /// The settled burst and when its first event came, or nil while it is still going on.
-  func take(after quiet: Double) -> (Set<String>, ContinuousClock.Instant)? {
-    state.withLock { s in
-      guard let last = s.last, let first = s.first,
-        ContinuousClock.now >= last + .wait(quiet)
-      else {
-        return nil
-      }
-      defer { s = ([], nil, nil) }
-      return (s.paths, first)
-    }
-  }
-}

@@ -84,51 +84,25 @@ struct HostOptions {
     return FixedCapabilityPolicy(caps)
   }
 
+  /// What the runtime judges with: these options as its configuration.
+  var configuration: HostConfiguration {
+    HostConfiguration(
+      manifestsDirectory: manifestsDirectory, pluginDirectories: pluginDirectories, discoveryMode: mode,
+      policy: policy, entitlementsFile: entitlementsFile, approveAll: approveAll, hostVersion: hostVersion,
+      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements)
+  }
+
+  /// The runtime's judge (the gate stack with every trust input) for these options.
+  var judge: Judge { Judge(configuration) }
+
   /// Discovers the manifest directory.
   func discover() throws(CommandFailure) -> DiscoveryReport {
-    do {
-      return try ManifestDiscovery.discover(
-        from: DirectoryManifestSource(root: manifestsDirectory), mode: mode)
-    } catch {
-      throw .configuration(.manifests(error))
-    }
+    do { return try judge.discover() } catch { throw Self.failure(error) }
   }
 
   /// The gate context for `discovered`: reads the entitlements file and the approval store.
   func gateContext(discovered: [ModuleManifest]) throws(CommandFailure) -> GateContext {
-    var staticProducts = StaticEntitlementProvider()
-    if let path = entitlementsFile {
-      let value = try Self.readJSON(path, option: "entitlements", missingOK: false) ?? .null
-      switch StaticEntitlementProvider.decode(value) {
-      case .success(let p): staticProducts = p
-      case .failure(let e):
-        throw .configuration(.file(option: "entitlements", path: path, reason: e.description))
-      }
-    }
-    var approvals = ApprovalLedger(approveAll: approveAll)
-    if !approveAll { approvals = try storedApprovals() }
-    let now = GateContext.wallClock()
-    let licences = LicenceEntitlementProvider.load(
-      stateDirectory: stateDirectory, staticProducts: staticProducts.unlockedProducts, now: now)
-    // allow-all exists for `dev` only: `run` and `check` have no option that sets it.
-    let entitlements: any EntitlementProvider =
-      allowAllEntitlements ? AllowAllEntitlementProvider() : licences
-    return GateContext(
-      compatibility: CompatibilityChecker(hostVersion: hostVersion, policy: policy), approvals: approvals,
-      entitlements: entitlements, providers: ProviderAvailability(discovered: discovered),
-      overrides: OverrideStore(stateDirectory: stateDirectory).channels(),
-      activeProducts: licences.activeProducts, now: now)
-  }
-
-  /// Keys trusted to sign modules and licences: `STATE/trusted-keys/*.pub`.
-  var trustedKeys: [String: [UInt8]] {
-    Signatures.trustedKeys(in: (stateDirectory as NSString).appendingPathComponent("trusted-keys"))
-  }
-
-  /// Step 2 as configured: ELF inspection, and the signature when keys are trusted.
-  func inspect(_ index: BinaryIndex) -> @Sendable (ModuleManifest) -> BinaryInspectionStep {
-    let keys = trustedKeys
-    return { index.inspectionStep(for: $0, trustedKeys: keys) }
+    do { return try judge.gateContext(discovered: discovered).0 } catch { throw Self.failure(error) }
   }
 
   /// Discovers, then judges every manifest up to the runtime-requirements step (or through the
@@ -144,37 +118,27 @@ struct HostOptions {
   func judgeWithBinaries(laterSteps: String) throws(CommandFailure) -> (
     DiscoveryReport, [ModuleJudgement], [BinaryError]
   ) {
-    let report = try discover()
-    let context = try gateContext(discovered: report.manifests)
-    let index = pluginDirectories.isEmpty ? nil : BinaryIndex.build(directories: pluginDirectories)
-    // The trusted keys are read once, not once per module.
-    let step = index.map(inspect)
-    let judgements = GateStack.judge(
-      report, context: context,
-      inspect: { m in step?(m) ?? .skipped("no --plugins directory given; binary not inspected") },
-      laterSteps: laterSteps)
-    return (report, judgements, index?.failures ?? [])
+    do {
+      let v = try judge.judge(laterSteps: laterSteps)
+      return (v.report, v.judgements, v.binaryFailures)
+    } catch { throw Self.failure(error) }
   }
 
   /// The approvals the user actually gave (`approvals.json`), ignoring `--approve-all`.
   func storedApprovals() throws(CommandFailure) -> ApprovalLedger {
-    let store = ApprovalStore(stateDirectory: stateDirectory)
-    do { return try store.load() } catch {
-      throw .configuration(.file(option: "state", path: store.path, reason: error.description))
+    do { return try judge.storedApprovals() } catch { throw Self.failure(error) }
+  }
+
+  /// The command line's form of a judging failure (exit status 2).
+  static func failure(_ e: JudgeError) -> CommandFailure {
+    switch e {
+    case .manifests(let m): .configuration(.manifests(m))
+    case .file(let setting, let path, let reason): .configuration(.file(option: setting, path: path, reason: reason))
     }
   }
 
   /// A JSON file's content; nil when it does not exist and `missingOK`.
   static func readJSON(_ path: String, option: String, missingOK: Bool) throws(CommandFailure) -> JSONValue? {
-    guard FileManager.default.fileExists(atPath: path) else {
-      if missingOK { return nil }
-      throw .configuration(.file(option: option, path: path, reason: "no such file"))
-    }
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw .configuration(.file(option: option, path: path, reason: "cannot be read"))
-    }
-    do { return try JSONParser.parse([UInt8](data)) } catch {
-      throw .configuration(.file(option: option, path: path, reason: "invalid JSON at \(error)"))
-    }
+    do { return try Judge.readJSON(path, setting: option, missingOK: missingOK) } catch { throw failure(error) }
   }
 }

@@ -57,22 +57,17 @@ enum RunCommand {
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    try host(p, console: console, dev: nil)
+    try host(p, console: console, development: nil)
   }
 
-  /// What `dev` adds to the host loop: when it next wants to run, and what it does then.
-  struct DevHooks {
-    var nextDue: () -> ContinuousClock.Instant?
-    var process: (ModuleManager) -> Void
-  }
-
-  /// The host of `run` and `dev`: gate, start, loop until a signal or `--for`, stop.
+  /// The host of `run` and `dev`: judge and start, converge on every change until a signal or
+  /// `--for`, stop. The runtime does the judging and converging (`LiveHost`); this is its
+  /// command line.
   static func host(
-    _ p: ParsedArguments, console: Console,
-    dev: ((HostOptions, ModuleManager, SignalWaiter) throws(CommandFailure) -> DevHooks)?
+    _ p: ParsedArguments, console: Console, development: LiveHost.Development?
   ) throws(CommandFailure) -> ExitCode {
     var options = try HostOptions.parse(p)
-    options.allowAllEntitlements = dev != nil && p.flag("allow-all-entitlements")
+    options.allowAllEntitlements = development != nil && p.flag("allow-all-entitlements")
     if options.pluginDirectories.isEmpty {
       guard FileManager.default.fileExists(atPath: defaultPlugins) else {
         throw .configuration(
@@ -101,16 +96,12 @@ enum RunCommand {
       mode = .isolated(settings)
     }
     let limits = try logLimits(p)
-    let report = try options.discover()
     if !options.approveAll {
-      // Reductions shrink the stored approval at once (Apsule), before anything is judged.
+      let report = try options.discover()
+      // Reductions shrink the stored approval at once (Apsule), before anything is asked.
       _ = try? ApprovalStore(stateDirectory: options.stateDirectory).shrink(to: report.manifests)
       try ApprovalPrompt.ask(report.manifests, options: options, console: console)
     }
-    let context = try options.gateContext(discovered: report.manifests)
-    let index = BinaryIndex.build(directories: options.pluginDirectories)
-    let judgements = GateStack.judge(
-      report, context: context, inspect: options.inspect(index), laterSteps: nil)
 
     try? FileManager.default.createDirectory(
       atPath: (options.stateDirectory as NSString).appendingPathComponent("logs"),
@@ -125,44 +116,37 @@ enum RunCommand {
     let environment = HostEnvironment(
       stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks), limits: limits)
     let manager = ModuleManager(environment: environment, mode: mode)
-    manager.versionCopies = dev != nil
-    manager.keepsSpareWorker = dev != nil
+    manager.versionCopies = development != nil
+    manager.keepsSpareWorker = development != nil
     if case .isolated = mode {
-      environment.log.write(
-        LogRecord(level: .info, moduleID: nil, message: "isolation: \(IsolationSettings.kernelSupport())"))
-      environment.log.write(
-        LogRecord(level: .info, moduleID: nil, message: "cgroups: \(ModuleManager.cgroupSupport)"))
+      environment.hostLog(.info, "isolation: \(IsolationSettings.kernelSupport())")
+      environment.hostLog(.info, "cgroups: \(ModuleManager.cgroupSupport)")
     }
 
     let loop = SignalWaiter()
-    manager.onSupervisionNeeded(loop.waker)
-    // dev watches before the first start, so no change made meanwhile is missed.
-    let hooks = try dev?(options, manager, loop)
-    manager.activate(judgements, index: index)
+    let host = LiveHost(judge: options.judge, manager: manager, development: development, wake: loop.waker)
+    host.onReload = { r in console.out(DevCommand.describe(r)) }
+    do { try host.start() } catch {
+      manager.stopAll()
+      throw HostOptions.failure(error)
+    }
     if !options.json { console.out(RunReport.table(manager.records)) }
 
     let deadline = duration.map { ContinuousClock.now + .wait($0) }
-    let trust = EntitlementWatch(options: options, discovered: report.manifests, wake: loop.waker)
-    var why = "no module is running"
-    while manager.hasWork || hooks != nil {
-      var until = deadline
-      for due in [manager.nextRestart, hooks?.nextDue(), trust.nextDue].compactMap({ $0 }) {
-        until = until.map { min($0, due) } ?? due
-      }
+    var why = "--for \(duration ?? 0)s elapsed"
+    var signalled = false
+    while true {
+      if let deadline, ContinuousClock.now >= deadline { break }
+      let until = [deadline, host.nextDue].compactMap { $0 }.min()
       if let stop = loop.wait(until: until) {
         why = stop
+        signalled = true
         break
       }
-      if let deadline, ContinuousClock.now >= deadline {
-        why = "--for \(duration ?? 0)s elapsed"
-        break
-      }
-      manager.superviseOnce()
-      hooks?.process(manager)
-      trust.process(manager)
+      host.process()
     }
-    environment.log.write(LogRecord(level: .info, moduleID: nil, message: "stopping all modules (\(why))"))
-    manager.stopAll()
+    environment.hostLog(.info, "stopping all modules (\(why))")
+    host.stop()
     // Counts of lines dropped by the rate limit are written before the summary.
     environment.limiter.flush()
     if options.json {
@@ -170,7 +154,14 @@ enum RunCommand {
     } else {
       console.out(RunReport.summary(manager.records))
     }
-    let clean = manager.records.allSatisfy { $0.state == .stopped }
+    // Stopped on request, the host did its job; after --for, a script asks whether all went well.
+    if signalled { return .success }
+    let clean = manager.records.allSatisfy { r in
+      switch r.state {
+      case .blocked, .failed: false
+      default: true
+      }
+    }
     return clean ? .success : .blocked
   }
 }

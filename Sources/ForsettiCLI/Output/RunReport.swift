@@ -33,8 +33,9 @@ enum RunReport {
     let stopped = records.filter { $0.state == .stopped }.count
     let blocked = records.filter { if case .blocked = $0.state { true } else { false } }.count
     let failed = records.filter { if case .failed = $0.state { true } else { false } }.count
+    let inactive = records.filter { if case .inactive = $0.state { true } else { false } }.count
     return
-      "\(records.count) module\(records.count == 1 ? "" : "s"): \(stopped) ran and stopped cleanly, \(blocked) blocked, \(failed) failed\n"
+      "\(records.count) module\(records.count == 1 ? "" : "s"): \(stopped) ran and stopped cleanly, \(blocked) blocked, \(failed) failed\(inactive > 0 ? ", \(inactive) inactive" : "")\n"
   }
 
   static func json(_ records: [ModuleRecord]) -> JSONValue {

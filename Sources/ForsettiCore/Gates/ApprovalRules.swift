@@ -38,6 +38,19 @@ public enum ApprovalRules {
     return evaluate(requested: m.capabilitySet, approved: approvals.approved[m.moduleID]).granted
   }
 
+  /// What a new version of a running module still needs approved before it may replace the
+  /// running one: the rule above against the stored approvals (with `--approve-all`, which
+  /// covers only a first start, what the running version was granted counts as approved too),
+  /// for the capabilities the running version did not request — those it runs without already.
+  public static func pendingUpdate(
+    _ m: ModuleManifest, approvals: ApprovalLedger, running: ModuleManifest?, granted: Set<Capability>
+  ) -> Set<Capability> {
+    let stored = approvals.approved[m.moduleID]
+    let approved = approvals.approveAll ? (stored ?? []).union(granted) : stored
+    return evaluate(requested: m.capabilitySet, approved: approved).pending
+      .subtracting(running?.capabilitySet ?? [])
+  }
+
   /// The trace line of a passing module: what it may use and what still waits.
   public static func passDetail(_ m: ModuleManifest, approvals: ApprovalLedger) -> String {
     if approvals.approveAll { return "approved by --approve-all" }

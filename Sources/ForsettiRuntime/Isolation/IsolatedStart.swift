@@ -115,7 +115,7 @@ extension ModuleManager {
   /// A worker told its module (the spare, if one is ready), or nil after recording why none
   /// could be started.
   private func beginIsolated(_ a: Activation, _ settings: IsolationSettings) -> IsolatedStart? {
-    let i = a.record
+    let i = a.slot
     let sandbox = environment.sandboxPath(for: a.manifest.moduleID)
     // The worker may write only inside its sandbox, so the host creates it beforehand.
     do { _ = try SandboxStorage(root: sandbox) } catch {
@@ -150,17 +150,17 @@ extension ModuleManager {
     let policy = ConfinementPolicy(
       readExecute: [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"]
         + IsolationSettings.libraryDirectories(),
-      readWrite: [sandbox, "/dev/null"], networking: records[a.record].granted.contains(.networking),
+      readWrite: [sandbox, "/dev/null"], networking: table[a.slot].record.granted.contains(.networking),
       limits: settings.limits, memoryAccounted: memoryAccounted)
     return WorkerConfiguration(
       moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
-      sandbox: sandbox, granted: records[a.record].granted, policy: policy, parent: getpid())
+      sandbox: sandbox, granted: table[a.slot].record.granted, policy: policy, parent: getpid())
   }
 
   /// A new worker process, waiting for its configuration; nil after recording why none started.
   private func spawnWorker(_ a: Activation, _ settings: IsolationSettings) -> StartedWorker? {
     do { return try StartedWorker.spawn(executable: settings.workerExecutable) } catch {
-      fail(a.record, .load, .loadFailed, "could not start a worker: \(error)")
+      fail(a.slot, .load, .loadFailed, "could not start a worker: \(error)")
       return nil
     }
   }
@@ -185,7 +185,7 @@ extension ModuleManager {
           limits: .init(memoryBytes: settings.limits.memoryBytes, tasks: Self.workerTasks))
       } catch {
         started.discard()
-        fail(a.record, .load, .loadFailed, "could not make the worker a cgroup of its own: \(error)")
+        fail(a.slot, .load, .loadFailed, "could not make the worker a cgroup of its own: \(error)")
         return nil
       }
     }
@@ -285,23 +285,19 @@ extension ModuleManager {
 
   /// Records how one start ended.
   private func finish(_ s: IsolatedStart, _ settings: IsolationSettings) {
-    let i = s.activation.record
+    let i = s.activation.slot
     let m = s.activation.manifest
-    if let detail = s.loadDetail {
-      records[i].state = .loaded
-      records[i].trace.pass(.load, detail)
-    }
+    if let detail = s.loadDetail { table[i].passed(.load, detail) }
     if let verdict = s.identity, !record(i, verdict) { return }
     switch s.outcome {
     case .started(let took):
-      running.append(RunningModule(record: i, moduleID: m.moduleID, kind: .isolated(s.worker)))
       markStarted(
-        i, m, s.ui, took: took,
+        i, m, IsolatedInstance(worker: s.worker, stopTimeout: settings.stopTimeout), s.ui, took: took,
         detail:
           "started in worker pid \(s.worker.pid) in \(Self.formatted(took)) (spawn + confine + load + start)")
     case .failed(let step, let reason, let detail, let restart):
       fail(i, step, reason, detail)
-      if let restart { scheduleRestart(i, failure: restart, settings: settings) }
+      if let restart { scheduleRestart(i, failure: restart) }
     case .recorded, nil:
       break
     }

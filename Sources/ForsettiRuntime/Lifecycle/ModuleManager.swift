@@ -4,8 +4,10 @@ import ForsettiBridge
 import ForsettiCore
 import Foundation
 
-/// Runs the lifecycle of in-process modules: load → identity and UI → start, in provider-first
-/// order; stop in reverse. One module's failure is recorded against it and never stops others.
+/// The module table and the one lifecycle of its modules: load → identity and UI → start, in
+/// provider-first order; supervision of what runs; stop in reverse. One module's failure is
+/// recorded against it and never stops others. Reconciliation (`Reconciler.swift`) and reload
+/// (`Reload.swift`) change modules only through these slots.
 ///
 /// Used from one thread (the host's main thread): module `start` and `stop` are called there, as
 /// forsetti.h promises.
@@ -13,13 +15,15 @@ public final class ModuleManager {
   public let environment: HostEnvironment
   private let loader: any ModuleLoading
   public let mode: ExecutionMode
-  public internal(set) var records: [ModuleRecord] = []
-  var running: [RunningModule] = []
-  var contributions: [String: UIContributions] = [:]
+  var table = ModuleTable()
   let inbox = SupervisorInbox()
-  var restarts: [Int: RestartState] = [:]
   let quarantine: QuarantineStore
   var index = BinaryIndex()
+  /// Counts starts, so modules stop in the reverse order of their starts.
+  private var starts = 0
+
+  /// Everything the host knows about each module, in the order their files were judged.
+  public var records: [ModuleRecord] { table.records }
 
   /// Load every binary from a content-named copy under `STATE/versions/` (hot reload needs the
   /// old version after the file is replaced, and a fresh path so the loader maps the new one).
@@ -56,62 +60,63 @@ public final class ModuleManager {
     quarantine = QuarantineStore(stateDirectory: environment.stateDirectory)
   }
 
-  /// Called (from any thread) when supervision has work: a worker exited. `run` uses it to wake
-  /// its loop and then calls `superviseOnce()` on the main thread.
+  /// The isolation settings, when modules run in workers.
+  var isolation: IsolationSettings? { if case .isolated(let s) = mode { s } else { nil } }
+
+  /// Called (from any thread) when supervision has work: a worker exited. The host's loop uses
+  /// it to wake and then calls `superviseOnce()` on the main thread.
   public func onSupervisionNeeded(_ wake: @escaping @Sendable () -> Void) { inbox.setWake(wake) }
 
   /// The composed UI surface of the started modules.
-  public var surface: Surface { Surface.compose(contributions) }
+  public var surface: Surface {
+    Surface.compose(
+      Dictionary(
+        table.slots.compactMap { s in s.ui.flatMap { ui in s.moduleID.map { ($0, ui) } } }
+      ) { a, _ in a })
+  }
 
   /// Takes the gate stack's judgements, then loads and starts every module that passed.
   public func activate(_ judgements: [ModuleJudgement], index: BinaryIndex) {
     self.index = index
-    records = judgements.map { j in
-      ModuleRecord(
-        file: j.file, moduleID: j.moduleID, manifest: j.manifest, binaryPath: nil,
-        state: j.passed ? .gated : .blocked(j.reason ?? .validationFailed), trace: j.trace,
-        startDuration: nil,
-        granted: j.granted ?? j.manifest?.capabilitySet ?? [])
-    }
-    let passing = records.indices.filter { records[$0].state == .gated }
-    let byID = Dictionary(passing.compactMap { i in records[i].manifest.map { ($0.moduleID, i) } }) { a, _ in
-      a
-    }
-    let manifests = passing.compactMap { records[$0].manifest }
+    table.removeAll()
+    for j in judgements { table.append(ModuleSlot(ModuleRecord(judgement: j))) }
+    start(table.indices.filter { table[$0].record.state == .gated })
+    persist()
+    refillSpareWorker()
+  }
+
+  /// Loads and starts the gated modules of `slots`, providers first.
+  func start(_ slots: [Int]) {
+    let byID = Dictionary(slots.compactMap { i in table[i].moduleID.map { ($0, i) } }) { a, _ in a }
+    let manifests = slots.compactMap { table[$0].manifest }
     switch mode {
     case .inProcess:
       // On the main thread one by one, as forsetti.h promises.
       for m in StartOrder.order(manifests) {
         guard let i = byID[m.moduleID] else { continue }
-        activate(record: i, manifest: m)
+        activate(slot: i, manifest: m)
       }
     case .isolated(let settings):
       // Each level at once: a module that hangs or misbehaves delays nobody beside it.
       for level in StartOrder.levels(manifests) {
-        let items = level.compactMap { m in byID[m.moduleID].map { (record: $0, manifest: m) } }
-        activateIsolated(
-          items.compactMap { prepareActivation(record: $0.record, manifest: $0.manifest) }, settings)
+        let items = level.compactMap { m in byID[m.moduleID].map { (slot: $0, manifest: m) } }
+        activateIsolated(items.compactMap { prepareActivation(slot: $0.slot, manifest: $0.manifest) }, settings)
       }
     }
-    persist()
-    refillSpareWorker()
   }
 
   func fail(_ i: Int, _ step: GateStep, _ reason: ReasonCode, _ detail: String) {
-    records[i].trace.fail(step, reason, detail)
-    records[i].trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(reason.rawValue)")
-    records[i].state = .failed(reason)
-    environment.hostLog(
-      .error, about: records[i].moduleID, "\(reason.rawValue) at \(step.rawValue): \(detail)")
+    table[i].failed(step, reason, detail)
+    environment.hostLog(.error, about: table[i].moduleID, "\(reason.rawValue) at \(step.rawValue): \(detail)")
   }
 
   /// Loads and starts one gated module. `copy` loads from an already made version copy (hot
   /// reload's rollback); `state` is handed to the new instance after its start.
-  func activate(record i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil) {
-    guard let a = prepareActivation(record: i, manifest: m, copy: copy, state: state) else { return }
+  func activate(slot i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil) {
+    guard let a = prepareActivation(slot: i, manifest: m, copy: copy, state: state) else { return }
     switch mode {
     case .inProcess:
-      activateInProcess(record: i, manifest: m, path: a.path, isSwift: a.isSwift, state: state)
+      activateInProcess(slot: i, manifest: m, path: a.path, isSwift: a.isSwift, state: state)
     case .isolated(let settings): activateIsolated([a], settings)
     }
   }
@@ -119,22 +124,24 @@ public final class ModuleManager {
   /// Where module `i` is loaded from (its binary, or a version copy of it), or nil after
   /// recording why it cannot be.
   func prepareActivation(
-    record i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil
+    slot i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil
   )
     -> Activation?
   {
     var path: String
     var isSwift: Bool
+    var binary: String?
     if let copy {
       path = copy
-      isSwift = records[i].loadedIsSwift
+      isSwift = table[i].record.loadedIsSwift
     } else {
       guard case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
         fail(i, .load, .binaryNotFound, "the binary exporting \(m.entryPoint) is gone since inspection")
         return nil
       }
-      records[i].binaryPath = facts.path
+      binary = facts.path
       if let why = quarantined(m.moduleID, path: facts.path) {
+        table[i].loading(from: facts.path, isSwift: false, binary: facts.path)
         fail(i, .load, .quarantined, why)
         return nil
       }
@@ -149,16 +156,8 @@ public final class ModuleManager {
         }
       }
     }
-    records[i].loadedFrom = path
-    records[i].loadedIsSwift = isSwift
-    return Activation(record: i, manifest: m, path: path, isSwift: isSwift, state: state)
-  }
-
-  /// Step 8, shared by both modes: identity, then UI contributions against the manifest.
-  func checkIdentityAndUI(_ i: Int, _ m: ModuleManifest, _ d: ModuleDescriptor, _ ui: UIContributions?)
-    -> Bool
-  {
-    record(i, Self.identityAndUI(m, d, ui))
+    table[i].loading(from: path, isSwift: isSwift, binary: binary)
+    return Activation(slot: i, manifest: m, path: path, isSwift: isSwift, state: state)
   }
 
   /// Step 8's verdict, without recording it (a worker's start is decided before it is recorded).
@@ -180,16 +179,18 @@ public final class ModuleManager {
       fail(i, .identityAndUI, v.reason, v.detail)
       return false
     case .pass(let detail):
-      records[i].trace.pass(.identityAndUI, detail)
+      table[i].passed(.identityAndUI, detail)
       return true
     }
   }
 
-  func markStarted(_ i: Int, _ m: ModuleManifest, _ ui: UIContributions?, took: Duration, detail: String) {
-    records[i].state = .started
-    records[i].startDuration = took
-    records[i].trace.pass(.start, detail)
-    if m.moduleType.isVisual, let ui, !ui.isEmpty { contributions[m.moduleID] = ui }
+  /// Records a start: the slot holds the instance from now on.
+  func markStarted(
+    _ i: Int, _ m: ModuleManifest, _ instance: any ModuleInstance, _ ui: UIContributions?, took: Duration,
+    detail: String
+  ) {
+    starts += 1
+    table[i].started(instance, sequence: starts, ui: ui, took: took, detail: detail)
     environment.hostLog(.info, "started \(m.moduleID) \(m.moduleVersion)")
   }
 
@@ -200,7 +201,7 @@ public final class ModuleManager {
   }
 
   private func activateInProcess(
-    record i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool, state: [UInt8]?
+    slot i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool, state: [UInt8]?
   ) {
     let loaded: LoadedModule
     switch loader.load(path: path, entryPoint: m.entryPoint, isSwift: isSwift) {
@@ -209,8 +210,7 @@ public final class ModuleManager {
       return
     case .success(let l): loaded = l
     }
-    records[i].state = .loaded
-    records[i].trace.pass(
+    table[i].passed(
       .load,
       "loaded \(path) in-process (module ABI \(ABIVersion.describe(loaded.table.pointee.abi_version))\(isSwift ? ", Swift image kept mapped" : ""))"
     )
@@ -221,11 +221,11 @@ public final class ModuleManager {
       return
     case .success(let c): ui = c
     }
-    guard checkIdentityAndUI(i, m, loaded.descriptor, ui) else { return }
+    guard record(i, Self.identityAndUI(m, loaded.descriptor, ui)) else { return }
 
     let binding: ModuleBinding
     do {
-      binding = try ModuleBinding(moduleID: m.moduleID, granted: records[i].granted, environment: environment)
+      binding = try ModuleBinding(moduleID: m.moduleID, granted: table[i].record.granted, environment: environment)
     } catch {
       fail(i, .start, .startFailed, "could not prepare the module's context: \(error)")
       return
@@ -241,8 +241,8 @@ public final class ModuleManager {
       return
     }
     if let state, !state.isEmpty { StateTransfer.restore(loaded.table, state) }
-    running.append(RunningModule(record: i, moduleID: m.moduleID, kind: .inProcess(loaded, binding)))
-    markStarted(i, m, ui, took: took, detail: "started in-process in \(Self.formatted(took))")
+    let instance = InProcessInstance(moduleID: m.moduleID, loaded: loaded, binding: binding)
+    markStarted(i, m, instance, ui, took: took, detail: "started in-process in \(Self.formatted(took))")
   }
 
   static func describe(_ c: UIContributions) -> String {
@@ -261,26 +261,31 @@ public final class ModuleManager {
   /// (in-process) or ending its worker (isolated).
   public func stopAll() {
     keepsSpareWorker = false
-    restarts.removeAll()
-    while let last = running.popLast() {
-      stop(last)
-      contributions[last.moduleID] = nil
-    }
+    for i in table.indices { table[i].restart = nil }
+    for i in table.running.reversed() { stop(i) }
     persist()
   }
 
-  func stop(_ r: RunningModule) {
-    switch r.kind {
-    case .inProcess(let loaded, let binding):
-      let t = loaded.table.pointee
-      binding.backend.moduleStopping(moduleID: r.moduleID)
-      t.stop?(t.`self`)
-      binding.revoke()
-      records[r.record].state = .stopped
-      environment.hostLog(.info, "stopped \(r.moduleID)")
-    case .isolated(let worker):
-      stopWorker(worker, record: r.record)
+  /// Stops module `i` if it runs, recording how the stop went; whether it was running.
+  @discardableResult
+  func stop(_ i: Int) -> Bool {
+    guard let instance = table[i].release(as: .stopped) else { return false }
+    let id = instance.moduleID
+    switch instance.stop() {
+    case .stopped:
+      environment.hostLog(.info, "stopped \(id)")
+    case .killedAfterTimeout(let t):
+      environment.hostLog(.warning, about: id, "stop did not return within \(t) s; the worker was killed")
+    case .crashed(let why):
+      table[i].held(.failed(.crashed))
+      environment.hostLog(.error, about: id, "crashed: \(why)")
+    case .violated(let v):
+      table[i].held(.failed(.protocolViolation))
+      environment.hostLog(
+        .error, about: id, "\(ReasonCode.protocolViolation.rawValue) during stop: \(v)",
+        ["reason": ReasonCode.protocolViolation.rawValue])
     }
+    return true
   }
 
   /// Writes `runtime.json` and `surface.json` so other invocations (`list`, `surface`) can see
@@ -306,7 +311,7 @@ public final class ModuleManager {
 
 /// A module about to be loaded and started: its record, and the file to load.
 struct Activation {
-  var record: Int
+  var slot: Int
   var manifest: ModuleManifest
   var path: String
   var isSwift: Bool

@@ -13,6 +13,9 @@ public enum ModuleState: Sendable, Hashable, CustomStringConvertible {
   case blocked(ReasonCode)
   /// Loading, identity, UI or start failed.
   case failed(ReasonCode)
+  /// Eligible, but the activation state keeps it off (disabled, not enabled under a deny
+  /// policy, or another UI module is selected).
+  case inactive(ReasonCode)
 
   public var name: String {
     switch self {
@@ -23,12 +26,13 @@ public enum ModuleState: Sendable, Hashable, CustomStringConvertible {
     case .stopped: "stopped"
     case .blocked: "blocked"
     case .failed: "failed"
+    case .inactive: "inactive"
     }
   }
 
   public var reason: ReasonCode? {
     switch self {
-    case .blocked(let r), .failed(let r): r
+    case .blocked(let r), .failed(let r), .inactive(let r): r
     default: nil
     }
   }
@@ -60,5 +64,15 @@ extension ModuleRecord {
       ("file", .string(file)), ("moduleID", .string(orNull: moduleID)), ("state", .string(state.name)),
       ("reason", .string(orNull: state.reason?.rawValue)), ("binary", .string(orNull: binaryPath)),
     ])
+  }
+}
+
+extension ModuleRecord {
+  /// A judged file's record, before loading.
+  init(judgement j: ModuleJudgement) {
+    self.init(
+      file: j.file, moduleID: j.moduleID, manifest: j.manifest, binaryPath: nil,
+      state: j.passed ? .gated : .blocked(j.reason ?? .validationFailed), trace: j.trace, startDuration: nil,
+      granted: j.granted ?? j.manifest?.capabilitySet ?? [])
   }
 }

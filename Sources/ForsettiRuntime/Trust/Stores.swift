@@ -108,6 +108,13 @@ public struct OverrideStore: Sendable {
   public struct Content: Sendable, Hashable {
     public var modules: [String: Entry] = [:]
     public var products: [String: Entry] = [:]
+
+  /// Every instant at which a time-frame override begins or ends.
+  public var edges: [Instant] {
+    (Array(modules.values) + Array(products.values)).flatMap { e in
+      [e.from, e.until].compactMap { $0.flatMap(Licence.parseTime) }
+    }
+  }
   }
 
   public func load() -> Content {

@@ -1,0 +1,181 @@
+import ForsettiBinary
+import ForsettiBridge
+import ForsettiCore
+import Foundation
+import Synchronization
+
+/// A running host: it judges, converges on what should run, and converges again whenever
+/// something that can change a verdict changes — a file of the state directory (approvals,
+/// overrides, activation, licences, trusted keys) or the entitlements file, a licence expiry or
+/// an override window's edge, a worker's exit, and under `dev` a manifest or a binary. It never
+/// stops by itself: with nothing to run it waits for something to change.
+///
+/// Driven from one thread: `start`, then `process` each time `wake` (given at `init`) was called
+/// or `nextDue` came, then `stop`.
+public final class LiveHost {
+  public let judge: Judge
+  public let manager: ModuleManager
+  /// Which eligible modules the activation state keeps off, judged with the same verdicts.
+  public var activation: @Sendable (Judge.Verdicts) throws(JudgeError) -> [String: DesiredState.Inactive] = {
+    _ throws(JudgeError) in [:]
+  }
+  /// Each reload of `dev`, as it happens.
+  public var onReload: (ReloadReport) -> Void = { _ in }
+
+  /// Hot reload: watch manifests and binaries, reload what changes.
+  public struct Development: Sendable {
+    /// A new version that ends within this many seconds of its start is rolled back.
+    public var grace: Double
+    /// Changes closer together than this many seconds make one reload.
+    public var debounce: Double
+
+    public init(grace: Double, debounce: Double) {
+      self.grace = grace
+      self.debounce = debounce
+    }
+  }
+
+  private let development: Development?
+  private let wake: @Sendable () -> Void
+  private let trustChanged = ChangeFlag()
+  private let files = PendingChanges()
+  private var watchers: [FileWatcher] = []
+  /// When a licence expires or an override window opens or closes next.
+  private var nextEdge: ContinuousClock.Instant?
+
+  public init(
+    judge: Judge, manager: ModuleManager, development: Development? = nil,
+    wake: @escaping @Sendable () -> Void
+  ) {
+    self.judge = judge
+    self.manager = manager
+    self.development = development
+    self.wake = wake
+    manager.onSupervisionNeeded(wake)
+  }
+
+  /// The files whose change can change a verdict, in the state directory and beside it.
+  public static let stateFiles: Set<String> = [
+    "approvals.json", "overrides.json", "activation.json", "quarantine.json",
+  ]
+
+  /// Watches what it judges by, then judges and starts what should run. Watching begins first,
+  /// so no change made meanwhile is missed.
+  public func start() throws(JudgeError) {
+    try watch()
+    let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+    schedule(verdicts.nextEdge)
+    manager.reconcile(try desired(verdicts), quiet: true)
+  }
+
+  /// When the host next wants `process` without being woken (a restart, a time edge, a burst of
+  /// file changes settling).
+  public var nextDue: ContinuousClock.Instant? {
+    [manager.nextRestart, nextEdge, development.flatMap { files.due(after: $0.debounce) }].compactMap { $0 }.min()
+  }
+
+  /// Handles what happened since the last call: worker exits and due restarts, then, if a file
+  /// or an instant may have changed a verdict, judges again and converges.
+  public func process() {
+    manager.superviseOnce()
+    var changed: Set<String> = []
+    var since = ContinuousClock.now
+    if let dev = development, let (paths, first) = files.take(after: dev.debounce) {
+      changed = paths
+      since = first
+    }
+    let edge = nextEdge.map { ContinuousClock.now >= $0 } ?? false
+    guard trustChanged.take() || edge || !changed.isEmpty else { return }
+    if edge { nextEdge = nil }
+    reconcile(changed: changed, since: since)
+  }
+
+  /// Judges everything again and converges; a judging failure (a malformed approvals.json, say)
+  /// changes nothing and is reported.
+  public func reconcile(changed: Set<String> = [], since: ContinuousClock.Instant = .now) {
+    do throws(JudgeError) {
+      let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+      schedule(verdicts.nextEdge)
+      let reports = manager.reconcile(
+        try desired(verdicts), changed: changed, reloadsVersions: development != nil,
+        grace: development?.grace ?? 0, since: since)
+      for r in reports { onReload(r) }
+    } catch {
+      manager.environment.hostLog(.warning, "not reconciled: \(error); the modules keep running as they are")
+    }
+  }
+
+  /// Stops every module, last started first, and the watching.
+  public func stop() {
+    manager.stopAll()
+    watchers.removeAll()
+  }
+
+  private func desired(_ v: Judge.Verdicts) throws(JudgeError) -> DesiredState {
+    var approvals = try judge.storedApprovals()
+    approvals.approveAll = judge.configuration.approveAll
+    return DesiredState(
+      judgements: v.judgements, index: v.index ?? BinaryIndex(), inactive: try activation(v), approvals: approvals)
+  }
+
+  private func schedule(_ edge: Instant?) {
+    let now = GateContext.wallClock()
+    nextEdge = edge.map { ContinuousClock.now + .wait(max(0, $0 - now)) + .milliseconds(1) }
+  }
+
+  private func watch() throws(JudgeError) {
+    let c = judge.configuration
+    let state = c.stateDirectory.isEmpty ? "." : c.stateDirectory
+    var dirs = [state, state + "/licences", state + "/trusted-keys"]
+    let entitlements = c.entitlementsFile.map { ($0 as NSString).lastPathComponent }
+    if let file = c.entitlementsFile {
+      let dir = (file as NSString).deletingLastPathComponent
+      dirs.append(dir.isEmpty ? "." : dir)
+    }
+    for d in dirs {
+      try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+    }
+    let flag = trustChanged
+    let wake = self.wake
+    let names = Self.stateFiles
+    do {
+      watchers.append(
+        try FileWatcher(directories: Array(Set(dirs)), recursive: false) { path, _ in
+          let name = (path as NSString).lastPathComponent
+          let dir = (path as NSString).deletingLastPathComponent
+          if names.contains(name) || name == entitlements || dir.hasSuffix("/licences")
+            || dir.hasSuffix("/trusted-keys")
+          {
+            flag.set()
+            wake()
+          }
+        })
+    } catch {
+      throw .file(setting: "state", path: state, reason: "cannot watch: \(error)")
+    }
+    guard development != nil else { return }
+    let pending = files
+    do {
+      watchers.append(
+        try FileWatcher(directories: [c.manifestsDirectory] + c.pluginDirectories) { path, at in
+          pending.add(path, at: at)
+          wake()
+        })
+    } catch {
+      throw .file(setting: "manifests", path: c.manifestsDirectory, reason: "cannot watch: \(error)")
+    }
+    manager.environment.hostLog(
+      .info, "watching \(([c.manifestsDirectory] + c.pluginDirectories).joined(separator: ", ")) for changes")
+  }
+}
+
+/// Set by a watcher thread, taken by the host's loop.
+final class ChangeFlag: Sendable {
+  private let value = Mutex(false)
+  func set() { value.withLock { $0 = true } }
+  func take() -> Bool {
+    value.withLock { v in
+      defer { v = false }; return v
+    }
+  }
+}

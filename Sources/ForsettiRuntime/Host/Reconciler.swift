@@ -1,0 +1,232 @@
+import ForsettiBinary
+import ForsettiBridge
+import ForsettiCore
+
+/// What should run, as judged now: the gate stack's verdict on every module, the binaries it
+/// was judged with, which eligible modules the activation state keeps off, and the approvals
+/// the user gave (for updates, which `--approve-all` does not cover).
+public struct DesiredState: Sendable {
+  public var judgements: [ModuleJudgement]
+  public var index: BinaryIndex
+  /// Eligible modules kept off, by module ID; every other eligible module should run.
+  public var inactive: [String: Inactive]
+  public var approvals: ApprovalLedger
+
+  /// Why an eligible module does not run.
+  public struct Inactive: Sendable, Hashable {
+    public var reason: ReasonCode
+    public var why: String
+
+    public init(reason: ReasonCode, why: String) {
+      self.reason = reason
+      self.why = why
+    }
+  }
+
+  public init(
+    judgements: [ModuleJudgement], index: BinaryIndex, inactive: [String: Inactive] = [:],
+    approvals: ApprovalLedger = .init()
+  ) {
+    self.judgements = judgements
+    self.index = index
+    self.inactive = inactive
+    self.approvals = approvals
+  }
+}
+
+extension ModuleManager {
+  /// Converges on `desired`: stops what is gone, no longer eligible or no longer active (last
+  /// started first); reloads running modules whose version changed when `reloadsVersions` (dev;
+  /// `changed` are the files the watcher reported) and restarts those whose grant changed;
+  /// starts what is eligible and active but not running (providers first). One log line per
+  /// change, with its reason; `quiet` leaves out the start lines (the host's first start
+  /// prints a table instead). Returns the reloads, for `dev` to print.
+  @discardableResult
+  public func reconcile(
+    _ desired: DesiredState, changed: Set<String> = [], reloadsVersions: Bool = false, grace: Double = 0.5,
+    since: ContinuousClock.Instant = .now, quiet: Bool = false
+  ) -> [ReloadReport] {
+    index = desired.index
+    let judged = Dictionary(desired.judgements.compactMap { j in j.moduleID.map { ($0, j) } }) { a, _ in a }
+    var reports = stopGone(judged, since: since)
+    stopUnwanted(desired, judged, changed: changed, reloadsVersions: reloadsVersions)
+    reports += replaceChanged(
+      desired, judged, changed: changed, reloadsVersions: reloadsVersions, grace: grace, since: since)
+    startWanted(desired, changed: changed, quiet: quiet)
+    persist()
+    refillSpareWorker()
+    return reports
+  }
+
+  /// Running modules whose manifest is gone.
+  private func stopGone(_ judged: [String: ModuleJudgement], since: ContinuousClock.Instant) -> [ReloadReport] {
+    var reports: [ReloadReport] = []
+    for i in table.running.reversed() {
+      guard let id = table[i].moduleID, judged[id] == nil else { continue }
+      let version = table[i].manifest?.moduleVersion
+      stop(i)
+      environment.hostLog(.info, about: id, "stopped: its manifest is gone")
+      reports.append(
+        ReloadReport(moduleID: id, oldVersion: version, newVersion: nil, outcome: .removed, duration: .now - since))
+    }
+    return reports
+  }
+
+  /// Running modules that may no longer run (a gate now refuses the version that runs) or that
+  /// the activation state now keeps off.
+  private func stopUnwanted(
+    _ desired: DesiredState, _ judged: [String: ModuleJudgement], changed: Set<String>, reloadsVersions: Bool
+  ) {
+    for i in table.running.reversed() {
+      guard let id = table[i].moduleID, let j = judged[id] else { continue }
+      // A new version that fails a gate under dev is a refused reload: the old one keeps serving.
+      if let failure = j.trace.firstFailure, let reason = failure.reason,
+        !(reloadsVersions && versionChanged(i, j, changed))
+      {
+        stop(i)
+        table[i].judged(j)
+        environment.hostLog(
+          .warning, about: id, "\(reason.rawValue): stopped: \(Self.noLonger(failure.step)): \(failure.detail)",
+          ["reason": reason.rawValue])
+      } else if j.passed, let off = desired.inactive[id] {
+        stop(i)
+        table[i].judged(j)
+        table[i].held(.inactive(off.reason), trace: Self.inactiveTrace(j.trace, off))
+        environment.hostLog(
+          .info, about: id, "\(off.reason.rawValue): stopped: \(off.why)", ["reason": off.reason.rawValue])
+      }
+    }
+  }
+
+  /// How a stop for a gate's refusal reads.
+  static func noLonger(_ step: GateStep) -> String {
+    switch step {
+    case .entitlement: "no longer unlocked"
+    case .approval: "no longer approved"
+    default: "no longer passes \(step.rawValue)"
+    }
+  }
+
+  /// Running modules staying up: a new version under dev, or a new grant (an approval given or
+  /// revoked), providers first.
+  private func replaceChanged(
+    _ desired: DesiredState, _ judged: [String: ModuleJudgement], changed: Set<String>, reloadsVersions: Bool,
+    grace: Double, since: ContinuousClock.Instant
+  ) -> [ReloadReport] {
+    var reports: [ReloadReport] = []
+    let candidates = table.running.compactMap { i -> (Int, ModuleJudgement)? in
+      guard let id = table[i].moduleID, let j = judged[id], desired.inactive[id] == nil else { return nil }
+      return (i, j)
+    }
+    let order = StartOrder.order(candidates.compactMap { $0.1.manifest }).map(\.moduleID)
+    let sorted = candidates.sorted {
+      (order.firstIndex(of: $0.1.moduleID ?? "") ?? .max) < (order.firstIndex(of: $1.1.moduleID ?? "") ?? .max)
+    }
+    for (i, j) in sorted where table[i].isRunning {
+      if versionChanged(i, j, changed) {
+        guard reloadsVersions else { continue }  // run keeps the version it loaded
+        if let refused = table[i].refused, refused == RefusedVersion(j, binary: binaryPath(of: j)),
+          !filesChanged(i, j, changed)
+        {
+          continue  // already refused, and none of its files changed since
+        }
+        reports += reload(i, to: j, approvals: desired.approvals, grace: grace, since: since)
+      } else if j.passed, let granted = j.granted, granted != table[i].record.granted {
+        regrant(i, granted)
+      }
+    }
+    return reports
+  }
+
+  /// Modules eligible and active but not running; blocked and inactive ones recorded as such.
+  private func startWanted(_ desired: DesiredState, changed: Set<String>, quiet: Bool) {
+    var toStart: [Int] = []
+    for j in desired.judgements {
+      let i = slot(for: j)
+      guard !table[i].isRunning else { continue }
+      let was = table[i].record.state
+      let sameVersion = !versionChanged(i, j, changed)
+      // A failure of this same version (to load, to start, quarantined) is supervision's to
+      // retry, or waits for a new version; so does a restart already scheduled.
+      if sameVersion, case .failed = was { continue }
+      if sameVersion, table[i].restart?.due != nil { continue }
+      table[i].judged(j)
+      guard j.passed, let id = j.moduleID else { continue }
+      if let off = desired.inactive[id] {
+        table[i].held(.inactive(off.reason), trace: Self.inactiveTrace(j.trace, off))
+        continue
+      }
+      toStart.append(i)
+      if !quiet { environment.hostLog(.info, about: id, "starting: \(Self.why(was))") }
+    }
+    start(toStart)
+  }
+
+  /// Why a module that did not run starts now.
+  static func why(_ was: ModuleState) -> String {
+    switch was {
+    case .blocked(let r): "now eligible (was \(r.rawValue))"
+    case .inactive(let r): "now active (was \(r.rawValue))"
+    case .failed(let r): "a new version (the last failed: \(r.rawValue))"
+    case .stopped: "eligible again"
+    default: "a new module"
+    }
+  }
+
+  /// The judged trace of a module kept off, with the later steps saying why.
+  static func inactiveTrace(_ trace: GateTrace, _ off: DesiredState.Inactive) -> GateTrace {
+    var t = trace
+    t.skipRemaining(because: "not started: \(off.reason.rawValue): \(off.why)")
+    return t
+  }
+
+  /// The slot of `j`'s module (a new one for a module not seen before).
+  private func slot(for j: ModuleJudgement) -> Int {
+    if let id = j.moduleID {
+      return table.index(of: id) ?? table.append(ModuleSlot(ModuleRecord(judgement: j)))
+    }
+    return table.indices.first { table[$0].moduleID == nil && table[$0].record.file == j.file }
+      ?? table.append(ModuleSlot(ModuleRecord(judgement: j)))
+  }
+
+  /// Whether `j` is another version than the one slot `i` holds: another manifest, another
+  /// binary, or its binary rewritten (reported by the watcher).
+  func versionChanged(_ i: Int, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
+    let r = table[i].record
+    if r.manifest != j.manifest { return true }
+    let now = binaryPath(of: j)
+    if let was = r.binaryPath, let now, was != now { return true }
+    return filesChanged(i, j, changed)
+  }
+
+  /// Whether the watcher reported a change of `j`'s binary (or of the one slot `i` loaded).
+  private func filesChanged(_ i: Int, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
+    guard !changed.isEmpty else { return false }
+    return [binaryPath(of: j), table[i].record.binaryPath].contains { $0.map(changed.contains) ?? false }
+  }
+
+  /// Restarts running module `i` with a new capability grant, handing the old instance's state
+  /// to the new one.
+  func regrant(_ i: Int, _ granted: Set<Capability>) {
+    guard let m = table[i].manifest, table[i].isRunning else { return }
+    let state = saveState(i)
+    stop(i)
+    table[i].rejudged(granted: granted)
+    activate(slot: i, manifest: m, copy: table[i].record.loadedFrom, state: state)
+    environment.hostLog(
+      .info,
+      "restarted \(m.moduleID) with capabilities \(granted.isEmpty ? "none" : granted.sorted().map(\.rawValue).joined(separator: ", "))"
+    )
+  }
+
+  /// `regrant` by module ID, for an embedding application.
+  public func regrant(_ id: String, _ granted: Set<Capability>) {
+    guard let i = table.index(of: id) else { return }
+    regrant(i, granted)
+    persist()
+    refillSpareWorker()
+  }
+
+  /// Whether module `id` is started.
+  public func isRunning(_ id: String) -> Bool { table.index(of: id).map { table[$0].isRunning } ?? false }
+}

@@ -1,0 +1,147 @@
+import ForsettiBinary
+import ForsettiCore
+import Foundation
+
+/// The gate stack with every input the host has, read fresh: manifests, binaries, approvals,
+/// overrides, licences, trusted keys, the entitlements file. `check`, `list`, `explain`, `run`
+/// and `dev` all judge through it, and so does the running host each time something changes.
+public struct Judge: Sendable {
+  public let configuration: HostConfiguration
+
+  public init(_ configuration: HostConfiguration) { self.configuration = configuration }
+
+  /// The gate stack's verdict on everything, and what it was judged with.
+  public struct Verdicts: Sendable {
+    public var report: DiscoveryReport
+    public var context: GateContext
+    /// The plugin directories' binaries; nil when none were given.
+    public var index: BinaryIndex?
+    public var judgements: [ModuleJudgement]
+    /// Files in the plugin directories that could not be inspected.
+    public var binaryFailures: [BinaryError]
+    /// The next instant at which a verdict can change by itself (a licence expires, an override
+    /// window opens or closes), in seconds since 1970.
+    public var nextEdge: Instant?
+  }
+
+  /// Discovers, then judges every manifest. Without plugin directories the binary step is
+  /// skipped; `laterSteps` records the load steps as skipped with that reason (nil leaves them
+  /// to the loader). With `applyReductions`, approvals of modules that now request less are
+  /// shrunk first (the Apsule rule), so a capability dropped and re-added is asked for again.
+  public func judge(laterSteps: String?, applyReductions: Bool = false) throws(JudgeError) -> Verdicts {
+    let report = try discover()
+    if applyReductions && !configuration.approveAll {
+      let store = ApprovalStore(stateDirectory: configuration.stateDirectory)
+      do { _ = try store.shrink(to: report.manifests) } catch {
+        throw .file(setting: "state", path: store.path, reason: error.description)
+      }
+    }
+    let (context, nextEdge) = try gateContext(discovered: report.manifests)
+    let index =
+      configuration.pluginDirectories.isEmpty
+      ? nil : BinaryIndex.build(directories: configuration.pluginDirectories)
+    let step = index.map(inspect)
+    let judgements = GateStack.judge(
+      report, context: context,
+      inspect: { m in step?(m) ?? .skipped("no --plugins directory given; binary not inspected") },
+      laterSteps: laterSteps)
+    return Verdicts(
+      report: report, context: context, index: index, judgements: judgements,
+      binaryFailures: index?.failures ?? [], nextEdge: nextEdge)
+  }
+
+  /// The manifest directory's files, each a manifest or the reason it is not.
+  public func discover() throws(JudgeError) -> DiscoveryReport {
+    do {
+      return try ManifestDiscovery.discover(
+        from: DirectoryManifestSource(root: configuration.manifestsDirectory),
+        mode: configuration.discoveryMode)
+    } catch {
+      throw .manifests(error)
+    }
+  }
+
+  /// The gate context for `discovered`, from the files as they are now, and the next instant
+  /// at which it changes by itself.
+  public func gateContext(discovered: [ModuleManifest]) throws(JudgeError) -> (GateContext, Instant?) {
+    var staticProducts = Set<String>()
+    if let path = configuration.entitlementsFile {
+      let value = try Self.readJSON(path, setting: "entitlements", missingOK: false) ?? .null
+      switch StaticEntitlementProvider.decode(value) {
+      case .success(let p): staticProducts = p.unlockedProducts
+      case .failure(let e): throw .file(setting: "entitlements", path: path, reason: e.description)
+      }
+    }
+    let approvals =
+      configuration.approveAll ? ApprovalLedger(approveAll: true) : try storedApprovals()
+    let now = GateContext.wallClock()
+    let licences = LicenceEntitlementProvider.load(
+      stateDirectory: configuration.stateDirectory, staticProducts: staticProducts, now: now)
+    let entitlements: any EntitlementProvider =
+      if configuration.allowAllEntitlements {
+        AllowAllEntitlementProvider()
+      } else if let custom = configuration.entitlementSource {
+        EitherEntitlementProvider(first: licences, second: custom)
+      } else {
+        licences
+      }
+    let overrides = OverrideStore(stateDirectory: configuration.stateDirectory)
+    let context = GateContext(
+      compatibility: CompatibilityChecker(hostVersion: configuration.hostVersion, policy: configuration.policy),
+      approvals: approvals, entitlements: entitlements, providers: ProviderAvailability(discovered: discovered),
+      overrides: overrides.channels(), activeProducts: licences.activeProducts, now: now)
+    let edges = overrides.load().edges
+    let next = ([licences.nextExpiry].compactMap { $0 } + edges).filter { $0 > now }.min()
+    return (context, next)
+  }
+
+  /// Keys trusted to sign modules and licences: `STATE/trusted-keys/*.pub`.
+  public var trustedKeys: [String: [UInt8]] {
+    Signatures.trustedKeys(
+      in: (configuration.stateDirectory as NSString).appendingPathComponent("trusted-keys"))
+  }
+
+  /// Step 2 as configured: ELF inspection, and the signature when keys are trusted (read once,
+  /// not once per module).
+  public func inspect(_ index: BinaryIndex) -> @Sendable (ModuleManifest) -> BinaryInspectionStep {
+    let keys = trustedKeys
+    return { index.inspectionStep(for: $0, trustedKeys: keys) }
+  }
+
+  /// The approvals the user actually gave (`approvals.json`), whatever `approveAll` says.
+  public func storedApprovals() throws(JudgeError) -> ApprovalLedger {
+    let store = ApprovalStore(stateDirectory: configuration.stateDirectory)
+    do { return try store.load() } catch {
+      throw .file(setting: "state", path: store.path, reason: error.description)
+    }
+  }
+
+  /// A JSON file's content; nil when it does not exist and `missingOK`.
+  public static func readJSON(_ path: String, setting: String, missingOK: Bool) throws(JudgeError)
+    -> JSONValue?
+  {
+    guard FileManager.default.fileExists(atPath: path) else {
+      if missingOK { return nil }
+      throw .file(setting: setting, path: path, reason: "no such file")
+    }
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw .file(setting: setting, path: path, reason: "cannot be read")
+    }
+    do { return try JSONParser.parse([UInt8](data)) } catch {
+      throw .file(setting: setting, path: path, reason: "invalid JSON at \(error)")
+    }
+  }
+}
+
+/// Unlocked when either provider unlocks: the host's licences, or an application's own source.
+struct EitherEntitlementProvider: EntitlementProvider {
+  let first: any EntitlementProvider
+  let second: any EntitlementProvider
+
+  func isUnlocked(productID: String, moduleID: String) -> Bool {
+    first.isUnlocked(productID: productID, moduleID: moduleID)
+      || second.isUnlocked(productID: productID, moduleID: moduleID)
+  }
+
+  var name: String { "\(first.name) + \(second.name)" }
+}
