@@ -160,7 +160,7 @@ import Testing
       for phrase in [
         "STATE/activation.json", "With no file every eligible module is enabled",
         "first UI or app module by module ID",
-        "`run --default-policy deny` runs a free module only when it is",
+        "`run --default-policy deny` runs a free module",
         "A running host applies a change at once", "EXIT STATUS", "--manifests DIR", "--state DIR", "--json",
       ] {
         #expect(help.stdout.contains(phrase), "\(verb) --help lacks \(phrase)")

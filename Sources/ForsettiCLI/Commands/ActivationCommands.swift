@@ -13,11 +13,11 @@ enum ActivationCommands {
   static let discussion = """
     STATE/activation.json holds the modules enabled and disabled by the operator and the selected
     UI module; it is written atomically, and concurrent commands never lose one another's change.
-    With no file every eligible module is enabled and the first UI or app module by module ID is
-    selected. Only one UI or app module runs at a time; services are not affected by the
-    selection. `run --default-policy deny` runs a free module only when it is enabled here or
-    forced on with `forsetti-host override module ID on` (a paid module runs once its product is
-    unlocked). A running host applies a change at once.
+    With no file every eligible module is enabled (under the default policy, allow), and the
+    first UI or app module by module ID is selected. Only one UI or app module runs at a time;
+    services are not affected by the selection. `run --default-policy deny` runs a free module
+    only when it is enabled here or forced on with `forsetti-host override module ID on` (a paid
+    module runs once its product is unlocked). A running host applies a change at once.
 
     The module must be declared by a valid manifest in --manifests.
 
@@ -28,7 +28,8 @@ enum ActivationCommands {
     """
 
   static let enableSpec = CommandSpec(
-    name: "enable", abstract: "Enable a module (it runs when eligible; under policy deny too).",
+    name: "enable",
+    abstract: "Enable a module so that it runs when eligible, also under --default-policy deny.",
     discussion: discussion, options: common,
     positionals: [PositionalSpec("MODULE_ID", "The module to enable.")])
 
