@@ -13,6 +13,13 @@ public enum ReasonCode: String, Sendable, Hashable, CaseIterable, Codable {
   // Trust.
   case approvalPending
   case moduleLocked
+  // Activation.
+  /// Eligible but not running: disabled by the operator, or neither enabled nor unlocked
+  /// explicitly under `--default-policy deny`. Not a failure.
+  case moduleDisabled
+  /// Eligible and enabled but not running: a UI or app module other than the one selected (or
+  /// none is selected). Not a failure.
+  case uiNotSelected
   // Runtime requirements, identity and UI.
   case unsatisfiedRuntimeRequirement
   case missingCapability
