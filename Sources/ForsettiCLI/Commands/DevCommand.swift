@@ -16,9 +16,12 @@ enum DevCommand {
       first, then asks the old instance for its state, stops it, loads the new version from a
       copy under STATE/versions/, and starts it with that state. If the new version fails any
       gate, fails to load or start, or crashes within --grace, the previous version runs again
-      with its state and the failure is printed with its gate trace. Modules that depend on a
-      reloaded provider restart after it. An update that adds capabilities is not loaded until
-      they are approved (in STATE/approvals.json; --approve-all covers only the first start).
+      with its state and the failure is printed with its gate trace (a crash within --grace is
+      named as such). Modules that depend on a reloaded provider restart after it. An update
+      that adds capabilities is held until they are approved (in STATE/approvals.json;
+      --approve-all covers only the first start), and reloaded as soon as they are; one that
+      drops a capability shrinks the approval at once, so re-adding it asks again. Everything
+      `run` watches is watched too.
 
       Exit status is as for `run`.
       """,

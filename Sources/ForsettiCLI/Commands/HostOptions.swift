@@ -17,6 +17,8 @@ struct HostOptions {
   var json: Bool
   /// `dev --allow-all-entitlements` only.
   var allowAllEntitlements = false
+  /// `run --default-policy` and `dev --default-policy` only.
+  var defaultPolicy = DefaultPolicy.allow
 
   static let specs: [OptionSpec] = [
     .value("manifests", "DIR", "Directory of module manifests, scanned recursively.", default: "manifests"),
@@ -89,7 +91,7 @@ struct HostOptions {
     HostConfiguration(
       manifestsDirectory: manifestsDirectory, pluginDirectories: pluginDirectories, discoveryMode: mode,
       policy: policy, entitlementsFile: entitlementsFile, approveAll: approveAll, hostVersion: hostVersion,
-      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements)
+      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements, defaultPolicy: defaultPolicy)
   }
 
   /// The runtime's judge (the gate stack with every trust input) for these options.

@@ -12,8 +12,22 @@ enum RunCommand {
 
   static let spec = CommandSpec(
     name: "run",
-    abstract: "Gate, load and start every module; run until interrupted; stop them cleanly.",
+    abstract: "Gate, load and start the modules; keep converging on every change; stop them cleanly.",
     discussion: """
+      The host judges every module, starts those that pass every gate and are active, and keeps
+      judging while it runs: a change of STATE/approvals.json, overrides.json, activation.json,
+      the licences or trusted keys under STATE, or the --entitlements file, a licence expiring or
+      an override window opening or closing, starts what became eligible, stops what no longer is,
+      and restarts a module with its new capabilities when its approval changes, at once and with
+      one line each. Manifests and binaries are read as they are at each change; a running module
+      keeps the version it loaded (`dev` reloads it). With nothing to run, the host waits.
+
+      Of the eligible modules, those the activation state keeps off do not run (inactive):
+      `forsetti-host disable`d ones, and all UI and app modules but one — the one `select`ed,
+      else the first enabled by ID (`select --none`: none). With --default-policy deny, a free
+      module runs only when `enable`d or forced on by `override module ID on`. With no
+      STATE/activation.json, every eligible module is enabled.
+
       Each module runs in its own worker process (forsetti-worker, next to this executable), in
       a cgroup of its own, with no capabilities, in user, IPC and UTS namespaces of its own,
       confined with landlock to its sandbox, a seccomp policy and resource limits. A hang is
@@ -28,12 +42,15 @@ enum RunCommand {
       surface to `forsetti-host list` and `forsetti-host surface`.
 
       EXIT STATUS:
-        0  every module started and stopped cleanly
-        1  at least one module was blocked or failed
+        0  stopped by SIGINT or SIGTERM; or, after --for, no module was blocked or failed
+        1  after --for: at least one module was blocked or failed (a script's check)
         2  usage error: a bad option or value, or an unreadable input file
       """,
     options: HostOptions.specs + [
       .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal."),
+      .value(
+        "default-policy", "allow|deny",
+        "deny: a free module runs only when enabled (forsetti-host enable) or overridden on.", default: "allow"),
       .flag("in-process", "Load modules into the host process: faster, but not confined or supervised."),
       .value(
         "start-timeout", "SECONDS",
@@ -68,6 +85,12 @@ enum RunCommand {
   ) throws(CommandFailure) -> ExitCode {
     var options = try HostOptions.parse(p)
     options.allowAllEntitlements = development != nil && p.flag("allow-all-entitlements")
+    if let raw = p.value("default-policy") {
+      guard let policy = DefaultPolicy(rawValue: raw) else {
+        throw .usage(.invalidValue(option: "default-policy", value: raw, why: "expected allow or deny"))
+      }
+      options.defaultPolicy = policy
+    }
     if options.pluginDirectories.isEmpty {
       guard FileManager.default.fileExists(atPath: defaultPlugins) else {
         throw .configuration(

@@ -15,12 +15,12 @@ import Synchronization
 public final class LiveHost {
   public let judge: Judge
   public let manager: ModuleManager
-  /// Which eligible modules the activation state keeps off, judged with the same verdicts.
-  public var activation: @Sendable (Judge.Verdicts) throws(JudgeError) -> [String: DesiredState.Inactive] = {
-    _ throws(JudgeError) in [:]
-  }
   /// Each reload of `dev`, as it happens.
   public var onReload: (ReloadReport) -> Void = { _ in }
+  /// Each change a round made: a module whose state changed, then the UI surface if it did.
+  public var onChange: (HostChange) -> Void = { _ in }
+  private var lastStates: [String: ModuleState] = [:]
+  private var lastSurface = Surface.compose([:])
 
   /// Hot reload: watch manifests and binaries, reload what changes.
   public struct Development: Sendable {
@@ -66,6 +66,7 @@ public final class LiveHost {
     let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
     schedule(verdicts.nextEdge)
     manager.reconcile(try desired(verdicts), quiet: true)
+    announce()
   }
 
   /// When the host next wants `process` without being woken (a restart, a time edge, a burst of
@@ -85,9 +86,25 @@ public final class LiveHost {
       since = first
     }
     let edge = nextEdge.map { ContinuousClock.now >= $0 } ?? false
+    defer { announce() }
     guard trustChanged.take() || edge || !changed.isEmpty else { return }
     if edge { nextEdge = nil }
     reconcile(changed: changed, since: since)
+  }
+
+  /// Tells `onChange` what changed since it was last told.
+  private func announce() {
+    for r in manager.records {
+      let key = r.moduleID ?? r.file
+      guard lastStates[key] != r.state else { continue }
+      lastStates[key] = r.state
+      onChange(.module(r))
+    }
+    let surface = manager.surface
+    if surface != lastSurface {
+      lastSurface = surface
+      onChange(.surface(surface))
+    }
   }
 
   /// Judges everything again and converges; a judging failure (a malformed approvals.json, say)
@@ -115,7 +132,8 @@ public final class LiveHost {
     var approvals = try judge.storedApprovals()
     approvals.approveAll = judge.configuration.approveAll
     return DesiredState(
-      judgements: v.judgements, index: v.index ?? BinaryIndex(), inactive: try activation(v), approvals: approvals)
+      judgements: v.judgements, index: v.index ?? BinaryIndex(), inactive: try ActivationPlan.inactive(v, judge.configuration),
+      approvals: approvals)
   }
 
   private func schedule(_ edge: Instant?) {
@@ -167,6 +185,14 @@ public final class LiveHost {
     manager.environment.hostLog(
       .info, "watching \(([c.manifestsDirectory] + c.pluginDirectories).joined(separator: ", ")) for changes")
   }
+}
+
+/// What `LiveHost.onChange` reports.
+public enum HostChange: Sendable {
+  /// A module's record after its state changed.
+  case module(ModuleRecord)
+  /// The composed UI surface after it changed.
+  case surface(Surface)
 }
 
 /// Set by a watcher thread, taken by the host's loop.

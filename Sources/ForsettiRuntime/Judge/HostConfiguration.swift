@@ -21,13 +21,16 @@ public struct HostConfiguration: Sendable {
   /// Consulted beside the licences and the entitlements file, for an application that keeps
   /// its own record of purchases.
   public var entitlementSource: (any EntitlementProvider)?
+  /// ForgeAccess's default policy: with `deny`, a free module runs only when enabled (activation
+  /// state) or forced on by a module override.
+  public var defaultPolicy: DefaultPolicy
 
   public init(
     manifestsDirectory: String, pluginDirectories: [String] = [], discoveryMode: DiscoveryMode = .fallback,
     policy: any CapabilityPolicy = AllowAllCapabilityPolicy(), entitlementsFile: String? = nil,
     approveAll: Bool = false, hostVersion: SemanticVersion = ForsettiVersion.current,
     stateDirectory: String, allowAllEntitlements: Bool = false,
-    entitlementSource: (any EntitlementProvider)? = nil
+    entitlementSource: (any EntitlementProvider)? = nil, defaultPolicy: DefaultPolicy = .allow
   ) {
     self.manifestsDirectory = manifestsDirectory
     self.pluginDirectories = pluginDirectories
@@ -39,5 +42,6 @@ public struct HostConfiguration: Sendable {
     self.stateDirectory = stateDirectory
     self.allowAllEntitlements = allowAllEntitlements
     self.entitlementSource = entitlementSource
+    self.defaultPolicy = defaultPolicy
   }
 }
