@@ -1,0 +1,272 @@
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+/// A running `forsetti-host run` converges on what the state directory says, without a restart:
+/// approvals, licences, entitlements, overrides and the activation state (enable, disable,
+/// select, `--default-policy`) each start or stop modules in the same host process.
+@Suite(.serialized) struct LivingHostTests {
+  let dir = TemporaryDirectory("living")
+
+  var state: String { dir.url("state") }
+  var manifests: String { dir.url("manifests") }
+
+  /// A module that logs `hello from ID` when it starts and `bye from ID` when it stops.
+  @discardableResult
+  func module(
+    _ id: String, type: String = "service", capabilities: [String] = [], product: String? = nil
+  ) throws -> String {
+    let entry = (id.split(separator: ".").last.map(String.init) ?? "module") + "_entry"
+    var f = ModuleFixture(moduleID: id, entryPoint: entry)
+    f.type = type
+    f.start = "fixture_log(\"hello from \(id)\"); return FORSETTI_OK;"
+    f.stop = "fixture_log(\"bye from \(id)\");"
+    return try f.install(
+      in: dir, name: entry, capabilities: capabilities,
+      manifestExtra: product.map { #","iapProductID":"\#($0)""# } ?? "")
+  }
+
+  /// `forsetti-host run` on this directory, isolated, with `--for 30` as a safety net.
+  func launch(_ extra: [String] = []) throws -> DevHost {
+    try DevHost.launch(
+      ["run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", state, "--for", "30"]
+        + extra)
+  }
+
+  /// Runs one `forsetti-host` command to completion and expects it to succeed.
+  @discardableResult
+  func cli(_ args: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> ProcessResult {
+    let r = try HostBinary.run(args)
+    #expect(
+      r.status == 0, "forsetti-host \(args.joined(separator: " ")): \(r.stderr)",
+      sourceLocation: sourceLocation)
+    return r
+  }
+
+  /// `enable`, `disable` or `select` with this directory's state and manifests.
+  func activation(_ verb: String, _ target: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+  {
+    try cli([verb, target, "--state", state, "--manifests", manifests], sourceLocation: sourceLocation)
+  }
+
+  /// Waits until `host` publishes `expected` in runtime.json under its own pid.
+  func published(_ expected: [String: String], by host: DevHost) -> RuntimeWait {
+    LiveHost.wait(
+      stateDirectory: state, pid: host.process.processIdentifier, for: expected,
+      isRunning: { host.process.isRunning })
+  }
+
+  /// The wait and the host's last lines, for a failure message.
+  func why(_ wait: RuntimeWait, _ host: DevHost) -> Comment {
+    "\(wait)\nhost output (last 40 lines):\n\(host.lines.suffix(40).joined(separator: "\n"))"
+  }
+
+  // MARK: - Trust changes while the host runs
+
+  @Test func approvingAPendingModuleStartsItAndRevokingStopsIt() throws {
+    try module("com.test.pending", capabilities: ["storage"])
+    try module("com.test.keeper")
+    let host = try launch()
+    defer { host.stop() }
+    let pid = host.process.processIdentifier
+
+    var w = published(
+      ["com.test.pending": "blocked/approvalPending", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+
+    try cli(["approve", "com.test.pending", "--manifests", manifests, "--state", state])
+    w = published(["com.test.pending": "started", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+    #expect(host.await("hello from com.test.pending", timeout: 2) != nil, "\(host.lines)")
+
+    try cli(["revoke", "com.test.pending", "--state", state])
+    w = published(["com.test.pending": "blocked/approvalPending", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+    #expect(host.await("bye from com.test.pending", timeout: 2) != nil, "\(host.lines)")
+    #expect(host.process.isRunning && host.process.processIdentifier == pid)
+  }
+
+  @Test func addingALicenceStartsAPaidModuleAndRemovingItStopsIt() throws {
+    let paid = try module("com.test.paid", product: "com.vendor.pro")
+    let keeper = try module("com.test.keeper")
+    // A trusted vendor key: modules must be signed with it, and it signs the licence.
+    try cli(["keygen", dir.url("vendor")])
+    try FileManager.default.createDirectory(
+      atPath: state + "/trusted-keys", withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
+    try FileManager.default.copyItem(
+      atPath: dir.url("vendor.pub"), toPath: state + "/trusted-keys/vendor.pub")
+    for so in [paid, keeper] { try cli(["sign", so, "--key", dir.url("vendor.key")]) }
+
+    let host = try launch()
+    defer { host.stop() }
+    var w = published(["com.test.paid": "blocked/moduleLocked", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+
+    // Issued elsewhere, then moved into place, as an operator installs a licence.
+    try cli([
+      "licence", "--key", dir.url("vendor.key"), "--product", "com.vendor.pro", "--licensee", "Ada",
+      "--expires", TrustTests.instant(3600), "--out", dir.url("pro.licence"),
+    ])
+    #expect(rename(dir.url("pro.licence"), state + "/licences/pro.licence") == 0)
+    w = published(["com.test.paid": "started", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+
+    try FileManager.default.removeItem(atPath: state + "/licences/pro.licence")
+    w = published(["com.test.paid": "blocked/moduleLocked", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+    #expect(host.await("bye from com.test.paid", timeout: 2) != nil, "\(host.lines)")
+  }
+
+  @Test func rewritingTheEntitlementsFileStartsAndStopsAPaidModule() throws {
+    try module("com.test.paid", product: "com.vendor.pro")
+    try module("com.test.keeper")
+    let file = dir.url("entitlements/entitlements.json")
+    try LiveHost.replaceFile(file, with: #"{"unlockedProducts":[]}"#)
+
+    let host = try launch(["--entitlements", file])
+    defer { host.stop() }
+    var w = published(["com.test.paid": "blocked/moduleLocked", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+
+    try LiveHost.replaceFile(file, with: #"{"unlockedProducts":["com.vendor.pro"]}"#)
+    w = published(["com.test.paid": "started", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+
+    try LiveHost.replaceFile(file, with: #"{"unlockedProducts":["com.vendor.other"]}"#)
+    w = published(["com.test.paid": "blocked/moduleLocked", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+  }
+
+  @Test func anOffOverrideStopsARunningModuleAndClearingItStartsItAgain() throws {
+    try module("com.test.switched")
+    try module("com.test.keeper")
+    let host = try launch()
+    defer { host.stop() }
+    var w = published(["com.test.switched": "started", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+
+    try cli(["override", "module", "com.test.switched", "off", "--state", state])
+    w = published(["com.test.switched": "blocked/moduleLocked", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+    #expect(host.await("bye from com.test.switched", timeout: 2) != nil, "\(host.lines)")
+
+    let mark = host.lines.count
+    try cli(["override", "module", "com.test.switched", "clear", "--state", state])
+    w = published(["com.test.switched": "started", "com.test.keeper": "started"], by: host)
+    try #require(w.reached, why(w, host))
+    #expect(host.await("hello from com.test.switched", from: mark, timeout: 2) != nil, "\(host.lines)")
+
+    // Everything that should run runs: a clean stop.
+    host.stop()
+    #expect(host.process.terminationStatus == 0, "\(host.lines.suffix(20))")
+  }
+
+  // MARK: - Activation state
+
+  @Test func selectingASecondUIModuleStopsTheFirstAndLeavesServicesAlone() throws {
+    try module("com.test.uia", type: "ui")
+    try module("com.test.uib", type: "ui")
+    try module("com.test.svc")
+    let host = try launch()
+    defer { host.stop() }
+    // No activation file: everything eligible is enabled, and one UI module runs, the first by ID.
+    var w = published(
+      ["com.test.uia": "started", "com.test.uib": "inactive/uiNotSelected", "com.test.svc": "started"],
+      by: host)
+    try #require(w.reached, why(w, host))
+
+    try activation("select", "com.test.uib")
+    w = published(
+      ["com.test.uia": "inactive/uiNotSelected", "com.test.uib": "started", "com.test.svc": "started"],
+      by: host)
+    try #require(w.reached, why(w, host))
+    #expect(host.await("bye from com.test.uia", timeout: 2) != nil, "\(host.lines)")
+
+    try cli(["select", "--none", "--state", state, "--manifests", manifests])
+    w = published(
+      [
+        "com.test.uia": "inactive/uiNotSelected", "com.test.uib": "inactive/uiNotSelected",
+        "com.test.svc": "started",
+      ], by: host)
+    try #require(w.reached, why(w, host))
+    // The service was never restarted by either change.
+    let starts = host.lines.filter { $0.hasSuffix("hello from com.test.svc") }
+    #expect(starts.count == 1, "\(starts)")
+  }
+
+  @Test func theEnabledSetAndTheSelectionSurviveARestart() throws {
+    try module("com.test.uia", type: "ui")
+    try module("com.test.uib", type: "app")
+    try module("com.test.svc1")
+    try module("com.test.svc2")
+    let first = try launch()
+    defer { first.stop() }
+    var w = published(
+      [
+        "com.test.uia": "started", "com.test.uib": "inactive/uiNotSelected", "com.test.svc1": "started",
+        "com.test.svc2": "started",
+      ], by: first)
+    try #require(w.reached, why(w, first))
+
+    try activation("disable", "com.test.svc2")
+    w = published(["com.test.svc2": "inactive/moduleDisabled", "com.test.svc1": "started"], by: first)
+    try #require(w.reached, why(w, first))
+    #expect(first.await("bye from com.test.svc2", timeout: 2) != nil, "\(first.lines)")
+    try activation("select", "com.test.uib")
+    let after: [String: String] = [
+      "com.test.uia": "inactive/uiNotSelected", "com.test.uib": "started", "com.test.svc1": "started",
+      "com.test.svc2": "inactive/moduleDisabled",
+    ]
+    w = published(after, by: first)
+    try #require(w.reached, why(w, first))
+    first.stop()
+
+    let second = try launch()
+    defer { second.stop() }
+    w = published(after, by: second)
+    try #require(w.reached, why(w, second))
+    #expect(!second.lines.contains { $0.hasSuffix("hello from com.test.uia") }, "\(second.lines)")
+    #expect(!second.lines.contains { $0.hasSuffix("hello from com.test.svc2") }, "\(second.lines)")
+  }
+
+  @Test func aDenyPolicyRunsOnlyEnabledOrOverriddenOnFreeModules() throws {
+    try module("com.test.enabled")
+    try module("com.test.forced")
+    try module("com.test.neither")
+    try activation("enable", "com.test.enabled")
+    try cli(["override", "module", "com.test.forced", "on", "--state", state])
+
+    let host = try launch(["--default-policy", "deny"])
+    defer { host.stop() }
+    var w = published(
+      [
+        "com.test.enabled": "started", "com.test.forced": "started",
+        "com.test.neither": "inactive/moduleDisabled",
+      ], by: host)
+    try #require(w.reached, why(w, host))
+    #expect(!host.lines.contains { $0.hasSuffix("hello from com.test.neither") }, "\(host.lines)")
+
+    try activation("enable", "com.test.neither")
+    w = published(
+      ["com.test.enabled": "started", "com.test.forced": "started", "com.test.neither": "started"], by: host)
+    try #require(w.reached, why(w, host))
+
+    host.stop()
+    #expect(host.process.terminationStatus == 0, "\(host.lines.suffix(20))")
+  }
+
+  // MARK: - A host with nothing to run
+
+  @Test func aHostWithNoRunnableModuleKeepsRunningAndStopsCleanly() throws {
+    try module("com.test.pending", capabilities: ["storage"])
+    let host = try launch()
+    defer { host.stop() }
+    let w = published(["com.test.pending": "blocked/approvalPending"], by: host)
+    #expect(w.reached, why(w, host))
+    usleep(1_000_000)
+    #expect(host.process.isRunning, "the host exited with nothing to run: \(host.lines.suffix(20))")
+    host.stop()
+    #expect(host.process.terminationStatus == 0, "\(host.lines.suffix(20))")
+  }
+}
