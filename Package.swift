@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers of ../shared/DESIGN.md; dependencies point down only.
+// Layers of docs/architecture.md (enforced by Tests/ForsettiCoreTests/ArchitectureTests.swift);
+// dependencies point down only.
 let package = Package(
   name: "forsetti",
   products: [

@@ -103,7 +103,7 @@ final class LineBuffer: Sendable {
     let host = try DevHost([
       "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", dir.url("state"),
       "--approve-all",
-      "--debounce", "50", "--grace", "0.3",
+      "--debounce", "50", "--grace", "1",
     ])
     #expect(host.await("for changes") != nil)
     return host
