@@ -1,0 +1,484 @@
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+// The layering of the package, enforced: `Package.swift`'s dependencies and every `import` of
+// every target's Swift sources are checked against one table, `Layering.forsetti`. The table of
+// docs/architecture.md is held equal to it by ArchitectureDocTests. Upstream Forsetti keeps its
+// layers the same way (Tests/ForsettiArchitectureTests/ArchitectureEnforcementTests.swift).
+
+// MARK: - The layering, stated once
+
+/// What one target may depend on and import.
+struct LayerRule: Sendable, Hashable {
+  /// Targets of this package it may list in `dependencies:` (and so import).
+  var mayDependOn: Set<String>
+  /// Whether its sources may import Foundation or any of its parts.
+  var foundation: Bool
+  /// Why the rule is what it is; failure messages quote it.
+  var why: String
+}
+
+/// Which targets a row of the layering covers.
+enum LayerSubject: Sendable, Hashable, CustomStringConvertible {
+  case target(String)
+  /// Every target declared with a `path:` under `Plugins/`: the example modules.
+  case examples
+  /// Every `.testTarget`.
+  case tests
+
+  /// How the row is named in docs/architecture.md.
+  var description: String {
+    switch self {
+    case .target(let name): "`\(name)`"
+    case .examples: "examples (`Plugins/*`)"
+    case .tests: "tests (`.testTarget`)"
+    }
+  }
+}
+
+/// One row of the layering.
+struct LayerRow: Sendable, Hashable {
+  var subject: LayerSubject
+  var rule: LayerRule
+}
+
+/// The allowed dependencies and imports of every target, bottom up: a row names only targets
+/// of rows above it, so every dependency points down.
+struct Layering: Sendable {
+  var rows: [LayerRow]
+  /// The Swift runtime's own modules and the C library: importable by every target (none of
+  /// them brings Foundation in).
+  var platformModules: Set<String>
+  /// Foundation and its parts: importable only where a rule says `foundation`.
+  var foundationModules: Set<String>
+  /// Importable only by test code (test targets and `testSupport`).
+  var testFrameworks: Set<String>
+  /// The fixtures target every test target may use; it must use nothing of the product.
+  var testSupport: String
+
+  /// The rule for `target`: its own row, else the row of its kind (tests, examples).
+  func rule(for target: PackageTarget) -> LayerRule? {
+    if let row = rows.first(where: { $0.subject == .target(target.name) }) { return row.rule }
+    if target.kind == .testTarget { return rows.first { $0.subject == .tests }?.rule }
+    if target.path?.hasPrefix("Plugins/") == true { return rows.first { $0.subject == .examples }?.rule }
+    return nil
+  }
+
+  /// Whether `target` is test code (which may import test frameworks and the fixtures).
+  func isTestCode(_ target: PackageTarget) -> Bool {
+    target.kind == .testTarget || target.name == testSupport
+  }
+
+  /// Rows that name a target no earlier row covers (an upward or unknown dependency in the
+  /// table itself), or cover a subject twice.
+  func problems() -> [String] {
+    var seen = Set<String>()
+    var subjects = Set<LayerSubject>()
+    var out: [String] = []
+    for row in rows {
+      if !subjects.insert(row.subject).inserted { out.append("\(row.subject) has two rows") }
+      for dep in row.rule.mayDependOn.sorted() where !seen.contains(dep) {
+        out.append("\(row.subject) may depend on \(dep), which has no row above it")
+      }
+      if case .target(let name) = row.subject { seen.insert(name) }
+    }
+    return out
+  }
+
+  /// The layering of this package.
+  static let forsetti = Layering(
+    rows: [
+      .init(
+        subject: .target("CForsetti"),
+        rule: .init(
+          mayDependOn: [], foundation: false,
+          why: "the module ABI (forsetti.h): the only thing modules compile against")),
+      .init(
+        subject: .target("CForsettiSys"),
+        rule: .init(
+          mayDependOn: [], foundation: false,
+          why: "system calls glibc does not wrap, and the call ring's atomics")),
+      .init(subject: .target("CLibElf"), rule: .init(mayDependOn: [], foundation: false, why: "libelf")),
+      .init(subject: .target("CFFI"), rule: .init(mayDependOn: [], foundation: false, why: "libffi")),
+      .init(subject: .target("CSeccomp"), rule: .init(mayDependOn: [], foundation: false, why: "libseccomp")),
+      .init(subject: .target("CSodium"), rule: .init(mayDependOn: [], foundation: false, why: "libsodium")),
+      .init(
+        subject: .target("ForsettiCore"),
+        rule: .init(
+          mayDependOn: [], foundation: false,
+          why: "pure rules, testable with plain values, linked into forsetti-worker")),
+      .init(
+        subject: .target("ForsettiBinary"),
+        rule: .init(
+          mayDependOn: ["ForsettiCore", "CLibElf", "CForsetti", "CSodium"], foundation: false,
+          why: "ELF inspection, signatures and dlopen, linked into forsetti-worker")),
+      .init(
+        subject: .target("ForsettiBridge"),
+        rule: .init(
+          mayDependOn: ["ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp"],
+          foundation: false,
+          why: "what the host and forsetti-worker share; the worker links no Foundation")),
+      .init(
+        subject: .target("forsetti-worker"),
+        rule: .init(
+          mayDependOn: ["ForsettiBridge"], foundation: false,
+          why: "one confined process per isolated module: no Foundation keeps its start and memory small"
+        )),
+      .init(
+        subject: .target("ForsettiRuntime"),
+        rule: .init(
+          mayDependOn: [
+            "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys",
+            "CSeccomp",
+          ], foundation: true, why: "the host's lifecycle, supervision, services, reload and trust stores")),
+      .init(
+        subject: .target("ForsettiCLI"),
+        rule: .init(
+          mayDependOn: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime"], foundation: true,
+          why: "the command line is one client of the runtime; it never reaches into the bridge")),
+      .init(
+        subject: .target("forsetti-host"),
+        rule: .init(mayDependOn: ["ForsettiCLI"], foundation: true, why: "the executable: main() only")),
+      .init(
+        subject: .target("forsetti-bench"),
+        rule: .init(
+          mayDependOn: ["ForsettiRuntime", "ForsettiBridge", "ForsettiBinary", "ForsettiCore", "CLibElf"],
+          foundation: true, why: "the benchmark measures each layer directly")),
+      .init(
+        subject: .target("ForsettiSDK"),
+        rule: .init(
+          mayDependOn: ["CForsetti"], foundation: false,
+          why: "module authors' Swift library: a module and the host meet only at forsetti.h")),
+      .init(
+        subject: .examples,
+        rule: .init(
+          mayDependOn: ["ForsettiSDK"], foundation: false,
+          why: "example modules are built as a vendor would build them: on the SDK alone")),
+      .init(
+        subject: .target("ForsettiTestSupport"),
+        rule: .init(
+          mayDependOn: [], foundation: true,
+          why: "fixtures usable by every test target, so they import nothing of the product")),
+      .init(
+        subject: .tests,
+        rule: .init(
+          mayDependOn: [
+            "CForsetti", "CForsettiSys", "ForsettiCore", "ForsettiBinary", "ForsettiBridge",
+            "ForsettiRuntime",
+            "ForsettiCLI", "ForsettiSDK", "ForsettiTestSupport",
+          ], foundation: true, why: "tests use any library of the product and the fixtures")),
+    ],
+    platformModules: ["Swift", "_Concurrency", "_StringProcessing", "Glibc", "Dispatch", "Synchronization"],
+    foundationModules: [
+      "Foundation", "FoundationEssentials", "FoundationInternationalization", "FoundationNetworking",
+      "FoundationXML", "CoreFoundation",
+    ],
+    testFrameworks: ["Testing", "XCTest"],
+    testSupport: "ForsettiTestSupport")
+}
+
+// MARK: - The tests
+
+@Suite struct ArchitectureTests {
+  static var packageRoot: URL {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }
+    return url
+  }
+
+  static func packageTargets() throws -> [PackageTarget] {
+    let text = try String(contentsOf: packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+    return try PackageManifestReader.targets(in: text)
+  }
+
+  /// `name` and every target it depends on, directly or not, as Package.swift declares them.
+  static func closure(of name: String, in targets: [PackageTarget]) -> Set<String> {
+    let byName = Dictionary(targets.map { ($0.name, $0) }) { a, _ in a }
+    var seen: Set<String> = [name]
+    var queue = [name]
+    while let next = queue.popLast() {
+      for dep in byName[next]?.dependencies ?? [] where seen.insert(dep.name).inserted {
+        queue.append(dep.name)
+      }
+    }
+    return seen
+  }
+
+  @Test func theLayeringPointsDown() {
+    #expect(Layering.forsetti.problems() == [])
+  }
+
+  @Test func packageAndImportsFollowTheLayering() throws {
+    let report = try ArchitectureChecker(root: Self.packageRoot, layering: .forsetti).check()
+    let breaks = report.violations.map(\.description).joined(separator: "\n")
+    #expect(report.violations.isEmpty, "\(report.violations.count) breaks of the layering:\n\(breaks)")
+    // A check that read nothing would pass: it must have read every layer.
+    #expect(report.targets.count >= 20, "targets read: \(report.targets.map(\.name))")
+    #expect(report.imports >= 300, "only \(report.imports) imports read")
+    for name in [
+      "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "ForsettiRuntime", "ForsettiCLI", "ForsettiSDK",
+      "forsetti-worker", "forsetti-host", "CounterModule", "ForsettiTestSupport", "ForsettiCoreTests",
+    ] {
+      #expect(report.files[name, default: 0] > 0, "no Swift file of \(name) was read")
+    }
+  }
+
+  @Test func theReaderReadsThisPackage() throws {
+    let targets = Dictionary(try Self.packageTargets().map { ($0.name, $0) }) { a, _ in a }
+    #expect(targets["ForsettiCore"]?.dependencies == [])
+    #expect(
+      targets["ForsettiBinary"]?.dependencies.map(\.name) == [
+        "ForsettiCore", "CLibElf", "CForsetti", "CSodium",
+      ])
+    #expect(targets["CLibElf"]?.kind == .systemLibrary)
+    #expect(targets["forsetti-worker"]?.kind == .executableTarget)
+    #expect(targets["CounterModule"]?.sourceDirectory == "Plugins/Counter")
+    #expect(targets["ForsettiTestSupport"]?.sourceDirectory == "Tests/ForsettiTestSupport")
+    #expect(targets["ForsettiCoreTests"]?.sourceDirectory == "Tests/ForsettiCoreTests")
+  }
+
+  /// The issue's rule: no Foundation in the worker, the bridge or the SDK. The worker's whole
+  /// dependency closure counts, since it links all of it.
+  @Test(arguments: ["forsetti-worker", "ForsettiSDK", "CounterModule", "DashboardModule"])
+  func linksNoFoundation(_ name: String) throws {
+    let targets = try Self.packageTargets()
+    let closure = Self.closure(of: name, in: targets)
+    if name == "forsetti-worker" {
+      #expect(closure.isSuperset(of: ["ForsettiBridge", "ForsettiBinary", "ForsettiCore"]))
+    }
+    let checker = ArchitectureChecker(root: Self.packageRoot, layering: .forsetti)
+    for target in targets where closure.contains(target.name) {
+      #expect(Layering.forsetti.rule(for: target)?.foundation == false, "\(target.name) may use Foundation")
+      for file in try checker.swiftFiles(target.sourceDirectory) {
+        let text = try String(contentsOf: Self.packageRoot.appendingPathComponent(file), encoding: .utf8)
+        for statement in ImportScanner.imports(in: text) {
+          #expect(
+            !Layering.forsetti.foundationModules.contains(statement.module ?? ""),
+            "\(file):\(statement.line): \(statement.text), linked into \(name)")
+        }
+      }
+    }
+  }
+
+  @Test func testSupportImportsNothingOfTheProduct() throws {
+    let checker = ArchitectureChecker(root: Self.packageRoot, layering: .forsetti)
+    let l = Layering.forsetti
+    let outside = l.platformModules.union(l.foundationModules).union(l.testFrameworks)
+    let files = try checker.swiftFiles("Tests/ForsettiTestSupport")
+    #expect(!files.isEmpty)
+    for file in files {
+      let text = try String(contentsOf: Self.packageRoot.appendingPathComponent(file), encoding: .utf8)
+      for statement in ImportScanner.imports(in: text) {
+        #expect(outside.contains(statement.module ?? ""), "\(file):\(statement.line): \(statement.text)")
+      }
+    }
+  }
+
+  // MARK: The checker fails when it should
+
+  /// A miniature of the package: a pure core, a bridge shared with a Foundation-free worker, a
+  /// runtime, fixtures and a test target.
+  static let miniature = Layering(
+    rows: [
+      .init(subject: .target("Core"), rule: .init(mayDependOn: [], foundation: false, why: "pure rules")),
+      .init(
+        subject: .target("Bridge"),
+        rule: .init(mayDependOn: ["Core"], foundation: false, why: "the worker links no Foundation")),
+      .init(
+        subject: .target("Runtime"), rule: .init(mayDependOn: ["Bridge", "Core"], foundation: true, why: "")),
+      .init(subject: .target("Support"), rule: .init(mayDependOn: [], foundation: true, why: "fixtures")),
+      .init(
+        subject: .tests, rule: .init(mayDependOn: ["Core", "Bridge", "Support"], foundation: true, why: "")),
+    ],
+    platformModules: Layering.forsetti.platformModules,
+    foundationModules: Layering.forsetti.foundationModules,
+    testFrameworks: Layering.forsetti.testFrameworks, testSupport: "Support")
+
+  static func package(
+    core: String = "", runtime: String = "[.target(name: \"Bridge\"), \"Core\"]", extra: String = ""
+  )
+    -> String
+  {
+    """
+    // swift-tools-version:6.0
+    import PackageDescription
+
+    let package = Package(
+      name: "miniature",
+      products: [.library(name: "Core", targets: ["Core"])],
+      targets: [
+        .target(name: "Core"\(core)),
+        // A comment with .target(name: "Ghost") is no target.
+        .target(name: "Bridge", dependencies: ["Core"]),
+        .target(
+          name: "Runtime",
+          dependencies: \(runtime)),
+        .target(name: "Support", path: "Tests/Support"),
+        .testTarget(name: "CoreTests", dependencies: ["Core", "Support"]),\(extra)
+      ]
+    )
+
+    """
+  }
+
+  static let cleanTree: [String: String] = [
+    "Package.swift": package(),
+    "Sources/Core/Rules.swift": "import Glibc\nimport Synchronization\n",
+    "Sources/Bridge/Frames.swift": "import Core\nimport Glibc\n",
+    "Sources/Runtime/Host.swift": "import Bridge\nimport Core\nimport Foundation\n",
+    "Tests/Support/Fixture.swift": "import Foundation\n",
+    "Tests/CoreTests/RulesTests.swift": "@testable import Core\nimport Support\nimport Testing\n",
+  ]
+
+  /// The clean tree changed by `changes`, checked against the miniature layering; each
+  /// violation as `file:line what`.
+  static func violations(_ changes: [String: String]) throws -> [String] {
+    let dir = TemporaryDirectory("architecture")
+    for (path, text) in cleanTree.merging(changes, uniquingKeysWith: { $1 }) { try dir.write(path, text) }
+    let report = try ArchitectureChecker(root: URL(fileURLWithPath: dir.path), layering: miniature).check()
+    return report.violations.map { "\($0.file):\($0.line) \($0.what) — \($0.rule)" }
+  }
+
+  @Test func theMiniatureIsClean() throws {
+    #expect(Self.miniature.problems() == [])
+    #expect(try Self.violations([:]) == [])
+  }
+
+  @Test func foundationInABridgeLikeTargetIsReported() throws {
+    let found = try Self.violations([
+      "Sources/Bridge/Frames.swift": """
+      import Core
+      // import Foundation: a comment is no import
+      let template = "import Foundation"
+      #if canImport(Foundation)
+        import Foundation
+      #endif
+      let raw = #\"""
+        import Foundation
+        \"""#
+      internal import struct FoundationEssentials.Date
+
+      """
+    ])
+    #expect(found.count == 2, "\(found)")
+    #expect(
+      found.first?.hasPrefix(
+        "Sources/Bridge/Frames.swift:5 `import Foundation` — Bridge may not import Foundation") == true,
+      "\(found)")
+    #expect(
+      found.last?.hasPrefix(
+        "Sources/Bridge/Frames.swift:10 `internal import struct FoundationEssentials.Date` — "
+          + "Bridge may not import FoundationEssentials"
+      ) == true, "\(found)")
+  }
+
+  @Test func anUpwardDependencyIsReported() throws {
+    let found = try Self.violations([
+      "Package.swift": Self.package(core: ", dependencies: [\"Bridge\"]"),
+      "Sources/Core/Rules.swift": "@testable import Runtime\n",
+    ])
+    #expect(found.count == 2, "\(found)")
+    #expect(
+      found.contains { $0.hasPrefix("Package.swift:8 Core depends on Bridge — upward or sideways") },
+      "\(found)")
+    #expect(
+      found.contains {
+        $0.hasPrefix("Sources/Core/Rules.swift:1 `@testable import Runtime` — upward or sideways")
+      },
+      "\(found)")
+  }
+
+  @Test func anUndeclaredImportIsReported() throws {
+    let found = try Self.violations(["Package.swift": Self.package(runtime: "[\"Bridge\"]")])
+    #expect(found.count == 1, "\(found)")
+    #expect(
+      found.first?.hasPrefix(
+        "Sources/Runtime/Host.swift:2 `import Core` — Core is not among the dependencies") == true)
+  }
+
+  @Test func productCodeUsingTestCodeIsReported() throws {
+    let found = try Self.violations([
+      "Sources/Runtime/Host.swift": "import Bridge\nimport Support\nimport Testing\n",
+      "Tests/Support/Fixture.swift": "import Foundation\nimport Core\n",
+    ])
+    #expect(
+      found == [
+        "Sources/Runtime/Host.swift:2 `import Support` — "
+          + "product code never uses test code (Support or a test target)",
+        "Sources/Runtime/Host.swift:3 `import Testing` — product code never imports a test framework",
+        "Tests/Support/Fixture.swift:2 `import Core` — "
+          + "Support imports nothing of the product, so every test target can use it",
+      ])
+  }
+
+  @Test func anUnknownModuleIsReported() throws {
+    let found = try Self.violations([
+      "Sources/Bridge/Frames.swift": "import Core\n@_implementationOnly import NIOCore\n"
+    ])
+    #expect(found.count == 1, "\(found)")
+    #expect(
+      found.first?.hasPrefix(
+        "Sources/Bridge/Frames.swift:2 `@_implementationOnly import NIOCore` — NIOCore is neither") == true)
+  }
+
+  @Test func aTargetWithoutARowOrADirectoryWithoutATargetIsReported() throws {
+    let found = try Self.violations([
+      "Package.swift": Self.package(extra: "\n    .target(name: \"Extra\", dependencies: [\"Core\"]),"),
+      "Sources/Extra/Extra.swift": "import Core\n",
+      "Sources/Ghost/Ghost.swift": "import Core\n",
+    ])
+    #expect(found.count == 2, "\(found)")
+    #expect(
+      found.contains { $0.hasPrefix("Package.swift:16 target Extra — no row of the layering covers it") },
+      "\(found)")
+    #expect(
+      found.contains { $0.hasPrefix("Sources/Ghost:0 directory Sources/Ghost — no target") }, "\(found)")
+  }
+
+  @Test(arguments: [
+    (".target(name: coreName),", "the name `coreName` is not a string literal"),
+    (".target(name: \"Core\", dependencies: coreDependencies),", "are not a literal array"),
+    (".target(name: \"Core\", dependencies: [Dependency.core]),", "the dependency `Dependency.core`"),
+    ("coreTarget,", "`coreTarget` is not a `.target(…)`-style call"),
+    (".plugin2(name: \"Core\"),", "`.plugin2(…)` is none of"),
+  ])
+  func aTargetTheReaderCannotTakeApartStopsTheCheck(_ declaration: String, _ problem: String) throws {
+    let text = Self.package().replacingOccurrences(of: ".target(name: \"Core\"),", with: declaration)
+    #expect(text.contains(declaration))
+    do {
+      _ = try PackageManifestReader.targets(in: text)
+      Issue.record("\(declaration) was read")
+    } catch {
+      #expect(error.line == 8, "\(error)")
+      #expect(error.description.contains(problem), "\(error)")
+    }
+  }
+
+  @Test func importsAreReadWhereSwiftReadsThem() {
+    let source = #"""
+      import Glibc
+      @testable import ForsettiCore
+      @_spi(Testing) public import ForsettiBinary
+      import struct ForsettiBridge.WireFrame; import Dispatch
+      /* import Commented
+         /* nested */ import StillCommented */
+      let text = "import Quoted"
+      let escaped = "\"import Escaped\""
+      let block = """
+        import InsideBlock
+        """
+      #if canImport(Foundation)
+        package import Foundation
+      #endif
+      import
+      func f() { let x = "a // not a comment"; _ = x }
+      """#
+    let found = ImportScanner.imports(in: source).map { "\($0.line):\($0.module ?? "?")" }
+    #expect(
+      found == [
+        "1:Glibc", "2:ForsettiCore", "3:ForsettiBinary", "4:ForsettiBridge", "4:Dispatch", "13:Foundation",
+        "15:?",
+      ])
+  }
+}
