@@ -91,7 +91,8 @@ struct HostOptions {
     HostConfiguration(
       manifestsDirectory: manifestsDirectory, pluginDirectories: pluginDirectories, discoveryMode: mode,
       policy: policy, entitlementsFile: entitlementsFile, approveAll: approveAll, hostVersion: hostVersion,
-      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements, defaultPolicy: defaultPolicy)
+      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements, defaultPolicy: defaultPolicy
+    )
   }
 
   /// The runtime's judge (the gate stack with every trust input) for these options.
@@ -135,12 +136,15 @@ struct HostOptions {
   static func failure(_ e: JudgeError) -> CommandFailure {
     switch e {
     case .manifests(let m): .configuration(.manifests(m))
-    case .file(let setting, let path, let reason): .configuration(.file(option: setting, path: path, reason: reason))
+    case .file(let setting, let path, let reason):
+      .configuration(.file(option: setting, path: path, reason: reason))
     }
   }
 
   /// A JSON file's content; nil when it does not exist and `missingOK`.
   static func readJSON(_ path: String, option: String, missingOK: Bool) throws(CommandFailure) -> JSONValue? {
-    do { return try Judge.readJSON(path, setting: option, missingOK: missingOK) } catch { throw failure(error) }
+    do { return try Judge.readJSON(path, setting: option, missingOK: missingOK) } catch {
+      throw failure(error)
+    }
   }
 }

@@ -50,7 +50,8 @@ enum RunCommand {
       .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal."),
       .value(
         "default-policy", "allow|deny",
-        "deny: a free module runs only when enabled (forsetti-host enable) or overridden on.", default: "allow"),
+        "deny: a free module runs only when enabled (forsetti-host enable) or overridden on.",
+        default: "allow"),
       .flag("in-process", "Load modules into the host process: faster, but not confined or supervised."),
       .value(
         "start-timeout", "SECONDS",

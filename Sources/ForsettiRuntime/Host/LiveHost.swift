@@ -72,7 +72,8 @@ public final class LiveHost {
   /// When the host next wants `process` without being woken (a restart, a time edge, a burst of
   /// file changes settling).
   public var nextDue: ContinuousClock.Instant? {
-    [manager.nextRestart, nextEdge, development.flatMap { files.due(after: $0.debounce) }].compactMap { $0 }.min()
+    [manager.nextRestart, nextEdge, development.flatMap { files.due(after: $0.debounce) }].compactMap { $0 }
+      .min()
   }
 
   /// Handles what happened since the last call: worker exits and due restarts, then, if a file
@@ -132,7 +133,8 @@ public final class LiveHost {
     var approvals = try judge.storedApprovals()
     approvals.approveAll = judge.configuration.approveAll
     return DesiredState(
-      judgements: v.judgements, index: v.index ?? BinaryIndex(), inactive: try ActivationPlan.inactive(v, judge.configuration),
+      judgements: v.judgements, index: v.index ?? BinaryIndex(),
+      inactive: try ActivationPlan.inactive(v, judge.configuration),
       approvals: approvals)
   }
 

@@ -59,7 +59,8 @@ extension ModuleManager {
   }
 
   /// Running modules whose manifest is gone.
-  private func stopGone(_ judged: [String: ModuleJudgement], since: ContinuousClock.Instant) -> [ReloadReport] {
+  private func stopGone(_ judged: [String: ModuleJudgement], since: ContinuousClock.Instant) -> [ReloadReport]
+  {
     var reports: [ReloadReport] = []
     for i in table.running.reversed() {
       guard let id = table[i].moduleID, judged[id] == nil else { continue }
@@ -67,7 +68,8 @@ extension ModuleManager {
       stop(i)
       environment.hostLog(.info, about: id, "stopped: its manifest is gone")
       reports.append(
-        ReloadReport(moduleID: id, oldVersion: version, newVersion: nil, outcome: .removed, duration: .now - since))
+        ReloadReport(
+          moduleID: id, oldVersion: version, newVersion: nil, outcome: .removed, duration: .now - since))
     }
     return reports
   }
@@ -86,7 +88,8 @@ extension ModuleManager {
         stop(i)
         table[i].judged(j)
         environment.hostLog(
-          .warning, about: id, "\(reason.rawValue): stopped: \(Self.noLonger(failure.step)): \(failure.detail)",
+          .warning, about: id,
+          "\(reason.rawValue): stopped: \(Self.noLonger(failure.step)): \(failure.detail)",
           ["reason": reason.rawValue])
       } else if j.passed, let off = desired.inactive[id] {
         stop(i)
@@ -120,7 +123,8 @@ extension ModuleManager {
     }
     let order = StartOrder.order(candidates.compactMap { $0.1.manifest }).map(\.moduleID)
     let sorted = candidates.sorted {
-      (order.firstIndex(of: $0.1.moduleID ?? "") ?? .max) < (order.firstIndex(of: $1.1.moduleID ?? "") ?? .max)
+      (order.firstIndex(of: $0.1.moduleID ?? "") ?? .max)
+        < (order.firstIndex(of: $1.1.moduleID ?? "") ?? .max)
     }
     for (i, j) in sorted where table[i].isRunning {
       if versionChanged(i, j, changed) {

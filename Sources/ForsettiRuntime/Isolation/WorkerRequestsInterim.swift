@@ -39,7 +39,8 @@ extension WorkerProcess {
     let status = end(grace: ModuleManager.exitGrace)
     if let status, WorkerProcess.signal(of: status) == nil, status == 0 { return .stopped }
     let tail = recentLines.suffix(3).joined(separator: " | ")
-    return .crashed("worker \(describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+    return .crashed(
+      "worker \(describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")")
   }
 
   func saveModuleState(timeout: Double) -> [UInt8]? {

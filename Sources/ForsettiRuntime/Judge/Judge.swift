@@ -87,8 +87,10 @@ public struct Judge: Sendable {
       }
     let overrides = OverrideStore(stateDirectory: configuration.stateDirectory)
     let context = GateContext(
-      compatibility: CompatibilityChecker(hostVersion: configuration.hostVersion, policy: configuration.policy),
-      approvals: approvals, entitlements: entitlements, providers: ProviderAvailability(discovered: discovered),
+      compatibility: CompatibilityChecker(
+        hostVersion: configuration.hostVersion, policy: configuration.policy),
+      approvals: approvals, entitlements: entitlements,
+      providers: ProviderAvailability(discovered: discovered),
       overrides: overrides.channels(), activeProducts: licences.activeProducts, now: now)
     let edges = overrides.load().edges
     let next = ([licences.nextExpiry].compactMap { $0 } + edges).filter { $0 > now }.min()

@@ -100,7 +100,8 @@ public final class ModuleManager {
       // Each level at once: a module that hangs or misbehaves delays nobody beside it.
       for level in StartOrder.levels(manifests) {
         let items = level.compactMap { m in byID[m.moduleID].map { (slot: $0, manifest: m) } }
-        activateIsolated(items.compactMap { prepareActivation(slot: $0.slot, manifest: $0.manifest) }, settings)
+        activateIsolated(
+          items.compactMap { prepareActivation(slot: $0.slot, manifest: $0.manifest) }, settings)
       }
     }
   }
@@ -225,7 +226,8 @@ public final class ModuleManager {
 
     let binding: ModuleBinding
     do {
-      binding = try ModuleBinding(moduleID: m.moduleID, granted: table[i].record.granted, environment: environment)
+      binding = try ModuleBinding(
+        moduleID: m.moduleID, granted: table[i].record.granted, environment: environment)
     } catch {
       fail(i, .start, .startFailed, "could not prepare the module's context: \(error)")
       return

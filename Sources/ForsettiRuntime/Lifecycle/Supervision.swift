@@ -64,7 +64,8 @@ extension ModuleManager {
       guard let r = table[i].restart, let due = r.due, due <= now, let m = table[i].manifest else { continue }
       table[i].restart?.due = nil
       environment.hostLog(
-        .info, "restarting \(m.moduleID) (crash \(r.crashes) of at most \(isolation?.maxRestarts ?? 0) restarts)")
+        .info,
+        "restarting \(m.moduleID) (crash \(r.crashes) of at most \(isolation?.maxRestarts ?? 0) restarts)")
       table[i].rejudged()
       activate(slot: i, manifest: m)
     }
@@ -92,7 +93,8 @@ extension ModuleManager {
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
       failure = "worker \(worker.describeExit(status)) \(when)"
       _ = table[i].release(as: .failed(.crashed))
-      environment.hostLog(.error, about: id, "crashed: \(failure)\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+      environment.hostLog(
+        .error, about: id, "crashed: \(failure)\(tail.isEmpty ? "" : "; last lines: \(tail)")")
     }
     scheduleRestart(i, failure: failure)
     return failure

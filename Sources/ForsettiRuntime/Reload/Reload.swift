@@ -52,7 +52,8 @@ extension ModuleManager {
   }
 
   /// A module that was not running: started from its new version, reported as such.
-  private func startInstead(_ i: Int, _ j: ModuleJudgement, since: ContinuousClock.Instant) -> [ReloadReport] {
+  private func startInstead(_ i: Int, _ j: ModuleJudgement, since: ContinuousClock.Instant) -> [ReloadReport]
+  {
     guard let id = j.moduleID else { return [] }
     let old = table[i].record
     table[i].judged(j)
@@ -62,7 +63,8 @@ extension ModuleManager {
     activate(slot: i, manifest: m)
     let r = table[i].record
     if r.state != .started { table[i].refused = RefusedVersion(j, binary: r.binaryPath) }
-    let outcome: ReloadReport.Outcome = r.state == .started ? .started : .rejected(r.state.reason ?? .loadFailed)
+    let outcome: ReloadReport.Outcome =
+      r.state == .started ? .started : .rejected(r.state.reason ?? .loadFailed)
     return [report(id, old, j, outcome, since, trace: r.state == .started ? nil : r.trace, wasRunning: false)]
   }
 

@@ -50,4 +50,3 @@ public struct ReloadReport: Sendable {
     return "reload \(moduleID) \(versions): \(what) in \(ModuleManager.formatted(duration))"
   }
 }
-

@@ -109,12 +109,12 @@ public struct OverrideStore: Sendable {
     public var modules: [String: Entry] = [:]
     public var products: [String: Entry] = [:]
 
-  /// Every instant at which a time-frame override begins or ends.
-  public var edges: [Instant] {
-    (Array(modules.values) + Array(products.values)).flatMap { e in
-      [e.from, e.until].compactMap { $0.flatMap(Licence.parseTime) }
+    /// Every instant at which a time-frame override begins or ends.
+    public var edges: [Instant] {
+      (Array(modules.values) + Array(products.values)).flatMap { e in
+        [e.from, e.until].compactMap { $0.flatMap(Licence.parseTime) }
+      }
     }
-  }
   }
 
   public func load() -> Content {
