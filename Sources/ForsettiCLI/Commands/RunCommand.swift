@@ -19,8 +19,9 @@ enum RunCommand {
       the licences or trusted keys under STATE, or the --entitlements file, a licence expiring or
       an override window opening or closing, starts what became eligible, stops what no longer is,
       and restarts a module with its new capabilities when its approval changes, at once and with
-      one line each. Manifests and binaries are read as they are at each change; a running module
-      keeps the version it loaded (`dev` reloads it). With nothing to run, the host waits.
+      one line each. The manifest and plugin directories are watched too: a module installed, or
+      a failed or quarantined one rebuilt, starts; a running module keeps the version it loaded
+      (`dev` reloads it). With nothing to run, the host waits.
 
       Of the eligible modules, those the activation state keeps off do not run (inactive):
       `forsetti-host disable`d ones, and all UI and app modules but one — the one `select`ed,

@@ -11,6 +11,17 @@ public struct ModuleJudgement: Sendable, Hashable {
   /// reached the approval gate.
   public var granted: Set<Capability>? = nil
 
+  /// A judgement as the gate stack records one (the runtime judges a loaded version again).
+  public init(
+    file: String, moduleID: String?, manifest: ModuleManifest?, trace: GateTrace, granted: Set<Capability>? = nil
+  ) {
+    self.file = file
+    self.moduleID = moduleID
+    self.manifest = manifest
+    self.trace = trace
+    self.granted = granted
+  }
+
   /// Whether no step failed.
   public var passed: Bool { trace.passed }
   /// The first blocking reason code, or nil.

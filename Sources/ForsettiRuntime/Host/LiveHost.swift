@@ -6,9 +6,10 @@ import Synchronization
 
 /// A running host: it judges, converges on what should run, and converges again whenever
 /// something that can change a verdict changes — a file of the state directory (approvals,
-/// overrides, activation, licences, trusted keys) or the entitlements file, a licence expiry or
-/// an override window's edge, a worker's exit, and under `dev` a manifest or a binary. It never
-/// stops by itself: with nothing to run it waits for something to change.
+/// overrides, activation, licences, trusted keys) or the entitlements file, a manifest or a
+/// binary, a licence expiry or an override window's edge, a worker's exit. Only under `dev` does
+/// a new version replace one that runs. It never stops by itself: with nothing to run it waits
+/// for something to change.
 ///
 /// Driven from one thread: `start`, then `process` each time `wake` (given at `init`) was called
 /// or `nextDue` came, then `stop`.
@@ -36,6 +37,8 @@ public final class LiveHost {
   }
 
   private let development: Development?
+  /// How long file changes must settle before they count (`dev`'s setting, else 0.1 s).
+  private var debounce: Double { development?.debounce ?? 0.1 }
   private let wake: @Sendable () -> Void
   private let trustChanged = ChangeFlag()
   private let files = PendingChanges()
@@ -72,7 +75,7 @@ public final class LiveHost {
   /// When the host next wants `process` without being woken (a restart, a time edge, a burst of
   /// file changes settling).
   public var nextDue: ContinuousClock.Instant? {
-    [manager.nextRestart, nextEdge, development.flatMap { files.due(after: $0.debounce) }].compactMap { $0 }
+    [manager.nextRestart, nextEdge, files.due(after: debounce)].compactMap { $0 }
       .min()
   }
 
@@ -82,7 +85,7 @@ public final class LiveHost {
     manager.superviseOnce()
     var changed: Set<String> = []
     var since = ContinuousClock.now
-    if let dev = development, let (paths, first) = files.take(after: dev.debounce) {
+    if let (paths, first) = files.take(after: debounce) {
       changed = paths
       since = first
     }
@@ -135,7 +138,7 @@ public final class LiveHost {
     return DesiredState(
       judgements: v.judgements, index: v.index ?? BinaryIndex(),
       inactive: try ActivationPlan.inactive(v, judge.configuration),
-      approvals: approvals)
+      approvals: approvals, context: v.context)
   }
 
   private func schedule(_ edge: Instant?) {
@@ -173,7 +176,8 @@ public final class LiveHost {
     } catch {
       throw .file(setting: "state", path: state, reason: "cannot watch: \(error)")
     }
-    guard development != nil else { return }
+    // Watched under `run` too: a module installed, fixed or rebuilt out of quarantine starts;
+    // only `dev` replaces a version that runs.
     let pending = files
     do {
       watchers.append(

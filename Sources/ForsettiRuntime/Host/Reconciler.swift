@@ -11,6 +11,9 @@ public struct DesiredState: Sendable {
   /// Eligible modules kept off, by module ID; every other eligible module should run.
   public var inactive: [String: Inactive]
   public var approvals: ApprovalLedger
+  /// What the judgements were judged with: a running module whose files changed under `run`
+  /// (which keeps the version it loaded) is judged again by its loaded manifest in it.
+  public var context: GateContext?
 
   /// Why an eligible module does not run.
   public struct Inactive: Sendable, Hashable {
@@ -25,12 +28,13 @@ public struct DesiredState: Sendable {
 
   public init(
     judgements: [ModuleJudgement], index: BinaryIndex, inactive: [String: Inactive] = [:],
-    approvals: ApprovalLedger = .init()
+    approvals: ApprovalLedger = .init(), context: GateContext? = nil
   ) {
     self.judgements = judgements
     self.index = index
     self.inactive = inactive
     self.approvals = approvals
+    self.context = context
   }
 }
 
@@ -80,7 +84,8 @@ extension ModuleManager {
     _ desired: DesiredState, _ judged: [String: ModuleJudgement], changed: Set<String>, reloadsVersions: Bool
   ) {
     for i in table.running.reversed() {
-      guard let id = table[i].moduleID, let j = judged[id] else { continue }
+      guard let id = table[i].moduleID, let newest = judged[id] else { continue }
+      let j = loadedVersion(i, newest, desired, changed: changed, reloadsVersions: reloadsVersions)
       // A new version that fails a gate under dev is a refused reload: the old one keeps serving.
       if let failure = j.trace.firstFailure, let reason = failure.reason,
         !(reloadsVersions && versionChanged(i, j, changed))
@@ -126,18 +131,19 @@ extension ModuleManager {
       (order.firstIndex(of: $0.1.moduleID ?? "") ?? .max)
         < (order.firstIndex(of: $1.1.moduleID ?? "") ?? .max)
     }
-    for (i, j) in sorted where table[i].isRunning {
-      if versionChanged(i, j, changed) {
-        guard reloadsVersions else { continue }  // run keeps the version it loaded
+    for (i, newest) in sorted where table[i].isRunning {
+      if reloadsVersions && versionChanged(i, newest, changed) {
+        let j = newest
         if let refused = table[i].refused, refused == RefusedVersion(j, binary: binaryPath(of: j)),
           !filesChanged(i, j, changed)
         {
           continue  // already refused, and none of its files changed since
         }
         reports += reload(i, to: j, approvals: desired.approvals, grace: grace, since: since)
-      } else if j.passed, let granted = j.granted, granted != table[i].record.granted {
-        regrant(i, granted)
+        continue
       }
+      let j = loadedVersion(i, newest, desired, changed: changed, reloadsVersions: reloadsVersions)
+      if j.passed, let granted = j.granted, granted != table[i].record.granted { regrant(i, granted) }
     }
     return reports
   }
@@ -191,6 +197,22 @@ extension ModuleManager {
     }
     return table.indices.first { table[$0].moduleID == nil && table[$0].record.file == j.file }
       ?? table.append(ModuleSlot(ModuleRecord(judgement: j)))
+  }
+
+  /// The verdict on the version running in slot `i`: `newest` itself, unless its files changed
+  /// and the host keeps what it loaded (`run`) — then the loaded manifest judged again in the same
+  /// context, so that a trust change still reaches a module whose manifest file was edited.
+  private func loadedVersion(
+    _ i: Int, _ newest: ModuleJudgement, _ desired: DesiredState, changed: Set<String>, reloadsVersions: Bool
+  ) -> ModuleJudgement {
+    guard !reloadsVersions, versionChanged(i, newest, changed), let m = table[i].manifest,
+      let context = desired.context
+    else { return newest }
+    var trace = GateTrace(entries: table[i].record.trace.entries.filter { $0.step < .compatibility })
+    GateEvaluator.evaluatePreLoad(m, context, into: &trace)
+    return ModuleJudgement(
+      file: table[i].record.file, moduleID: m.moduleID, manifest: m, trace: trace,
+      granted: ApprovalRules.granted(m, approvals: context.approvals))
   }
 
   /// Whether `j` is another version than the one slot `i` holds: another manifest, another
