@@ -250,3 +250,91 @@ struct ProtocolViolation: Error, Sendable, Equatable, CustomStringConvertible {
     return "the worker sent \(what) while \(phase); it was killed"
   }
 }
+
+// MARK: - Save state (↔ WorkerMain's `saveState` command)
+
+extension WorkerProcess {
+  /// The module's saved state; nil when it keeps none, cannot answer within `timeout` (a late
+  /// answer is dropped, not a violation), or the worker broke off.
+  func saveModuleState(timeout: Double) -> [UInt8]? {
+    guard let id = session.saveState() else { return nil }
+    send(WireFrame(.saveState, id: id))
+    let deadline = ContinuousClock.now + .wait(timeout)
+    while let e = events.next(until: deadline) {
+      switch e {
+      case .frame(let f) where f.kind == .stateSaved:
+        return f.bytes(0).flatMap { $0.isEmpty ? nil : $0 }
+      case .frame: continue
+      // The stop that follows finds the worker gone and says why (`stopModule`).
+      case .violated, .closed: return nil
+      }
+    }
+    // Too slow: the caller goes on without state; the session drops the late answer.
+    session.abandonSave(id)
+    return nil
+  }
+}
+
+// MARK: - Stop (↔ WorkerMain's `stop` command)
+
+/// How asking a worker's module to stop ended.
+enum WorkerStopOutcome: Sendable, Equatable {
+  /// `stopped` came, or the worker exited 0 by itself after its socket closed.
+  case stopped
+  /// No `stopped` within this many seconds: the worker was killed.
+  case killedAfterTimeout(Double)
+  /// The worker exited otherwise: "worker killed by SIGABRT (Aborted) during stop; last lines: …".
+  case crashed(String)
+  /// The worker broke the protocol before or during the stop (the violation's phase says which:
+  /// `.stopping` is during): it was killed.
+  case violated(ProtocolViolation)
+}
+
+extension WorkerProcess {
+  /// Seconds a worker that said its last word (`stopped`, `loadFailed`, a failed `startResult`)
+  /// or closed its socket gets to exit by itself before it is killed: it may have closed the
+  /// socket and gone on running. Used by `stopModule` and by the start's reading of those frames.
+  static let exitGrace = 0.5
+
+  /// Stops the module: `prepareStop`, `stop`, then `stopped` within `timeout`, or kills it.
+  /// Never blocks past its deadline (plus `exitGrace` and `reapTimeout` for a worker that will
+  /// not die). Does not log or record: the caller does.
+  func stopModule(timeout: Double) -> WorkerStopOutcome {
+    prepareStop()
+    if let v = session.violation {
+      end()
+      return .violated(v)
+    }
+    let deadline = ContinuousClock.now + .wait(timeout)
+    let asked = !isClosed && stop()
+    while asked {
+      guard let event = events.next(until: deadline) else {
+        end()
+        return .killedAfterTimeout(timeout)
+      }
+      switch event {
+      case .frame(let f) where f.kind == .stopped:
+        // Its last word: the worker exits now, and is killed if it does not.
+        end(grace: Self.exitGrace)
+        return .stopped
+      case .frame: continue
+      case .violated(let v):
+        end()
+        return .violated(v)
+      case .closed: break
+      }
+      break
+    }
+    // A violation between the check above and the `stop` (which the session then refused).
+    if let v = session.violation {
+      end()
+      return .violated(v)
+    }
+    // The socket closed without a `stopped` frame (or before the stop was sent).
+    let status = end(grace: Self.exitGrace)
+    if let status, status == 0 { return .stopped }
+    let tail = recentLines.suffix(3).joined(separator: " | ")
+    return .crashed(
+      "worker \(describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+  }
+}
