@@ -10,7 +10,7 @@ import Testing
 
 /// The host's half of the worker protocol (`WorkerProtocol.swift`) against the real
 /// forsetti-worker serving real modules: stopping and saving state as the host's callers see it.
-@Suite struct WorkerProtocolTests {
+@Suite(.timeLimit(.minutes(1))) struct WorkerProtocolTests {
   static var workerExecutable: String {
     ((HostBinary.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
       "forsetti-worker")
@@ -39,14 +39,28 @@ import Testing
     let worker = WorkerProcess(
       try StartedWorker.spawn(executable: workerExecutable), configuration: configuration, cgroup: nil,
       environment: HostEnvironment(stateDirectory: dir.url("state"), log: log), onExit: { _, _ in })
+    // Driven as the module manager drives it, through the protocol's reading of each event.
+    var progress = WorkerStartProgress(fromSpare: false, confined: false, loaded: false, startSent: false)
     let deadline = ContinuousClock.now + .seconds(20)
     while let e = worker.events.next(until: deadline) {
-      guard case .frame(let f) = e else { break }
-      if f.kind == .loaded, !worker.start(state: []) { break }
-      if f.kind == .startResult, f.int(0) == Int64(FORSETTI_OK) { return worker }
+      switch worker.startStep(after: e, progress) {
+      case .confined(let summary):
+        #expect(summary.hasPrefix("confined: "))
+        progress.confined = true
+      case .loaded(let descriptor, _):
+        #expect(descriptor.moduleID == fixture.moduleID)
+        progress.loaded = true
+        progress.startSent = worker.start(state: [])
+      case .started:
+        return worker
+      case .failed(_, _, let detail, _):
+        throw NotStarted(description: "\(fixture.moduleID) did not start: \(detail)")
+      case .spareLost, .nothing:
+        continue
+      }
     }
-    worker.end()
-    throw NotStarted(description: "\(fixture.moduleID) did not start: \(worker.recentLines)")
+    _ = worker.startTimedOut(progress, after: 20)
+    throw NotStarted(description: "\(fixture.moduleID) did not start in time: \(worker.recentLines)")
   }
 
   static func fixture(_ name: String, stop: String = "", prelude: String = "", tableExtra: String = "")
@@ -125,5 +139,120 @@ import Testing
     #expect(w.stopModule(timeout: 10) == .stopped)
     #expect(w.session.violation == nil)
     #expect(w.recentLines.contains("saved late"))
+  }
+
+  // MARK: The protocol version
+
+  /// A stand-in for a forsetti-worker of another build: it reads `configure` and answers with
+  /// a `confined` that names protocol 99 (or, for `com.test.ancient`, none, as workers did
+  /// before versions), then says nothing more, as a worker that went on in its own dialect.
+  static let foreignWorker = """
+    #define _GNU_SOURCE
+    #include <stdint.h>
+    #include <string.h>
+    #include <unistd.h>
+    #include <sys/socket.h>
+    int main(void) {
+      static unsigned char in[131072], out[512];
+      ssize_t n = recv(3, in, sizeof in, 0);
+      if (n <= 0) return 0;
+      const char *json = memmem(in, (size_t)n, "com.test.ancient", 16)
+        ? "{\\"capabilitiesDropped\\":true}"
+        : "{\\"protocolVersion\\":99,\\"capabilitiesDropped\\":true}";
+      uint32_t kind = 100, size = (uint32_t)strlen(json);
+      uint64_t id = 0;
+      unsigned char tag = 2;
+      size_t len = 0;
+      memcpy(out + len, &kind, 4); len += 4;
+      memcpy(out + len, &id, 8); len += 8;
+      out[len++] = tag;
+      memcpy(out + len, &size, 4); len += 4;
+      memcpy(out + len, json, size); len += size;
+      send(3, out, len, MSG_NOSIGNAL);
+      for (;;) pause();
+    }
+    """
+
+  @Test func aWorkerOfAnotherProtocolIsALoadFailureNamingBothVersions() throws {
+    let h = RuntimeHarness()
+    let src = try h.dir.write("src/foreign-worker.c", Self.foreignWorker)
+    let foreign = h.dir.url("foreign-worker")
+    let cc = try ProcessRunner.run("/usr/bin/env", ["cc", "-Wall", "-o", foreign, src])
+    try #require(cc.status == 0, "\(cc.stderr)")
+    try Self.fixture("future").install(in: h.dir)
+    try Self.fixture("ancient").install(in: h.dir)
+    guard case .isolated(var settings) = RuntimeHarness.isolated(backoff: 0.05) else { return }
+    settings.workerExecutable = foreign
+    // Generous: a module that got past the version would hang here, and fail as a timeout.
+    settings.startTimeout = 10
+    let m = try h.start(mode: .isolated(settings))
+    let host = ProtocolVersion.current
+    for (id, worker) in [("com.test.future", 99), ("com.test.ancient", 0)] {
+      #expect(h.state(id) == .failed(.loadFailed), "\(id): \(String(describing: h.state(id)))")
+      let failure = h.record(id)?.trace.firstFailure
+      #expect(failure?.step == .load)
+      #expect(
+        failure?.detail
+          == "forsetti-worker speaks protocol \(worker); this host speaks \(host): install the worker from the same build as the host",
+        "\(String(describing: failure?.detail))")
+    }
+    // Not a crash: nothing is restarted, and supervision leaves the verdict alone.
+    #expect(m.nextRestart == nil)
+    h.supervise(timeout: 0.5) { false }
+    #expect(h.state("com.test.future") == .failed(.loadFailed))
+    #expect(!h.log.all.contains { $0.message.contains("restart") || $0.message.contains("crashed") })
+    m.stopAll()
+  }
+
+  /// `configure` payloads of hosts that speak another protocol: a later one, and one from before
+  /// versions (no `protocolVersion` at all).
+  static let foreignHosts: [(json: String, version: Int)] = [
+    (
+      JSONWriter.string(
+        WorkerConfiguration(
+          moduleID: "com.test.never", library: "/nonexistent/never.so", entryPoint: "never_entry",
+          isSwift: false, sandbox: "/nonexistent",
+          granted: [],
+          policy: ConfinementPolicy(readExecute: [], readWrite: [], networking: false, limits: .init()),
+          parent: getpid(), protocolVersion: ProtocolVersion.current + 1
+        ).json), ProtocolVersion.current + 1
+    ),
+    (
+      #"{"moduleID":"com.test.never","library":"/nonexistent/never.so","entryPoint":"e","sandbox":"/x","parent":\#(getpid())}"#,
+      0
+    ),
+  ]
+
+  @Test(arguments: foreignHosts.indices)
+  func theWorkerRefusesAHostOfAnotherProtocolBeforeConfiningAnything(_ k: Int) throws {
+    let (json, version) = Self.foreignHosts[k]
+    let started = try StartedWorker.spawn(executable: Self.workerExecutable)
+    defer {
+      started.calls.close()
+      close(started.socket.fd)
+      close(started.outputFD)
+    }
+    #expect(started.socket.send(WireFrame(.configure, [.string(json)])))
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
+    defer { buffer.deallocate() }
+    // Its first word is the refusal: no `confined` before it, so nothing was confined or loaded.
+    guard case .frame(let f) = started.socket.receive(into: buffer) else {
+      Issue.record("the worker said nothing")
+      return
+    }
+    #expect(f.kind == .loadFailed, "\(f.kind)")
+    #expect(f.string(0) == "loadFailed")
+    #expect(
+      f.string(1)
+        == "forsetti-worker speaks protocol \(ProtocolVersion.current); this host speaks \(version): install the worker from the same build as the host",
+      "\(String(describing: f.string(1)))")
+    guard case .closed = started.socket.receive(into: buffer) else {
+      Issue.record("the worker said more after refusing")
+      return
+    }
+    var status: Int32 = 0
+    #expect(waitpid(started.pid, &status, 0) == started.pid)
+    #expect(
+      WorkerProcess.describe(status: status) == "exited with status \(WorkerMain.protocolMismatchStatus)")
   }
 }
