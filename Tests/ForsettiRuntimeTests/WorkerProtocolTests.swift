@@ -108,6 +108,21 @@ import Testing
     #expect(Self.gone(w))
   }
 
+  @Test func aModuleThatForgesAFrameInStopBrokeTheProtocolDuringStop() throws {
+    let dir = TemporaryDirectory("protocol")
+    // A frame of kind 4242 (none), written on the worker's socket from inside `stop`.
+    let forge = "unsigned char b[12] = {0x92, 0x10}; send(3, b, sizeof b, MSG_NOSIGNAL); sleep(30);"
+    let w = try Self.started(
+      Self.fixture("forger", stop: forge, prelude: "#include <sys/socket.h>"), in: dir, log: MemoryLogSink())
+    let outcome = w.stopModule(timeout: 10)
+    guard case .violated(let v) = outcome else {
+      Issue.record("\(outcome)")
+      return
+    }
+    #expect(v.kind == 4242 && v.phase == .stopping, "\(v)")
+    #expect(Self.gone(w))
+  }
+
   @Test func savedStateIsHandedOver() throws {
     let dir = TemporaryDirectory("protocol")
     let save = """
