@@ -35,8 +35,9 @@ public enum WireFuzzEntry {
     return broken
   }
 
-  /// The JSON payloads the two sides read from frames: `loaded` (host) and `configure`
-  /// (worker). What they accept must survive their own writer.
+  /// The JSON payloads the two sides read from frames: `loaded` and `confined` (host) and
+  /// `configure` (worker). What they accept must survive their own writer, and the version both
+  /// sides check first must read the same as the configuration read whole.
   static func payload(_ text: String) -> [String] {
     var broken: [String] = []
     if let (d, ui) = WorkerCodec.decodeLoaded(text) {
@@ -47,6 +48,10 @@ public enum WireFuzzEntry {
       WorkerConfiguration(json: JSONWriter.string(config.json)) != config
     {
       broken.append("a worker configuration does not survive re-encoding")
+    }
+    let version = ProtocolVersion.of(json: text)
+    if let config = WorkerConfiguration(json: text), version != config.protocolVersion {
+      broken.append("the protocol version reads differently alone and in the configuration")
     }
     return broken
   }
@@ -76,7 +81,16 @@ public enum WireFuzzEntry {
       parent: 4242)
     let frames: [(String, WireFrame)] = [
       ("configure", WireFrame(.configure, [.string(JSONWriter.string(config.json))])),
-      ("confined", WireFrame(.confined, [.string("landlock, seccomp")])),
+      (
+        "confined",
+        WireFrame(
+          .confined,
+          [
+            .string(
+              #"{"protocolVersion":\#(ProtocolVersion.current),"capabilitiesDropped":true,"namespaces":["user","ipc","uts"],"landlockABI":6,"seccomp":true}"#
+            )
+          ])
+      ),
       ("loaded-ui", WireFrame(.loaded, [.string(JSONWriter.string(WorkerCodec.loaded(descriptor, ui)))])),
       (
         "loaded-service",

@@ -3,7 +3,10 @@ import Glibc
 /// The host–worker protocol: one SOCK_SEQPACKET message per frame, so frames never split or
 /// merge. A frame is `kind: u32, id: u64` and then values, each an 8-byte integer or a
 /// length-prefixed byte string. Both ends treat incoming frames as untrusted: every read is
-/// bounds-checked and a malformed frame is an error, never a crash.
+/// bounds-checked and a malformed frame is an error, never a crash. Which frame may come when,
+/// and what each carries: the table at the top of
+/// `Sources/ForsettiRuntime/Isolation/WorkerProtocol.swift`; the version both sides check:
+/// `ProtocolVersion`.
 public enum WireKind: UInt32, Sendable {
   // host → worker
   case start = 1
@@ -13,8 +16,9 @@ public enum WireKind: UInt32, Sendable {
   case response = 5
   /// Hot reload: hand over your state (answered by `stateSaved`).
   case saveState = 6
-  /// To a worker started ahead of need (`--await-config`): the module it is for, as the JSON
-  /// `--config` would have carried. The first frame such a worker reads, and only then.
+  /// To a worker started ahead of need (`--await-config`): the module it is for and the
+  /// protocol version the host speaks (`WorkerConfiguration`). The first frame such a worker
+  /// reads, and only then.
   case configure = 7
   // worker → host
   case confined = 100

@@ -1,8 +1,10 @@
 import ForsettiCore
 import Glibc
 
-/// Everything a worker needs, passed as one JSON argument by the host that spawns it.
+/// Everything a worker needs, sent as the JSON of the host's `configure` frame.
 public struct WorkerConfiguration: Sendable, Hashable {
+  /// The protocol the host speaks (`ProtocolVersion`): the worker checks it before anything else.
+  public var protocolVersion: Int
   public var moduleID: String
   public var library: String
   public var entryPoint: String
@@ -18,6 +20,7 @@ public struct WorkerConfiguration: Sendable, Hashable {
     func num(_ v: UInt64?) -> JSONValue { v.map { .number(String($0)) } ?? .null }
     return .object(
       JSONObject([
+        (ProtocolVersion.member, .number(String(protocolVersion))),
         ("moduleID", .string(moduleID)), ("library", .string(library)), ("entryPoint", .string(entryPoint)),
         ("isSwift", .bool(isSwift)), ("sandbox", .string(sandbox)),
         ("granted", .strings(granted.sorted().map(\.rawValue))),
@@ -40,8 +43,9 @@ public struct WorkerConfiguration: Sendable, Hashable {
   public init(
     moduleID: String, library: String, entryPoint: String, isSwift: Bool, sandbox: String,
     granted: Set<Capability>,
-    policy: ConfinementPolicy, parent: Int32
+    policy: ConfinementPolicy, parent: Int32, protocolVersion: Int = ProtocolVersion.current
   ) {
+    self.protocolVersion = protocolVersion
     self.moduleID = moduleID
     self.library = library
     self.entryPoint = entryPoint
@@ -74,6 +78,6 @@ public struct WorkerConfiguration: Sendable, Hashable {
         networking: o["networking"]?.boolValue ?? false,
         limits: limits, memoryAccounted: o["memoryAccounted"]?.boolValue ?? false,
         networkNamespace: o["networkNamespace"]?.boolValue ?? false),
-      parent: parent)
+      parent: parent, protocolVersion: o[ProtocolVersion.member]?.integerValue ?? 0)
   }
 }

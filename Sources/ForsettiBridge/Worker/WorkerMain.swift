@@ -6,33 +6,47 @@ import Glibc
 
 /// The worker process: confine, load exactly one module, then serve it until the host says
 /// stop or goes away. The host end of the socket is file descriptor 3.
+///
+/// This is the worker's half of the protocol. The frames both halves exchange, in the only
+/// order they may come, are tabled once, at the top of the host's half
+/// (`Sources/ForsettiRuntime/Isolation/WorkerProtocol.swift`), whose sections mirror the ones
+/// marked here.
 public enum WorkerMain {
   public static let socketFD: Int32 = 3
   /// The synchronous-call channel: the shared-memory ring (`CallRing`) the host created.
   public static let callsFD: Int32 = 4
+  /// The exit status of a worker whose host speaks another protocol (sysexits' EX_PROTOCOL).
+  public static let protocolMismatchStatus: Int32 = 76
 
   public static func run(_ arguments: [String]) -> Int32 {
     let socket = WireSocket(fd: socketFD)
     // No worker outlives its host: die with the parent (checked below to still be the host).
     _ = forsetti_set_parent_death_signal(SIGKILL)
-    let configuration: WorkerConfiguration?
+
+    // MARK: Await the configuration (host: Configure)
+    let text: String?
     switch arguments.first {
     case "--config" where arguments.count == 2:
-      configuration = WorkerConfiguration(json: arguments[1])
+      text = arguments[1]
     case "--await-config" where arguments.count == 1:
       // Started ahead of need: nothing of a module is known, loaded or confined until the host
       // says which module this is. A closed socket means the spare was not wanted.
-      configuration = awaitConfiguration(socket)
+      text = awaitConfiguration(socket)
     default:
-      configuration = nil
+      text = nil
     }
-    guard let config = configuration else {
-      let text = "forsetti-worker: started by hand? it is spawned by forsetti-host\n"
-      _ = text.withCString { write(2, $0, strlen($0)) }
-      return 64
+    guard let text, let hostVersion = ProtocolVersion.of(json: text) else { return startedByHand() }
+    // Before anything is read further, confined or loaded: a host of another build may mean
+    // something else by any frame from here on.
+    guard hostVersion == ProtocolVersion.current else {
+      let why = ProtocolVersion.mismatch(worker: ProtocolVersion.current, host: hostVersion)
+      socket.send(WireFrame(.loadFailed, [.string(ReasonCode.loadFailed.rawValue), .string(why)]))
+      return protocolMismatchStatus
     }
+    guard let config = WorkerConfiguration(json: text) else { return startedByHand() }
     guard getppid() == config.parent else { return 70 }
 
+    // MARK: Confine (host: Confined, loaded)
     let report: ConfinementReport
     switch Confinement.apply(config.policy) {
     case .failure(let e):
@@ -47,6 +61,7 @@ public enum WorkerMain {
     _ = forsetti_set_parent_death_signal(SIGKILL)
     guard getppid() == config.parent else { return 70 }
     var confined = JSONObject([
+      (ProtocolVersion.member, .number(String(ProtocolVersion.current))),
       ("capabilitiesDropped", .bool(report.capabilitiesDropped)), ("namespaces", .strings(report.namespaces)),
       ("landlockABI", report.landlockABI.map { .number(String($0)) } ?? .null),
       ("signalsScoped", .bool(report.signalsScoped)),
@@ -56,6 +71,7 @@ public enum WorkerMain {
     confined["threadsBeforeConfinement"] = .number(String(report.threadsBefore))
     socket.send(WireFrame(.confined, [.string(JSONWriter.string(.object(confined)))]))
 
+    // MARK: Load (host: Confined, loaded)
     let loaded: LoadedModule
     switch DynamicLoader().load(path: config.library, entryPoint: config.entryPoint, isSwift: config.isSwift)
     {
@@ -88,6 +104,7 @@ public enum WorkerMain {
       return 0
     }
 
+    // MARK: Start (host: Start)
     guard let start = link.commands.next(timeout: nil), start.kind == .start else { return 0 }
     let binding: ModuleBinding
     do {
@@ -105,6 +122,8 @@ public enum WorkerMain {
     socket.send(WireFrame(.startResult, [.int(Int64(status))]))
     guard status == FORSETTI_OK else { return 0 }
 
+    // MARK: Save state, stop (host: Save state, Stop); events and messages arrive meanwhile
+    // on `link`'s reader thread (host: Run-time traffic)
     while let cmd = link.commands.next(timeout: nil) {
       if cmd.kind == .saveState {
         socket.send(WireFrame(.stateSaved, id: cmd.id, [.bytes(StateTransfer.save(loaded.table) ?? [])]))
@@ -122,15 +141,19 @@ public enum WorkerMain {
 }
 
 extension WorkerMain {
-  /// The configuration in the first frame from the host, if it is a `configure` frame.
-  static func awaitConfiguration(_ socket: WireSocket) -> WorkerConfiguration? {
+  /// The configuration's JSON in the first frame from the host, if it is a `configure` frame.
+  static func awaitConfiguration(_ socket: WireSocket) -> String? {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
     defer { buffer.deallocate() }
-    guard case .frame(let f) = socket.receive(into: buffer), f.kind == .configure, let json = f.string(0)
-    else {
-      return nil
-    }
-    return WorkerConfiguration(json: json)
+    guard case .frame(let f) = socket.receive(into: buffer), f.kind == .configure else { return nil }
+    return f.string(0)
+  }
+
+  /// Run without a host's configuration: says so, and exits 64 (EX_USAGE).
+  static func startedByHand() -> Int32 {
+    let text = "forsetti-worker: started by hand? it is spawned by forsetti-host\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
+    return 64
   }
 }
 

@@ -194,60 +194,38 @@ extension ModuleManager {
       environment: environment, onExit: exitHandler)
   }
 
-  /// Moves one start on by one event from its worker.
+  /// Moves one start on by one event from its worker (read by `WorkerProcess.startStep`).
   private func handle(
     _ e: WorkerEvent, _ s: inout IsolatedStart, _ settings: IsolationSettings, _ signal: DispatchSemaphore
   ) {
-    switch e {
-    case .violated(let v):
-      s.worker.end()
-      s.outcome = .failed(s.step, .protocolViolation, v.description, restart: v.description)
-    case .closed:
-      if let why = s.worker.cgroupFailure {
-        s.worker.end()
-        s.outcome = .failed(.load, .loadFailed, why, restart: nil)
+    if case .frame(let f) = e { return handle(f, &s) }
+    let progress = WorkerStartProgress(
+      fromSpare: s.fromSpare, confined: !s.confinedDetail.isEmpty, loaded: s.loadDetail != nil,
+      startSent: s.startSent != nil)
+    switch s.worker.startStep(after: e, progress) {
+    case .failed(let step, let reason, let detail, let restart):
+      s.outcome = .failed(step, reason, detail, restart: restart)
+    case .spareLost:
+      s.fromSpare = false
+      guard let w = freshWorker(s.activation, settings) else {
+        s.outcome = .recorded
         return
       }
-      if s.fromSpare && s.confinedDetail.isEmpty {
-        // The spare died before it confined itself for this module (killed from outside): not
-        // the module's doing, so no crash is counted; a worker of its own takes over.
-        s.worker.end()
-        s.fromSpare = false
-        guard let w = freshWorker(s.activation, settings) else {
-          s.outcome = .recorded
-          return
-        }
-        w.events.notify(signal)
-        s.worker = w
-        return
-      }
-      let status = s.worker.end(grace: Self.exitGrace)
-      let what = s.loadDetail == nil ? "while loading" : s.startSent == nil ? "after loading" : "during start"
-      let lines = s.worker.recentLines
-      let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
-      let failure = "\(s.worker.describeExit(status)) \(what)"
-      s.outcome = .failed(s.step, .crashed, "worker \(failure)\(tail)", restart: failure)
-    case .frame(let f):
-      handle(f, &s)
+      w.events.notify(signal)
+      s.worker = w
+    case .confined, .loaded, .started, .nothing:
+      break
     }
   }
 
   private func handle(_ f: WireFrame, _ s: inout IsolatedStart) {
-    switch f.kind {
-    case .confined:
-      s.confinedDetail = Self.describeConfinement(f.string(0) ?? "")
-    case .loadFailed:
-      // The worker's last word; it exits, and is killed if it does not.
-      s.worker.end(grace: Self.exitGrace)
-      let reason = f.string(0).flatMap(ReasonCode.init(rawValue:)) ?? .loadFailed
-      s.outcome = .failed(.load, reason, f.string(1) ?? "the worker could not load the module", restart: nil)
-    case .loaded:
-      guard let text = f.string(0), let (descriptor, ui) = WorkerCodec.decodeLoaded(text) else {
-        s.worker.end()
-        s.outcome = .failed(
-          .load, .loadFailed, "the worker reported its module in a form the host cannot read", restart: nil)
-        return
-      }
+    let progress = WorkerStartProgress(
+      fromSpare: s.fromSpare, confined: !s.confinedDetail.isEmpty, loaded: s.loadDetail != nil,
+      startSent: s.startSent != nil)
+    switch s.worker.startStep(after: f, progress) {
+    case .confined(let summary):
+      s.confinedDetail = summary
+    case .loaded(let descriptor, let ui):
       s.loadDetail = "loaded \(s.activation.path) in worker pid \(s.worker.pid) (\(s.confinedDetail))"
       let verdict = Self.identityAndUI(s.activation.manifest, descriptor, ui)
       s.identity = verdict
@@ -258,29 +236,24 @@ extension ModuleManager {
         return
       }
       s.readyAt = ContinuousClock.now
-    case .startResult:
-      let status = f.int(0) ?? Int64(FORSETTI_ERR_START_FAILED)
-      guard status == Int64(FORSETTI_OK) else {
-        s.worker.end(grace: Self.exitGrace)
-        s.outcome = .failed(
-          .start, .startFailed, "start returned \(StatusName.of(Int32(truncatingIfNeeded: status)))",
-          restart: nil)
-        return
-      }
+    case .started:
       s.outcome = .started(took: ContinuousClock.now - s.began)
-    default:
-      // The session lets no other lifecycle frame through before the module runs.
+    case .failed(let step, let reason, let detail, let restart):
+      s.outcome = .failed(step, reason, detail, restart: restart)
+    case .spareLost, .nothing:
       break
     }
   }
 
   private func timedOut(_ s: inout IsolatedStart, _ settings: IsolationSettings) {
-    s.worker.end()
-    let what = s.loadDetail == nil ? "loading" : "start"
-    s.outcome = .failed(
-      s.step, .startTimedOut,
-      "\(what) did not finish within \(settings.startTimeout) s; the worker was killed",
-      restart: nil)
+    let progress = WorkerStartProgress(
+      fromSpare: s.fromSpare, confined: !s.confinedDetail.isEmpty, loaded: s.loadDetail != nil,
+      startSent: s.startSent != nil)
+    if case .failed(let step, let reason, let detail, let restart) = s.worker.startTimedOut(
+      progress, after: settings.startTimeout)
+    {
+      s.outcome = .failed(step, reason, detail, restart: restart)
+    }
   }
 
   /// Records how one start ended.

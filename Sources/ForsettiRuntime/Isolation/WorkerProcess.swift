@@ -14,7 +14,8 @@ final class WorkerProcess: Sendable {
   let pid: pid_t
   private let socket: WireSocket
   private let calls: CallRing
-  private let backend: InProcessBackend
+  /// The host services the module's frames and calls reach (`WorkerProtocol.swift`, run-time traffic).
+  let backend: InProcessBackend
   /// The protocol state: which frames may come from the worker now.
   let session = WorkerSession()
   /// Lifecycle events (accepted lifecycle frames, a violation, the socket closing) for the
@@ -70,7 +71,7 @@ final class WorkerProcess: Sendable {
     Thread { [self] in self.callLoop() }.start()
     Thread { [self] in self.captureOutput(outFD) }.start()
     guard configure else { return }
-    let frame = WireFrame(.configure, [.string(JSONWriter.string(configuration.json))])
+    let frame = Self.configureFrame(configuration)
     guard let cgroup else {
       socket.send(frame)
       return
@@ -111,7 +112,7 @@ final class WorkerProcess: Sendable {
   /// The module's most recent log and output lines, for crash reports.
   var recentLines: [String] { lastLines.withLock { $0 } }
 
-  private func remember(_ line: String) {
+  func remember(_ line: String) {
     lastLines.withLock {
       $0.append(line)
       if $0.count > Self.keptLines { $0.removeFirst($0.count - Self.keptLines) }
@@ -315,74 +316,6 @@ final class WorkerProcess: Sendable {
     }
   }
 
-  /// Serves a log or telemetry frame (the session let it through).
-  private func serve(_ f: WireFrame) {
-    switch f.kind {
-    case .log:
-      guard let text = f.string(1) else { return }
-      let level = LogLevel(rawValue: Int32(truncatingIfNeeded: f.int(0) ?? 1)) ?? .info
-      let line = String(text.prefix(HostFunctions.maxMessage))
-      remember(line)
-      backend.log(moduleID: moduleID, level: level, message: line, metadata: [:])
-    case .telemetry:
-      guard let name = f.string(0), !name.isEmpty, name.utf8.count <= 128 else { return }
-      let attrs = f.string(1).flatMap { $0.isEmpty ? nil : try? JSONParser.parse($0) }
-      guard attrs == nil || attrs?.objectValue != nil else { return }
-      _ = backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)
-    default:
-      break
-    }
-  }
-
-  /// The status answering a call frame; nil for a frame that is not a call.
-  private func answer(_ f: WireView) -> Int64? {
-    switch f.kind {
-    case .publish:
-      guard let type = f.string(0), type.utf8.count <= HostFunctions.maxName, let payload = f.bytes(1) else {
-        return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
-      }
-      return Int64(backend.publish(from: moduleID, type: type, payload: payload))
-    case .subscribe:
-      guard let type = f.string(0), !type.isEmpty, type.utf8.count <= HostFunctions.maxName else {
-        return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
-      }
-      let box = SubscriptionID()
-      // Weak: a forwarder outliving the worker must not keep it (and its descriptor) alive, and
-      // while it sends, the worker (so the descriptor) cannot go away under it.
-      let id = backend.subscribe(
-        moduleID: moduleID, type: type,
-        target: .remote { [weak self] source, type, payload in
-          self?.send(
-            WireFrame(
-              .deliverEvent,
-              [
-                .int(box.value.load(ordering: .acquiring)), .string(source), .string(type),
-                .bytes(Array(payload)),
-              ]))
-        })
-      box.value.store(id, ordering: .releasing)
-      return id
-    case .unsubscribe:
-      return Int64(backend.unsubscribe(moduleID: moduleID, id: f.int(0) ?? 0))
-    case .send:
-      guard let target = f.string(0), let type = f.string(1), let payload = f.bytes(2),
-        target.utf8.count <= HostFunctions.maxName, type.utf8.count <= HostFunctions.maxName
-      else { return Int64(FORSETTI_ERR_INVALID_ARGUMENT) }
-      return Int64(backend.send(from: moduleID, to: target, type: type, payload: payload))
-    case .setHandler:
-      let on = (f.int(0) ?? 0) != 0
-      let s = backend.setHandler(
-        moduleID: moduleID,
-        target: on
-          ? .remote { [weak self] sender, type, payload in
-            self?.send(WireFrame(.deliverMessage, [.string(sender), .string(type), .bytes(Array(payload))]))
-          } : nil)
-      return Int64(s)
-    default:
-      return nil
-    }
-  }
-
   private func captureOutput(_ fd: Int32) {
     let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     var pending = Data()
@@ -399,8 +332,4 @@ final class WorkerProcess: Sendable {
       if pending.count > 16 * 1024 { pending.removeAll() }
     }
   }
-}
-
-final class SubscriptionID: Sendable {
-  let value = Atomic<Int64>(0)
 }

@@ -1,0 +1,589 @@
+import CForsetti
+import ForsettiBridge
+import ForsettiCore
+import Synchronization
+
+// The host's half of the worker protocol: what the host says to one forsetti-worker, and what
+// it makes of every frame the worker sends back. The worker's half is `WorkerMain`
+// (Sources/ForsettiBridge/Worker/WorkerMain.swift, with `WorkerLink` for the run-time
+// traffic); the sections of this file mirror its sections, in the same order. `WorkerProcess`
+// owns the process, its channels and the threads that read them; `WorkerSession`, at the end of
+// this file, judges every frame before anything acts on it.
+//
+// The whole conversation on the socket (fd 3, one SOCK_SEQPACKET message per frame), in the
+// only order it may go; "phase" is the session's phase once the frame has passed.
+//
+//   host → worker                   worker → host                      phase
+//   ─────────────────────────────   ────────────────────────────────   ──────────────
+//   spawn `forsetti-worker --await-config` (a spare is spawned before    spawned
+//     its module is known: it confines and loads nothing yet)
+//   configure(json): protocolVersion,                                  configuring
+//     module, library, confinement policy, limits, host pid
+//                                   loadFailed(reason, detail)         finished
+//                                     another protocol version (checked
+//                                     first), or confinement failed
+//                                   confined(json): protocolVersion,   loading
+//                                     what confinement achieved
+//     the host checks the version: another one ends the start as `loadFailed`, worker killed
+//                                   loaded(json): descriptor, UI       loaded
+//                                   | loadFailed(reason, detail)       finished
+//                                     dlopen, entry point, ABI, UI tables
+//                                   loadFailed(reason, detail)         finished
+//                                     after `loaded`: no call ring, no thread
+//     the host judges the descriptor (step 8) and releases `start` in module-ID order
+//   start(state bytes)                                                 starting
+//                                   startResult(FORSETTI_OK)           started
+//                                   | startResult(other status)        finished
+//   saveState(id), any number of times while started                   saving(id)
+//                                   stateSaved(id, bytes)              started
+//     not answered in time: the host goes on without the state, and drops the late answer
+//   stop                                                               stopping
+//                                   stopped                            finished
+//     the worker then exits 0 at once (`_exit`: no destructors, no atexit handlers)
+//
+// Run-time traffic, beside the lifecycle (section "Run-time traffic"):
+//   - worker → host on the socket, from `confined` to the end (a module's constructors run at
+//     load): `log(level, line)`, `telemetry(name, attributes json)`.
+//   - host → worker on the socket, once the module subscribed or set a handler:
+//     `deliverEvent(subscription, source, type, payload)`, `deliverMessage(sender, type, payload)`.
+//   - the module's host calls `publish`, `subscribe`, `unsubscribe`, `send`, `setHandler`, each
+//     answered by `response(id, status)`: on the call ring (fd 4, shared memory), never on the
+//     socket.
+//
+// Anything else from the worker — a kind the worker never sends (every host → worker kind, an
+// unknown kind), a kind not valid in the current phase (a second `startResult`, `stopped`
+// before `stop`, `stateSaved` nobody asked for, `loaded` before `confined`), a frame missing
+// the value its kind carries, or bytes that are not a frame — is a protocol violation: the
+// worker is killed and nothing the frame claimed is believed.
+//
+// How a worker ends. After its last word (`loadFailed`, a failed `startResult`, `stopped`) or a
+// closed socket it gets `exitGrace` to exit by itself, then is killed. Loading, start and stop
+// each have a deadline (the start timeout, the start timeout again from `start`, the stop
+// timeout): past it the worker is killed. Save state has one too, past which only the state is
+// given up. The worker, for its part, exits as soon as the host's end of the socket closes,
+// and dies with the host (parent-death signal).
+
+extension WorkerProcess {
+  /// Seconds a worker that said its last word (`loadFailed`, a failed `startResult`, `stopped`)
+  /// or closed its socket gets to exit by itself before it is killed: it may have closed the
+  /// socket and gone on running. Used after those frames and a closed socket, in start
+  /// (`startStep`) and stop (`stopModule`).
+  static let exitGrace = 0.5
+}
+
+// MARK: - Configure (↔ WorkerMain: await the configuration)
+
+extension WorkerProcess {
+  /// The first frame a worker reads: the module it is for, and the protocol the host speaks
+  /// (`configuration.protocolVersion`, this build's unless a test says otherwise).
+  static func configureFrame(_ configuration: WorkerConfiguration) -> WireFrame {
+    WireFrame(.configure, [.string(JSONWriter.string(configuration.json))])
+  }
+}
+
+// MARK: - Confined, loaded, start (↔ WorkerMain: confine, load, start)
+
+/// What the host has heard so far from a worker on its way to started: what its next event
+/// means depends on it.
+struct WorkerStartProgress: Sendable, Equatable {
+  /// Whether the worker was started ahead of need (a spare).
+  var fromSpare: Bool
+  /// Whether its `confined` came.
+  var confined: Bool
+  /// Whether its `loaded` came and was taken.
+  var loaded: Bool
+  /// Whether the host sent `start`.
+  var startSent: Bool
+
+  /// The gate step a failure now belongs to.
+  var step: GateStep { loaded ? .start : .load }
+
+  /// When a crash now happened, for its report.
+  var moment: String { !loaded ? "while loading" : !startSent ? "after loading" : "during start" }
+}
+
+/// What one event from a worker means for its module's start. For every failure the worker has
+/// been ended already.
+enum WorkerStartStep: Sendable, Equatable {
+  /// Confined, as this one-line summary says (for the load step's trace); loading now.
+  case confined(String)
+  /// Loaded, describing itself so: the host judges the descriptor (step 8) before `start`.
+  case loaded(ModuleDescriptor, UIContributions?)
+  /// `start` returned FORSETTI_OK.
+  case started
+  /// Ended at a gate step for a reason, with the record's detail; `restart` is the failure to
+  /// count against the module (a crash or a violation), nil when it is not restarted.
+  case failed(GateStep, ReasonCode, String, restart: String?)
+  /// A spare worker died before it confined itself for this module (killed from outside): not
+  /// the module's doing, so nothing is counted; a worker of its own is to take over.
+  case spareLost
+  /// Nothing that moves the start.
+  case nothing
+}
+
+extension WorkerProcess {
+  /// What `e`, the next event from this worker, means for its start.
+  func startStep(after e: WorkerEvent, _ p: WorkerStartProgress) -> WorkerStartStep {
+    switch e {
+    case .frame(let f):
+      return startStep(after: f, p)
+    case .violated(let v):
+      end()
+      return .failed(p.step, .protocolViolation, v.description, restart: v.description)
+    case .closed:
+      if let why = cgroupFailure {
+        end()
+        return .failed(.load, .loadFailed, why, restart: nil)
+      }
+      if p.fromSpare && !p.confined {
+        end()
+        return .spareLost
+      }
+      let status = end(grace: Self.exitGrace)
+      let lines = recentLines
+      let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
+      let failure = "\(describeExit(status)) \(p.moment)"
+      return .failed(p.step, .crashed, "worker \(failure)\(tail)", restart: failure)
+    }
+  }
+
+  /// What a lifecycle frame (one the session let through) means for the start.
+  func startStep(after f: WireFrame, _ p: WorkerStartProgress) -> WorkerStartStep {
+    switch f.kind {
+    case .confined: return confined(f)
+    case .loadFailed:
+      // The worker's last word; it exits, and is killed if it does not.
+      end(grace: Self.exitGrace)
+      let reason = f.string(0).flatMap(ReasonCode.init(rawValue:)) ?? .loadFailed
+      return .failed(.load, reason, f.string(1) ?? "the worker could not load the module", restart: nil)
+    case .loaded: return loaded(f)
+    case .startResult: return startResult(f)
+    // The session lets no other lifecycle frame through before the module runs.
+    default: return .nothing
+    }
+  }
+
+  /// The start did not get past `p` within `seconds`: the worker is killed.
+  func startTimedOut(_ p: WorkerStartProgress, after seconds: Double) -> WorkerStartStep {
+    end()
+    return .failed(
+      p.step, .startTimedOut,
+      "\(p.loaded ? "start" : "loading") did not finish within \(seconds) s; the worker was killed",
+      restart: nil)
+  }
+
+  /// `confined`: the worker's protocol version, then what confinement achieved.
+  private func confined(_ f: WireFrame) -> WorkerStartStep {
+    let json = f.string(0) ?? ""
+    let version = ProtocolVersion.of(json: json) ?? 0
+    guard version == ProtocolVersion.current else {
+      // Killed before it says more: a worker of another build may mean anything by its frames.
+      end()
+      return .failed(
+        .load, .loadFailed, ProtocolVersion.mismatch(worker: version, host: ProtocolVersion.current),
+        restart: nil)
+    }
+    return .confined(ModuleManager.describeConfinement(json))
+  }
+
+  /// `loaded`: the module's descriptor and UI contributions, untrusted.
+  private func loaded(_ f: WireFrame) -> WorkerStartStep {
+    guard let text = f.string(0), let (descriptor, ui) = WorkerCodec.decodeLoaded(text) else {
+      end()
+      return .failed(
+        .load, .loadFailed, "the worker reported its module in a form the host cannot read", restart: nil)
+    }
+    return .loaded(descriptor, ui)
+  }
+
+  /// `startResult`: the status the module's `start` returned.
+  private func startResult(_ f: WireFrame) -> WorkerStartStep {
+    let status = f.int(0) ?? Int64(FORSETTI_ERR_START_FAILED)
+    guard status == Int64(FORSETTI_OK) else {
+      end(grace: Self.exitGrace)
+      return .failed(
+        .start, .startFailed, "start returned \(StatusName.of(Int32(truncatingIfNeeded: status)))",
+        restart: nil)
+    }
+    return .started
+  }
+}
+
+// MARK: - Save state (↔ WorkerMain's `saveState` command)
+
+extension WorkerProcess {
+  /// The module's saved state; nil when it keeps none, cannot answer within `timeout` (a late
+  /// answer is dropped, not a violation), or the worker broke off.
+  func saveModuleState(timeout: Double) -> [UInt8]? {
+    guard let id = session.saveState() else { return nil }
+    send(WireFrame(.saveState, id: id))
+    let deadline = ContinuousClock.now + .wait(timeout)
+    while let e = events.next(until: deadline) {
+      switch e {
+      case .frame(let f) where f.kind == .stateSaved:
+        return f.bytes(0).flatMap { $0.isEmpty ? nil : $0 }
+      case .frame: continue
+      // The stop that follows finds the worker gone and says why (`stopModule`).
+      case .violated, .closed: return nil
+      }
+    }
+    // Too slow: the caller goes on without state; the session drops the late answer.
+    session.abandonSave(id)
+    return nil
+  }
+}
+
+// MARK: - Stop (↔ WorkerMain's `stop` command)
+
+/// How asking a worker's module to stop ended.
+enum WorkerStopOutcome: Sendable, Equatable {
+  /// `stopped` came, or the worker exited 0 by itself after its socket closed.
+  case stopped
+  /// No `stopped` within this many seconds: the worker was killed.
+  case killedAfterTimeout(Double)
+  /// The worker exited otherwise: "worker killed by SIGABRT (Aborted) during stop; last lines: …".
+  case crashed(String)
+  /// The worker broke the protocol before or during the stop (the violation's phase says which:
+  /// `.stopping` is during): it was killed.
+  case violated(ProtocolViolation)
+}
+
+extension WorkerProcess {
+  /// Stops the module: `prepareStop`, `stop`, then `stopped` within `timeout`, or kills it.
+  /// Never blocks past its deadline (plus `exitGrace` and `reapTimeout` for a worker that will
+  /// not die). Does not log or record: the caller does.
+  func stopModule(timeout: Double) -> WorkerStopOutcome {
+    prepareStop()
+    if let v = session.violation {
+      end()
+      return .violated(v)
+    }
+    let deadline = ContinuousClock.now + .wait(timeout)
+    let asked = !isClosed && stop()
+    while asked {
+      guard let event = events.next(until: deadline) else {
+        end()
+        return .killedAfterTimeout(timeout)
+      }
+      switch event {
+      case .frame(let f) where f.kind == .stopped:
+        // Its last word: the worker exits now, and is killed if it does not.
+        end(grace: Self.exitGrace)
+        return .stopped
+      case .frame: continue
+      case .violated(let v):
+        end()
+        return .violated(v)
+      case .closed: break
+      }
+      break
+    }
+    // A violation between the check above and the `stop` (which the session then refused).
+    if let v = session.violation {
+      end()
+      return .violated(v)
+    }
+    // The socket closed without a `stopped` frame (or before the stop was sent).
+    let status = end(grace: Self.exitGrace)
+    if let status, status == 0 { return .stopped }
+    let tail = recentLines.suffix(3).joined(separator: " | ")
+    return .crashed(
+      "worker \(describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+  }
+}
+
+// MARK: - Run-time traffic (↔ WorkerLink: host calls out, deliveries in)
+
+extension WorkerProcess {
+  /// Serves a log or telemetry frame (the session let it through).
+  func serve(_ f: WireFrame) {
+    switch f.kind {
+    case .log:
+      guard let text = f.string(1) else { return }
+      let level = LogLevel(rawValue: Int32(truncatingIfNeeded: f.int(0) ?? 1)) ?? .info
+      let line = String(text.prefix(HostFunctions.maxMessage))
+      remember(line)
+      backend.log(moduleID: moduleID, level: level, message: line, metadata: [:])
+    case .telemetry:
+      guard let name = f.string(0), !name.isEmpty, name.utf8.count <= 128 else { return }
+      let attrs = f.string(1).flatMap { $0.isEmpty ? nil : try? JSONParser.parse($0) }
+      guard attrs == nil || attrs?.objectValue != nil else { return }
+      _ = backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)
+    default:
+      break
+    }
+  }
+
+  /// The status answering a call frame; nil for a frame that is not a call.
+  func answer(_ f: WireView) -> Int64? {
+    switch f.kind {
+    case .publish:
+      guard let type = f.string(0), type.utf8.count <= HostFunctions.maxName, let payload = f.bytes(1) else {
+        return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
+      }
+      return Int64(backend.publish(from: moduleID, type: type, payload: payload))
+    case .subscribe:
+      guard let type = f.string(0), !type.isEmpty, type.utf8.count <= HostFunctions.maxName else {
+        return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
+      }
+      let box = SubscriptionID()
+      // Weak: a forwarder outliving the worker must not keep it (and its descriptor) alive, and
+      // while it sends, the worker (so the descriptor) cannot go away under it.
+      let id = backend.subscribe(
+        moduleID: moduleID, type: type,
+        target: .remote { [weak self] source, type, payload in
+          self?.send(
+            WireFrame(
+              .deliverEvent,
+              [
+                .int(box.value.load(ordering: .acquiring)), .string(source), .string(type),
+                .bytes(Array(payload)),
+              ]))
+        })
+      box.value.store(id, ordering: .releasing)
+      return id
+    case .unsubscribe:
+      return Int64(backend.unsubscribe(moduleID: moduleID, id: f.int(0) ?? 0))
+    case .send:
+      guard let target = f.string(0), let type = f.string(1), let payload = f.bytes(2),
+        target.utf8.count <= HostFunctions.maxName, type.utf8.count <= HostFunctions.maxName
+      else { return Int64(FORSETTI_ERR_INVALID_ARGUMENT) }
+      return Int64(backend.send(from: moduleID, to: target, type: type, payload: payload))
+    case .setHandler:
+      let on = (f.int(0) ?? 0) != 0
+      let s = backend.setHandler(
+        moduleID: moduleID,
+        target: on
+          ? .remote { [weak self] sender, type, payload in
+            self?.send(WireFrame(.deliverMessage, [.string(sender), .string(type), .bytes(Array(payload))]))
+          } : nil)
+      return Int64(s)
+    default:
+      return nil
+    }
+  }
+}
+
+final class SubscriptionID: Sendable {
+  let value = Atomic<Int64>(0)
+}
+
+// MARK: - The session: which frame may come now
+
+/// Where one worker is in the protocol, and the one place that decides whether a frame from it
+/// may come now. Shared by the reader thread (frames in) and the host's main thread (requests
+/// out): each request moves the phase before its frame is sent, so the answer always finds it.
+final class WorkerSession: Sendable {
+  /// The phase of the protocol, named after what the host waits for.
+  enum Phase: Sendable, Equatable, CustomStringConvertible {
+    /// Started; the host has not said which module it is for.
+    case spawned
+    /// `configure` sent: waiting for `confined`.
+    case configuring
+    /// Confined: waiting for `loaded` (the module's constructors run now).
+    case loading
+    /// Loaded: the host has not sent `start` yet.
+    case loaded
+    /// `start` sent: waiting for `startResult`.
+    case starting
+    case started
+    /// `saveState` with this request ID sent: waiting for `stateSaved`.
+    case saving(UInt64)
+    /// `stop` sent: waiting for `stopped`.
+    case stopping
+    /// The worker said its last word (`loadFailed`, a failed `startResult`, `stopped`).
+    case finished
+    case violated
+
+    var description: String {
+      switch self {
+      case .spawned: "spawned (before configure)"
+      case .configuring: "configuring (waiting for confined)"
+      case .loading: "loading (waiting for loaded)"
+      case .loaded: "loaded (before start)"
+      case .starting: "starting (waiting for startResult)"
+      case .started: "started"
+      case .saving(let id): "saving state (waiting for stateSaved \(id))"
+      case .stopping: "stopping (waiting for stopped)"
+      case .finished: "finished"
+      case .violated: "violated"
+      }
+    }
+  }
+
+  /// What the reader does with a frame from the worker.
+  enum Verdict: Sendable, Equatable {
+    /// A lifecycle frame valid now: for whoever waits on the worker.
+    case lifecycle
+    /// A log or telemetry frame: served.
+    case service
+    /// A late `stateSaved` for a request the host gave up on: dropped.
+    case stale
+    /// Not valid now: the worker is to be killed.
+    case violation(ProtocolViolation)
+  }
+
+  private struct Inner {
+    var phase = Phase.spawned
+    var nextSaveID: UInt64 = 1
+    /// A `saveState` the host stopped waiting for: its late answer is dropped, once.
+    var abandonedSave: UInt64?
+    var violation: ProtocolViolation?
+  }
+
+  private let inner = Mutex(Inner())
+
+  var phase: Phase { inner.withLock { $0.phase } }
+
+  /// The violation that ended the worker, if one did.
+  var violation: ProtocolViolation? { inner.withLock { $0.violation } }
+
+  /// Judges one frame from the worker and moves the phase.
+  func receive(_ f: WireFrame) -> Verdict {
+    inner.withLock { s in
+      if s.phase == .violated, let v = s.violation { return .violation(v) }
+      let verdict = Self.judge(f, &s)
+      if case .violation(let v) = verdict {
+        s.phase = .violated
+        s.violation = v
+      }
+      return verdict
+    }
+  }
+
+  /// Records bytes that are not a frame; `kind` is their first four bytes, if there were four.
+  func malformed(kind: UInt32?, _ why: String) -> ProtocolViolation {
+    inner.withLock { s in
+      if let v = s.violation { return v }
+      let v = ProtocolViolation(kind: kind, phase: s.phase, malformed: why)
+      s.phase = .violated
+      s.violation = v
+      return v
+    }
+  }
+
+  private static func judge(_ f: WireFrame, _ s: inout Inner) -> Verdict {
+    func violation(_ why: String? = nil) -> Verdict {
+      .violation(ProtocolViolation(kind: f.kind.rawValue, phase: s.phase, detail: why))
+    }
+    switch (f.kind, s.phase) {
+    case (.log, _), (.telemetry, _):
+      // Modules may log from their constructors (at load) until the process ends.
+      return [.spawned, .configuring].contains(s.phase) ? violation() : .service
+    case (.confined, .configuring):
+      s.phase = .loading
+      return .lifecycle
+    case (.loadFailed, .configuring), (.loadFailed, .loading), (.loadFailed, .loaded):
+      s.phase = .finished
+      return .lifecycle
+    case (.loaded, .loading):
+      guard f.string(0) != nil else { return violation("without its description") }
+      s.phase = .loaded
+      return .lifecycle
+    case (.startResult, .starting):
+      guard let status = f.int(0) else { return violation("without a status") }
+      s.phase = status == Int64(FORSETTI_OK) ? .started : .finished
+      return .lifecycle
+    case (.stateSaved, .saving(let id)) where f.id == id:
+      guard f.bytes(0) != nil else { return violation("without state bytes") }
+      s.phase = .started
+      return .lifecycle
+    case (.stateSaved, .started), (.stateSaved, .stopping):
+      guard let late = s.abandonedSave, late == f.id else { return violation("(id \(f.id), not asked for)") }
+      s.abandonedSave = nil
+      return .stale
+    case (.stateSaved, _):
+      return violation("(id \(f.id))")
+    case (.stopped, .stopping):
+      s.phase = .finished
+      return .lifecycle
+    default:
+      return violation()
+    }
+  }
+
+  // MARK: Requests from the host (main thread)
+
+  /// Before sending `configure`; false if the worker is past that.
+  func configure() -> Bool { move(from: [.spawned], to: .configuring) }
+
+  /// Before sending `start`; false unless the worker is loaded.
+  func start() -> Bool { move(from: [.loaded], to: .starting) }
+
+  /// Before sending `saveState`: the request's ID, or nil unless the module runs.
+  func saveState() -> UInt64? {
+    inner.withLock { s in
+      guard s.phase == .started else { return nil }
+      let id = s.nextSaveID
+      s.nextSaveID &+= 1
+      s.phase = .saving(id)
+      return id
+    }
+  }
+
+  /// The host stopped waiting for `stateSaved` `id`: the module runs on, and a late answer is
+  /// dropped rather than taken for an unsolicited one.
+  func abandonSave(_ id: UInt64) {
+    inner.withLock { s in
+      guard s.phase == .saving(id) else { return }
+      s.phase = .started
+      s.abandonedSave = id
+    }
+  }
+
+  /// Before sending `stop`; false unless the module runs (or is saving its state).
+  func stop() -> Bool {
+    inner.withLock { s in
+      switch s.phase {
+      case .started: break
+      case .saving(let id): s.abandonedSave = id
+      default: return false
+      }
+      s.phase = .stopping
+      return true
+    }
+  }
+
+  private func move(from: [Phase], to: Phase) -> Bool {
+    inner.withLock { s in
+      guard from.contains(s.phase) else { return false }
+      s.phase = to
+      return true
+    }
+  }
+}
+
+/// A frame the worker had no right to send now (or bytes that are not a frame), and the phase
+/// it came in: the detail of `protocolViolation`.
+struct ProtocolViolation: Error, Sendable, Equatable, CustomStringConvertible {
+  /// The raw kind of the offending frame (its first four bytes); nil for fewer bytes.
+  var kind: UInt32?
+  var phase: WorkerSession.Phase
+  /// What else was wrong with the frame, if anything.
+  var detail: String?
+  /// Why the bytes are not a frame; nil for a well-formed frame sent out of turn.
+  var malformed: String?
+
+  init(kind: UInt32?, phase: WorkerSession.Phase, detail: String? = nil, malformed: String? = nil) {
+    self.kind = kind
+    self.phase = phase
+    self.detail = detail
+    self.malformed = malformed
+  }
+
+  /// "stopped (104)", "kind 4242 (unknown)".
+  var kindName: String {
+    guard let kind else { return "no kind" }
+    return WireKind(rawValue: kind).map { "\($0) (\(kind))" } ?? "kind \(kind) (unknown)"
+  }
+
+  var description: String {
+    let what =
+      if let malformed {
+        "a malformed frame (\(malformed); \(kindName))"
+      } else {
+        kindName + (detail.map { " \($0)" } ?? "")
+      }
+    return "the worker sent \(what) while \(phase); it was killed"
+  }
+}
