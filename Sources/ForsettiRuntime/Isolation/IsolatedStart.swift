@@ -40,10 +40,6 @@ struct IsolatedStart {
 }
 
 extension ModuleManager {
-  /// Seconds a worker whose socket closed gets to exit by itself before it is killed (it may
-  /// have closed the socket and gone on running).
-  static let exitGrace = 0.5
-
   /// Loads and starts isolated modules that do not depend on one another, all at once: each
   /// in its own worker, each against its own deadline, so one that hangs or misbehaves holds
   /// nobody else to its deadline. Workers are spawned here, on the main thread (a worker's

@@ -89,7 +89,7 @@ extension ModuleManager {
         ["reason": ReasonCode.protocolViolation.rawValue])
       failure = v.description
     } else {
-      let status = worker.end(grace: Self.exitGrace)
+      let status = worker.end(grace: WorkerProcess.exitGrace)
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
       failure = "worker \(worker.describeExit(status)) \(when)"
       _ = table[i].release(as: .failed(.crashed))

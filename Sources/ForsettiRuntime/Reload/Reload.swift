@@ -116,7 +116,7 @@ extension ModuleManager {
       reason = .protocolViolation
       what = "broke the worker protocol (\(v))"
     } else {
-      let status = worker.end(grace: Self.exitGrace)
+      let status = worker.end(grace: WorkerProcess.exitGrace)
       reason = .crashed
       what = "worker \(worker.describeExit(status))"
     }
