@@ -39,7 +39,10 @@ enum OverrideCommand {
       }
     }
     let store = OverrideStore(stateDirectory: p.value("state") ?? ".forsetti")
-    var c = store.load()
+    var c: OverrideStore.Content
+    do { c = try store.load() } catch {
+      throw .configuration(.file(option: "state", path: store.path, reason: error.description))
+    }
     let entry = OverrideState(rawValue: action).map {
       OverrideStore.Entry(state: $0, from: p.value("from"), until: p.value("until"))
     }

@@ -111,13 +111,13 @@ enum RunCommand {
       }
       settings.startTimeout = try seconds(p, "start-timeout", default: 5) ?? 5
       settings.stopTimeout = try seconds(p, "stop-timeout", default: 5) ?? 5
-      if let mib = try seconds(p, "memory-limit", default: nil) {
+      if let mib = try bounded(p, "memory-limit", atMost: 16_777_216, "MiB (16 TiB)") {
         settings.limits.memoryBytes = UInt64(mib * 1024 * 1024)
       }
-      if let cpu = try seconds(p, "cpu-limit", default: nil) {
+      if let cpu = try bounded(p, "cpu-limit", atMost: 1e9, "seconds") {
         settings.limits.cpuSeconds = UInt64(max(1, cpu))
       }
-      if let n = try seconds(p, "max-restarts", default: nil) { settings.maxRestarts = Int(n) }
+      if let n = try bounded(p, "max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
       mode = .isolated(settings)
     }
     let limits = try logLimits(p)
@@ -211,6 +211,19 @@ private func logLimits(_ p: ParsedArguments) throws(CommandFailure) -> LogLimits
       }
     throw .usage(.invalidValue(option: option, value: p.value(option) ?? "", why: error.description))
   }
+}
+
+/// A non-negative number option no larger than `limit` (a conversion of a larger one would trap).
+private func bounded(_ p: ParsedArguments, _ name: String, atMost limit: Double, _ unit: String)
+  throws(CommandFailure) -> Double?
+{
+  guard let v = try seconds(p, name, default: nil) else { return nil }
+  guard v <= limit else {
+    throw .usage(
+      .invalidValue(
+        option: name, value: p.value(name) ?? "", why: "at most \(Int(limit)) \(unit)"))
+  }
+  return v
 }
 
 /// Parses a non-negative number of seconds (or any non-negative number) option.

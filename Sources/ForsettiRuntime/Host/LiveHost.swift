@@ -68,7 +68,7 @@ public final class LiveHost {
     try watch()
     let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
     schedule(verdicts.nextEdge)
-    manager.reconcile(try desired(verdicts), quiet: true)
+    _ = try converge(verdicts, changed: [], since: .now, quiet: true)
     announce()
   }
 
@@ -117,19 +117,37 @@ public final class LiveHost {
     do throws(JudgeError) {
       let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
       schedule(verdicts.nextEdge)
-      let reports = manager.reconcile(
-        try desired(verdicts), changed: changed, reloadsVersions: development != nil,
-        grace: development?.grace ?? 0, since: since)
-      for r in reports { onReload(r) }
+      for r in try converge(verdicts, changed: changed, since: since, quiet: false) { onReload(r) }
     } catch {
       manager.environment.hostLog(.warning, "not reconciled: \(error); the modules keep running as they are")
     }
   }
 
+  /// Rounds of reconciliation on one set of verdicts: another round only when a UI module failed
+  /// to start in the last one (the automatic choice then passes it over), at most three.
+  private func converge(
+    _ verdicts: Judge.Verdicts, changed: Set<String>, since: ContinuousClock.Instant, quiet: Bool
+  ) throws(JudgeError) -> [ReloadReport] {
+    var reports: [ReloadReport] = []
+    var changed = changed
+    for _ in 0..<3 {
+      let failedBefore = Set(failedVersions(verdicts))
+      reports += manager.reconcile(
+        try desired(verdicts), changed: changed, reloadsVersions: development != nil,
+        grace: development?.grace ?? 0, since: since, quiet: quiet)
+      changed = []
+      let visual = Set(
+        verdicts.judgements.filter { $0.manifest?.moduleType.isVisual == true }.compactMap(\.moduleID))
+      guard !Set(failedVersions(verdicts)).subtracting(failedBefore).isDisjoint(with: visual) else { break }
+    }
+    return reports
+  }
+
   /// Stops every module, last started first, and the watching.
   public func stop() {
-    manager.stopAll()
+    for w in watchers { w.stop() }
     watchers.removeAll()
+    manager.stopAll()
   }
 
   private func desired(_ v: Judge.Verdicts) throws(JudgeError) -> DesiredState {
@@ -137,8 +155,20 @@ public final class LiveHost {
     approvals.approveAll = judge.configuration.approveAll
     return DesiredState(
       judgements: v.judgements, index: v.index ?? BinaryIndex(),
-      inactive: try ActivationPlan.inactive(v, judge.configuration),
+      inactive: try ActivationPlan.inactive(
+        v, judge.configuration, failed: Set(failedVersions(v)),
+        running: Set(manager.records.filter { $0.state == .started }.compactMap(\.moduleID))),
       approvals: approvals, context: v.context)
+  }
+
+  /// Modules whose judged version is the one that failed to load or start.
+  private func failedVersions(_ v: Judge.Verdicts) -> [String] {
+    let judged = Dictionary(v.judgements.compactMap { j in j.moduleID.map { ($0, j.manifest) } }) { a, _ in a
+    }
+    return manager.records.compactMap { r in
+      guard let id = r.moduleID, r.state.isFailure, let m = judged[id], m == r.manifest else { return nil }
+      return id
+    }
   }
 
   private func schedule(_ edge: Instant?) {
@@ -151,13 +181,20 @@ public final class LiveHost {
     let state = c.stateDirectory.isEmpty ? "." : c.stateDirectory
     var dirs = [state, state + "/licences", state + "/trusted-keys"]
     let entitlements = c.entitlementsFile.map { ($0 as NSString).lastPathComponent }
+    // Any change in the entitlements file's own directory counts (a file swapped through a
+    // symbolic link, as Kubernetes mounts do); in the state directory only its name does, or the
+    // host's own writes there (runtime.json) would wake it.
+    var entitlementsDirectory: String?
     if let file = c.entitlementsFile {
       let dir = (file as NSString).deletingLastPathComponent
-      dirs.append(dir.isEmpty ? "." : dir)
+      let d = dir.isEmpty ? "." : dir
+      dirs.append(d)
+      if d != state { entitlementsDirectory = d }
     }
     for d in dirs {
       try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
     }
+    let entitlementsDir = entitlementsDirectory
     let flag = trustChanged
     let wake = self.wake
     let names = Self.stateFiles
@@ -166,8 +203,9 @@ public final class LiveHost {
         try FileWatcher(directories: Array(Set(dirs)), recursive: false) { path, _ in
           let name = (path as NSString).lastPathComponent
           let dir = (path as NSString).deletingLastPathComponent
-          if names.contains(name) || name == entitlements || dir.hasSuffix("/licences")
-            || dir.hasSuffix("/trusted-keys")
+          let trust = dir == state && (name == "licences" || name == "trusted-keys")
+          if names.contains(name) || name == entitlements || dir == entitlementsDir || trust
+            || dir == state + "/licences" || dir == state + "/trusted-keys"
           {
             flag.set()
             wake()

@@ -86,10 +86,12 @@ extension ModuleManager {
     for i in table.running.reversed() {
       guard let id = table[i].moduleID, let newest = judged[id] else { continue }
       let j = loadedVersion(i, newest, desired, changed: changed, reloadsVersions: reloadsVersions)
-      // A new version that fails a gate under dev is a refused reload: the old one keeps serving.
-      if let failure = j.trace.firstFailure, let reason = failure.reason,
-        !(reloadsVersions && versionChanged(i, j, changed))
-      {
+      // A new version that fails a gate under dev is a refused reload: the old one keeps serving,
+      // through later rounds too.
+      let refusedReload =
+        reloadsVersions
+        && (versionChanged(i, j, changed) || table[i].refused == RefusedVersion(j, binary: binaryPath(of: j)))
+      if let failure = j.trace.firstFailure, let reason = failure.reason, !refusedReload {
         stop(i)
         table[i].judged(j)
         environment.hostLog(
@@ -155,11 +157,20 @@ extension ModuleManager {
       let i = slot(for: j)
       guard !table[i].isRunning else { continue }
       let was = table[i].record.state
-      let sameVersion = !versionChanged(i, j, changed)
       // A failure of this same version (to load, to start, quarantined) is supervision's to
-      // retry, or waits for a new version; so does a restart already scheduled.
-      if sameVersion, case .failed = was { continue }
-      if sameVersion, table[i].restart?.due != nil { continue }
+      // retry, or waits for a new version; so does a restart already scheduled — but what it
+      // restarts with follows the verdict: no restart once it may not run, the grant as it is now.
+      if !versionChanged(i, j, changed), was.isFailure || table[i].restart?.due != nil {
+        let off = j.moduleID.flatMap { desired.inactive[$0] }
+        if !j.passed || off != nil {
+          table[i].restart?.due = nil
+          table[i].judged(j)
+          if let off { table[i].held(.inactive(off.reason), trace: Self.inactiveTrace(j.trace, off)) }
+        } else if let granted = j.granted {
+          table[i].regranted(granted)
+        }
+        continue
+      }
       table[i].judged(j)
       guard j.passed, let id = j.moduleID else { continue }
       if let off = desired.inactive[id] {

@@ -85,14 +85,18 @@ public struct Judge: Sendable {
       } else {
         licences
       }
-    let overrides = OverrideStore(stateDirectory: configuration.stateDirectory)
+    let store = OverrideStore(stateDirectory: configuration.stateDirectory)
+    let overrides: OverrideStore.Content
+    do { overrides = try store.load() } catch {
+      throw .file(setting: "state", path: store.path, reason: error.description)
+    }
     let context = GateContext(
       compatibility: CompatibilityChecker(
         hostVersion: configuration.hostVersion, policy: configuration.policy),
       approvals: approvals, entitlements: entitlements,
       providers: ProviderAvailability(discovered: discovered),
-      overrides: overrides.channels(), activeProducts: licences.activeProducts, now: now)
-    let edges = overrides.load().edges
+      overrides: store.channels(overrides), activeProducts: licences.activeProducts, now: now)
+    let edges = overrides.edges
     let next = ([licences.nextExpiry].compactMap { $0 } + edges).filter { $0 > now }.min()
     return (context, next)
   }

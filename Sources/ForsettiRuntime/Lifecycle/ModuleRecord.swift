@@ -37,6 +37,9 @@ public enum ModuleState: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// Whether loading, identity, UI or start failed (`failed`).
+  public var isFailure: Bool { if case .failed = self { true } else { false } }
+
   public var description: String { reason.map { "\(name) (\($0.rawValue))" } ?? name }
 }
 

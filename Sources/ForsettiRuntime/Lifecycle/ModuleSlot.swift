@@ -42,6 +42,9 @@ struct ModuleSlot {
     record.state = .gated
   }
 
+  /// The capabilities its next start gets (an approval changed while it waits to restart).
+  mutating func regranted(_ granted: Set<Capability>) { record.granted = granted }
+
   /// Where it is loaded from (a version copy under `dev`).
   mutating func loading(from path: String, isSwift: Bool, binary: String?) {
     if let binary { record.binaryPath = binary }

@@ -67,7 +67,9 @@ extension ModuleManager {
         .info,
         "restarting \(m.moduleID) (crash \(r.crashes) of at most \(isolation?.maxRestarts ?? 0) restarts)")
       table[i].rejudged()
-      activate(slot: i, manifest: m)
+      // The version that ran, from its own copy under dev: the binary on disk may be a newer
+      // one, refused meanwhile.
+      activate(slot: i, manifest: m, copy: versionCopies ? table[i].record.loadedFrom : nil)
     }
     persist()
     refillSpareWorker()
@@ -116,7 +118,7 @@ extension ModuleManager {
         "\(ReasonCode.quarantined.rawValue): \(crashes) crashes; not restarted until its binary changes")
       return
     }
-    let delay = settings.backoffBase * Double(1 << (crashes - 1))
+    let delay = settings.backoffBase * Double(1 << min(crashes - 1, 30))
     table[i].restart = RestartState(crashes: crashes, due: .now + .wait(delay), lastFailure: failure)
     environment.hostLog(.info, "will restart \(m.moduleID) in \(delay) s")
   }

@@ -1,3 +1,4 @@
+import CForsettiSys
 import ForsettiBridge
 import Foundation
 import Glibc
@@ -7,6 +8,11 @@ import Synchronization
 /// changed when it is closed after writing or renamed into place, never while it is written.
 public final class FileWatcher: Sendable {
   private let fd: Int32
+  /// A pipe `stop` writes to: it wakes the reading thread, which then closes every descriptor.
+  private let stopRead: Int32
+  private let stopWrite: Int32
+  /// The directories asked for: one removed and made again (renamed into place) is watched again.
+  private let requested: Set<String>
   private let directories: Mutex<[Int32: String]>
   private let onChange: @Sendable (String, ContinuousClock.Instant) -> Void
   private let recursive: Bool
@@ -31,7 +37,16 @@ public final class FileWatcher: Sendable {
   ) throws(WatchError) {
     let fd = inotify_init1(Int32(IN_CLOEXEC))
     guard fd >= 0 else { throw .unavailable(errno) }
+    var pipe: [Int32] = [0, 0]
+    guard forsetti_pipe_cloexec(&pipe) == 0 else {
+      let e = errno
+      close(fd)
+      throw .unavailable(e)
+    }
     self.fd = fd
+    stopRead = pipe[0]
+    stopWrite = pipe[1]
+    requested = Set(directories)
     self.onChange = onChange
     self.recursive = recursive
     var watched: [Int32: String] = [:]
@@ -51,8 +66,9 @@ public final class FileWatcher: Sendable {
     for d in all {
       let wd = inotify_add_watch(fd, d, mask)
       guard wd >= 0 else {
-        close(fd)
-        throw .directory(d, errno)
+        let e = errno
+        for f in [fd, pipe[0], pipe[1]] { close(f) }
+        throw .directory(d, e)
       }
       watched[wd] = d
     }
@@ -60,11 +76,36 @@ public final class FileWatcher: Sendable {
     Thread { [self] in self.readLoop() }.start()
   }
 
+  private let stopped = Atomic<Bool>(false)
+
+  /// Stops watching: the reading thread ends at once and closes the inotify descriptor (a batch
+  /// it is already reporting still arrives).
+  public func stop() {
+    guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    var one: UInt8 = 1
+    _ = write(stopWrite, &one, 1)
+  }
+
+  // The reading thread holds the watcher until it ends, so this runs after it: the write end
+  // cannot be closed while `stop` may still write to it.
+  deinit { close(stopWrite) }
+
   private func readLoop() {
     let size = 64 * 1024
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
-    defer { buffer.deallocate() }
+    defer {
+      buffer.deallocate()
+      close(fd)
+      close(stopRead)
+    }
+    var fds = [
+      pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0),
+    ]
     while true {
+      let ready = poll(&fds, 2, -1)
+      if ready < 0 && errno == EINTR { continue }
+      guard ready > 0, fds[1].revents == 0 else { return }
       let n = read(fd, buffer, size)
       if n < 0 && errno == EINTR { continue }
       guard n > 0 else { return }
@@ -80,12 +121,15 @@ public final class FileWatcher: Sendable {
         guard let dir = directories.withLock({ $0[event.wd] }) else { continue }
         let path = (dir as NSString).appendingPathComponent(name)
         if event.mask & UInt32(IN_ISDIR) != 0 {
-          // A new subdirectory of manifests: watch it too.
-          if recursive, event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+          // A new subdirectory of manifests, or a watched directory made again (a directory of
+          // licences replaced by a rename): watch it, and say so — its files are new.
+          let made = event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0
+          if made, recursive || requested.contains(path) {
             let wd = inotify_add_watch(
               fd, path, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_CREATE))
             if wd >= 0 { directories.withLock { $0[wd] = path } }
           }
+          if !recursive { onChange(path, now) }
           continue
         }
         // A created file is still being written; it counts when it is closed.

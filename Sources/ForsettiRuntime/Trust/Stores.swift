@@ -117,20 +117,35 @@ public struct OverrideStore: Sendable {
     }
   }
 
-  public func load() -> Content {
-    guard let data = FileManager.default.contents(atPath: path),
-      let o = (try? JSONParser.parse([UInt8](data)))?.objectValue
-    else { return Content() }
-    func entries(_ key: String) -> [String: Entry] {
+  /// The stored overrides; none when there is no file. A file that is not in its documented
+  /// form is an error, never read as "no overrides": that would start what was forced off.
+  public func load() throws(ApprovalStore.StoreError) -> Content {
+    guard FileManager.default.fileExists(atPath: path) else { return Content() }
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw .malformed("\(path): cannot be read")
+    }
+    guard let o = (try? JSONParser.parse([UInt8](data)))?.objectValue else {
+      throw .malformed("\(path): invalid JSON (expected {\"version\":1,\"modules\":{…},\"products\":{…}})")
+    }
+    func entries(_ key: String) throws(ApprovalStore.StoreError) -> [String: Entry] {
       var out: [String: Entry] = [:]
-      for (id, v) in o[key]?.objectValue?.members ?? [] {
+      guard let members = o[key] else { return out }
+      guard let table = members.objectValue else { throw .malformed("\(path): \(key): expected an object") }
+      for (id, v) in table.members {
         guard let e = v.objectValue, let s = e["state"]?.stringValue.flatMap(OverrideState.init(rawValue:))
-        else { continue }
+        else {
+          throw .malformed("\(path): \(key).\(id).state: expected on, off or unset")
+        }
+        for bound in ["from", "until"] {
+          if let t = e[bound], t.stringValue.flatMap(Licence.parseTime) == nil {
+            throw .malformed("\(path): \(key).\(id).\(bound): expected an ISO 8601 instant")
+          }
+        }
         out[id] = Entry(state: s, from: e["from"]?.stringValue, until: e["until"]?.stringValue)
       }
       return out
     }
-    return Content(modules: entries("modules"), products: entries("products"))
+    return Content(modules: try entries("modules"), products: try entries("products"))
   }
 
   public func save(_ c: Content) throws(AtomicFile.WriteError) {
@@ -152,11 +167,11 @@ public struct OverrideStore: Sendable {
 
   /// The two channels in ForgeAccess order: persisted store, in-memory, time-frame.
   public func channels(
+    _ c: Content,
     inMemory: (modules: [String: OverrideState], products: [String: OverrideState]) = ([:], [:])
   )
     -> OverrideChannels
   {
-    let c = load()
     func split(_ d: [String: Entry]) -> (TableOverrideProvider, TimeFrameOverrideProvider) {
       var table: [String: OverrideState] = [:]
       var windows: [String: [TimeFrameOverrideProvider.Window]] = [:]
