@@ -114,6 +114,7 @@ public final class LiveHost {
   /// Judges everything again and converges; a judging failure (a malformed approvals.json, say)
   /// changes nothing and is reported.
   public func reconcile(changed: Set<String> = [], since: ContinuousClock.Instant = .now) {
+    defer { announce() }
     do throws(JudgeError) {
       let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
       schedule(verdicts.nextEdge)
