@@ -13,7 +13,8 @@ public struct ModuleJudgement: Sendable, Hashable {
 
   /// A judgement as the gate stack records one (the runtime judges a loaded version again).
   public init(
-    file: String, moduleID: String?, manifest: ModuleManifest?, trace: GateTrace, granted: Set<Capability>? = nil
+    file: String, moduleID: String?, manifest: ModuleManifest?, trace: GateTrace,
+    granted: Set<Capability>? = nil
   ) {
     self.file = file
     self.moduleID = moduleID
