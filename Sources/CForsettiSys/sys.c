@@ -100,3 +100,19 @@ int forsetti_install_bpf_filter(const void *instructions, unsigned short count) 
   struct sock_fprog prog = {count, (struct sock_filter *)instructions};
   return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
+
+#include <sys/socket.h>
+
+int forsetti_accept_cloexec(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+
+int forsetti_peer_uid(int fd, unsigned int *uid) {
+  struct ucred cred;
+  socklen_t size = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0) return -1;
+  *uid = cred.uid;
+  return 0;
+}
+
+int forsetti_open_directory_path(const char *path) {
+  return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}

@@ -6,6 +6,8 @@ public enum ExitCode: Int32, Sendable {
   case blocked = 1
   /// The command line or a file it names is wrong; nothing was judged.
   case usage = 2
+  /// `status`: no host is running on the state directory (as `systemctl is-active`).
+  case notRunning = 3
 
   static let helpText = """
     EXIT STATUS:

@@ -23,6 +23,8 @@ public enum ForsettiHostCLI {
     Verb(spec: ApproveCommand.approveSpec, run: ApproveCommand.approve),
     Verb(spec: ApproveCommand.revokeSpec, run: ApproveCommand.revoke),
     Verb(spec: OverrideCommand.spec, run: OverrideCommand.run),
+    Verb(spec: StatusCommand.spec, run: StatusCommand.run),
+    Verb(spec: ReloadCommand.spec, run: ReloadCommand.run),
     Verb(spec: ActivationCommands.enableSpec, run: ActivationCommands.enable),
     Verb(spec: ActivationCommands.disableSpec, run: ActivationCommands.disable),
     Verb(spec: ActivationCommands.selectSpec, run: ActivationCommands.select),
@@ -93,7 +95,14 @@ public enum ForsettiHostCLI {
         console.out(verb.spec.helpText(program: program))
         return ExitCode.success.rawValue
       }
-      return try verb.run(parsed, console).rawValue
+      // A running host on the state directory answers for itself; with none, the files do.
+      guard RemoteVerbs.served(verb.spec.name) else { return try verb.run(parsed, console).rawValue }
+      if let status = RemoteVerbs.ask(verb.spec.name, parsed, spec: verb.spec, console: console) {
+        return status
+      }
+      let status = try verb.run(parsed, console).rawValue
+      if verb.spec.name != "status" { console.err(RemoteVerbs.noHost(verb.spec.name, parsed)) }
+      return status
     } catch {
       return fail(error, command: verb.spec.name, console: console)
     }

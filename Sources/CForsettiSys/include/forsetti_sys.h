@@ -56,3 +56,10 @@ int forsetti_capset_empty(void);
 int forsetti_capabilities_held(void);
 /// Installs a classic BPF seccomp filter of `count` struct sock_filter (8 bytes each).
 int forsetti_install_bpf_filter(const void *instructions, unsigned short count);
+
+/// accept4(2) with SOCK_CLOEXEC (glibc declares it only under _GNU_SOURCE).
+int forsetti_accept_cloexec(int fd);
+/// The uid of a unix socket's peer (SO_PEERCRED): 0, or -1 with errno.
+int forsetti_peer_uid(int fd, unsigned int *uid);
+/// A directory opened O_PATH (for reaching a socket whose path is too long for sun_path).
+int forsetti_open_directory_path(const char *path);

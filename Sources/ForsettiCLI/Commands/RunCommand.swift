@@ -121,6 +121,14 @@ enum RunCommand {
       mode = .isolated(settings)
     }
     let limits = try logLimits(p)
+    // One host per state directory, decided before anything in it is touched.
+    try? FileManager.default.createDirectory(
+      atPath: options.stateDirectory, withIntermediateDirectories: true)
+    let lock: HostLock
+    do { lock = try HostLock(stateDirectory: options.stateDirectory) } catch {
+      throw .configuration(
+        .directory(option: "state", path: options.stateDirectory, reason: error.description))
+    }
     if !options.approveAll {
       let report = try options.discover()
       // Reductions shrink the stored approval at once (Apsule), before anything is asked.
@@ -141,7 +149,9 @@ enum RunCommand {
     let environment = HostEnvironment(
       stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks), limits: limits)
     let manager = ModuleManager(environment: environment, mode: mode)
-    manager.versionCopies = development != nil
+    // From a copy under STATE/versions/ always: `reload ID` (and dev) may replace the file while
+    // the loaded version must stay reachable for a rollback.
+    manager.versionCopies = true
     manager.keepsSpareWorker = development != nil
     if case .isolated = mode {
       environment.hostLog(.info, "isolation: \(IsolationSettings.kernelSupport())")
@@ -156,6 +166,15 @@ enum RunCommand {
       throw HostOptions.failure(error)
     }
     if !options.json { console.out(RunReport.table(manager.records)) }
+    let server: ControlServer
+    do { server = try ControlServer(stateDirectory: options.stateDirectory, wake: loop.waker) } catch {
+      host.stop()
+      throw .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(error)"))
+    }
+    let handler = ControlHandler(
+      host: host, hostValues: hostValues(p, options),
+      hostFlags: p.flags.intersection(RemoteVerbs.hostOptions),
+      stateDirectory: options.stateDirectory, pid: getpid())
 
     let deadline = duration.map { ContinuousClock.now + .wait($0) }
     var why = "--for \(duration ?? 0)s elapsed"
@@ -169,9 +188,12 @@ enum RunCommand {
         break
       }
       host.process()
+      server.serve(handler.handle)
     }
     environment.hostLog(.info, "stopping all modules (\(why))")
+    server.stop()
     host.stop()
+    withExtendedLifetime(lock) {}
     // Counts of lines dropped by the rate limit are written before the summary.
     environment.limiter.flush()
     if options.json {
@@ -189,6 +211,15 @@ enum RunCommand {
     }
     return clean ? .success : .blocked
   }
+}
+
+/// The host's own options as a client's verb would take them: what `run` was given, with the
+/// plugin directories it defaulted to.
+private func hostValues(_ p: ParsedArguments, _ options: HostOptions) -> [String: [String]] {
+  var values = p.values.filter { RemoteVerbs.hostOptions.contains($0.key) }
+  values["plugins"] = options.pluginDirectories
+  values["state"] = [options.stateDirectory]
+  return values
 }
 
 /// The log limits of `--log-rate`, `--log-burst`, `--log-file-size` and `--log-files`, checked.

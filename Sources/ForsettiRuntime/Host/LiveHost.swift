@@ -124,6 +124,15 @@ public final class LiveHost {
     }
   }
 
+  /// Reloads module `id` now, from its files as they are (an operator's `reload ID`): the same
+  /// transitions as a reload under `dev`, whatever changed. nil when no manifest declares `id`.
+  public func reload(_ id: String) throws(JudgeError) -> [ReloadReport]? {
+    defer { announce() }
+    let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+    guard let j = verdicts.judgements.first(where: { $0.moduleID == id }) else { return nil }
+    return manager.reloadNow(j, try desired(verdicts), grace: development?.grace ?? 0.5)
+  }
+
   /// Rounds of reconciliation on one set of verdicts: another round only when a UI module failed
   /// to start in the last one (the automatic choice then passes it over), at most three.
   private func converge(

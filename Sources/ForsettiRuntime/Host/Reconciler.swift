@@ -62,6 +62,27 @@ extension ModuleManager {
     return reports
   }
 
+  /// Reloads `j`'s module now whatever changed (an operator asked), unless the activation state
+  /// keeps it off.
+  public func reloadNow(_ j: ModuleJudgement, _ desired: DesiredState, grace: Double) -> [ReloadReport] {
+    guard let id = j.moduleID, let i = table.index(of: id) else { return [] }
+    index = desired.index
+    let since = ContinuousClock.now
+    if let off = desired.inactive[id] {
+      return [
+        ReloadReport(
+          moduleID: id, oldVersion: table[i].manifest?.moduleVersion, newVersion: j.manifest?.moduleVersion,
+          outcome: .rejected(off.reason), duration: .now - since)
+      ]
+    }
+    table[i].heldFor = nil
+    table[i].restart = nil
+    let reports = reload(i, to: j, approvals: desired.approvals, grace: grace, since: since)
+    persist()
+    refillSpareWorker()
+    return reports
+  }
+
   /// Running modules whose manifest is gone.
   private func stopGone(_ judged: [String: ModuleJudgement], since: ContinuousClock.Instant) -> [ReloadReport]
   {

@@ -1,0 +1,115 @@
+import ForsettiCore
+import ForsettiRuntime
+import Synchronization
+
+/// What a running host does with a request on its control socket: the verb, run here with the
+/// host's own options (so a client never repeats them), against the host's live state; a verb
+/// that writes the state directory is applied at once, and the changes it made are told.
+struct ControlHandler {
+  let host: LiveHost
+  /// The host's own options, as `run` was given them (plugins defaulted, state included).
+  let hostValues: [String: [String]]
+  let hostFlags: Set<String>
+  let stateDirectory: String
+  let pid: Int32
+
+  func handle(_ request: ControlRequest) -> ControlResponse {
+    let output = CapturedConsole()
+    let status = run(request, output.console)
+    let (out, err) = output.text
+    return ControlResponse(status: status, stdout: out, stderr: err, pid: pid, stateDirectory: stateDirectory)
+  }
+
+  private func run(_ request: ControlRequest, _ console: Console) -> Int32 {
+    guard let verb = ForsettiHostCLI.verbs.first(where: { $0.spec.name == request.verb }) else {
+      return ForsettiHostCLI.fail(
+        .usage(ForsettiHostCLI.unknownCommand(request.verb)), command: nil, console: console)
+    }
+    var p: ParsedArguments
+    do { p = try ArgumentParser.parse(request.arguments, for: verb.spec) } catch {
+      return ForsettiHostCLI.fail(.usage(error), command: verb.spec.name, console: console)
+    }
+    if let own = verb.spec.options.map(\.name).first(where: {
+      RemoteVerbs.hostOptions.contains($0) && given(p, $0)
+    }) {
+      console.err("forsetti-host: error: --\(own): the running host uses its own; leave it out\n")
+      return ExitCode.usage.rawValue
+    }
+    switch request.verb {
+    case "status":
+      console.out(
+        StatusCommand.answer(host.manager.records, state: stateDirectory, json: p.flag("json"), pid: pid))
+      return ExitCode.success.rawValue
+    case "reload":
+      return reload(p.positionals[0], console)
+    default:
+      break
+    }
+    for o in verb.spec.options where RemoteVerbs.hostOptions.contains(o.name) {
+      if o.valueName == nil {
+        if hostFlags.contains(o.name) { p.flags.insert(o.name) }
+      } else if let v = hostValues[o.name] {
+        p.values[o.name] = v
+      }
+    }
+    let before = states()
+    let status: Int32
+    do throws(CommandFailure) { status = try verb.run(p, console).rawValue } catch {
+      return ForsettiHostCLI.fail(error, command: verb.spec.name, console: console)
+    }
+    if RemoteVerbs.writing.contains(request.verb) {
+      host.reconcile()
+      for line in changes(since: before) { console.out(line) }
+    }
+    return status
+  }
+
+  private func given(_ p: ParsedArguments, _ name: String) -> Bool { p.values[name] != nil || p.flag(name) }
+
+  private func reload(_ id: String, _ console: Console) -> Int32 {
+    let reports: [ReloadReport]?
+    do { reports = try host.reload(id) } catch {
+      console.err("forsetti-host: error: \(error)\n")
+      return ExitCode.usage.rawValue
+    }
+    guard let reports else {
+      let known = host.manager.records.compactMap(\.moduleID)
+      let hint = Suggestion.closest(to: id, among: known).map { "; did you mean '\($0)'?" } ?? ""
+      console.err("forsetti-host: error: no manifest declares module \(id)\(hint)\n")
+      return ExitCode.usage.rawValue
+    }
+    var ok = true
+    for r in reports {
+      console.out(DevCommand.describe(r))
+      switch r.outcome {
+      case .reloaded, .started, .restartedAfterProvider: break
+      default: ok = false
+      }
+    }
+    return ok ? ExitCode.success.rawValue : ExitCode.blocked.rawValue
+  }
+
+  private func states() -> [String: ModuleState] {
+    Dictionary(host.manager.records.compactMap { r in r.moduleID.map { ($0, r.state) } }) { a, _ in a }
+  }
+
+  /// One line per module whose state the request changed.
+  private func changes(since before: [String: ModuleState]) -> [String] {
+    host.manager.records.compactMap { r in
+      guard let id = r.moduleID, before[id] != r.state else { return nil }
+      return "host: \(id) is now \(r.state)\n"
+    }
+  }
+}
+
+/// A console whose text is kept, for an answer.
+final class CapturedConsole: Sendable {
+  private let out = Mutex("")
+  private let err = Mutex("")
+
+  var console: Console {
+    Console(out: { s in self.out.withLock { $0 += s } }, err: { s in self.err.withLock { $0 += s } })
+  }
+
+  var text: (String, String) { (out.withLock { $0 }, err.withLock { $0 }) }
+}

@@ -1,0 +1,59 @@
+import ForsettiCore
+import ForsettiRuntime
+
+/// The verbs a running host answers (`ControlRequest.verbs`): the command line asks the host on
+/// the state directory first and runs the verb on the files only when none runs, saying which.
+enum RemoteVerbs {
+  /// The host's own options: a host that answers uses its own, so a client never repeats them
+  /// (and cannot change them).
+  static let hostOptions: Set<String> = [
+    "manifests", "plugins", "strict", "policy", "entitlements", "approve-all", "host-version", "state",
+    "default-policy",
+  ]
+
+  /// Whether a running host answers `verb`.
+  static func served(_ verb: String) -> Bool { ControlRequest.verbs.contains(verb) }
+
+  /// Verbs that write the state directory: with no host they say so.
+  static let writing: Set<String> = ["approve", "revoke", "override", "enable", "disable", "select"]
+
+  /// The client's own arguments of a parsed verb, host options left out.
+  static func clientArguments(_ p: ParsedArguments, spec: CommandSpec) -> [String] {
+    var out: [String] = []
+    for o in spec.options where !hostOptions.contains(o.name) {
+      if o.valueName == nil {
+        if p.flag(o.name) { out.append("--\(o.name)") }
+      } else {
+        for v in p.all(o.name) { out += ["--\(o.name)", v] }
+      }
+    }
+    // After `--`, so a positional is never read as an option.
+    return out + (p.positionals.isEmpty ? [] : ["--"] + p.positionals)
+  }
+
+  /// Asks the host running on the state directory of `p`. nil: none runs (run the verb on the
+  /// files); otherwise the exit status, its answer printed.
+  static func ask(_ verb: String, _ p: ParsedArguments, spec: CommandSpec, console: Console) -> Int32? {
+    let state = p.value("state") ?? ".forsetti"
+    let request = ControlRequest(verb: verb, arguments: clientArguments(p, spec: spec))
+    switch ControlClient.ask(request, stateDirectory: state) {
+    case .answered(let r):
+      console.err("forsetti-host: answered by the host running on \(state) (pid \(r.pid))\n")
+      console.out(r.stdout)
+      console.err(r.stderr)
+      return r.status
+    case .noHost:
+      return nil
+    case .failed(let e):
+      console.err("forsetti-host: error: \(e)\n")
+      return ExitCode.usage.rawValue
+    }
+  }
+
+  /// The note after a verb ran on the files because no host runs.
+  static func noHost(_ verb: String, _ p: ParsedArguments) -> String {
+    let state = p.value("state") ?? ".forsetti"
+    return
+      "forsetti-host: no host is running on \(state); \(writing.contains(verb) ? "wrote the files" : "read from the files")\n"
+  }
+}

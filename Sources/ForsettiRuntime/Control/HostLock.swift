@@ -1,0 +1,61 @@
+import Glibc
+
+/// One host per state directory: `STATE/host.lock`, held with `flock` for the host's life (the
+/// kernel lets go when the process ends, however it ends) and holding the holder's pid.
+public final class HostLock: Sendable {
+  private let fd: Int32
+  public let path: String
+
+  /// Why the lock could not be taken.
+  public enum LockError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Another host holds it: its pid, as it wrote it.
+    case held(pid: Int32?, path: String)
+    case io(path: String, errno: Int32)
+
+    public var description: String {
+      switch self {
+      case .held(let pid, let path):
+        "another host\(pid.map { " (pid \($0))" } ?? "") is running on \(Self.directory(of: path)); stop it first, or give this one another --state"
+      case .io(let path, let e): "\(path): \(String(cString: strerror(e)))"
+      }
+    }
+
+    static func directory(of path: String) -> String {
+      path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+    }
+  }
+
+  /// Takes the lock of `stateDirectory`, or says who holds it.
+  public init(stateDirectory: String) throws(LockError) {
+    path = (stateDirectory.isEmpty ? "." : stateDirectory) + "/host.lock"
+    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard fd >= 0 else { throw .io(path: path, errno: errno) }
+    guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+      let e = errno
+      let holder = Self.pid(in: fd)
+      Glibc.close(fd)
+      if e == EWOULDBLOCK { throw .held(pid: holder, path: path) }
+      throw .io(path: path, errno: e)
+    }
+    self.fd = fd
+    let text = Array("\(getpid())\n".utf8)
+    _ = ftruncate(fd, 0)
+    _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+  }
+
+  deinit { Glibc.close(fd) }
+
+  /// The pid a lock file holds.
+  private static func pid(in fd: Int32) -> Int32? {
+    var buffer = [UInt8](repeating: 0, count: 16)
+    let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 15, 0) }
+    guard n > 0 else { return nil }
+    return Int32(String(decoding: buffer[0..<n], as: UTF8.self).trimmingWhitespace)
+  }
+}
+
+extension String {
+  fileprivate var trimmingWhitespace: String {
+    String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+  }
+}
