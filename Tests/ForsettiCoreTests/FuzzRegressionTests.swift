@@ -27,3 +27,30 @@ import Testing
     #expect(ManifestFuzzEntry.run(bytes) == [], "\(path)")
   }
 }
+
+/// The control fuzzer's kept inputs (Fuzz/Corpus/control, Fuzz/Regressions/control), replayed
+/// through its entry: a request or answer line never traps and re-encodes to itself.
+@Suite struct ControlFuzzRegressionTests {
+  static func inputs(_ folder: String) -> [String] { FuzzInputs.paths(folder, "control") }
+
+  @Test func theSeedCorpusIsThere() {
+    #expect(Self.inputs("Corpus").count >= 5, "Fuzz/Corpus/control holds request and answer lines")
+  }
+
+  @Test(arguments: inputs("Corpus") + inputs("Regressions"))
+  func replays(_ path: String) throws {
+    let bytes = try #require(PlainFiles.contents(of: path), "\(path) is readable")
+    #expect(ControlFuzzEntry.run(bytes) == [], "\(path)")
+  }
+
+  @Test func theSeedsSayWhatTheyAre() throws {
+    let list = try #require(Self.inputs("Corpus").first { $0.hasSuffix("list.json") })
+    let bytes = try #require(PlainFiles.contents(of: list))
+    #expect(ControlRequest.decode(bytes) == .success(ControlRequest(verb: "list", arguments: ["--json"])))
+    let unknown = try #require(Self.inputs("Corpus").first { $0.hasSuffix("unknown.json") })
+    #expect(
+      ControlRequest.decode(try #require(PlainFiles.contents(of: unknown))) == .failure(.unknownVerb("rm")))
+    let version = try #require(Self.inputs("Corpus").first { $0.hasSuffix("version.json") })
+    #expect(ControlRequest.decode(try #require(PlainFiles.contents(of: version))) == .failure(.version(2)))
+  }
+}

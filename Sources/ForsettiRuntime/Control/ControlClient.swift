@@ -1,3 +1,4 @@
+import ForsettiCore
 import Glibc
 
 /// The client's end of a running host's control socket.

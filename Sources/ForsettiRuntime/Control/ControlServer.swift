@@ -1,5 +1,6 @@
 import CForsettiSys
 import Dispatch
+import ForsettiCore
 import Foundation
 import Glibc
 import Synchronization

@@ -1,0 +1,25 @@
+/// What the control-socket fuzzer does with one input, shared by the libFuzzer target (`Fuzz/`)
+/// and the regression test that replays its corpus.
+public enum ControlFuzzEntry {
+  /// Reads `bytes` as a host reads a client's request line and as a client reads a host's
+  /// answer; returns the properties that did not hold (none on a good run).
+  public static func run(_ bytes: [UInt8]) -> [String] {
+    var broken: [String] = []
+    if case .success(let request) = ControlRequest.decode(bytes) {
+      // What a client writes, a host reads back as the same request.
+      let line = request.line
+      if ControlRequest.decode(Array(line.dropLast())) != .success(request) {
+        broken.append("request round trip")
+      }
+      if !ControlRequest.verbs.contains(request.verb) {
+        broken.append("a verb the host does not serve passed")
+      }
+    }
+    if case .success(let answer) = ControlResponse.decode(bytes) {
+      if ControlResponse.decode(Array(answer.line.dropLast())) != .success(answer) {
+        broken.append("answer round trip")
+      }
+    }
+    return broken
+  }
+}
