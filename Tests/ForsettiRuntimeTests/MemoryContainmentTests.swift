@@ -48,7 +48,10 @@ import Testing
     calm.start = "fixture_log(\"calm started\"); return FORSETTI_OK;"
     try calm.install(in: h.dir)
 
-    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 30, memoryMiB: 1024))
+    // Writing a GiB into memfds until the kernel steps in can take seconds on a busy machine: the
+    // start timeout must not end it first (it is what is being tested, not how fast).
+    let m = try h.start(
+      mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 30, memoryMiB: 1024, startTimeout: 20))
     defer { m.stopAll() }
     #expect(!h.lines("com.test.memfdhog").contains("held 3072 MiB in memfds"))
     if ModuleManager.cgroupSupport.hasPrefix("NO cgroup") {
