@@ -129,7 +129,7 @@ enum OverrideCommand {
       return .success
     }
     var out = "\(channel.rawValue) \(id): \(what)\n  stored now: \(stored(entry))\n"
-    if entry.state != .unset && window != nil && action != "clear" {
+    if entry.state != .unset && !entry.windows.isEmpty && action != "clear" {
       out +=
         "  note: the persisted \(entry.state.rawValue) decides before any window; windows count once it is cleared (override \(channel.rawValue) \(id) clear --persisted)\n"
     }
