@@ -154,6 +154,7 @@ public struct OverrideStore: Sendable {
     public var isEmpty: Bool { state == .unset && windows.isEmpty }
   }
 
+  /// The whole file: both channels, ID to entry.
   public struct Content: Sendable, Hashable {
     public var modules: [String: Entry] = [:]
     public var products: [String: Entry] = [:]
@@ -325,6 +326,7 @@ public struct OverrideStore: Sendable {
       JSONObject([("version", 2), ("modules", json(c.modules)), ("products", json(c.products))]))
   }
 
+  /// Writes `c` as version 2, atomically.
   public func save(_ c: Content) throws(AtomicFile.WriteError) {
     try AtomicFile.write(Array((JSONWriter.string(Self.encode(c), pretty: true) + "\n").utf8), to: path)
   }
