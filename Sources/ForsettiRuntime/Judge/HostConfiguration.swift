@@ -24,13 +24,17 @@ public struct HostConfiguration: Sendable {
   /// ForgeAccess's default policy: with `deny`, a free module runs only when enabled (activation
   /// state) or forced on by a module override.
   public var defaultPolicy: DefaultPolicy
+  /// The in-memory override provider of both channels, between the persisted store and the
+  /// time-frame windows; a reference, so every copy of this configuration sees one table.
+  public var inMemoryOverrides: InMemoryOverrides
 
   public init(
     manifestsDirectory: String, pluginDirectories: [String] = [], discoveryMode: DiscoveryMode = .fallback,
     policy: any CapabilityPolicy = AllowAllCapabilityPolicy(), entitlementsFile: String? = nil,
     approveAll: Bool = false, hostVersion: SemanticVersion = ForsettiVersion.current,
     stateDirectory: String, allowAllEntitlements: Bool = false,
-    entitlementSource: (any EntitlementProvider)? = nil, defaultPolicy: DefaultPolicy = .allow
+    entitlementSource: (any EntitlementProvider)? = nil, defaultPolicy: DefaultPolicy = .allow,
+    inMemoryOverrides: InMemoryOverrides = InMemoryOverrides()
   ) {
     self.manifestsDirectory = manifestsDirectory
     self.pluginDirectories = pluginDirectories
@@ -43,5 +47,6 @@ public struct HostConfiguration: Sendable {
     self.allowAllEntitlements = allowAllEntitlements
     self.entitlementSource = entitlementSource
     self.defaultPolicy = defaultPolicy
+    self.inMemoryOverrides = inMemoryOverrides
   }
 }

@@ -95,7 +95,8 @@ public struct Judge: Sendable {
         hostVersion: configuration.hostVersion, policy: configuration.policy),
       approvals: approvals, entitlements: entitlements,
       providers: ProviderAvailability(discovered: discovered),
-      overrides: store.channels(overrides), activeProducts: licences.activeProducts, now: now)
+      overrides: store.channels(overrides, inMemory: configuration.inMemoryOverrides.snapshot),
+      activeProducts: licences.activeProducts, now: now)
     let edges = overrides.edges
     let next = ([licences.nextExpiry].compactMap { $0 } + edges).filter { $0 > now }.min()
     return (context, next)

@@ -84,8 +84,16 @@ public struct ApprovalStore: Sendable {
   }
 }
 
-/// `STATE/overrides.json`: persisted overrides for both channels; entries with `from`/`until`
-/// form the time-frame provider, the rest the persisted one.
+/// The two override channels: module IDs and product IDs.
+public enum OverrideChannel: String, Sendable, Hashable, CaseIterable {
+  case module
+  case product
+}
+
+/// `STATE/overrides.json`: the persisted and time-frame override providers of both channels.
+/// Version 2 keeps, per channel and ID, one persisted state and any number of windows:
+/// `{"version":2,"modules":{"ID":{"state":"off","windows":[{"state":"on","from":"…","until":"…"}]}},"products":{…}}`.
+/// Version 1 (one entry per ID; with `from`/`until` it was a window) is read and written back as 2.
 public struct OverrideStore: Sendable {
   public let path: String
 
@@ -93,7 +101,9 @@ public struct OverrideStore: Sendable {
     path = (stateDirectory as NSString).appendingPathComponent("overrides.json")
   }
 
-  public struct Entry: Sendable, Hashable {
+  /// One time-frame window: `state` from `from` (inclusive) until `until` (exclusive); either
+  /// bound may be open, not both. The bounds are kept as written (ISO 8601).
+  public struct Window: Sendable, Hashable {
     public var state: OverrideState
     public var from: String?
     public var until: String?
@@ -103,96 +113,247 @@ public struct OverrideStore: Sendable {
       self.from = from
       self.until = until
     }
+
+    /// The window as the time-frame provider judges it (an unreadable bound counts as open;
+    /// `load` and the CLI refuse those before they get here).
+    public var span: TimeFrameOverrideProvider.Window {
+      .init(state: state, from: from.flatMap(Licence.parseTime), until: until.flatMap(Licence.parseTime))
+    }
+
+    /// Whether the two windows share an instant (open bounds reach to the end of time).
+    public func overlaps(_ other: Window) -> Bool {
+      let (a, b) = (span, other.span)
+      let start = max(a.from ?? -.infinity, b.from ?? -.infinity)
+      let end = min(a.until ?? .infinity, b.until ?? .infinity)
+      return start < end
+    }
+
+    /// The same state and the same instants, however the bounds were written.
+    public func sameAs(_ other: Window) -> Bool { state == other.state && span == other.span }
+
+    /// `on from 2027-01-01T00:00:00Z until 2027-02-01T00:00:00Z`.
+    public var text: String {
+      ([state.rawValue] + [from.map { "from \($0)" }, until.map { "until \($0)" }].compactMap { $0 })
+        .joined(separator: " ")
+    }
   }
 
+  /// What the file says about one ID in one channel.
+  public struct Entry: Sendable, Hashable {
+    /// The persisted provider's answer; `.unset` when it has none.
+    public var state: OverrideState
+    /// The time-frame provider's windows, in file order: where several are in effect, the
+    /// first decides (the CLI refuses windows of different states that overlap).
+    public var windows: [Window]
+
+    public init(state: OverrideState = .unset, windows: [Window] = []) {
+      self.state = state
+      self.windows = windows
+    }
+
+    public var isEmpty: Bool { state == .unset && windows.isEmpty }
+  }
+
+  /// The whole file: both channels, ID to entry.
   public struct Content: Sendable, Hashable {
     public var modules: [String: Entry] = [:]
     public var products: [String: Entry] = [:]
 
-    /// Every instant at which a time-frame override begins or ends.
+    public init(modules: [String: Entry] = [:], products: [String: Entry] = [:]) {
+      self.modules = modules
+      self.products = products
+    }
+
+    /// One channel's entries; setting an empty entry removes the ID.
+    public subscript(channel: OverrideChannel) -> [String: Entry] {
+      get { channel == .module ? modules : products }
+      set {
+        let kept = newValue.filter { !$0.value.isEmpty }
+        if channel == .module { modules = kept } else { products = kept }
+      }
+    }
+
+    /// Every instant at which a time-frame window begins or ends.
     public var edges: [Instant] {
       (Array(modules.values) + Array(products.values)).flatMap { e in
-        [e.from, e.until].compactMap { $0.flatMap(Licence.parseTime) }
+        e.windows.flatMap { w in [w.span.from, w.span.until].compactMap { $0 } }
       }
     }
   }
 
   /// The stored overrides; none when there is no file. A file that is not in its documented
-  /// form is an error, never read as "no overrides": that would start what was forced off.
+  /// form is an error naming the field, never read as "no overrides": that would start what
+  /// was forced off.
   public func load() throws(ApprovalStore.StoreError) -> Content {
     guard FileManager.default.fileExists(atPath: path) else { return Content() }
     guard let data = FileManager.default.contents(atPath: path) else {
       throw .malformed("\(path): cannot be read")
     }
     guard let o = (try? JSONParser.parse([UInt8](data)))?.objectValue else {
-      throw .malformed("\(path): invalid JSON (expected {\"version\":1,\"modules\":{…},\"products\":{…}})")
+      throw .malformed("\(path): invalid JSON (expected {\"version\":2,\"modules\":{…},\"products\":{…}})")
     }
-    func entries(_ key: String) throws(ApprovalStore.StoreError) -> [String: Entry] {
+    do {
+      return try Self.decode(o)
+    } catch {
+      throw .malformed("\(path): \(error.field): \(error.expected)")
+    }
+  }
+
+  /// A field of the file that is not as documented, and what was expected there.
+  public struct FormError: Error, Sendable, Hashable {
+    public var field: String
+    public var expected: String
+  }
+
+  /// Reads either version; a missing `version` is read as 1, the form before versions mattered.
+  public static func decode(_ o: JSONObject) throws(FormError) -> Content {
+    let version: Int
+    switch o["version"] {
+    case nil: version = 1
+    case .some(let v):
+      guard let n = v.integerValue, n == 1 || n == 2 else {
+        throw FormError(field: "version", expected: "1 or 2")
+      }
+      version = n
+    }
+    func table(_ key: String) throws(FormError) -> [String: Entry] {
+      guard let members = o[key] else { return [:] }
+      guard let t = members.objectValue else {
+        throw FormError(field: key, expected: "an object of IDs")
+      }
       var out: [String: Entry] = [:]
-      guard let members = o[key] else { return out }
-      guard let table = members.objectValue else { throw .malformed("\(path): \(key): expected an object") }
-      for (id, v) in table.members {
-        guard let e = v.objectValue, let s = e["state"]?.stringValue.flatMap(OverrideState.init(rawValue:))
-        else {
-          throw .malformed("\(path): \(key).\(id).state: expected on, off or unset")
-        }
-        for bound in ["from", "until"] {
-          if let t = e[bound], t.stringValue.flatMap(Licence.parseTime) == nil {
-            throw .malformed("\(path): \(key).\(id).\(bound): expected an ISO 8601 instant")
-          }
-        }
-        out[id] = Entry(state: s, from: e["from"]?.stringValue, until: e["until"]?.stringValue)
+      for (id, v) in t.members {
+        let e = try version == 1 ? entryV1(v, at: "\(key).\(id)") : entryV2(v, at: "\(key).\(id)")
+        if !e.isEmpty { out[id] = e }
       }
       return out
     }
-    return Content(modules: try entries("modules"), products: try entries("products"))
+    return Content(modules: try table("modules"), products: try table("products"))
   }
 
-  public func save(_ c: Content) throws(AtomicFile.WriteError) {
+  static func state(_ v: JSONValue?, at field: String, unset: Bool) throws(FormError) -> OverrideState {
+    guard let s = v?.stringValue.flatMap(OverrideState.init(rawValue:)), unset || s != .unset else {
+      throw FormError(field: field, expected: unset ? "on, off or unset" : "on or off")
+    }
+    return s
+  }
+
+  static func instant(_ v: JSONValue?, at field: String) throws(FormError) -> String? {
+    guard let v else { return nil }
+    guard let s = v.stringValue, Licence.parseTime(s) != nil else {
+      throw FormError(field: field, expected: "an ISO 8601 instant such as 2027-01-01T00:00:00Z")
+    }
+    return s
+  }
+
+  /// `{"state":…,"from"?:…,"until"?:…}`: with a bound, the one window of the ID. A window
+  /// that can never be in effect (from ≥ until, or unset) is dropped: it decided nothing.
+  static func entryV1(_ v: JSONValue, at field: String) throws(FormError) -> Entry {
+    guard let e = v.objectValue else { throw FormError(field: field, expected: "an object with state") }
+    let s = try state(e["state"], at: field + ".state", unset: true)
+    let w = Window(
+      state: s, from: try instant(e["from"], at: field + ".from"),
+      until: try instant(e["until"], at: field + ".until"))
+    if w.from == nil && w.until == nil { return Entry(state: s) }
+    let span = w.span
+    if s == .unset || (span.from ?? -.infinity) >= (span.until ?? .infinity) { return Entry() }
+    return Entry(windows: [w])
+  }
+
+  /// `{"state"?:…,"windows"?:[{"state":…,"from"?:…,"until"?:…}, …]}`.
+  static func entryV2(_ v: JSONValue, at field: String) throws(FormError) -> Entry {
+    guard let e = v.objectValue else {
+      throw FormError(field: field, expected: "an object with state and/or windows")
+    }
+    for k in e.keys where k != "state" && k != "windows" {
+      throw FormError(
+        field: "\(field).\(k)",
+        expected: k == "from" || k == "until"
+          ? "no \(k) here in version 2: a time frame is one of windows:[{state,from,until}]"
+          : "only state and windows")
+    }
+    var entry = Entry()
+    if e["state"] != nil { entry.state = try state(e["state"], at: field + ".state", unset: true) }
+    guard let list = e["windows"] else { return entry }
+    guard let items = list.arrayValue else {
+      throw FormError(field: field + ".windows", expected: "an array of {state, from, until}")
+    }
+    for (i, item) in items.enumerated() {
+      let at = "\(field).windows[\(i)]"
+      guard let w = item.objectValue else {
+        throw FormError(field: at, expected: "an object {state, from, until}")
+      }
+      for k in w.keys where !["state", "from", "until"].contains(k) {
+        throw FormError(field: "\(at).\(k)", expected: "only state, from and until")
+      }
+      let window = Window(
+        state: try state(w["state"], at: at + ".state", unset: false),
+        from: try instant(w["from"], at: at + ".from"), until: try instant(w["until"], at: at + ".until"))
+      if window.from == nil && window.until == nil {
+        throw FormError(
+          field: at, expected: "from, until or both (a window without bounds is the persisted state)")
+      }
+      if let f = window.span.from, let u = window.span.until, f >= u {
+        throw FormError(field: at + ".until", expected: "an instant after from (\(window.from ?? ""))")
+      }
+      entry.windows.append(window)
+    }
+    return entry
+  }
+
+  /// The file's text for `c`, in version 2.
+  public static func encode(_ c: Content) -> JSONValue {
     func json(_ d: [String: Entry]) -> JSONValue {
       .object(
         JSONObject(
           d.keys.sorted().compactMap { id in
-            guard let e = d[id] else { return nil }
-            var o = JSONObject([("state", .string(e.state.rawValue))])
-            if let f = e.from { o["from"] = .string(f) }
-            if let u = e.until { o["until"] = .string(u) }
+            guard let e = d[id], !e.isEmpty else { return nil }
+            var o = JSONObject()
+            if e.state != .unset { o["state"] = .string(e.state.rawValue) }
+            if !e.windows.isEmpty {
+              o["windows"] = .array(
+                e.windows.map { w in
+                  var wo = JSONObject([("state", .string(w.state.rawValue))])
+                  if let f = w.from { wo["from"] = .string(f) }
+                  if let u = w.until { wo["until"] = .string(u) }
+                  return .object(wo)
+                })
+            }
             return (id, .object(o))
           }))
     }
-    let doc = JSONValue.object(
-      JSONObject([("version", 1), ("modules", json(c.modules)), ("products", json(c.products))]))
-    try AtomicFile.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path)
+    return .object(
+      JSONObject([("version", 2), ("modules", json(c.modules)), ("products", json(c.products))]))
+  }
+
+  /// Writes `c` as version 2, atomically.
+  public func save(_ c: Content) throws(AtomicFile.WriteError) {
+    try AtomicFile.write(Array((JSONWriter.string(Self.encode(c), pretty: true) + "\n").utf8), to: path)
   }
 
   /// The two channels in ForgeAccess order: persisted store, in-memory, time-frame.
+  public static func channels(
+    _ c: Content,
+    inMemory: (modules: [String: OverrideState], products: [String: OverrideState]) = ([:], [:])
+  ) -> OverrideChannels {
+    func providers(_ d: [String: Entry], _ memory: [String: OverrideState]) -> [any OverrideProvider] {
+      [
+        TableOverrideProvider(
+          name: "persisted", table: d.compactMapValues { $0.state == .unset ? nil : $0.state }),
+        TableOverrideProvider(name: "in-memory", table: memory),
+        TimeFrameOverrideProvider(
+          windows: d.compactMapValues { $0.windows.isEmpty ? nil : $0.windows.map(\.span) }),
+      ]
+    }
+    return OverrideChannels(
+      module: providers(c.modules, inMemory.modules), product: providers(c.products, inMemory.products))
+  }
+
+  /// The two channels of `c` with `inMemory` (the same as `OverrideStore.channels`).
   public func channels(
     _ c: Content,
     inMemory: (modules: [String: OverrideState], products: [String: OverrideState]) = ([:], [:])
-  )
-    -> OverrideChannels
-  {
-    func split(_ d: [String: Entry]) -> (TableOverrideProvider, TimeFrameOverrideProvider) {
-      var table: [String: OverrideState] = [:]
-      var windows: [String: [TimeFrameOverrideProvider.Window]] = [:]
-      for (id, e) in d {
-        if e.from == nil && e.until == nil {
-          table[id] = e.state
-        } else {
-          windows[id, default: []].append(
-            .init(
-              state: e.state, from: e.from.flatMap(Licence.parseTime),
-              until: e.until.flatMap(Licence.parseTime)))
-        }
-      }
-      return (
-        TableOverrideProvider(name: "persisted", table: table), TimeFrameOverrideProvider(windows: windows)
-      )
-    }
-    let (mt, mw) = split(c.modules)
-    let (pt, pw) = split(c.products)
-    return OverrideChannels(
-      module: [mt, TableOverrideProvider(name: "in-memory", table: inMemory.modules), mw],
-      product: [pt, TableOverrideProvider(name: "in-memory", table: inMemory.products), pw])
+  ) -> OverrideChannels {
+    Self.channels(c, inMemory: inMemory)
   }
 }
