@@ -18,6 +18,8 @@ enum OverrideCommand {
         override module|product ID clear --persisted    only the persisted override
         override module|product ID clear --windows      only the windows
         override module|product ID clear --from T --until T   only the windows with exactly these bounds
+        override module|product ID on|off|clear --in-memory
+                                                    the running host's in-memory override (gone when it stops)
         override list [--json]                      every provider's entries, per channel and ID
 
       Overrides are evaluated before the entitlement provider: the module channel first (a
@@ -33,6 +35,7 @@ enum OverrideCommand {
       .value("until", "INSTANT", "End of the window (exclusive)."),
       .flag("persisted", "With clear: clear only the persisted override."),
       .flag("windows", "With clear: clear only the time-frame windows."),
+      .flag("in-memory", "Set or clear the running host's in-memory override (gone when it stops)."),
       .flag("json", "Print the result as JSON."),
       .value("state", "DIR", "State directory.", default: ".forsetti"),
     ],
@@ -43,8 +46,15 @@ enum OverrideCommand {
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let store = OverrideStore(stateDirectory: p.value("state") ?? ".forsetti")
+    let state = p.value("state") ?? ".forsetti"
+    let store = OverrideStore(stateDirectory: state)
     if p.positionals[0] == "list" { return try list(p, store: store, console: console) }
+    if p.flag("in-memory") {
+      throw .configuration(
+        .directory(
+          option: "state", path: state,
+          reason: "no host is running on \(state); an in-memory override lives only in a running host"))
+    }
     guard let channel = OverrideChannel(rawValue: p.positionals[0]) else {
       throw .usage(
         .invalidValue(option: "channel", value: p.positionals[0], why: "expected module, product or list"))

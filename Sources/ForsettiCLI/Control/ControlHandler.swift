@@ -42,6 +42,10 @@ struct ControlHandler {
       return ExitCode.success.rawValue
     case "reload":
       return reload(p.positionals[0], console)
+    case "override" where p.positionals.first == "list":
+      return overrideList(p, console)
+    case "override" where p.flag("in-memory"):
+      return inMemoryOverride(p, console)
     default:
       break
     }
@@ -87,6 +91,45 @@ struct ControlHandler {
       }
     }
     return ok ? ExitCode.success.rawValue : ExitCode.blocked.rawValue
+  }
+
+  /// `override list` with this host's in-memory overrides.
+  private func overrideList(_ p: ParsedArguments, _ console: Console) -> Int32 {
+    let store = OverrideStore(stateDirectory: stateDirectory)
+    let content: OverrideStore.Content
+    do { content = try store.load() } catch {
+      console.err("forsetti-host: error: \(error)\n")
+      return ExitCode.usage.rawValue
+    }
+    let memory = host.judge.configuration.inMemoryOverrides.snapshot
+    console.out(
+      OverrideCommand.listing(
+        content: content, inMemory: memory, now: GateContext.wallClock(), json: p.flag("json")))
+    return ExitCode.success.rawValue
+  }
+
+  /// `override module|product ID on|off|clear --in-memory`: held by this host until it stops.
+  private func inMemoryOverride(_ p: ParsedArguments, _ console: Console) -> Int32 {
+    guard p.positionals.count == 3, let channel = OverrideChannel(rawValue: p.positionals[0]),
+      let state = ["on": OverrideState.on, "off": .off, "clear": .unset][p.positionals[2]]
+    else {
+      console.err("forsetti-host: error: expected override module|product ID on|off|clear --in-memory\n")
+      return ExitCode.usage.rawValue
+    }
+    if let other = ["from", "until", "persisted", "windows"].first(where: { given(p, $0) }) {
+      console.err("forsetti-host: error: --\(other) does not go with --in-memory\n")
+      return ExitCode.usage.rawValue
+    }
+    let id = p.positionals[1]
+    let before = states()
+    host.judge.configuration.inMemoryOverrides.set(channel: channel, id: id, state: state)
+    host.reconcile()
+    console.out(
+      state == .unset
+        ? "\(channel.rawValue) \(id): in-memory override cleared\n"
+        : "\(channel.rawValue) \(id): forced \(state.rawValue) in memory (until this host stops)\n")
+    for line in changes(since: before) { console.out(line) }
+    return ExitCode.success.rawValue
   }
 
   private func states() -> [String: ModuleState] {

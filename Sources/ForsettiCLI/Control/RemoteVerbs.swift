@@ -53,7 +53,8 @@ enum RemoteVerbs {
   /// The note after a verb ran on the files because no host runs.
   static func noHost(_ verb: String, _ p: ParsedArguments) -> String {
     let state = p.value("state") ?? ".forsetti"
+    let writes = writing.contains(verb) && p.positionals.first != "list"
     return
-      "forsetti-host: no host is running on \(state); \(writing.contains(verb) ? "wrote the files" : "read from the files")\n"
+      "forsetti-host: no host is running on \(state); \(writes ? "wrote the files" : "read from the files")\n"
   }
 }

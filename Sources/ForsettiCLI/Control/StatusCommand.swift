@@ -47,8 +47,9 @@ enum StatusCommand {
       ])
       return JSONWriter.string(.object(o)) + "\n"
     }
-    let parts = counts.keys.sorted().map { "\(counts[$0] ?? 0) \($0)" }
+    let started = counts["started"] ?? 0
+    let others = counts.keys.sorted().filter { $0 != "started" }.map { "\(counts[$0] ?? 0) \($0)" }
     return
-      "running: pid \(pid) on \(state); \(records.count) module\(records.count == 1 ? "" : "s")\(parts.isEmpty ? "" : ": " + parts.joined(separator: ", "))\n"
+      "running: pid \(pid), \(started) module\(started == 1 ? "" : "s") started\(others.map { ", " + $0 }.joined()) (state directory \(state))\n"
   }
 }
