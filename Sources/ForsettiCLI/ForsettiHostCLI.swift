@@ -51,6 +51,10 @@ public enum ForsettiHostCLI {
         -h, --help                Show this help.
         --version                 Print the host version.
 
+      status, list, explain, surface, approve, revoke, override, enable, disable, select and reload
+      ask the host running on --state first (STATE/control.sock), and use the files only when none
+      runs.
+
       See '\(program) <command> --help' for a command's options.
 
       """
@@ -78,7 +82,7 @@ public enum ForsettiHostCLI {
       guard let verb = verbs.first(where: { $0.spec.name == args[1] }) else {
         return fail(.usage(unknownCommand(args[1])), command: nil, console: console)
       }
-      console.out(verb.spec.helpText(program: program))
+      console.out(help(verb.spec))
       return ExitCode.success.rawValue
     default:
       break
@@ -92,7 +96,7 @@ public enum ForsettiHostCLI {
         throw .usage(error)
       }
       if parsed.helpRequested {
-        console.out(verb.spec.helpText(program: program))
+        console.out(help(verb.spec))
         return ExitCode.success.rawValue
       }
       // A running host on the state directory answers for itself; with none, the files do.
@@ -106,6 +110,11 @@ public enum ForsettiHostCLI {
     } catch {
       return fail(error, command: verb.spec.name, console: console)
     }
+  }
+
+  /// A verb's help, with what a running host changes for the verbs it answers.
+  static func help(_ spec: CommandSpec) -> String {
+    spec.helpText(program: program) + (RemoteVerbs.served(spec.name) ? RemoteVerbs.helpNote : "")
   }
 
   static func unknownCommand(_ name: String) -> UsageError {

@@ -11,6 +11,17 @@ enum RemoteVerbs {
     "default-policy",
   ]
 
+  /// What every served verb's help adds.
+  static let helpNote = """
+
+    RUNNING HOST:
+      When a host runs on --state, this asks it through STATE/control.sock (docs/control.md):
+      it answers with its own options (--manifests, --plugins, --policy, --entitlements,
+      --approve-all, --host-version; give none of them) and its live state, and applies a
+      change at once. Standard error says whether a host answered or the files were used.
+
+    """
+
   /// Whether a running host answers `verb`.
   static func served(_ verb: String) -> Bool { ControlRequest.verbs.contains(verb) }
 
