@@ -35,6 +35,15 @@ import Testing
 
     deinit { close(fd) }
 
+    /// `struct ucred` and `SCM_CREDENTIALS` (<bits/socket.h>), which Swift's Glibc leaves out
+    /// because C declares them only under _GNU_SOURCE.
+    struct Credentials {
+      var pid: pid_t
+      var uid: uid_t
+      var gid: gid_t
+    }
+    static let scmCredentials: Int32 = 2
+
     /// The next datagram waiting and the pid the kernel says sent it; nil when none is waiting.
     func receive() -> (text: String, pid: pid_t?)? {
       var buffer = [UInt8](repeating: 0, count: 8192)
@@ -55,13 +64,13 @@ import Testing
       }
       guard n.0 >= 0 else { return nil }
       var pid: pid_t?
-      // One SCM_CREDENTIALS message: a cmsghdr (16 bytes here) then a ucred.
+      // One SCM_CREDENTIALS message: a cmsghdr then a struct ucred, whose first field is the pid.
       let header = MemoryLayout<cmsghdr>.size
-      if n.1 >= header + MemoryLayout<ucred>.size {
+      if n.1 >= header + MemoryLayout<Credentials>.size {
         control.withUnsafeBytes { c in
           let h = c.loadUnaligned(as: cmsghdr.self)
-          if h.cmsg_level == SOL_SOCKET, h.cmsg_type == SCM_CREDENTIALS {
-            pid = c.loadUnaligned(fromByteOffset: header, as: ucred.self).pid
+          if h.cmsg_level == SOL_SOCKET, h.cmsg_type == Self.scmCredentials {
+            pid = c.loadUnaligned(fromByteOffset: header, as: Credentials.self).pid
           }
         }
       }
