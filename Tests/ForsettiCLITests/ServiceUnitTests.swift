@@ -293,4 +293,29 @@ import Testing
       #expect(said[1].hasPrefix("STOPPING=1"), "\(said)")
     }
   }
+
+  /// The table quotes a crashed module's last lines; under the journal, text of the module there
+  /// must not start a record with a priority either (a NUL ends a record for journald).
+  @Test func aCrashDetailInTheTableCannotForgeAPriority() throws {
+    var m = ModuleFixture(moduleID: "com.test.crash", entryPoint: "crash_entry")
+    m.start = """
+      static const char raw[] = "x\\0<0>emergency from a module\\n";
+      fwrite(raw, 1, sizeof raw - 1, stdout);
+      fflush(stdout);
+      abort();
+      """
+    try m.install(in: dir)
+    let r = try runHost(try unitCommandLine() + ["--max-restarts", "0"], journal: true)
+    #expect(r.stdout.contains("last lines: x"), "\(r.stdout)")
+    let records = r.stdout.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\0" }
+    withKnownIssue(
+      "RunReport.table prints a module's last lines raw (a NUL, then <0>): it should pass them through LogRecord.streamSafe"
+    ) {
+      for record in records {
+        let rest = record.hasPrefix("<") ? String(record.dropFirst()) : String(record)
+        #expect(rest.range(of: #"<[0-9]"#, options: .regularExpression) == nil, "\(record)")
+        #expect(!record.hasPrefix("<0>"), "\(record)")
+      }
+    }
+  }
 }
