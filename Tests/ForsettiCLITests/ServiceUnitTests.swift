@@ -1,4 +1,3 @@
-import ForsettiRuntime
 import ForsettiTestSupport
 import Foundation
 import Synchronization
@@ -149,8 +148,10 @@ import Testing
     var env = ProcessInfo.processInfo.environment
     for k in ["JOURNAL_STREAM", "NOTIFY_SOCKET"] { env[k] = nil }
     if journal {
-      let stream = try #require(StreamLogSink.JournalStream.of(out.fileHandleForWriting.fileDescriptor))
-      env["JOURNAL_STREAM"] = "\(stream.device):\(stream.inode)"
+      // As systemd sets it: the device and inode of the stream, in decimal.
+      var st = stat()
+      try #require(fstat(out.fileHandleForWriting.fileDescriptor, &st) == 0)
+      env["JOURNAL_STREAM"] = "\(UInt64(st.st_dev)):\(UInt64(st.st_ino))"
     }
     env.merge(environment) { $1 }
     p.environment = env
