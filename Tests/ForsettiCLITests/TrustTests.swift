@@ -236,7 +236,8 @@ import Testing
       "5",
     ])
     #expect(r.stdout.contains("[module=com.test.app] started"))
-    #expect(r.stdout.contains("moduleLocked: stopped: no longer unlocked"))
+    // A module stopped for a reason is a warning: on standard error.
+    #expect(r.stderr.contains("moduleLocked: stopped: no longer unlocked"))
     #expect(r.status == 1)
   }
 

@@ -369,7 +369,8 @@ import Testing
     ]
     let out = Pipe()
     host.standardOutput = out
-    host.standardError = FileHandle.nullDevice
+    // Warnings and errors (the spinner's startTimedOut) come on standard error: read both.
+    host.standardError = out
     host.standardInput = FileHandle.nullDevice
     let seen = Output()
     out.fileHandleForReading.readabilityHandler = { handle in

@@ -44,6 +44,11 @@ public struct LogRecord: Sendable, Hashable {
     return "[\(parts.joined(separator: " "))] \(Self.escaped(message))"
   }
 
+  /// Module text made safe for a line of standard output or error outside a log record (a
+  /// report's detail quoting a module's last lines): control characters escaped, so it cannot
+  /// start a line, and a priority prefix neutralised (``StreamLogSink/neutralised(_:)``).
+  public static func streamSafe(_ s: String) -> String { StreamLogSink.neutralised(escaped(s)) }
+
   /// Control characters as visible escapes (`\n`, `\u{1b}`).
   static func escaped(_ s: String) -> String {
     guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return s }
@@ -76,19 +81,38 @@ public protocol LogSink: Sendable {
   func write(_ record: LogRecord)
 }
 
-/// Writes records as lines to a file descriptor (standard output by default). A failed write
-/// (a closed pipe) is said once on standard error; the host goes on.
+/// Writes records as lines to a file descriptor (standard output by default), warnings and
+/// errors to another (standard error by default), as a service manager expects: a unit's
+/// `StandardError=` and a shell's `2>` then hold what needs a look. A failed write (a closed
+/// pipe) is said once on standard error; the host goes on.
+///
+/// When `$JOURNAL_STREAM` names the descriptor a line goes to, systemd's journal reads it: the
+/// line starts with its syslog priority (`<3>` error, `<4>` warning, `<6>` info, `<7>` debug, as
+/// sd-daemon(3) defines them) instead of the level word, and `journalctl -p warning` finds it.
 public final class StreamLogSink: LogSink {
-  private let fd: Int32
+  private let output: Target
+  /// Where warnings and errors go: `output` itself when they are not split off.
+  private let errors: Target
   private let minimum: LogLevel
-  private let notice: Mutex<WriteFailureNotice>
+  /// One lock over both streams, so that a warning and the info line after it keep their order
+  /// for a reader of both, and each stream's failure is said once.
+  private let notices: Mutex<Notices>
 
   /// `noticeFD` is where a failure to write is said (standard error; a pipe in tests).
-  public init(fd: Int32 = 1, minimum: LogLevel = .info, noticeFD: Int32 = 2) {
-    self.fd = fd
+  /// `errorsTo` is where warnings and errors go (nil: to `fd` with the rest). `journal` is the
+  /// journal stream, if any; by default the one `$JOURNAL_STREAM` names.
+  public init(
+    fd: Int32 = 1, minimum: LogLevel = .info, noticeFD: Int32 = 2, errorsTo: Int32? = 2,
+    journal: JournalStream? = .environment
+  ) {
+    output = Target(fd: fd, journal: journal?.isConnected(fd) ?? false)
+    let errorFD = errorsTo ?? fd
+    errors = errorFD == fd ? output : Target(fd: errorFD, journal: journal?.isConnected(errorFD) ?? false)
     self.minimum = minimum
-    notice = Mutex(
-      WriteFailureNotice(what: fd == 1 ? "standard output" : "file descriptor \(fd)", fd: noticeFD))
+    notices = Mutex(
+      Notices(
+        output: WriteFailureNotice(what: Self.name(of: fd), fd: noticeFD),
+        errors: WriteFailureNotice(what: Self.name(of: errorFD), fd: noticeFD)))
     // A reader that goes away (`forsetti-host run | head`) must cost lines, not the host:
     // without this the next line's write raises SIGPIPE and kills it with every module.
     signal(SIGPIPE, SIG_IGN)
@@ -96,16 +120,123 @@ public final class StreamLogSink: LogSink {
 
   public func write(_ record: LogRecord) {
     guard record.level >= minimum else { return }
-    let line = "\(record.level.name.padding(toLength: 7, withPad: " ", startingAt: 0)) \(record.formatted)\n"
-    notice.withLock { n in
-      if FileDescriptor.writeAll(fd, Array(line.utf8)) {
-        n.succeeded()
-      } else if fd != n.fd {
-        // A failing standard error cannot be told so on itself.
-        n.failed("write to", errno: errno)
-        n.lostLine()
+    let split = record.level >= .warning && errors.fd != output.fd
+    let target = split ? errors : output
+    let body = Self.neutralised(record.formatted)
+    let line =
+      target.journal
+      ? "<\(Self.syslogPriority(record.level))>\(body)\n"
+      : "\(record.level.name.padding(toLength: 7, withPad: " ", startingAt: 0)) \(body)\n"
+    notices.withLock { n in
+      if split {
+        Self.write(line, to: target.fd, notice: &n.errors)
+      } else {
+        Self.write(line, to: target.fd, notice: &n.output)
       }
     }
+  }
+
+  /// The syslog priority of a level (sd-daemon(3): `SD_ERR` 3, `SD_WARNING` 4, `SD_INFO` 6,
+  /// `SD_DEBUG` 7). Nothing the host or a module logs is ever above error (0–2).
+  public static func syslogPriority(_ level: LogLevel) -> Int {
+    switch level {
+    case .debug: 7
+    case .info: 6
+    case .warning: 4
+    case .error: 3
+    }
+  }
+
+  /// `text` with every `<` that a digit follows written `\u{3c}`. The journal (and
+  /// `systemd-cat`) reads a priority prefix `<N>` at the start of every piece of a stream it
+  /// cuts, not only after a newline: after a NUL, and inside a line longer than its `LineMax`
+  /// (48 KiB by default, configurable down to 79 bytes), so any position of a long module line
+  /// may become the start of a record. A `<` before a digit anywhere but in the host's own prefix
+  /// is what would let a module set a priority (`<0>` is emergency, which journald may also
+  /// broadcast to every terminal); NULs and other control characters are escaped already.
+  public static func neutralised(_ text: String) -> String {
+    guard text.utf8.contains(UInt8(ascii: "<")) else { return text }
+    var out = ""
+    out.reserveCapacity(text.utf8.count)
+    var scalars = text.unicodeScalars.makeIterator()
+    var pending = scalars.next()
+    while let u = pending {
+      let next = scalars.next()
+      if u == "<", let n = next, ("0"..."9").contains(n) {
+        out += "\\u{3c}"
+      } else {
+        out.unicodeScalars.append(u)
+      }
+      pending = next
+    }
+    return out
+  }
+
+  private static func name(of fd: Int32) -> String {
+    switch fd {
+    case 1: "standard output"
+    case 2: "standard error"
+    default: "file descriptor \(fd)"
+    }
+  }
+
+  private static func write(_ line: String, to fd: Int32, notice: inout WriteFailureNotice) {
+    if FileDescriptor.writeAll(fd, Array(line.utf8)) {
+      notice.succeeded()
+    } else if fd != notice.fd {
+      // A failing standard error cannot be told so on itself.
+      notice.failed("write to", errno: errno)
+      notice.lostLine()
+    }
+  }
+
+  /// A descriptor written to, and whether the journal reads it.
+  private struct Target: Sendable {
+    let fd: Int32
+    let journal: Bool
+  }
+
+  /// The failure notices of the two streams.
+  private struct Notices: Sendable {
+    var output: WriteFailureNotice
+    var errors: WriteFailureNotice
+  }
+
+  /// The stream systemd connects a service's standard output and error to, as
+  /// `$JOURNAL_STREAM` names it: `DEVICE:INODE` in decimal (systemd.exec(5)). A descriptor is
+  /// read by the journal when fstat(2) gives that device and inode; a descriptor redirected
+  /// elsewhere (`ExecStart=sh -c '… >file'`) keeps the variable but not the stream, so the
+  /// variable alone never turns the prefix on.
+  public struct JournalStream: Sendable, Hashable {
+    public var device: UInt64
+    public var inode: UInt64
+
+    public init(device: UInt64, inode: UInt64) {
+      self.device = device
+      self.inode = inode
+    }
+
+    /// Parses `DEVICE:INODE`; nil for anything else.
+    public init?(_ value: String) {
+      let parts = value.split(separator: ":", omittingEmptySubsequences: false)
+      guard parts.count == 2, let d = UInt64(parts[0]), let i = UInt64(parts[1]) else { return nil }
+      self.init(device: d, inode: i)
+    }
+
+    /// The stream this process's `$JOURNAL_STREAM` names, if any.
+    public static var environment: JournalStream? {
+      ProcessInfo.processInfo.environment["JOURNAL_STREAM"].flatMap { JournalStream($0) }
+    }
+
+    /// The stream `fd` is open on (its device and inode), whatever it is.
+    public static func of(_ fd: Int32) -> JournalStream? {
+      var st = stat()
+      guard fstat(fd, &st) == 0 else { return nil }
+      return JournalStream(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    }
+
+    /// Whether `fd` is open on this stream.
+    public func isConnected(_ fd: Int32) -> Bool { Self.of(fd) == self }
   }
 }
 
