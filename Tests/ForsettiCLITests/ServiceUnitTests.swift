@@ -285,14 +285,10 @@ import Testing
       try unitCommandLine(), journal: false, environment: ["NOTIFY_SOCKET": dir.url("notify.sock")])
     #expect(r.status == 0)
     let said = Self.datagrams(fd)
-    withKnownIssue(
-      "RunCommand does not call ServiceNotifier.ready/stopping yet (the lead wires it): remove this wrapper then"
-    ) {
-      try #require(said.count == 2, "\(said)")
-      #expect(said[0].hasPrefix("READY=1\n"), "\(said)")
-      #expect(said[0].contains("STATUS="), "\(said)")
-      #expect(said[1].hasPrefix("STOPPING=1"), "\(said)")
-    }
+    try #require(said.count == 2, "\(said)")
+    #expect(said[0].hasPrefix("READY=1\n"), "\(said)")
+    #expect(said[0].contains("STATUS="), "\(said)")
+    #expect(said[1].hasPrefix("STOPPING=1"), "\(said)")
   }
 
   /// The table quotes a crashed module's last lines; under the journal, text of the module there
@@ -309,14 +305,10 @@ import Testing
     let r = try runHost(try unitCommandLine() + ["--max-restarts", "0"], journal: true)
     #expect(r.stdout.contains("last lines: x"), "\(r.stdout)")
     let records = r.stdout.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\0" }
-    withKnownIssue(
-      "RunReport.table prints a module's last lines raw (a NUL, then <0>): it should pass them through LogRecord.streamSafe"
-    ) {
-      for record in records {
-        let rest = record.hasPrefix("<") ? String(record.dropFirst()) : String(record)
-        #expect(rest.range(of: #"<[0-9]"#, options: .regularExpression) == nil, "\(record)")
-        #expect(!record.hasPrefix("<0>"), "\(record)")
-      }
+    for record in records {
+      let rest = record.hasPrefix("<") ? String(record.dropFirst()) : String(record)
+      #expect(rest.range(of: #"<[0-9]"#, options: .regularExpression) == nil, "\(record)")
+      #expect(!record.hasPrefix("<0>"), "\(record)")
     }
   }
 }

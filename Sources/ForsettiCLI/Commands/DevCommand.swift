@@ -48,7 +48,7 @@ enum DevCommand {
     if let trace = r.trace, r.outcome != .reloaded {
       for e in trace.entries where e.verdict != .skipped {
         out +=
-          "    \(e.verdict.rawValue.uppercased().padding(toLength: 5, withPad: " ", startingAt: 0)) \(e.step.rawValue): \(e.reason.map { "\($0.rawValue): " } ?? "")\(e.detail)\n"
+          "    \(e.verdict.rawValue.uppercased().padding(toLength: 5, withPad: " ", startingAt: 0)) \(e.step.rawValue): \(e.reason.map { "\($0.rawValue): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
       }
     }
     return out

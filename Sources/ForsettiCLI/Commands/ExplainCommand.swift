@@ -47,7 +47,8 @@ enum ExplainCommand {
       for e in j.trace.entries {
         let verdict = e.verdict.rawValue.uppercased().padding(toLength: 7, withPad: " ", startingAt: 0)
         let step = e.step.rawValue.padding(toLength: 19, withPad: " ", startingAt: 0)
-        out += "  \(verdict) \(step) \(e.reason.map { "\($0.rawValue): " } ?? "")\(e.detail)\n"
+        out +=
+          "  \(verdict) \(step) \(e.reason.map { "\($0.rawValue): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
       }
       if let trust { out += trust.text }
       out += "  isolation available here: \(IsolationSettings.kernelSupport())\n"

@@ -38,7 +38,8 @@ enum RunCommand {
       instead, without any of this.
 
       Without --plugins, binaries are taken from \(defaultPlugins) (scripts/build-plugins puts the
-      examples there). Module log lines go to standard output (standard error with --json) and to
+      examples there). Log lines go to standard output, warnings and errors to standard error (all
+      to standard error with --json; under systemd's journal they carry syslog priorities), and to
       STATE/logs/host.log; STATE/runtime.json and STATE/surface.json show this host's modules and UI
       surface to `forsetti-host list` and `forsetti-host surface`.
 
@@ -166,6 +167,8 @@ enum RunCommand {
       throw HostOptions.failure(error)
     }
     if !options.json { console.out(RunReport.table(manager.records)) }
+    let running = manager.records.filter { $0.state == .started }.count
+    ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")
     let server: ControlServer
     do { server = try ControlServer(stateDirectory: options.stateDirectory, wake: loop.waker) } catch {
       host.stop()
@@ -191,6 +194,7 @@ enum RunCommand {
       server.serve(handler.handle)
     }
     environment.hostLog(.info, "stopping all modules (\(why))")
+    ServiceNotifier.stopping()
     server.stop()
     host.stop()
     withExtendedLifetime(lock) {}

@@ -13,7 +13,9 @@ enum RunReport {
       } else if let d = r.startDuration {
         detail = "start returned in \(microseconds(d)) µs"
       }
-      return (id, version, r.state.name, detail)
+      // A crash detail quotes the module's own last lines: printed safe for a terminal and the
+      // journal (no control characters, no `<digit` a journal would read as a priority).
+      return (id, version, r.state.name, LogRecord.streamSafe(detail))
     }
     let w0 = max(6, rows.map(\.0.count).max() ?? 0)
     let w1 = max(7, rows.map(\.1.count).max() ?? 0)

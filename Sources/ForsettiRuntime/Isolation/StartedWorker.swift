@@ -76,8 +76,14 @@ final class StartedWorker: Sendable {
     }
     var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
-    // The Swift backtracer would try to exec a helper on a crash, which the worker may not do.
-    var envStrings = ProcessInfo.processInfo.environment.filter { $0.key != "SWIFT_BACKTRACE" }.map {
+    // The Swift backtracer would try to exec a helper on a crash, which the worker may not do;
+    // and what a service manager hands the host (its notify socket, its journal stream, sockets
+    // it activated) is the host's, never a confined module's.
+    let withheld: Set<String> = [
+      "SWIFT_BACKTRACE", "NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS",
+      "LISTEN_FDNAMES", "JOURNAL_STREAM",
+    ]
+    var envStrings = ProcessInfo.processInfo.environment.filter { !withheld.contains($0.key) }.map {
       "\($0.key)=\($0.value)"
     }
     envStrings.append("SWIFT_BACKTRACE=enable=no")
