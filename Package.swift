@@ -37,6 +37,11 @@ let package = Package(
     .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
     .target(name: "CForsettiSys"),
     .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+    // libmicrohttpd: the debug screen's HTTP server (never a parser of ours on network input),
+    // and the few of its calls Swift cannot make (C varargs) in a shim of their own.
+    .systemLibrary(
+      name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+    .target(name: "CForsettiWeb", dependencies: ["CMicroHTTPD"]),
 
     // What the host and the confined worker share, without Foundation (the worker links nothing
     // more, which keeps its start and memory small): the host table bound to one module with
@@ -60,7 +65,10 @@ let package = Package(
       exclude: ["README.md"]),
 
     // The command line: argument parsing, verbs, human and JSON output, exit codes.
-    .target(name: "ForsettiCLI", dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime"]),
+    .target(
+      name: "ForsettiCLI", dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
+      // The page's files, embedded in WebAssets.swift (scripts/embed-web-assets; a test keeps them equal).
+      exclude: ["Web/Assets"]),
     .executableTarget(name: "forsetti-host", dependencies: ["ForsettiCLI"]),
     // One confined process per isolated module, spawned by the host.
     .executableTarget(name: "forsetti-worker", dependencies: ["ForsettiBridge"]),

@@ -104,6 +104,14 @@ struct Layering: Sendable {
       .init(subject: .target("CSeccomp"), rule: .init(mayDependOn: [], foundation: false, why: "libseccomp")),
       .init(subject: .target("CSodium"), rule: .init(mayDependOn: [], foundation: false, why: "libsodium")),
       .init(
+        subject: .target("CMicroHTTPD"), rule: .init(mayDependOn: [], foundation: false, why: "libmicrohttpd")
+      ),
+      .init(
+        subject: .target("CForsettiWeb"),
+        rule: .init(
+          mayDependOn: ["CMicroHTTPD"], foundation: false,
+          why: "the libmicrohttpd calls Swift cannot make (C varargs) and the gathering of a request's body")),
+      .init(
         subject: .target("ForsettiCore"),
         rule: .init(
           mayDependOn: [], foundation: false,
@@ -135,7 +143,8 @@ struct Layering: Sendable {
       .init(
         subject: .target("ForsettiCLI"),
         rule: .init(
-          mayDependOn: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime"], foundation: true,
+          mayDependOn: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
+          foundation: true,
           why: "the command line is one client of the runtime; it never reaches into the bridge")),
       .init(
         subject: .target("forsetti-host"),

@@ -74,6 +74,8 @@ enum RunCommand {
         "log-burst", "LINES", "Lines a module may log at once before --log-rate applies.", default: "200"),
       .value("log-file-size", "MiB", "Size at which host.log and telemetry.jsonl rotate.", default: "8"),
       .value("log-files", "N", "Files kept of each log, the current one included.", default: "5"),
+      .flag("ui", "Serve the debug screen on 127.0.0.1 and print its address with a one-time token."),
+      .value("ui-port", "PORT", "The debug screen's port (0: any free one).", default: "0"),
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
@@ -140,7 +142,10 @@ enum RunCommand {
     try? FileManager.default.createDirectory(
       atPath: (options.stateDirectory as NSString).appendingPathComponent("logs"),
       withIntermediateDirectories: true)
+    let uiPort = try port(p)
+    let webEvents = WebEvents()
     var sinks: [any LogSink] = [StreamLogSink(fd: options.json ? 2 : 1)]
+    if uiPort != nil { sinks.append(WebLogSink(webEvents)) }
     if let file = FileLogSink(
       path: (options.stateDirectory as NSString).appendingPathComponent("logs/host.log"),
       rotation: limits.rotation)
@@ -161,7 +166,20 @@ enum RunCommand {
 
     let loop = SignalWaiter()
     let host = LiveHost(judge: options.judge, manager: manager, development: development, wake: loop.waker)
-    host.onReload = { r in console.out(DevCommand.describe(r)) }
+    host.onReload = { r in
+      console.out(DevCommand.describe(r))
+      webEvents.publish("reload", .object(JSONObject([("line", .string(r.line))])))
+    }
+    host.onChange = { change in
+      guard case .module(let r) = change else { return }
+      webEvents.publish(
+        "state",
+        .object(
+          JSONObject([
+            ("moduleID", .string(orNull: r.moduleID)), ("state", .string(r.state.name)),
+            ("reason", .string(orNull: r.state.reason?.rawValue)),
+          ])))
+    }
     do { try host.start() } catch {
       manager.stopAll()
       throw HostOptions.failure(error)
@@ -173,6 +191,15 @@ enum RunCommand {
     do { server = try ControlServer(stateDirectory: options.stateDirectory, wake: loop.waker) } catch {
       host.stop()
       throw .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(error)"))
+    }
+    var screen: DebugScreen?
+    if let uiPort {
+      do { screen = try DebugScreen(port: uiPort, events: webEvents, ask: server.ask) } catch {
+        server.stop()
+        host.stop()
+        throw .configuration(.directory(option: "ui-port", path: String(uiPort), reason: error.description))
+      }
+      console.out("ui: \(screen?.url ?? "")\n")
     }
     let handler = ControlHandler(
       host: host, hostValues: hostValues(p, options),
@@ -195,6 +222,7 @@ enum RunCommand {
     }
     environment.hostLog(.info, "stopping all modules (\(why))")
     ServiceNotifier.stopping()
+    screen?.stop()
     server.stop()
     host.stop()
     withExtendedLifetime(lock) {}
@@ -215,6 +243,21 @@ enum RunCommand {
     }
     return clean ? .success : .blocked
   }
+}
+
+/// The debug screen's port when `--ui` is given (0: any free one), nil without it.
+private func port(_ p: ParsedArguments) throws(CommandFailure) -> UInt16? {
+  guard p.flag("ui") else {
+    if let raw = p.value("ui-port") {
+      throw .usage(.invalidValue(option: "ui-port", value: raw, why: "it goes with --ui"))
+    }
+    return nil
+  }
+  guard let raw = p.value("ui-port") else { return 0 }
+  guard let n = UInt16(raw) else {
+    throw .usage(.invalidValue(option: "ui-port", value: raw, why: "expected a port number, 0 to 65535"))
+  }
+  return n
 }
 
 /// The host's own options as a client's verb would take them: what `run` was given, with the

@@ -69,6 +69,24 @@ public final class ControlServer: Sendable {
     }
   }
 
+  /// Asks the host from another of its own threads (the debug screen's server), as a socket
+  /// client would: waits until the host's thread has served it, or the answer timeout.
+  public func ask(_ request: ControlRequest) -> ControlResponse {
+    guard !stopped.load(ordering: .acquiring) else {
+      return response(2, stderr: "forsetti-host: the host is stopping\n")
+    }
+    let pending = Pending(request)
+    queue.withLock { $0.append(pending) }
+    wake()
+    guard pending.done.wait(timeout: .now() + ControlRequest.answerTimeout) == .success,
+      let answer = pending.answer.withLock({ $0 })
+    else {
+      return response(
+        2, stderr: "forsetti-host: error: \(ControlError.timedOut(ControlRequest.answerTimeout))\n")
+    }
+    return answer
+  }
+
   /// Whether a request is waiting.
   public var hasWaiting: Bool { queue.withLock { !$0.isEmpty } }
 

@@ -1,0 +1,38 @@
+#ifndef FORSETTI_WEB_H
+#define FORSETTI_WEB_H
+// The few calls of libmicrohttpd that are C varargs or need a request's body gathered before it
+// is handed over; everything else (what to answer) is Swift's.
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+/// A whole request (body gathered, at most 1 MiB; `too_large` set past that). Returns an
+/// MHD_Result (1 yes, 0 no) after queuing an answer with forsetti_web_reply(_stream).
+typedef int (*forsetti_web_handler)(void *ctx, struct MHD_Connection *connection, const char *method,
+                                    const char *url, const char *body, size_t length, int too_large);
+/// Fills `buffer` with the next bytes of stream `id`: their count, 0 to try again, -1 to end.
+typedef ssize_t (*forsetti_web_stream_reader)(void *ctx, uint64_t id, char *buffer, size_t max);
+/// Stream `id` is closed (the client went away, or the server stops).
+typedef void (*forsetti_web_stream_closed)(void *ctx, uint64_t id);
+
+/// Serves on 127.0.0.1:`port` (0: any free port), one thread per connection. NULL on failure.
+struct MHD_Daemon *forsetti_web_start(uint16_t port, forsetti_web_handler handler,
+                                      forsetti_web_stream_reader reader, forsetti_web_stream_closed closed,
+                                      void *ctx);
+/// The port the daemon listens on.
+uint16_t forsetti_web_port(struct MHD_Daemon *daemon);
+void forsetti_web_stop(struct MHD_Daemon *daemon);
+
+/// A value of the request: kind 0 header, 1 cookie, 2 query argument. NULL when absent.
+const char *forsetti_web_value(struct MHD_Connection *connection, int kind, const char *name);
+
+/// Queues a complete answer. `headers` holds name, value, name, value … then NULL.
+int forsetti_web_reply(struct MHD_Connection *connection, unsigned int status, const char *body, size_t length,
+                       const char *const *headers);
+/// Queues an answer of unknown length read from stream `id` (server-sent events).
+int forsetti_web_reply_stream(struct MHD_Connection *connection, uint64_t id, const char *const *headers);
+
+#endif

@@ -1,0 +1,209 @@
+import CForsettiWeb
+import ForsettiCore
+import ForsettiRuntime
+import Foundation
+
+/// The debug screen: a page on 127.0.0.1 for the running host (`run --ui`, `dev --ui`), served by
+/// libmicrohttpd (no parser of ours reads network input). Every request must carry the one-time
+/// token (`?token=` on the first visit, then a `SameSite=Strict` cookie) and name the loopback
+/// address in its `Host` header (no DNS rebinding); a `POST` must carry `X-Forsetti-Request: 1`,
+/// which no other site's page can send without a CORS answer we never give. `POST /api` takes
+/// the control socket's requests (`docs/control.md`) and the host's thread serves them;
+/// `GET /api/events` streams what happens (server-sent events).
+///
+/// `@unchecked Sendable`: `daemon` and `port` are set once in `init` (before any request can
+/// arrive: the daemon's threads read them only after it started) and `daemon` is cleared by
+/// `stop` on the host's thread after the daemon has stopped; everything else is immutable or
+/// `Sendable`.
+final class DebugScreen: @unchecked Sendable {
+  private(set) var port: UInt16 = 0
+  let token: String
+  let events: WebEvents
+  private let ask: @Sendable (ControlRequest) -> ControlResponse
+  private var daemon: OpaquePointer?
+
+  /// Why the page could not be served.
+  struct StartError: Error, CustomStringConvertible {
+    var port: UInt16
+    var description: String {
+      "could not serve the debug screen on 127.0.0.1:\(port) (in use? try another --ui-port, or 0 for any)"
+    }
+  }
+
+  init(port: UInt16, events: WebEvents, ask: @escaping @Sendable (ControlRequest) -> ControlResponse)
+    throws(StartError)
+  {
+    var random = SystemRandomNumberGenerator()
+    token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined()
+    self.events = events
+    self.ask = ask
+    let context = Unmanaged.passUnretained(self).toOpaque()
+    guard let d = forsetti_web_start(port, Self.onRequest, Self.onRead, Self.onClosed, context) else {
+      throw StartError(port: port)
+    }
+    daemon = d
+    self.port = forsetti_web_port(d)
+  }
+
+  /// The address to open, token included.
+  var url: String { "http://127.0.0.1:\(port)/?token=\(token)" }
+
+  func stop() {
+    events.stop()
+    if let d = daemon { forsetti_web_stop(d) }
+    daemon = nil
+  }
+
+  // MARK: - Requests
+
+  /// An answer: status, content type, body, and a cookie to set.
+  struct Reply {
+    var status: UInt32
+    var type: String
+    var body: [UInt8]
+    var cookie: String? = nil
+
+    static func json(_ status: UInt32, _ v: JSONValue) -> Reply {
+      Reply(status: status, type: "application/json", body: Array(JSONWriter.string(v).utf8))
+    }
+
+    static func refusal(_ status: UInt32, _ why: String) -> Reply {
+      json(status, .object(JSONObject([("error", .string(why))])))
+    }
+  }
+
+  /// The headers of every answer: nothing may frame it, load it from elsewhere, or cache it.
+  static let securityHeaders: [(String, String)] = [
+    (
+      "Content-Security-Policy",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"),
+    ("X-Frame-Options", "DENY"),
+  ]
+
+  /// What a request gets, before any body is read into a verb: the checks, then the route.
+  func route(method: String, path: String, value: (Int32, String) -> String?, body: [UInt8], tooLarge: Bool)
+    -> Reply
+  {
+    let host = value(0, "Host") ?? ""
+    guard host == "127.0.0.1:\(port)" || host == "localhost:\(port)" else {
+      return .refusal(421, "this page answers only http://127.0.0.1:\(port) and http://localhost:\(port)")
+    }
+    let offered = value(2, "token") ?? value(1, "forsetti_token") ?? ""
+    guard Self.equal(offered, token) else {
+      return .refusal(401, "the token is missing or wrong: open the address the host printed")
+    }
+    let fromQuery = value(2, "token") != nil
+    switch (method, path) {
+    case ("GET", "/"), ("GET", "/index.html"):
+      var r = Reply(status: 200, type: "text/html; charset=utf-8", body: Array(WebAssets.indexHTML.utf8))
+      if fromQuery { r.cookie = "forsetti_token=\(token); HttpOnly; SameSite=Strict; Path=/" }
+      return r
+    case ("GET", "/app.js"):
+      return Reply(status: 200, type: "text/javascript; charset=utf-8", body: Array(WebAssets.appJS.utf8))
+    case ("GET", "/app.css"):
+      return Reply(status: 200, type: "text/css; charset=utf-8", body: Array(WebAssets.appCSS.utf8))
+    case ("POST", "/api"):
+      guard value(0, "X-Forsetti-Request") == "1" else {
+        return .refusal(403, "a POST needs the header X-Forsetti-Request: 1")
+      }
+      guard !tooLarge else { return .refusal(413, "a request larger than 1 MiB") }
+      return api(body)
+    case (_, "/"), (_, "/api"), (_, "/app.js"), (_, "/app.css"), (_, "/api/events"):
+      return .refusal(405, "\(method) is not allowed here")
+    default:
+      return .refusal(404, "no such page: \(path)")
+    }
+  }
+
+  /// `{"verb":…,"arguments":[…]}`: a control request, served by the host's thread.
+  private func api(_ body: [UInt8]) -> Reply {
+    guard let o = (try? JSONParser.parse(body))?.objectValue else {
+      return .refusal(400, "expected {\"verb\":…,\"arguments\":[…]}")
+    }
+    var line = JSONObject([("protocol", .number(String(ControlRequest.protocolVersion)))])
+    line["verb"] = o["verb"] ?? .null
+    line["arguments"] = o["arguments"] ?? .array([])
+    switch ControlRequest.decode(Array(JSONWriter.string(.object(line)).utf8)) {
+    case .failure(let e): return .refusal(400, e.description)
+    case .success(let request):
+      let answer = ask(request)
+      return Reply(status: 200, type: "application/json", body: Array(answer.line.dropLast()))
+    }
+  }
+
+  /// Compares without stopping at the first difference (the token is a secret).
+  static func equal(_ a: String, _ b: String) -> Bool {
+    let x = Array(a.utf8)
+    let y = Array(b.utf8)
+    guard x.count == y.count else { return false }
+    var diff: UInt8 = 0
+    for i in x.indices { diff |= x[i] ^ y[i] }
+    return diff == 0
+  }
+
+  private static func send(_ r: Reply, _ connection: OpaquePointer?) -> Int32 {
+    var headers = securityHeaders + [("Content-Type", r.type)]
+    if let c = r.cookie { headers.append(("Set-Cookie", c)) }
+    return withHeaders(headers) { h in
+      r.body.withUnsafeBufferPointer { b in
+        b.withMemoryRebound(to: CChar.self) {
+          forsetti_web_reply(connection, r.status, $0.baseAddress, $0.count, h)
+        }
+      }
+    }
+  }
+
+  /// Calls `body` with `headers` as the C array of name, value, …, NULL.
+  private static func withHeaders(
+    _ headers: [(String, String)], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Int32
+  ) -> Int32 {
+    let strings = headers.flatMap { [strdup($0.0), strdup($0.1)] }
+    defer { for s in strings { free(s) } }
+    let array: [UnsafePointer<CChar>?] = strings.map { $0.map { UnsafePointer($0) } } + [nil]
+    return array.withUnsafeBufferPointer { p in
+      // libmicrohttpd copies the headers during the call.
+      guard let base = p.baseAddress else { return 0 }
+      return body(base)
+    }
+  }
+
+  private static let onRequest: forsetti_web_handler = {
+    context, connection, method, url, body, length, tooLarge in
+    guard let context, let method, let url else { return 0 }
+    let screen = Unmanaged<DebugScreen>.fromOpaque(context).takeUnretainedValue()
+    let m = String(cString: method)
+    let path = String(cString: url)
+    let value: (Int32, String) -> String? = { kind, name in
+      forsetti_web_value(connection, kind, name).map { String(cString: $0) }
+    }
+    if m == "GET" && path == "/api/events" {
+      let reply = screen.route(method: "GET", path: "/", value: value, body: [], tooLarge: false)
+      guard reply.status == 200 else { return send(reply, connection) }
+      let id = screen.events.subscribe()
+      let headers = securityHeaders + [("Content-Type", "text/event-stream")]
+      return withHeaders(headers) { forsetti_web_reply_stream(connection, id, $0) }
+    }
+    let bytes =
+      body.map { Array(UnsafeRawBufferPointer(start: $0, count: length).bindMemory(to: UInt8.self)) } ?? []
+    return send(
+      screen.route(method: m, path: path, value: value, body: bytes, tooLarge: tooLarge != 0), connection)
+  }
+
+  private static let onRead: forsetti_web_stream_reader = { context, id, buffer, max in
+    guard let context, let buffer else { return -1 }
+    let screen = Unmanaged<DebugScreen>.fromOpaque(context).takeUnretainedValue()
+    guard let chunk = screen.events.next(id, max: max) else { return -1 }
+    let n = Swift.min(chunk.count, max)
+    chunk.withUnsafeBytes { src in
+      if let base = src.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: n) }
+    }
+    return n
+  }
+
+  private static let onClosed: forsetti_web_stream_closed = { context, id in
+    guard let context else { return }
+    Unmanaged<DebugScreen>.fromOpaque(context).takeUnretainedValue().events.unsubscribe(id)
+  }
+}

@@ -1,0 +1,126 @@
+import ForsettiCore
+import ForsettiTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// The debug screen's walls, over real TCP to a real `forsetti-host run --ui`: the token, the
+/// Host header, the CSRF header, the security headers; and the page the host carries is the one
+/// in Sources/ForsettiCLI/Web/Assets.
+@Suite(.serialized) struct DebugScreenTests {
+  let dir = TemporaryDirectory("ui")
+
+  /// One HTTP/1.1 exchange over TCP to 127.0.0.1:`port`: the status and the raw head and body.
+  static func exchange(_ port: UInt16, _ request: String) throws -> (status: Int, text: String) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    try #require(connected == 0)
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    let bytes = Array(request.utf8)
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if n <= 0 { break }
+      out += buffer[0..<n]
+    }
+    let text = String(decoding: out, as: UTF8.self)
+    let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+    return (status, text)
+  }
+
+  static func request(
+    _ method: String, _ path: String, host: String, cookie: String? = nil, csrf: Bool = false,
+    body: String = ""
+  ) -> String {
+    var r = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
+    if let cookie { r += "Cookie: forsetti_token=\(cookie)\r\n" }
+    if csrf { r += "X-Forsetti-Request: 1\r\n" }
+    if !body.isEmpty { r += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
+    return r + "\r\n" + body
+  }
+
+  @Test func everyRequestNeedsTheTokenTheLoopbackHostAndAPostTheCSRFHeader() throws {
+    var f = ModuleFixture(moduleID: "com.test.one", entryPoint: "one_entry")
+    f.start = "fixture_log(\"one up\"); return FORSETTI_OK;"
+    try f.install(in: dir)
+    let host = try DevHost.launch([
+      "run", "--ui", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"), "--approve-all", "--for", "30",
+    ])
+    defer { host.stop() }
+    let line = try #require(host.await("ui: http://127.0.0.1:")?.1, "\(host.lines)")
+    let url = String(line[line.range(of: "http://")!.lowerBound...])
+    let port = try #require(UInt16(url.split(separator: ":")[2].split(separator: "/")[0]))
+    let token = try #require(url.split(separator: "=").last.map(String.init))
+    let me = "127.0.0.1:\(port)"
+
+    let first = try Self.exchange(port, Self.request("GET", "/?token=\(token)", host: me))
+    #expect(first.status == 200)
+    #expect(first.text.contains("Set-Cookie: forsetti_token=\(token); HttpOnly; SameSite=Strict; Path=/"))
+    #expect(first.text.contains("Content-Security-Policy: default-src 'none'; script-src 'self'"))
+    #expect(first.text.contains("X-Content-Type-Options: nosniff"))
+    #expect(!first.text.lowercased().contains("access-control-allow"))
+
+    #expect(try Self.exchange(port, Self.request("GET", "/", host: me)).status == 401)
+    #expect(
+      try Self.exchange(port, Self.request("GET", "/", host: me, cookie: "0" + token.dropFirst())).status
+        == 401)
+    #expect(
+      try Self.exchange(port, Self.request("GET", "/", host: "localhost:\(port)", cookie: token)).status
+        == 200)
+    // DNS rebinding: a name that resolves here is still not this page's name.
+    #expect(
+      try Self.exchange(port, Self.request("GET", "/", host: "evil.example:\(port)", cookie: token)).status
+        == 421)
+    #expect(
+      try Self.exchange(port, Self.request("GET", "/", host: "127.0.0.1:1", cookie: token)).status == 421)
+
+    let status = #"{"verb":"status","arguments":["--json"]}"#
+    #expect(
+      try Self.exchange(port, Self.request("POST", "/api", host: me, cookie: token, body: status)).status
+        == 403)
+    let answered = try Self.exchange(
+      port, Self.request("POST", "/api", host: me, cookie: token, csrf: true, body: status))
+    #expect(answered.status == 200)
+    #expect(answered.text.contains(#"\"running\":true"#), "\(answered.text)")
+    let bad = #"{"verb":"rm","arguments":[]}"#
+    #expect(
+      try Self.exchange(port, Self.request("POST", "/api", host: me, cookie: token, csrf: true, body: bad))
+        .status == 400)
+    #expect(
+      try Self.exchange(port, Self.request("DELETE", "/api", host: me, cookie: token, csrf: true)).status
+        == 405)
+
+    // The page's files, as the host carries them.
+    let js = try Self.exchange(port, Self.request("GET", "/app.js", host: me, cookie: token))
+    #expect(js.status == 200)
+    #expect(js.text.contains("Content-Type: text/javascript"))
+  }
+
+  @Test func thePageTheHostCarriesIsTheOneInTheSources() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let generated = try String(
+      contentsOf: root.appendingPathComponent("Sources/ForsettiCLI/Web/WebAssets.swift"), encoding: .utf8)
+    for file in ["index.html", "app.js", "app.css"] {
+      let text = try String(
+        contentsOf: root.appendingPathComponent("Sources/ForsettiCLI/Web/Assets/\(file)"), encoding: .utf8)
+      #expect(
+        generated.contains(text.trimmingCharacters(in: .newlines)),
+        "\(file) changed: run scripts/embed-web-assets")
+    }
+  }
+}
