@@ -367,8 +367,14 @@ def drive_page(driver, url, args, ids):
 
     if args.screenshot:
         step(f"screenshot to {args.screenshot}")
-        height = driver.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
-        driver.set_window_size(1500, min(max(int(height) + 40, 900), 4000))
+        # The whole page, not only the window: size the viewport to the content first.
+        height = driver.execute_script(
+            "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
+        )
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1500, "height": min(max(int(height), 900), 6000), "deviceScaleFactor": 1, "mobile": False},
+        )
         driver.execute_script("window.scrollTo(0, 0)")
         time.sleep(0.5)
         os.makedirs(os.path.dirname(os.path.abspath(args.screenshot)), exist_ok=True)
