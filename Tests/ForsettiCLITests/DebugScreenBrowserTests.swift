@@ -64,6 +64,6 @@ import Testing
         "--chromium", Self.chromium, "--chromedriver", Self.chromedriver,
       ])
     #expect(r.status == 0, "debug_screen.py exited \(r.status):\n\(r.stdout)\n\(r.stderr)")
-    #expect(r.stdout.contains("PASS: the debug screen works"), "\(r.stdout)")
+    if r.status == 0 { #expect(r.stdout.contains("PASS: the debug screen works"), "\(r.stdout)") }
   }
 }
