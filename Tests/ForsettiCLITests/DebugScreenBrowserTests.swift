@@ -1,0 +1,69 @@
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+/// The debug screen (`run --ui`) driven in headless Chromium by Tests/browser/debug_screen.py:
+/// approve, force off, trace, live events, and the token / Host / CSRF / CORS guards.
+@Suite struct DebugScreenBrowserTests {
+  let dir = TemporaryDirectory("debug-screen")
+
+  static let chromium = "/usr/bin/chromium"
+  static let chromedriver = "/usr/bin/chromedriver"
+  static let install =
+    "install them: apt-get install chromium chromium-driver && pip install selenium (.ci/run does this)"
+
+  /// The bundled examples, built as scripts/build-plugins builds them, in `dir/plugins`.
+  func installExamples() throws -> String {
+    let plugins = dir.url("plugins")
+    try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
+    let bin = (HostBinary.path as NSString).deletingLastPathComponent
+    for lib in ["libCounterModule.so", "libDashboardModule.so"] {
+      try FileManager.default.copyItem(
+        atPath: (bin as NSString).appendingPathComponent(lib), toPath: plugins + "/" + lib)
+    }
+    let hello = (HostBinary.packageRoot as NSString).appendingPathComponent("Plugins/HelloC/hello.c")
+    let r = try ProcessRunner.run(
+      "/usr/bin/env",
+      [
+        "cc", "-shared", "-fPIC", "-I", ModuleFixture.includeDirectory, "-o", plugins + "/libhelloc.so",
+        hello,
+      ])
+    try #require(r.status == 0, "\(r.stderr)")
+    return plugins
+  }
+
+  /// What the browser test needs and this machine lacks; the test fails (never skips) on it.
+  static func missingPrerequisites() throws -> [String] {
+    var missing: [String] = []
+    let fm = FileManager.default
+    if !fm.isExecutableFile(atPath: chromium) { missing.append("\(chromium) (Debian package chromium)") }
+    if !fm.isExecutableFile(atPath: chromedriver) {
+      missing.append("\(chromedriver) (Debian package chromium-driver)")
+    }
+    let selenium = try ProcessRunner.run("/usr/bin/env", ["python3", "-c", "import selenium"])
+    if selenium.status != 0 { missing.append("the Python module selenium (PyPI selenium)") }
+    return missing
+  }
+
+  @Test func thePageWorksInARealBrowserAndRefusesWhatItMust() throws {
+    let missing = try Self.missingPrerequisites()
+    #expect(missing.isEmpty, "the browser test needs \(missing.joined(separator: ", ")); \(Self.install)")
+    guard missing.isEmpty else { return }
+
+    let plugins = try installExamples()
+    let root = HostBinary.packageRoot as NSString
+    let r = try ProcessRunner.run(
+      "/usr/bin/env",
+      [
+        "python3", root.appendingPathComponent("Tests/browser/debug_screen.py"),
+        "--host", HostBinary.path,
+        "--manifests", root.appendingPathComponent("manifests"),
+        "--plugins", plugins,
+        "--state", dir.url("state"),
+        "--screenshot", root.appendingPathComponent("docs/debug-screen.png"),
+        "--chromium", Self.chromium, "--chromedriver", Self.chromedriver,
+      ])
+    #expect(r.status == 0, "debug_screen.py exited \(r.status):\n\(r.stdout)\n\(r.stderr)")
+    if r.status == 0 { #expect(r.stdout.contains("PASS: the debug screen works"), "\(r.stdout)") }
+  }
+}
