@@ -3,14 +3,808 @@
 /// The debug screen's page, carried inside the host.
 enum WebAssets {
   static let indexHTML = #"""
-<!doctype html><html><head><link rel="stylesheet" href="/app.css"><script src="/app.js" defer></script></head><body><h1>Forsetti</h1></body></html>
+<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Forsetti debug screen</title>
+<link rel="stylesheet" href="/app.css">
+<script src="/app.js" defer></script>
+</head>
+<body>
+<header>
+  <h1>Forsetti debug screen</h1>
+  <span id="host-info">connecting…</span>
+  <span id="live" class="badge off">not live</span>
+  <button type="button" id="refresh">Refresh</button>
+</header>
+
+<main>
+<section id="modules-section">
+  <h2>Modules</h2>
+  <div class="bar" id="override-channel">
+    <span>Overrides go to:</span>
+    <label><input type="radio" name="channel" value="persisted" id="channel-persisted" checked> persisted</label>
+    <label><input type="radio" name="channel" value="in-memory" id="channel-in-memory"> in memory (until the host stops)</label>
+    <label><input type="radio" name="channel" value="window" id="channel-window"> time frame</label>
+    <label>from <input type="text" id="window-from" placeholder="2027-01-01T00:00:00Z" size="22"></label>
+    <label>until <input type="text" id="window-until" placeholder="2027-02-01T00:00:00Z" size="22"></label>
+    <button type="button" id="select-none">Select no UI module</button>
+  </div>
+  <table id="modules">
+    <thead><tr>
+      <th>Module</th><th>Version</th><th>Type</th><th>Verdict</th><th>Running</th><th>Override</th><th>Actions</th>
+    </tr></thead>
+    <tbody></tbody>
+  </table>
+</section>
+
+<section id="status-section">
+  <h2>Last action</h2>
+  <pre id="status" class="status">No action yet.</pre>
+</section>
+
+<section id="trace-section">
+  <h2>Trace <span id="trace-title">(click a module)</span></h2>
+  <div id="trace"></div>
+</section>
+
+<section id="products-section">
+  <h2>Products</h2>
+  <table id="products">
+    <thead><tr><th>Product</th><th>Required by</th><th>Active</th><th>Overrides</th><th>Actions</th></tr></thead>
+    <tbody></tbody>
+  </table>
+  <div class="bar">
+    <label>Other product <input type="text" id="product-id" placeholder="com.example.pro" size="24"></label>
+    <button type="button" id="product-on">on</button>
+    <button type="button" id="product-off">off</button>
+    <button type="button" id="product-clear">clear</button>
+  </div>
+</section>
+
+<section id="surface-section">
+  <h2>UI surface</h2>
+  <div id="surface"></div>
+</section>
+
+<section id="events-section">
+  <h2>Live events</h2>
+  <ol id="events"></ol>
+</section>
+</main>
+</body>
+</html>
 """#
 
-  static let appJS = #"""
-console.log("forsetti");
-"""#
+  static let appJS = ##"""
+// The Forsetti debug screen. Every string a module or a manifest supplies is untrusted: it is
+// put on the page with textContent only, never parsed as HTML.
+"use strict";
+
+(function () {
+  const MAX_EVENTS = 300;
+  const MAX_MODULE_LOG = 50;
+
+  const state = {
+    modules: [], // from `list --json`
+    explains: {}, // moduleID -> `explain --json` object
+    overrides: null, // `override --json -- list`
+    selected: null, // the module whose trace is shown
+    logs: {}, // moduleID -> recent log lines
+    refreshTimer: null,
+    refreshing: false,
+    refreshAgain: false,
+  };
+
+  function $(id) {
+    return document.getElementById(id);
+  }
+
+  function el(tag, text, className) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (className) e.className = className;
+    return e;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  // The token came in the URL once; the host has set the cookie, so drop it from the address bar
+  // (and from the history) where it could be copied or shoulder-surfed.
+  function forgetTokenInURL() {
+    const url = new URL(window.location.href);
+    if (url.searchParams.has("token")) {
+      url.searchParams.delete("token");
+      window.history.replaceState(null, "", url.pathname + url.search + url.hash);
+    }
+  }
+
+  async function api(verb, args) {
+    const response = await fetch("/api", {
+      method: "POST",
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { "Content-Type": "application/json", "X-Forsetti-Request": "1" },
+      body: JSON.stringify({ verb: verb, arguments: args }),
+    });
+    const text = await response.text();
+    if (!response.ok) {
+      throw new Error("HTTP " + response.status + ": " + text);
+    }
+    const answer = JSON.parse(text);
+    if (answer.host) showHost(answer.host);
+    return answer;
+  }
+
+  function parseStdout(answer) {
+    try {
+      return JSON.parse(answer.stdout);
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function showHost(host) {
+    $("host-info").textContent = "host pid " + host.pid + " on " + host.state;
+  }
+
+  function showStatus(title, answer, error) {
+    const out = $("status");
+    clear(out);
+    out.className = "status " + (error || (answer && answer.status !== 0) ? "failed" : "ok");
+    out.appendChild(el("div", title, "status-title"));
+    if (error) {
+      out.appendChild(el("div", String(error), "stderr"));
+      return;
+    }
+    out.appendChild(el("div", "exit status " + answer.status, "status-code"));
+    if (answer.stdout) out.appendChild(el("div", answer.stdout, "stdout"));
+    if (answer.stderr) out.appendChild(el("div", answer.stderr, "stderr"));
+  }
+
+  // Runs an action the user asked for, shows its answer, and refreshes what it may have changed.
+  async function act(verb, args) {
+    const title = "$ forsetti-host " + verb + " " + args.join(" ");
+    $("status").textContent = title + " …";
+    try {
+      const answer = await api(verb, args);
+      showStatus(title, answer, null);
+    } catch (e) {
+      showStatus(title, null, e);
+    }
+    await refreshAll();
+  }
+
+  function overrideArgs(channel, id, what) {
+    const mode = document.querySelector("input[name=channel]:checked");
+    const args = [];
+    if (mode && mode.value === "in-memory") args.push("--in-memory");
+    if (mode && mode.value === "window") {
+      const from = $("window-from").value.trim();
+      const until = $("window-until").value.trim();
+      if (from) args.push("--from", from);
+      if (until) args.push("--until", until);
+    }
+    args.push("--", channel, id, what);
+    return args;
+  }
+
+  function button(label, action, handler) {
+    const b = el("button", label);
+    b.type = "button";
+    b.dataset.action = action;
+    b.addEventListener("click", function (ev) {
+      ev.stopPropagation();
+      handler();
+    });
+    return b;
+  }
+
+  // The overrides of one ID ("module" or "product"), as `override --json -- list` gives them:
+  // { modules: { ID: { persisted, inMemory, windows: [...], now: { state, provider } } }, products: … }.
+  function overrideEntry(channel, id) {
+    const o = state.overrides;
+    if (!o || typeof o !== "object") return null;
+    const table = o[channel === "module" ? "modules" : "products"];
+    if (!table || typeof table !== "object" || !Object.prototype.hasOwnProperty.call(table, id)) return null;
+    return table[id];
+  }
+
+  // The overrides of one ID as short text ("persisted off; 1 window; now off by persisted").
+  function overrideSummary(channel, id) {
+    const entry = overrideEntry(channel, id);
+    if (!entry || typeof entry !== "object") return "";
+    const parts = [];
+    if (entry.persisted) parts.push("persisted " + entry.persisted);
+    if (entry.inMemory) parts.push("in memory " + entry.inMemory);
+    for (const w of Array.isArray(entry.windows) ? entry.windows : []) {
+      parts.push(
+        "window " + (w.state || "?") + " " + (w.from || "…") + " → " + (w.until || "…") + (w.status ? " (" + w.status + ")" : "")
+      );
+    }
+    if (entry.now && entry.now.state) parts.push("now " + entry.now.state + " by " + (entry.now.provider || "?"));
+    return parts.join("; ");
+  }
+
+  function renderModules() {
+    const body = document.querySelector("#modules tbody");
+    clear(body);
+    for (const m of state.modules) {
+      const id = m.moduleID || m.file;
+      const tr = document.createElement("tr");
+      tr.dataset.module = id;
+      if (id === state.selected) tr.className = "selected";
+      const idCell = el("td", id, "module-id");
+      idCell.title = m.file || "";
+      tr.appendChild(idCell);
+      tr.appendChild(el("td", m.version || "-"));
+      tr.appendChild(el("td", m.type || "-"));
+      const verdict = el("td", m.verdict + (m.reason ? " (" + m.reason + ")" : ""), "verdict " + m.verdict);
+      tr.appendChild(verdict);
+      const run = el("td", (m.runState || "-") + (m.runReason ? " (" + m.runReason + ")" : ""), "run-state");
+      run.dataset.state = m.runState || "";
+      tr.appendChild(run);
+      tr.appendChild(el("td", m.moduleID ? overrideSummary("module", m.moduleID) : "", "override-summary"));
+      const actions = el("td", null, "actions");
+      if (m.moduleID) {
+        const mid = m.moduleID;
+        actions.appendChild(button("trace", "trace", () => selectModule(mid)));
+        const ov = el("span", null, "group");
+        ov.appendChild(el("span", "force: ", "label"));
+        ov.appendChild(button("on", "override-on", () => act("override", overrideArgs("module", mid, "on"))));
+        ov.appendChild(button("off", "override-off", () => act("override", overrideArgs("module", mid, "off"))));
+        ov.appendChild(button("clear", "override-clear", () => act("override", overrideArgs("module", mid, "clear"))));
+        actions.appendChild(ov);
+        for (const verb of ["approve", "revoke", "enable", "disable", "select", "reload"]) {
+          actions.appendChild(button(verb, verb, () => act(verb, ["--", mid])));
+        }
+      }
+      tr.appendChild(actions);
+      tr.addEventListener("click", function () {
+        if (m.moduleID) selectModule(m.moduleID);
+      });
+      body.appendChild(tr);
+    }
+  }
+
+  function selectModule(id) {
+    state.selected = id;
+    for (const tr of document.querySelectorAll("#modules tbody tr")) {
+      tr.className = tr.dataset.module === id ? "selected" : "";
+    }
+    refreshTrace();
+  }
+
+  function kv(dl, key, value) {
+    dl.appendChild(el("dt", key));
+    const dd = el("dd", value);
+    dl.appendChild(dd);
+    return dd;
+  }
+
+  function list(values) {
+    if (values === null || values === undefined) return "never";
+    if (!Array.isArray(values) || values.length === 0) return "none";
+    return values.join(", ");
+  }
+
+  function renderTrace() {
+    const box = $("trace");
+    clear(box);
+    const id = state.selected;
+    $("trace-title").textContent = id ? id : "(click a module)";
+    if (!id) return;
+    box.dataset.module = id;
+    const x = state.explains[id];
+    if (!x) {
+      box.appendChild(el("p", "no trace for " + id));
+      return;
+    }
+    const head = el("p", null, "trace-head");
+    head.appendChild(el("strong", x.verdict === "pass" ? "passes every gate evaluated" : "BLOCKED by " + (x.reason || "?")));
+    head.appendChild(el("span", "  running: " + (x.runState || "-") + (x.runReason ? " (" + x.runReason + ")" : "")));
+    head.appendChild(el("span", "  isolation available: " + (x.isolation || "-")));
+    box.appendChild(head);
+
+    box.appendChild(el("h3", "Gates"));
+    const table = el("table", null, "gates");
+    table.id = "gates";
+    const hr = document.createElement("tr");
+    for (const h of ["Verdict", "Step", "Reason", "Detail"]) hr.appendChild(el("th", h));
+    table.appendChild(hr);
+    for (const s of Array.isArray(x.trace) ? x.trace : []) {
+      const tr = document.createElement("tr");
+      tr.className = "gate " + s.verdict;
+      tr.appendChild(el("td", s.verdict, "gate-verdict"));
+      tr.appendChild(el("td", s.step));
+      tr.appendChild(el("td", s.reason || ""));
+      tr.appendChild(el("td", s.detail || ""));
+      table.appendChild(tr);
+    }
+    box.appendChild(table);
+
+    const e = x.entitlement;
+    box.appendChild(el("h3", "Entitlement"));
+    if (e && typeof e === "object") {
+      const dl = el("dl", null, "entitlement");
+      dl.id = "entitlement";
+      kv(dl, "decision", e.unlocked ? "UNLOCKED" : "LOCKED");
+      const decided = kv(dl, "decided by", e.decidedBy);
+      decided.id = "decided-by";
+      kv(dl, "required product", e.requiredProduct || "none (free)");
+      kv(dl, "active products", list(e.activeProducts));
+      box.appendChild(dl);
+      const steps = el("ol", null, "providers");
+      steps.id = "providers";
+      for (const s of Array.isArray(e.steps) ? e.steps : []) {
+        const li = el("li", s.channel + " override, " + s.provider + ": " + s.state);
+        // The provider that decided is the first that said on or off; mark it as the trace says.
+        if (
+          typeof e.decidedBy === "string" &&
+          e.decidedBy === s.channel + "Override:" + s.provider
+        ) {
+          li.className = "decided";
+          li.appendChild(el("span", "  ← decided", "decided-mark"));
+        }
+        steps.appendChild(li);
+      }
+      box.appendChild(steps);
+    } else {
+      box.appendChild(el("p", "no entitlement data (the manifest did not decode)"));
+    }
+
+    const a = x.approval;
+    box.appendChild(el("h3", "Approval"));
+    if (a && typeof a === "object") {
+      const dl = el("dl", null, "approval");
+      dl.id = "approval";
+      kv(dl, "requested", list(a.requested));
+      kv(dl, "approved", list(a.approved));
+      const pending = kv(dl, "pending", list(a.pending));
+      if (Array.isArray(a.pending) && a.pending.length > 0) pending.className = "pending";
+      if (a.approveAll) kv(dl, "note", "--approve-all in force");
+      box.appendChild(dl);
+    }
+    if (Array.isArray(x.licences) && x.licences.length > 0) {
+      box.appendChild(el("h3", "Licences"));
+      const ul = el("ul");
+      for (const l of x.licences) ul.appendChild(el("li", l));
+      box.appendChild(ul);
+    }
+
+    box.appendChild(el("h3", "Recent log lines"));
+    const logs = el("ol", null, "module-log");
+    logs.id = "module-log";
+    for (const line of state.logs[id] || []) logs.appendChild(el("li", line));
+    if (!state.logs[id] || state.logs[id].length === 0) logs.appendChild(el("li", "(none since the page opened)", "muted"));
+    box.appendChild(logs);
+  }
+
+  function renderProducts() {
+    const products = {}; // product -> { requiredBy: [], active: bool }
+    function entry(p) {
+      if (!products[p]) products[p] = { requiredBy: [], active: false };
+      return products[p];
+    }
+    for (const id of Object.keys(state.explains)) {
+      const e = state.explains[id] && state.explains[id].entitlement;
+      if (!e || typeof e !== "object") continue;
+      if (e.requiredProduct) entry(e.requiredProduct).requiredBy.push(id);
+      for (const p of Array.isArray(e.activeProducts) ? e.activeProducts : []) entry(p).active = true;
+    }
+    const o = state.overrides;
+    if (o && typeof o === "object" && o.products && typeof o.products === "object") {
+      for (const p of Object.keys(o.products)) {
+        const e = entry(p);
+        const now = o.products[p] && o.products[p].now;
+        e.forced = now && now.state ? now.state + " by " + now.provider : null;
+      }
+    }
+    const body = document.querySelector("#products tbody");
+    clear(body);
+    const names = Object.keys(products).sort();
+    if (names.length === 0) {
+      const tr = document.createElement("tr");
+      const td = el("td", "No module requires a product and no product override is set.", "muted");
+      td.colSpan = 5;
+      tr.appendChild(td);
+      body.appendChild(tr);
+    }
+    for (const p of names) {
+      const tr = document.createElement("tr");
+      tr.dataset.product = p;
+      tr.appendChild(el("td", p));
+      tr.appendChild(el("td", products[p].requiredBy.join(", ") || "-"));
+      tr.appendChild(
+        el("td", (products[p].active ? "active" : "not active") + (products[p].forced ? "; forced " + products[p].forced : ""))
+      );
+      tr.appendChild(el("td", overrideSummary("product", p)));
+      const actions = el("td", null, "actions");
+      for (const what of ["on", "off", "clear"]) {
+        actions.appendChild(button(what, "product-" + what, () => act("override", overrideArgs("product", p, what))));
+      }
+      tr.appendChild(actions);
+      body.appendChild(tr);
+    }
+  }
+
+  // Draws what a shell would show: the toolbar, each slot with its views in the host's order,
+  // the overlay routes. `surface --json`: toolbarItems[], viewInjections[], overlay{routes,pointers}.
+  function renderSurface(answer) {
+    const box = $("surface");
+    clear(box);
+    const s = parseStdout(answer);
+    if (!s || typeof s !== "object") {
+      box.appendChild(el("p", answer.stderr || "no surface", "muted"));
+      return;
+    }
+    if (s.surface === null) {
+      box.appendChild(el("p", "No surface: the host has not written one.", "muted"));
+      return;
+    }
+    const from = Array.isArray(s.modules) && s.modules.length > 0 ? "published by " + s.modules.join(", ") : "no UI module published anything";
+    box.appendChild(el("p", from, "muted"));
+    const shell = el("div", null, "shell");
+    const toolbar = el("div", null, "toolbar");
+    toolbar.appendChild(el("span", "toolbar", "caption"));
+    const items = Array.isArray(s.toolbarItems) ? s.toolbarItems : [];
+    if (items.length === 0) toolbar.appendChild(el("span", "(empty)", "muted"));
+    for (const t of items) {
+      const item = el("span", t.title || t.itemID || "?", "toolbar-item");
+      item.title = (t.itemID || "") + " from " + (t.moduleID || "?") + (t.actionRouteID ? " → " + t.actionRouteID : "");
+      toolbar.appendChild(item);
+    }
+    shell.appendChild(toolbar);
+
+    const slots = {};
+    const order = [];
+    for (const v of Array.isArray(s.viewInjections) ? s.viewInjections : []) {
+      const slot = String(v.slotID || "?");
+      if (!Object.prototype.hasOwnProperty.call(slots, slot)) {
+        slots[slot] = [];
+        order.push(slot);
+      }
+      slots[slot].push(v);
+    }
+    const area = el("div", null, "slots");
+    if (order.length === 0) area.appendChild(el("p", "(no views injected)", "muted"));
+    for (const k of order) {
+      const slot = el("div", null, "slot");
+      slot.dataset.slot = k;
+      slot.appendChild(el("div", k, "caption"));
+      for (const v of slots[k]) {
+        const view = el("div", null, "view");
+        view.appendChild(el("strong", v.viewID || "?"));
+        view.appendChild(el("span", " priority " + (v.priority !== undefined ? v.priority : 0) + " · " + (v.moduleID || "?"), "muted"));
+        slot.appendChild(view);
+      }
+      area.appendChild(slot);
+    }
+    shell.appendChild(area);
+
+    const overlay = s.overlay && typeof s.overlay === "object" ? s.overlay : {};
+    const r = el("div", null, "routes");
+    r.appendChild(el("span", "overlay routes", "caption"));
+    const routes = Array.isArray(overlay.routes) ? overlay.routes : [];
+    if (routes.length === 0) r.appendChild(el("span", "(none)", "muted"));
+    for (const route of routes) r.appendChild(el("span", route, "route"));
+    const pointers = Array.isArray(overlay.pointers) ? overlay.pointers : [];
+    for (const ptr of pointers) r.appendChild(el("span", "pointer " + ptr, "route"));
+    shell.appendChild(r);
+    box.appendChild(shell);
+    if (s.strippedThemeID) box.appendChild(el("p", "theme mask " + s.strippedThemeID + " validated and stripped", "muted"));
+  }
+
+  async function refreshModules() {
+    const answer = await api("list", ["--json"]);
+    const doc = parseStdout(answer);
+    if (!doc || !Array.isArray(doc.modules)) throw new Error("list --json: " + (answer.stderr || "no modules"));
+    state.modules = doc.modules;
+  }
+
+  async function refreshExplains() {
+    const explains = {};
+    await Promise.all(
+      state.modules
+        .filter((m) => m.moduleID)
+        .map(async function (m) {
+          try {
+            const x = parseStdout(await api("explain", ["--json", "--", m.moduleID]));
+            if (x) explains[m.moduleID] = x;
+          } catch (e) {
+            // One module's explain failing leaves its trace empty; the others still show.
+          }
+        })
+    );
+    state.explains = explains;
+  }
+
+  async function refreshOverrides() {
+    try {
+      state.overrides = parseStdout(await api("override", ["--json", "--", "list"]));
+    } catch (e) {
+      state.overrides = null;
+    }
+  }
+
+  async function refreshTrace() {
+    const id = state.selected;
+    if (id) {
+      try {
+        const x = parseStdout(await api("explain", ["--json", "--", id]));
+        if (x) state.explains[id] = x;
+      } catch (e) {
+        // Keep the last trace shown; the status area tells about failing requests.
+      }
+    }
+    renderTrace();
+  }
+
+  // Refreshes every view; calls that arrive while one runs fold into a single rerun after it.
+  async function refreshAll() {
+    if (state.refreshing) {
+      state.refreshAgain = true;
+      return;
+    }
+    state.refreshing = true;
+    try {
+      do {
+        state.refreshAgain = false;
+        try {
+          await refreshModules();
+          await Promise.all([refreshExplains(), refreshOverrides()]);
+          renderModules();
+          renderTrace();
+          renderProducts();
+          renderSurface(await api("surface", ["--json"]));
+          document.body.dataset.refreshed = String(Date.now());
+        } catch (e) {
+          showStatus("refresh failed", null, e);
+        }
+      } while (state.refreshAgain);
+    } finally {
+      state.refreshing = false;
+    }
+  }
+
+  function scheduleRefresh() {
+    if (state.refreshTimer) return;
+    state.refreshTimer = setTimeout(function () {
+      state.refreshTimer = null;
+      refreshAll();
+    }, 200);
+  }
+
+  function addEvent(kind, text, moduleID) {
+    const ol = $("events");
+    const li = el("li", null, "event " + kind);
+    li.appendChild(el("span", new Date().toLocaleTimeString() + " ", "time"));
+    li.appendChild(el("span", kind + " ", "kind"));
+    if (moduleID) li.appendChild(el("span", "[" + moduleID + "] ", "module"));
+    li.appendChild(el("span", text));
+    ol.insertBefore(li, ol.firstChild);
+    while (ol.childNodes.length > MAX_EVENTS) ol.removeChild(ol.lastChild);
+  }
+
+  function parseEvent(ev) {
+    try {
+      return JSON.parse(ev.data);
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function connectEvents() {
+    if (!window.EventSource) return;
+    const source = new EventSource("/api/events", { withCredentials: false });
+    source.addEventListener("open", function () {
+      $("live").textContent = "live";
+      $("live").className = "badge on";
+      // Something may have changed while the stream was down.
+      scheduleRefresh();
+    });
+    source.addEventListener("error", function () {
+      $("live").textContent = "not live (reconnecting)";
+      $("live").className = "badge off";
+    });
+    source.addEventListener("state", function (ev) {
+      const d = parseEvent(ev);
+      if (!d) return;
+      addEvent("state", d.state + (d.reason ? " (" + d.reason + ")" : ""), d.moduleID);
+      // Show the new state at once; the refresh that follows brings the rest.
+      for (const m of state.modules) {
+        if (m.moduleID === d.moduleID) {
+          m.runState = d.state;
+          m.runReason = d.reason || null;
+        }
+      }
+      renderModules();
+      scheduleRefresh();
+    });
+    source.addEventListener("log", function (ev) {
+      const d = parseEvent(ev);
+      if (!d) return;
+      const line = (d.level ? d.level + ": " : "") + d.message;
+      addEvent("log", line, d.moduleID);
+      if (d.moduleID) {
+        const lines = (state.logs[d.moduleID] = state.logs[d.moduleID] || []);
+        lines.push(line);
+        while (lines.length > MAX_MODULE_LOG) lines.shift();
+        if (d.moduleID === state.selected) {
+          const ol = $("module-log");
+          if (ol) {
+            const muted = ol.querySelector(".muted");
+            if (muted) ol.removeChild(muted);
+            ol.appendChild(el("li", line));
+            while (ol.childNodes.length > MAX_MODULE_LOG) ol.removeChild(ol.firstChild);
+          }
+        }
+      }
+    });
+    source.addEventListener("reload", function (ev) {
+      const d = parseEvent(ev);
+      if (!d) return;
+      addEvent("reload", d.line, null);
+      scheduleRefresh();
+    });
+  }
+
+  function start() {
+    forgetTokenInURL();
+    $("refresh").addEventListener("click", () => refreshAll());
+    $("select-none").addEventListener("click", () => act("select", ["--none"]));
+    for (const what of ["on", "off", "clear"]) {
+      $("product-" + what).addEventListener("click", function () {
+        const p = $("product-id").value.trim();
+        if (p) act("override", overrideArgs("product", p, what));
+      });
+    }
+    refreshAll();
+    connectEvents();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
+"""##
 
   static let appCSS = #"""
-body { font-family: sans-serif; }
+/* The Forsetti debug screen: plain, dense, readable in a terminal-side browser window. */
+:root {
+  --fg: #1d1f21;
+  --muted: #6b7075;
+  --line: #d6d9dc;
+  --bg: #f7f8f9;
+  --panel: #ffffff;
+  --ok: #1a7f37;
+  --bad: #b42318;
+  --warn: #9a6700;
+  --accent: #0b5cad;
+}
+* { box-sizing: border-box; }
+body {
+  margin: 0;
+  font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif;
+  color: var(--fg);
+  background: var(--bg);
+}
+header {
+  display: flex;
+  align-items: center;
+  gap: 1em;
+  padding: 0.6em 1em;
+  background: #1d2733;
+  color: #fff;
+}
+header h1 { font-size: 1.1em; margin: 0; }
+#host-info { color: #c8d1da; font-family: ui-monospace, monospace; font-size: 0.9em; }
+.badge { padding: 0.1em 0.6em; border-radius: 1em; font-size: 0.85em; }
+.badge.on { background: var(--ok); }
+.badge.off { background: var(--bad); }
+header button { margin-left: auto; }
+main {
+  display: grid;
+  grid-template-columns: minmax(0, 3fr) minmax(0, 2fr);
+  gap: 1em;
+  padding: 1em;
+}
+section {
+  background: var(--panel);
+  border: 1px solid var(--line);
+  border-radius: 6px;
+  padding: 0.6em 0.9em;
+  min-width: 0;
+}
+#modules-section, #status-section { grid-column: 1 / 3; }
+h2 { font-size: 1em; margin: 0.2em 0 0.6em; }
+h3 { font-size: 0.95em; margin: 0.9em 0 0.3em; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: 0.3em 0.5em; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-weight: 600; color: var(--muted); font-size: 0.9em; }
+#modules tbody tr { cursor: pointer; }
+#modules tbody tr:hover { background: #f0f4f8; }
+#modules tbody tr.selected { background: #e3eefa; }
+.module-id { font-family: ui-monospace, monospace; }
+.verdict.pass, .gate.pass .gate-verdict { color: var(--ok); }
+.verdict.blocked, .gate.blocked .gate-verdict, .gate.fail .gate-verdict { color: var(--bad); font-weight: 600; }
+.run-state[data-state="started"] { color: var(--ok); font-weight: 600; }
+.run-state[data-state="failed"], .run-state[data-state="quarantined"] { color: var(--bad); font-weight: 600; }
+.run-state[data-state="blocked"], .run-state[data-state="stopped"] { color: var(--warn); }
+.override-summary { font-size: 0.85em; color: var(--muted); }
+.actions { white-space: nowrap; }
+.actions .group { margin: 0 0.4em; padding: 0 0.3em; border-left: 1px solid var(--line); border-right: 1px solid var(--line); }
+.label, .muted { color: var(--muted); }
+button {
+  font: inherit;
+  font-size: 0.85em;
+  padding: 0.1em 0.5em;
+  margin: 0 0.1em;
+  border: 1px solid #aab2bb;
+  border-radius: 4px;
+  background: #fff;
+  cursor: pointer;
+}
+button:hover { border-color: var(--accent); color: var(--accent); }
+.bar { display: flex; flex-wrap: wrap; gap: 0.8em; align-items: center; margin-bottom: 0.6em; font-size: 0.9em; }
+input[type=text] { font: inherit; font-family: ui-monospace, monospace; font-size: 0.9em; }
+.status {
+  margin: 0;
+  padding: 0.5em;
+  background: #f3f4f6;
+  border-radius: 4px;
+  white-space: pre-wrap;
+  word-break: break-word;
+  font-family: ui-monospace, monospace;
+  font-size: 0.85em;
+  max-height: 14em;
+  overflow: auto;
+}
+.status.failed { border-left: 4px solid var(--bad); }
+.status.ok { border-left: 4px solid var(--ok); }
+.status .status-title { font-weight: 600; }
+.status .stderr { color: var(--bad); }
+.trace-head span { color: var(--muted); margin-left: 0.8em; }
+.gates td { font-size: 0.9em; }
+.gates td:last-child { word-break: break-word; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; margin: 0; }
+dt { color: var(--muted); }
+dd { margin: 0; font-family: ui-monospace, monospace; }
+#decided-by { font-weight: 600; color: var(--accent); }
+.pending { color: var(--warn); font-weight: 600; }
+.providers li.decided { font-weight: 600; }
+.decided-mark { color: var(--accent); }
+.module-log, #events {
+  list-style: none;
+  font-family: ui-monospace, monospace;
+  font-size: 0.85em;
+  margin: 0;
+  padding-left: 0;
+  max-height: 16em;
+  overflow: auto;
+}
+#events { max-height: 24em; }
+#events .time { color: var(--muted); }
+#events .kind { color: var(--accent); }
+#events .state .kind { color: var(--ok); }
+#events .module { color: var(--warn); }
+.shell { border: 1px solid #aab2bb; border-radius: 6px; overflow: hidden; }
+.toolbar, .routes { display: flex; gap: 0.5em; align-items: center; padding: 0.4em 0.6em; background: #eef1f4; }
+.routes { border-top: 1px solid var(--line); }
+.caption { font-size: 0.75em; text-transform: uppercase; color: var(--muted); margin-right: 0.4em; }
+.toolbar-item { border: 1px solid #aab2bb; border-radius: 4px; padding: 0.1em 0.6em; background: #fff; }
+.route { font-family: ui-monospace, monospace; font-size: 0.9em; }
+.slots { display: flex; gap: 0.6em; padding: 0.6em; flex-wrap: wrap; min-height: 4em; }
+.slot { border: 1px dashed #aab2bb; border-radius: 4px; padding: 0.4em; min-width: 12em; }
+.view { background: #e3eefa; border-radius: 4px; padding: 0.3em 0.5em; margin-top: 0.3em; }
+details pre { font-size: 0.8em; white-space: pre-wrap; }
+@media (max-width: 900px) {
+  main { grid-template-columns: minmax(0, 1fr); }
+  #modules-section, #status-section { grid-column: auto; }
+}
 """#
 }

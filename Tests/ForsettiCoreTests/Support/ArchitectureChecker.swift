@@ -630,8 +630,9 @@ struct ArchitectureChecker {
             atPath: root.appendingPathComponent(directory).path, isDirectory: &isDirectory),
           isDirectory.boolValue, !claimed.contains(directory)
         else { continue }
-        // Under Plugins/, C-only examples are built by scripts/build-plugins, not by SwiftPM.
-        if parent == "Plugins", ((try? swiftFiles(directory)) ?? []).isEmpty { continue }
+        // Under Plugins/, C-only examples are built by scripts/build-plugins, not by SwiftPM; under
+        // Tests/, a folder without Swift (the browser test's Python) is run by a Swift test.
+        if parent != "Sources", ((try? swiftFiles(directory)) ?? []).isEmpty { continue }
         out.append(
           .init(
             file: directory, line: 0, what: "directory \(directory)",
