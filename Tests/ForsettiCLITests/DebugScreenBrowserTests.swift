@@ -45,6 +45,14 @@ import Testing
     return missing
   }
 
+  /// Where the screenshot goes: `FORSETTI_SCREENSHOT=1` refreshes the README's
+  /// (`docs/debug-screen.png`); otherwise a temporary file, so running the tests leaves the tree
+  /// as it was.
+  static func screenshot(root: NSString, fallback: String) -> String {
+    ProcessInfo.processInfo.environment["FORSETTI_SCREENSHOT"] == "1"
+      ? root.appendingPathComponent("docs/debug-screen.png") : fallback
+  }
+
   @Test func thePageWorksInARealBrowserAndRefusesWhatItMust() throws {
     let missing = try Self.missingPrerequisites()
     #expect(missing.isEmpty, "the browser test needs \(missing.joined(separator: ", ")); \(Self.install)")
@@ -60,7 +68,7 @@ import Testing
         "--manifests", root.appendingPathComponent("manifests"),
         "--plugins", plugins,
         "--state", dir.url("state"),
-        "--screenshot", root.appendingPathComponent("docs/debug-screen.png"),
+        "--screenshot", Self.screenshot(root: root, fallback: dir.url("debug-screen.png")),
         "--chromium", Self.chromium, "--chromedriver", Self.chromedriver,
       ])
     #expect(r.status == 0, "debug_screen.py exited \(r.status):\n\(r.stdout)\n\(r.stderr)")
