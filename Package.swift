@@ -65,9 +65,11 @@ let package = Package(
       exclude: ["README.md"]),
 
     // The command line: argument parsing, verbs, human and JSON output, exit codes.
+    // The debug screen's page is embedded in WebAssets.swift (scripts/embed-web-assets; a test
+    // keeps the two equal), so the host carries it without a resource bundle.
     .target(
-      name: "ForsettiCLI", dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
-      // The page's files, embedded in WebAssets.swift (scripts/embed-web-assets; a test keeps them equal).
+      name: "ForsettiCLI",
+      dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
       exclude: ["Web/Assets"]),
     .executableTarget(name: "forsetti-host", dependencies: ["ForsettiCLI"]),
     // One confined process per isolated module, spawned by the host.
