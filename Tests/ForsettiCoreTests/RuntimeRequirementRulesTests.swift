@@ -198,6 +198,46 @@ struct RuntimeRequirementIsolationTests {
     #expect(RuntimeRequirementRules.check(m, providers: app) == .pass)
   }
 
+  @Test("a ui module claiming shared_database provides nothing, and its consumer is blocked")
+  func aProviderCountsOnlyWhenItsRoleAgrees() {
+    // Upstream counts a provider only when its role is valid for its module type; the claimant
+    // itself is blocked by its own step 6, and must not let a consumer through meanwhile.
+    let claimant = ManifestModel.make(
+      "com.example.uidb", type: .ui, capabilities: [.sharedDatabase], role: .sharedDatabase)
+    let consumer = consumer(capabilities: [], mode: .frameworkMediatedShared)
+    let available = ProviderAvailability(hostServices: [], discovered: [claimant])
+    #expect(available.roleProviders.isEmpty)
+    let outcome = RuntimeRequirementRules.check(consumer, providers: available)
+    #expect(outcome.failureReason == .unsatisfiedRuntimeRequirement)
+    #expect(outcome.failureDetail.contains("framework_mediated_shared needs a shared_database provider"))
+    #expect(
+      RuntimeRequirementRules.check(claimant, providers: available).failureReason
+        == .unsatisfiedRuntimeRequirement)
+    // Nor does a service holding the role without requesting its capability.
+    let noCapability = ManifestModel.make("com.example.db", type: .service, role: .sharedDatabase)
+    #expect(ProviderAvailability(hostServices: [], discovered: [noCapability]).roleProviders.isEmpty)
+    // A proper provider does, and the consumer's trace names it.
+    let proper = ProviderAvailability(
+      hostServices: [], discovered: [claimant, provider("com.example.db", role: .sharedDatabase)])
+    #expect(RuntimeRequirementRules.check(consumer, providers: proper) == .pass)
+    #expect(
+      RuntimeRequirementRules.passDetail(consumer, providers: proper).contains(
+        "roles [shared_database→com.example.db]"))
+  }
+
+  @Test("the trace names the module that satisfied each required role")
+  func theTraceNamesEachRolesProvider() {
+    let m = consumer(capabilities: [], roles: [.security, .diagnostics])
+    let both = ProviderAvailability(
+      hostServices: [],
+      discovered: [
+        provider("com.example.diag", role: .diagnostics), provider("com.example.sec", role: .security),
+      ])
+    #expect(
+      RuntimeRequirementRules.passDetail(m, providers: both).hasSuffix(
+        "roles [diagnostics→com.example.diag, security→com.example.sec]"))
+  }
+
   @Test("ProviderAvailability collects every discovered role holder in order")
   func availabilityFromDiscovered() {
     let available = ProviderAvailability(

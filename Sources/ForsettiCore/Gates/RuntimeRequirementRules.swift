@@ -1,5 +1,7 @@
 /// Which providers exist for runtime requirements: the host's own services and the default
-/// roles held by discovered modules (a discovered provider counts even before it is active).
+/// roles held by discovered modules (a discovered provider counts even before it is active, but
+/// only when its role agrees with it: the module type the role is for, and the role's capability
+/// requested — a ui module claiming shared_database provides nothing, as upstream).
 public struct ProviderAvailability: Sendable, Hashable {
   /// I/O kinds the host serves itself.
   public var hostServices: Set<IOKind>
@@ -20,7 +22,9 @@ public struct ProviderAvailability: Sendable, Hashable {
   public init(hostServices: Set<IOKind> = defaultHostServices, discovered: [ModuleManifest]) {
     var roles: [DefaultModuleRole: [String]] = [:]
     for m in discovered {
-      if let r = m.defaultModuleRole { roles[r, default: []].append(m.moduleID) }
+      if let r = m.defaultModuleRole, DefaultRoleRules.problems(m).isEmpty {
+        roles[r, default: []].append(m.moduleID)
+      }
     }
     self.init(hostServices: hostServices, roleProviders: roles)
   }
@@ -84,6 +88,17 @@ public enum RuntimeRequirementRules {
         + (m.defaultModuleRole.map { "; role \($0.rawValue) agrees" } ?? "")
     }
     let io = rr.io.map { "\($0.kind.rawValue)→\(providers.provider(for: $0.kind) ?? "optional, none")" }
+    // Which module satisfied each role the module needs, so a trace says who it depends on.
+    var roles: [String] = []
+    if rr.dataIsolation.mode == .frameworkMediatedShared, let p = providers.provider(for: .sharedDatabase) {
+      roles.append("shared_database→\(p)")
+    }
+    for role in rr.dataIsolation.requiredDefaultRoles.sorted() {
+      guard let p = providers.roleProviders[role]?.first else { continue }
+      let entry = "\(role.rawValue)→\(p)"
+      if !roles.contains(entry) { roles.append(entry) }
+    }
     return "io [\(io.joined(separator: ", "))], isolation \(rr.dataIsolation.mode.rawValue)"
+      + (roles.isEmpty ? "" : ", roles [\(roles.joined(separator: ", "))]")
   }
 }
