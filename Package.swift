@@ -65,12 +65,14 @@ let package = Package(
       exclude: ["README.md"]),
 
     // The command line: argument parsing, verbs, human and JSON output, exit codes.
-    // The debug screen's page is embedded in WebAssets.swift (scripts/embed-web-assets; a test
-    // keeps the two equal), so the host carries it without a resource bundle.
+    // The debug screen's page is compiled into the host (no resource bundle to install beside it).
     .target(
       name: "ForsettiCLI",
       dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
-      exclude: ["Web/Assets"]),
+      resources: [
+        .embedInCode("Web/Assets/index.html"), .embedInCode("Web/Assets/app.js"),
+        .embedInCode("Web/Assets/app.css"),
+      ]),
     .executableTarget(name: "forsetti-host", dependencies: ["ForsettiCLI"]),
     // One confined process per isolated module, spawned by the host.
     .executableTarget(name: "forsetti-worker", dependencies: ["ForsettiBridge"]),

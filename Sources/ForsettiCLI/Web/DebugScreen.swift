@@ -97,13 +97,13 @@ final class DebugScreen: @unchecked Sendable {
     let fromQuery = value(2, "token") != nil
     switch (method, path) {
     case ("GET", "/"), ("GET", "/index.html"):
-      var r = Reply(status: 200, type: "text/html; charset=utf-8", body: Array(WebAssets.indexHTML.utf8))
+      var r = Reply(status: 200, type: "text/html; charset=utf-8", body: WebAssets.indexHTML)
       if fromQuery { r.cookie = "forsetti_token=\(token); HttpOnly; SameSite=Strict; Path=/" }
       return r
     case ("GET", "/app.js"):
-      return Reply(status: 200, type: "text/javascript; charset=utf-8", body: Array(WebAssets.appJS.utf8))
+      return Reply(status: 200, type: "text/javascript; charset=utf-8", body: WebAssets.appJS)
     case ("GET", "/app.css"):
-      return Reply(status: 200, type: "text/css; charset=utf-8", body: Array(WebAssets.appCSS.utf8))
+      return Reply(status: 200, type: "text/css; charset=utf-8", body: WebAssets.appCSS)
     case ("POST", "/api"):
       guard value(0, "X-Forsetti-Request") == "1" else {
         return .refusal(403, "a POST needs the header X-Forsetti-Request: 1")
