@@ -4,46 +4,8 @@ import Testing
 
 /// A running `forsetti-host run`, attacked with changes an operator's tooling makes in ways the
 /// host's watches may not expect, and with option values it may not survive.
-@Suite(.serialized) struct LivingHostRedTeamTests {
+@Suite(.serialized) struct LivingHostRedTeamTests: LiveHostSuite {
   let dir = TemporaryDirectory("redteam")
-
-  var state: String { dir.url("state") }
-  var manifests: String { dir.url("manifests") }
-
-  @discardableResult
-  func module(_ id: String, product: String? = nil) throws -> String {
-    let entry = (id.split(separator: ".").last.map(String.init) ?? "module") + "_entry"
-    var f = ModuleFixture(moduleID: id, entryPoint: entry)
-    f.start = "fixture_log(\"hello from \(id)\"); return FORSETTI_OK;"
-    f.stop = "fixture_log(\"bye from \(id)\");"
-    return try f.install(
-      in: dir, name: entry, manifestExtra: product.map { #","iapProductID":"\#($0)""# } ?? "")
-  }
-
-  func launch(_ extra: [String] = []) throws -> DevHost {
-    try DevHost.launch(
-      ["run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", state, "--for", "30"]
-        + extra)
-  }
-
-  @discardableResult
-  func cli(_ args: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> ProcessResult {
-    let r = try HostBinary.run(args)
-    #expect(
-      r.status == 0, "forsetti-host \(args.joined(separator: " ")): \(r.stderr)",
-      sourceLocation: sourceLocation)
-    return r
-  }
-
-  func published(_ expected: [String: String], by host: DevHost, timeout: Double = 10) -> RuntimeWait {
-    LiveHost.wait(
-      stateDirectory: state, pid: host.process.processIdentifier, for: expected, timeout: timeout,
-      isRunning: { host.process.isRunning })
-  }
-
-  func why(_ wait: RuntimeWait, _ host: DevHost) -> Comment {
-    "\(wait)\nhost output (last 30 lines):\n\(host.lines.suffix(30).joined(separator: "\n"))"
-  }
 
   /// A deployment tool installs the licences as a whole directory renamed into place (over the
   /// empty one the host made). The new licence must unlock the paid module as a single file

@@ -7,25 +7,8 @@ import Testing
 @Suite struct RunCommandTests {
   let dir = TemporaryDirectory("run")
 
-  /// The bundled examples, built the way scripts/build-plugins builds them, in `dir/plugins`.
-  func installExamples() throws -> String {
-    let plugins = dir.url("plugins")
-    try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
-    let bin = (HostBinary.path as NSString).deletingLastPathComponent
-    for lib in ["libCounterModule.so", "libDashboardModule.so"] {
-      try FileManager.default.copyItem(
-        atPath: (bin as NSString).appendingPathComponent(lib), toPath: plugins + "/" + lib)
-    }
-    let hello = (HostBinary.packageRoot as NSString).appendingPathComponent("Plugins/HelloC/hello.c")
-    let r = try ProcessRunner.run(
-      "/usr/bin/env",
-      [
-        "cc", "-shared", "-fPIC", "-I", ModuleFixture.includeDirectory, "-o", plugins + "/libhelloc.so",
-        hello,
-      ])
-    try #require(r.status == 0, "\(r.stderr)")
-    return plugins
-  }
+  /// The bundled examples in `dir/plugins`.
+  func installExamples() throws -> String { try ExampleModules.install(in: dir) }
 
   var manifests: String { (HostBinary.packageRoot as NSString).appendingPathComponent("manifests") }
 
