@@ -6,10 +6,8 @@ import ForsettiRuntime
 enum RemoteVerbs {
   /// The host's own options: a host that answers uses its own, so a client never repeats them
   /// (and cannot change them).
-  static let hostOptions: Set<String> = [
-    "manifests", "plugins", "strict", "policy", "entitlements", "approve-all", "host-version", "state",
-    "default-policy",
-  ]
+  static let hostOptions: Set<String> = Set(HostOptions.specs.map(\.name)).subtracting(["json"])
+    .union(["default-policy"])
 
   /// What every served verb's help adds.
   static let helpNote = """

@@ -161,7 +161,9 @@ public final class LiveHost {
   }
 
   private func desired(_ v: Judge.Verdicts) throws(JudgeError) -> DesiredState {
-    var approvals = try judge.storedApprovals()
+    // What the user approved: the judge read it already, unless --approve-all stood in for it
+    // (an update still needs what is stored).
+    var approvals = judge.configuration.approveAll ? try judge.storedApprovals() : v.context.approvals
     approvals.approveAll = judge.configuration.approveAll
     return DesiredState(
       judgements: v.judgements, index: v.index ?? BinaryIndex(),

@@ -11,18 +11,8 @@ protocol ModuleInstance: AnyObject {
   var workerPID: Int32? { get }
   /// The module's state for its next instance; nil when it keeps none or cannot say in time.
   func saveState() -> [UInt8]?
-  /// Stops it; never waits past its deadline.
-  func stop() -> InstanceStop
-}
-
-/// How a stop ended.
-enum InstanceStop: Sendable, Equatable {
-  case stopped
-  /// It did not return from `stop` in time and was killed.
-  case killedAfterTimeout(Double)
-  /// Its worker exited on its own meanwhile: how, and its last lines.
-  case crashed(String)
-  case violated(ProtocolViolation)
+  /// Stops it; never waits past its deadline. An in-process module can only end `.stopped`.
+  func stop() -> WorkerStopOutcome
 }
 
 /// A module loaded into the host process: its table and the host functions bound to it.
@@ -43,7 +33,7 @@ final class InProcessInstance: ModuleInstance {
 
   /// Off the bus first, then `stop`, then its host functions revoked: a late call from a thread
   /// it left behind finds them gone.
-  func stop() -> InstanceStop {
+  func stop() -> WorkerStopOutcome {
     let t = loaded.table.pointee
     binding.backend.moduleStopping(moduleID: moduleID)
     t.stop?(t.`self`)
@@ -68,12 +58,5 @@ final class IsolatedInstance: ModuleInstance {
 
   func saveState() -> [UInt8]? { worker.saveModuleState(timeout: ModuleManager.saveStateTimeout) }
 
-  func stop() -> InstanceStop {
-    switch worker.stopModule(timeout: stopTimeout) {
-    case .stopped: .stopped
-    case .killedAfterTimeout(let t): .killedAfterTimeout(t)
-    case .crashed(let why): .crashed(why)
-    case .violated(let v): .violated(v)
-    }
-  }
+  func stop() -> WorkerStopOutcome { worker.stopModule(timeout: stopTimeout) }
 }
