@@ -11,7 +11,9 @@ import Testing
   let dir = TemporaryDirectory("ui")
 
   /// One HTTP/1.1 exchange over TCP to 127.0.0.1:`port`: the status and the raw head and body.
-  static func exchange(_ port: UInt16, _ request: String) throws -> (status: Int, text: String) {
+  static func exchange(_ port: UInt16, _ request: String, readTimeout: Int = 10) throws -> (
+    status: Int, text: String
+  ) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     try #require(fd >= 0)
     defer { close(fd) }
@@ -25,7 +27,7 @@ import Testing
       }
     }
     try #require(connected == 0)
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    var timeout = timeval(tv_sec: readTimeout, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     let bytes = Array(request.utf8)
     _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
@@ -103,6 +105,19 @@ import Testing
     #expect(
       try Self.exchange(port, Self.request("DELETE", "/api", host: me, cookie: token, csrf: true)).status
         == 405)
+    // Oversized: a body past 1 MiB is refused, not gathered.
+    let huge = #"{"verb":"status","arguments":[""# + String(repeating: "x", count: 2 << 20) + #""]}"#
+    let refused = try Self.exchange(
+      port, Self.request("POST", "/api", host: me, cookie: token, csrf: true, body: huge))
+    #expect(refused.status == 413)
+    // Truncated: a request that promises more than it sends, then goes away, costs nothing.
+    let cut =
+      "POST /api HTTP/1.1\r\nHost: \(me)\r\nCookie: forsetti_token=\(token)\r\n"
+      + "X-Forsetti-Request: 1\r\nContent-Length: 1000\r\n\r\n{\"verb\""
+    _ = try? Self.exchange(port, cut, readTimeout: 1)
+    let after = try Self.exchange(
+      port, Self.request("POST", "/api", host: me, cookie: token, csrf: true, body: status))
+    #expect(after.status == 200)
 
     // The page's files, byte for byte as they are in Sources/ForsettiCLI/Web/Assets.
     let js = try Self.exchange(port, Self.request("GET", "/app.js", host: me, cookie: token))
