@@ -77,9 +77,9 @@ import Testing
     #expect(!first.text.lowercased().contains("access-control-allow"))
 
     #expect(try Self.exchange(port, Self.request("GET", "/", host: me)).status == 401)
-    #expect(
-      try Self.exchange(port, Self.request("GET", "/", host: me, cookie: "0" + token.dropFirst())).status
-        == 401)
+    // One character changed, whatever the token starts with.
+    let forged = (token.first == "0" ? "1" : "0") + token.dropFirst()
+    #expect(try Self.exchange(port, Self.request("GET", "/", host: me, cookie: forged)).status == 401)
     #expect(
       try Self.exchange(port, Self.request("GET", "/", host: "localhost:\(port)", cookie: token)).status
         == 200)
