@@ -40,12 +40,16 @@ enum Fixtures {
     p.waitUntilExit()
   }
 
-  static func install(_ m: Module, in dir: String, include: String) throws {
+  /// `capabilities` and `extra` (members appended to the manifest) as a test fixture's.
+  static func install(
+    _ m: Module, in dir: String, include: String, capabilities: [String] = [], extra: String = ""
+  ) throws {
     try build(m, to: dir + "/plugins/\(m.entry).so", include: include)
+    let caps = capabilities.map { "\"\($0)\"" }.joined(separator: ",")
     let manifest = """
       {"schemaVersion":"1.0","moduleID":"\(m.id)","displayName":"bench","moduleVersion":{"major":1,"minor":0,"patch":0},
        "moduleType":"service","supportedPlatforms":["linux"],"minForsettiVersion":{"major":0,"minor":1,"patch":0},
-       "capabilitiesRequested":[],"entryPoint":"\(m.entry)"}
+       "capabilitiesRequested":[\(caps)],"entryPoint":"\(m.entry)"\(extra)}
       """
     try manifest.write(toFile: dir + "/manifests/\(m.entry).json", atomically: true, encoding: .utf8)
   }

@@ -232,6 +232,79 @@ if section("roundtrip") {
   rows.append((ring, socket, "what spinning on shared memory saves over a blocking socket"))
 }
 
+// 4b. A module calling another module (a role service) between two workers vs a host call
+// through one worker, measured by the same consumer in alternated rounds.
+if section("roles") {
+  progress("role call between two workers")
+  let calls = quick ? 500 : 2000
+  let dir = work + "/roles"
+  for sub in ["/plugins", "/manifests"] {
+    try? FileManager.default.createDirectory(atPath: dir + sub, withIntermediateDirectories: true)
+  }
+  let provider = Fixtures.module(
+    id: "com.bench.provider", entry: "provider_entry",
+    start: """
+      const forsetti_role_service *r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      return r && r->serve(answer, NULL) == FORSETTI_OK ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """,
+    prelude: """
+      #include <string.h>
+      static forsetti_status answer(void *c, const char *caller, const char *method, const void *req, size_t len,
+                                    void *resp, size_t cap, size_t *rlen) {
+        (void)c; (void)caller; (void)method;
+        if (len > cap) return FORSETTI_ERR_BUFFER_TOO_SMALL;
+        memcpy(resp, req, len); *rlen = len; return FORSETTI_OK;
+      }
+      """)
+  let consumer = Fixtures.module(
+    id: "com.bench.consumer", entry: "consumer_entry",
+    start: """
+      const forsetti_events *e = host->resolve(FORSETTI_SERVICE_EVENTS);
+      const forsetti_role_service *r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      if (!e || !r) return FORSETTI_ERR_START_FAILED;
+      char line[64], out[16]; size_t n = 0;
+      for (int round = 0; round < \(rounds); round++) {
+        struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a);
+        for (int i = 0; i < \(calls); i++) e->publish("bench.nobody", "", 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        snprintf(line, sizeof line, "host %.1f", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / \(calls).0);
+        host->log(FORSETTI_LOG_INFO, line);
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (int i = 0; i < \(calls); i++) {
+          if (r->call("get", "12345678", 8, out, sizeof out, &n) != FORSETTI_OK) return FORSETTI_ERR_START_FAILED;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        snprintf(line, sizeof line, "role %.1f", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / \(calls).0);
+        host->log(FORSETTI_LOG_INFO, line);
+      }
+      return FORSETTI_OK;
+      """)
+  try Fixtures.install(
+    provider, in: dir, include: include, capabilities: ["shared_database"],
+    extra: #","defaultModuleRole":"shared_database""#)
+  try Fixtures.install(
+    consumer, in: dir, include: include, capabilities: ["shared_database"],
+    extra:
+      #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"framework_mediated_shared"}}"#
+  )
+  let log = MemoryLogSink()
+  let m = try Fixtures.start(dir, log: log, mode: mode)
+  func times(_ prefix: String) -> [Double] {
+    log.all.compactMap { $0.message.hasPrefix(prefix) ? Double($0.message.dropFirst(prefix.count)) : nil }
+  }
+  let role = times("role ")
+  if role.count != rounds {
+    progress("the role bench did not run: \(log.all.suffix(5).map(\.message))")
+  }
+  rows.append(
+    (
+      Sample(name: "role call, consumer worker → provider worker (8-byte echo)", perOp: role),
+      Sample(name: "host call through one worker (publish, no subscriber)", perOp: times("host ")),
+      "target ≤ 2×"
+    ))
+  m.stopAll()
+}
+
 // 5. Worker spawn and memory.
 if section("spawn") {
   progress("worker spawn")

@@ -85,7 +85,10 @@ package final class CallRing: @unchecked Sendable {
 
   /// Waits until `*w != value` (or the ring closes, or `deadline` — CLOCK_MONOTONIC
   /// nanoseconds — passes): spins, then sleeps with `asleep` raised. Returns the new value.
-  private func wait(_ w: Word, whileEqualTo value: UInt32, asleep: Word, deadline: UInt64? = nil) -> UInt32? {
+  private func wait(
+    _ w: Word, whileEqualTo value: UInt32, asleep: Word, deadline: UInt64? = nil,
+    spin: UInt64 = spinNanoseconds
+  ) -> UInt32? {
     let p = word(w)
     let start = Self.nanoseconds()
     var n = 0
@@ -98,7 +101,7 @@ package final class CallRing: @unchecked Sendable {
         forsetti_cpu_relax()
         continue
       }
-      if Self.nanoseconds() &- start > Self.spinNanoseconds { break }
+      if Self.nanoseconds() &- start > spin { break }
       // Both ends may share one CPU (or lose theirs to another thread): let the other run.
       sched_yield()
     }
@@ -149,7 +152,7 @@ package final class CallRing: @unchecked Sendable {
   /// next call waits for the sequence number of its own request.
   package func call(
     encoding encode: (UnsafeMutableRawBufferPointer) -> Int?, response: UnsafeMutableRawBufferPointer,
-    deadline: UInt64? = nil
+    deadline: UInt64? = nil, spin: UInt64 = spinNanoseconds
   ) -> Int? {
     guard let length = encode(UnsafeMutableRawBufferPointer(start: requestSlot, count: Self.capacity)),
       length <= Self.capacity
