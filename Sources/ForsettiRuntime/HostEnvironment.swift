@@ -15,14 +15,23 @@ public final class HostEnvironment: Sendable {
   public let limits: LogLimits
   /// The per-module buckets behind `log` and `telemetry`.
   public let limiter: ModuleRateLimiter
+  /// The services of ABI 1.1: secure storage, crypto, file export, diagnostics, roles.
+  public let services: HostServices
+  /// Where modules export files (`--export-dir`); nil when the operator gave none.
+  public let exportDirectory: String?
 
   /// `log` receives what passes the limits; `limits` also sets the rotation of
   /// `logs/telemetry.jsonl` (the sink for `host.log` is made by the caller, see `FileLogSink`).
-  public init(stateDirectory: String, log: any LogSink, limits: LogLimits = .standard) {
+  public init(
+    stateDirectory: String, log: any LogSink, limits: LogLimits = .standard, exportDirectory: String? = nil
+  ) {
     self.stateDirectory = stateDirectory
     self.limits = limits
+    self.exportDirectory = exportDirectory
     limiter = ModuleRateLimiter(limits: limits) { log.write($0) }
     self.log = RateLimitedLogSink(log, limiter: limiter)
+    // Refusals are the host's own lines: never rate-limited away.
+    services = HostServices(stateDirectory: stateDirectory, exportDirectory: exportDirectory, log: log)
     events = EventBus()
     messages = MessageRouter()
     telemetry = TelemetryRecorder(

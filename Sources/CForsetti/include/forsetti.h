@@ -29,6 +29,11 @@
 #include "forsetti/services/telemetry.h"
 #include "forsetti/services/events.h"
 #include "forsetti/services/messages.h"
+#include "forsetti/services/secure_storage.h"
+#include "forsetti/services/file_export.h"
+#include "forsetti/services/crypto.h"
+#include "forsetti/services/diagnostics.h"
+#include "forsetti/services/roles.h"
 #include "forsetti/ui.h"
 
 #endif /* FORSETTI_H */

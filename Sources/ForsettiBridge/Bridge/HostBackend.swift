@@ -14,6 +14,11 @@ package protocol HostBackend: Sendable {
   func unsubscribe(moduleID: String, id: Int64) -> Int32
   func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
   func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32
+  /// A call of a service of ABI 1.1 (`ServiceCall.swift`). In-process the host answers it; in a
+  /// worker it crosses the call ring and the host answers it with its own `ModuleCaller`.
+  func service(_ request: ServiceRequest, from caller: ModuleCaller) -> ServiceReply
+  /// Installs (or, with nil, removes) the handler of the role `caller` holds.
+  func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?) -> Int32
   /// A new instance of the module is about to start: it may receive deliveries again.
   func moduleStarting(moduleID: String)
   /// The module is about to stop: take it off the bus and wait out deliveries in flight, so no

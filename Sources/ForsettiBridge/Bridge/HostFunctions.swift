@@ -11,6 +11,37 @@ package enum HostFunctions {
   package static let telemetryID = "forsetti.telemetry"
   package static let eventsID = "forsetti.events"
   package static let messagesID = "forsetti.messages"
+  package static let secureStorageID = "forsetti.secure_storage"
+  package static let fileExportID = "forsetti.file_export"
+  package static let cryptoID = "forsetti.crypto_utilities"
+  package static let diagnosticsID = "forsetti.diagnostics"
+  /// A role service's ID is this and the role's name.
+  package static let rolePrefix = "forsetti.role."
+
+  /// What resolving a service needs: a capability, and for a role service the role.
+  package struct Access: Sendable {
+    package var capability: Capability?
+    package var role: DefaultModuleRole?
+  }
+
+  /// What `id` needs, or nil for an unknown service: the one table of service IDs.
+  package static func access(_ id: String) -> Access? {
+    switch id {
+    case storageID: return Access(capability: .storage)
+    case telemetryID: return Access(capability: .telemetry)
+    case eventsID, messagesID: return Access()
+    case secureStorageID: return Access(capability: .secureStorage)
+    case fileExportID: return Access(capability: .fileExport)
+    case cryptoID: return Access(capability: .cryptoUtilities)
+    case diagnosticsID: return Access(capability: .diagnostics)
+    default:
+      guard id.hasPrefix(rolePrefix),
+        let role = DefaultModuleRole(rawValue: String(id.dropFirst(rolePrefix.count))),
+        let capability = role.requiredCapability
+      else { return nil }
+      return Access(capability: capability, role: role)
+    }
+  }
 
   package static let maxName = 256
   package static let maxMessage = 16 * 1024
@@ -57,7 +88,13 @@ package enum HostFunctions {
     case telemetryID: return try telemetry(b)
     case eventsID: return try events(b)
     case messagesID: return try messages(b)
-    default: return nil
+    case secureStorageID: return try secureStorage(b)
+    case fileExportID: return try fileExport(b)
+    case cryptoID: return try crypto(b)
+    case diagnosticsID: return try diagnostics(b)
+    default:
+      guard let role = access(id)?.role else { return nil }
+      return try roleService(b, role)
     }
   }
 

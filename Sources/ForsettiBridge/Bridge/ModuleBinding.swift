@@ -13,6 +13,8 @@ import Synchronization
 public final class ModuleBinding: Sendable {
   public let moduleID: String
   public let granted: Set<Capability>
+  /// The module as the host bound it, for the services that check who calls.
+  package let caller: ModuleCaller
   package let backend: any HostBackend
   package let storage: SandboxStorage?
   private let revoked = Atomic<Bool>(false)
@@ -33,11 +35,14 @@ public final class ModuleBinding: Sendable {
     backend.moduleStopped(moduleID: moduleID)
   }
 
-  package init(moduleID: String, granted: Set<Capability>, sandbox: String, backend: any HostBackend)
-    throws(BindingError)
-  {
+  package init(
+    moduleID: String, granted: Set<Capability>, serves: DefaultModuleRole? = nil,
+    calls: Set<DefaultModuleRole> = [],
+    sandbox: String, backend: any HostBackend
+  ) throws(BindingError) {
     self.moduleID = moduleID
     self.granted = granted
+    caller = ModuleCaller(moduleID: moduleID, granted: granted, serves: serves, calls: calls)
     self.backend = backend
     backend.moduleStarting(moduleID: moduleID)
     do { storage = try SandboxStorage(root: sandbox) } catch { throw .sandbox(error.description) }
@@ -54,19 +59,19 @@ public final class ModuleBinding: Sendable {
 
   /// The service table for `serviceID` if granted; nil (and a warning) otherwise.
   package func resolve(_ serviceID: String) -> UnsafeRawPointer? {
-    let needed: Capability?
-    switch serviceID {
-    case HostFunctions.storageID: needed = .storage
-    case HostFunctions.telemetryID: needed = .telemetry
-    case HostFunctions.eventsID, HostFunctions.messagesID: needed = nil
-    default:
+    guard let access = HostFunctions.access(serviceID) else {
       warn("denied service resolution: unknown service \"\(serviceID)\"", ["service": serviceID])
       return nil
     }
-    if let needed, !granted.contains(needed) {
+    if let needed = access.capability, !granted.contains(needed) {
       warn(
         "denied service resolution: \(serviceID) needs capability \(needed.rawValue), which was not granted",
         ["service": serviceID, "capability": needed.rawValue])
+      return nil
+    }
+    if let role = access.role, let problem = RoleRules.resolveProblem(caller, role) {
+      warn(
+        "denied service resolution: \(serviceID): \(problem)", ["service": serviceID, "role": role.rawValue])
       return nil
     }
     if let existing = services.withLock({ $0[serviceID] }) { return UnsafeRawPointer(existing.pointer) }

@@ -24,6 +24,31 @@ public enum WireFuzzEntry {
       }
       // Frames have one form: whatever is accepted re-encodes to exactly the bytes read.
       if Wire.encode(frame) != bytes { broken.append("the decoded frame re-encodes to other bytes") }
+      // The service readers take what they accept at its word: it must write back the same.
+      if let request = ServiceRequest(view) {
+        var copy = [UInt8](repeating: 0, count: Wire.maxFrame)
+        let n = copy.withUnsafeMutableBytes { out -> Int? in
+          var w = WireWriter(into: out, kind: .service, id: view.id)
+          request.write(&w)
+          return w.length
+        }
+        let again = n.flatMap { n in
+          copy.withUnsafeBytes { try? WireView(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
+        .flatMap(ServiceRequest.init)
+        if again?.operation != request.operation || again?.arguments != request.arguments
+          || again?.capacity != request.capacity
+        {
+          broken.append("a service request does not survive its own writer")
+        }
+      }
+      if let call = RoleCall(view),
+        call.request.count > RoleCall.maxPayload || call.capacity > RoleCall.maxPayload
+      {
+        broken.append("a role call over the payload limit was accepted")
+      }
+      let reply = ServiceReply(view, capacity: 16)
+      if reply.bytes.count > 16 { broken.append("a service reply larger than the room for it was accepted") }
       for i in 0..<view.count {
         if view.int(i) != frame.int(i) || view.string(i) != frame.string(i) {
           broken.append("value \(i) reads differently in place and copied")
@@ -107,6 +132,29 @@ public enum WireFuzzEntry {
       ("response", WireFrame(.response, id: 10, [.int(-1), .bytes([])])),
       ("state-saved", WireFrame(.stateSaved, [.bytes(Array("{\"count\":41}".utf8))])),
       ("stop", WireFrame(.stop)),
+      (
+        "service-role-call",
+        WireFrame(
+          .service, id: 11,
+          [.int(ServiceOperation.roleCall.rawValue), .int(4096), .int(1), .string("get"), .bytes([1, 2, 3])])
+      ),
+      (
+        "service-crypto-verify",
+        WireFrame(
+          .service, id: 12,
+          [
+            .int(ServiceOperation.cryptoVerify.rawValue), .int(0), .int(0), .bytes([9]),
+            .bytes(Array(repeating: 1, count: 64)),
+            .bytes(Array(repeating: 2, count: 32)),
+          ])
+      ),
+      ("service-reply", WireFrame(.response, id: 11, [.int(0), .int(3), .bytes([4, 5, 6])])),
+      (
+        "serve-call",
+        WireFrame(
+          .serveCall, id: 1,
+          [.int(65536), .string("com.example.notes"), .string("put"), .bytes([0x7B, 0x7D])])
+      ),
     ]
     // The JSON payloads alone as well, for the path above that reads unframed bytes as one.
     let payloads = [

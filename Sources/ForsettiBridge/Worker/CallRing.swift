@@ -31,14 +31,26 @@ package final class CallRing: @unchecked Sendable {
   }
 
   private let base: UnsafeMutableRawPointer
+  /// The mapping both rings of a worker live in, unmapped when neither is used any more.
+  private let mapping: RingMapping
+  /// The second ring of the mapping, which runs the other way: the host calls, the worker
+  /// serves (the calls of other modules to the role this worker's module serves). Only the
+  /// first ring has one.
+  package let serves: CallRing?
 
-  private init(base: UnsafeMutableRawPointer) { self.base = base }
+  private init(mapping: RingMapping, offset: Int, serves: CallRing?) {
+    self.mapping = mapping
+    base = mapping.base + offset
+    self.serves = serves
+  }
 
-  deinit { munmap(base, Self.size) }
+  /// The whole mapping: the call ring, then the serve ring.
+  package static let mappingSize = 2 * size
 
-  /// A new ring and the descriptor to hand the worker (close-on-exec; dup2 it into place).
+  /// A new ring (with its serve ring) and the descriptor to hand the worker (close-on-exec;
+  /// dup2 it into place).
   package static func create() -> (ring: CallRing, fd: Int32)? {
-    let fd = forsetti_memfd("forsetti-calls", UInt64(size))
+    let fd = forsetti_memfd("forsetti-calls", UInt64(mappingSize))
     guard fd >= 0 else { return nil }
     guard let ring = map(fd) else {
       Glibc.close(fd)
@@ -47,17 +59,19 @@ package final class CallRing: @unchecked Sendable {
     return (ring, fd)
   }
 
-  /// The worker's side: maps the ring the host passed as `fd`.
+  /// The worker's side: maps the rings the host passed as `fd`.
   package static func attach(fd: Int32) -> CallRing? {
     var st = stat()
-    guard fstat(fd, &st) == 0, Int(st.st_size) == size else { return nil }
+    guard fstat(fd, &st) == 0, Int(st.st_size) == mappingSize else { return nil }
     return map(fd)
   }
 
   private static func map(_ fd: Int32) -> CallRing? {
-    let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+    let p = mmap(nil, mappingSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
     guard let p, p != MAP_FAILED else { return nil }
-    return CallRing(base: p)
+    let mapping = RingMapping(base: p, size: mappingSize)
+    return CallRing(
+      mapping: mapping, offset: 0, serves: CallRing(mapping: mapping, offset: size, serves: nil))
   }
 
   private func word(_ w: Word) -> UnsafeMutablePointer<UInt32> {
@@ -69,9 +83,9 @@ package final class CallRing: @unchecked Sendable {
 
   package var isClosed: Bool { forsetti_load_acquire(word(.closed)) != 0 }
 
-  /// Waits until `*w != value` (or the ring closes): spins, then sleeps with `asleep` raised.
-  /// Returns the new value.
-  private func wait(_ w: Word, whileEqualTo value: UInt32, asleep: Word) -> UInt32? {
+  /// Waits until `*w != value` (or the ring closes, or `deadline` — CLOCK_MONOTONIC
+  /// nanoseconds — passes): spins, then sleeps with `asleep` raised. Returns the new value.
+  private func wait(_ w: Word, whileEqualTo value: UInt32, asleep: Word, deadline: UInt64? = nil) -> UInt32? {
     let p = word(w)
     let start = Self.nanoseconds()
     var n = 0
@@ -96,12 +110,13 @@ package final class CallRing: @unchecked Sendable {
       let v = forsetti_load_seq_cst(p)
       if v != value { return v }
       if isClosed { return nil }
+      if let deadline, Self.nanoseconds() >= deadline { return nil }
       // A timeout guards against a wake that raced the flag; the value check above decides.
       _ = forsetti_futex_wait(p, value, 1000)
     }
   }
 
-  private static func nanoseconds() -> UInt64 {
+  package static func nanoseconds() -> UInt64 {
     var t = timespec()
     clock_gettime(CLOCK_MONOTONIC, &t)
     return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
@@ -112,7 +127,7 @@ package final class CallRing: @unchecked Sendable {
     if forsetti_load_seq_cst(word(asleep)) != 0 { _ = forsetti_futex_wake(word(w), 1) }
   }
 
-  // MARK: worker side
+  // MARK: calling side (the worker on its call ring, the host on a serve ring)
 
   /// Sends `request` and waits for the response, copied into `response`; its length, or nil
   /// when the ring closed or the response does not fit. One caller at a time.
@@ -129,8 +144,12 @@ package final class CallRing: @unchecked Sendable {
 
   /// As `call`, with the request written by `encode` straight into the ring's request slot
   /// (returning its length, or nil if it does not fit), so nothing is built and copied first.
+  /// With a `deadline` (CLOCK_MONOTONIC nanoseconds) the wait for the answer ends there: the
+  /// host calling into a worker must not wait on it for ever. A late answer is then ignored: the
+  /// next call waits for the sequence number of its own request.
   package func call(
-    encoding encode: (UnsafeMutableRawBufferPointer) -> Int?, response: UnsafeMutableRawBufferPointer
+    encoding encode: (UnsafeMutableRawBufferPointer) -> Int?, response: UnsafeMutableRawBufferPointer,
+    deadline: UInt64? = nil
   ) -> Int? {
     guard let length = encode(UnsafeMutableRawBufferPointer(start: requestSlot, count: Self.capacity)),
       length <= Self.capacity
@@ -140,7 +159,10 @@ package final class CallRing: @unchecked Sendable {
     publish(.requestSeq, seq, wakeIf: .serverAsleep)
     var answered = forsetti_load_acquire(word(.responseSeq))
     while answered != seq {
-      guard let v = wait(.responseSeq, whileEqualTo: answered, asleep: .clientAsleep) else { return nil }
+      guard let v = wait(.responseSeq, whileEqualTo: answered, asleep: .clientAsleep, deadline: deadline)
+      else {
+        return nil
+      }
       answered = v
     }
     let n = Int(forsetti_load_acquire(word(.responseLength)))
@@ -149,7 +171,7 @@ package final class CallRing: @unchecked Sendable {
     return n
   }
 
-  // MARK: host side
+  // MARK: serving side (the host on a call ring, the worker on its serve ring)
 
   /// Answers requests with `handle` until `close()`. The request `handle` sees is a private
   /// copy; it writes the response into the buffer it is given (the ring's response slot) and
@@ -174,10 +196,23 @@ package final class CallRing: @unchecked Sendable {
     }
   }
 
-  /// Ends `serve` (and any waiting `call`): the worker is gone.
+  /// Ends `serve` (and any waiting `call`), on this ring and its serve ring: the worker is gone.
   package func close() {
+    serves?.close()
     forsetti_store_seq_cst(word(.closed), 1)
     _ = forsetti_futex_wake(word(.requestSeq), Int32.max)
     _ = forsetti_futex_wake(word(.responseSeq), Int32.max)
   }
+}
+
+/// One mapping of a worker's two rings, unmapped with the last ring that uses it.
+private final class RingMapping: Sendable {
+  // The pointer is only read; the memory behind it is the rings' business.
+  nonisolated(unsafe) let base: UnsafeMutableRawPointer
+  let size: Int
+  init(base: UnsafeMutableRawPointer, size: Int) {
+    self.base = base
+    self.size = size
+  }
+  deinit { munmap(base, size) }
 }

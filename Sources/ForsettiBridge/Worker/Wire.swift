@@ -20,6 +20,9 @@ public enum WireKind: UInt32, Sendable {
   /// protocol version the host speaks (`WorkerConfiguration`). The first frame such a worker
   /// reads, and only then.
   case configure = 7
+  /// On the serve ring (`CallRing.serves`), to a worker whose module serves a role: one call of
+  /// another module (`RoleCall`), answered by `response(status, length, bytes)`.
+  case serveCall = 8
   // worker → host
   case confined = 100
   case loaded = 101
@@ -34,6 +37,9 @@ public enum WireKind: UInt32, Sendable {
   case send = 110
   case setHandler = 111
   case stateSaved = 112
+  /// On the call ring: one call of a service beyond the first four (`ServiceRequest`),
+  /// answered by `response(status, length, bytes)` (`ServiceReply`).
+  case service = 113
 }
 
 /// One frame.
@@ -41,7 +47,7 @@ public struct WireFrame: Sendable {
   public var kind: WireKind
   /// Request ID: pairs a `response` with its request; 0 for frames that need no answer.
   public var id: UInt64
-  /// At most `WireView.maxValues` (4): a frame with more is refused when read.
+  /// At most `WireView.maxValues` (5): a frame with more is refused when read.
   public var values: [WireValue]
 
   public init(_ kind: WireKind, id: UInt64 = 0, _ values: [WireValue] = []) {

@@ -11,6 +11,9 @@ public struct WorkerConfiguration: Sendable, Hashable {
   public var isSwift: Bool
   public var sandbox: String
   public var granted: Set<Capability>
+  /// The default role the module holds (and may serve), and the roles it consumes (and may call).
+  public var serves: DefaultModuleRole?
+  public var calls: Set<DefaultModuleRole>
   public var policy: ConfinementPolicy
   /// The host's PID: a worker whose parent is not this host exits at once.
   public var parent: Int32
@@ -24,6 +27,8 @@ public struct WorkerConfiguration: Sendable, Hashable {
         ("moduleID", .string(moduleID)), ("library", .string(library)), ("entryPoint", .string(entryPoint)),
         ("isSwift", .bool(isSwift)), ("sandbox", .string(sandbox)),
         ("granted", .strings(granted.sorted().map(\.rawValue))),
+        ("serves", serves.map { .string($0.rawValue) } ?? .null),
+        ("calls", .strings(calls.sorted().map(\.rawValue))),
         ("readExecute", .strings(policy.readExecute)), ("readWrite", .strings(policy.readWrite)),
         ("networking", .bool(policy.networking)), ("memoryAccounted", .bool(policy.memoryAccounted)),
         ("networkNamespace", .bool(policy.networkNamespace)),
@@ -42,9 +47,11 @@ public struct WorkerConfiguration: Sendable, Hashable {
 
   public init(
     moduleID: String, library: String, entryPoint: String, isSwift: Bool, sandbox: String,
-    granted: Set<Capability>,
+    granted: Set<Capability>, serves: DefaultModuleRole? = nil, calls: Set<DefaultModuleRole> = [],
     policy: ConfinementPolicy, parent: Int32, protocolVersion: Int = ProtocolVersion.current
   ) {
+    self.serves = serves
+    self.calls = calls
     self.protocolVersion = protocolVersion
     self.moduleID = moduleID
     self.library = library
@@ -73,6 +80,8 @@ public struct WorkerConfiguration: Sendable, Hashable {
       moduleID: id, library: lib, entryPoint: entry, isSwift: o["isSwift"]?.boolValue ?? false,
       sandbox: sandbox,
       granted: Set(strings("granted").compactMap(Capability.init(rawValue:))),
+      serves: o["serves"]?.stringValue.flatMap(DefaultModuleRole.init(rawValue:)),
+      calls: Set(strings("calls").compactMap(DefaultModuleRole.init(rawValue:))),
       policy: ConfinementPolicy(
         readExecute: strings("readExecute"), readWrite: strings("readWrite"),
         networking: o["networking"]?.boolValue ?? false,

@@ -14,6 +14,9 @@ package final class WorkerLink: HostBackend {
   private let nextID = Atomic<UInt64>(1)
   private let eventHandlers = Mutex<[Int64: ModuleCallback<forsetti_event_handler>]>([:])
   private let messageHandler = Mutex<ModuleCallback<forsetti_message_handler>?>(nil)
+  private let roleHandler = Mutex<ModuleCallback<forsetti_role_handler>?>(nil)
+  /// Whether the serve-ring thread runs.
+  private let serving = Mutex<Bool>(false)
   private let deliveries = DispatchQueue(label: "forsetti.worker.deliveries")
   /// Lifecycle commands from the host, for the worker's main thread.
   package let commands = Mailbox()
@@ -152,6 +155,68 @@ package final class WorkerLink: HostBackend {
     return Int32(truncatingIfNeeded: status(.setHandler) { $0.int(handler == nil ? 0 : 1) })
   }
 
+  package func service(_ request: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
+    let id = nextID.add(1, ordering: .relaxed).newValue
+    return callLock.withLock { _ -> ServiceReply in
+      let buffer = response.bytes
+      var fits = true
+      let n = calls.call(
+        encoding: { slot in
+          var w = WireWriter(into: slot, kind: .service, id: id)
+          request.write(&w)
+          fits = w.length != nil
+          return w.length
+        }, response: buffer)
+      guard fits else { return .status(FORSETTI_ERR_TOO_LARGE) }
+      // No answer means the host is gone: nothing may outlive it.
+      guard let n else { _exit(0) }
+      guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id else {
+        return .status(FORSETTI_ERR_IO)
+      }
+      return ServiceReply(f, capacity: request.capacity)
+    }
+  }
+
+  package func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?) -> Int32 {
+    guard let role = caller.serves, let index = DefaultModuleRole.allCases.firstIndex(of: role) else {
+      return FORSETTI_ERR_DENIED
+    }
+    roleHandler.withLock { $0 = handler }
+    if handler != nil { startServing() }
+    let reply = service(
+      ServiceRequest(
+        .roleServe, number: handler == nil ? 0 : 1, [Array(role.rawValue.utf8), [UInt8(index)]]),
+      from: caller)
+    return reply.status
+  }
+
+  /// Starts the thread that answers the host's calls on the serve ring, once.
+  private func startServing() {
+    let first = serving.withLock { started -> Bool in
+      defer { started = true }
+      return !started
+    }
+    guard first, let ring = calls.serves else { return }
+    _ = DetachedThread.start { [self] in
+      ring.serve { request, slot in self.answerRoleCall(request, into: slot) }
+    }
+  }
+
+  /// Runs the role handler for one `serveCall` from the host and writes its `response`.
+  private func answerRoleCall(_ bytes: UnsafeRawBufferPointer, into slot: UnsafeMutableRawBufferPointer)
+    -> Int
+  {
+    var reply = ServiceReply(FORSETTI_ERR_UNAVAILABLE)
+    var id: UInt64 = 0
+    if let f = try? WireView(bytes), f.kind == .serveCall, let call = RoleCall(f) {
+      id = f.id
+      if let h = roleHandler.withLock({ $0 }) { reply = call.run(h) }
+    }
+    var w = WireWriter(into: slot, kind: .response, id: id)
+    reply.write(&w)
+    return w.length ?? 0
+  }
+
   package func moduleStarting(moduleID: String) {}
 
   package func moduleStopping(moduleID: String) {}
@@ -159,6 +224,7 @@ package final class WorkerLink: HostBackend {
   package func moduleStopped(moduleID: String) {
     eventHandlers.withLock { $0.removeAll() }
     messageHandler.withLock { $0 = nil }
+    roleHandler.withLock { $0 = nil }
   }
 }
 

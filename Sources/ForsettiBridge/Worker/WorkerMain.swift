@@ -109,7 +109,8 @@ public enum WorkerMain {
     let binding: ModuleBinding
     do {
       binding = try ModuleBinding(
-        moduleID: config.moduleID, granted: config.granted, sandbox: config.sandbox, backend: link)
+        moduleID: config.moduleID, granted: config.granted, serves: config.serves, calls: config.calls,
+        sandbox: config.sandbox, backend: link)
     } catch {
       socket.send(WireFrame(.startResult, [.int(Int64(FORSETTI_ERR_START_FAILED)), .string("\(error)")]))
       return 0

@@ -24,6 +24,8 @@ enum MessageGuard {
 /// Worker requests end here too, attributed to the worker's module by its connection.
 struct InProcessBackend: HostBackend {
   let environment: HostEnvironment
+  /// This module instance, as the role registry tells instances apart.
+  let instance = RoleRegistry.nextInstance()
 
   func warn(_ moduleID: String, _ reason: ReasonCode, _ message: String) {
     environment.log.write(
@@ -100,12 +102,28 @@ struct InProcessBackend: HostBackend {
     environment.messages.setHandler(moduleID: moduleID, target) ? FORSETTI_OK : FORSETTI_ERR_REVOKED
   }
 
+  func service(_ request: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
+    environment.services.answer(request, from: caller)
+  }
+
+  func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?) -> Int32 {
+    environment.services.roles.serve(caller, instance: instance, handler.map { .local($0) })
+  }
+
+  /// Enters (or withdraws) a worker's module as its role's provider, reached by `send`.
+  func serveRole(_ caller: ModuleCaller, remote send: (@Sendable (RoleCall, UInt64) -> ServiceReply)?)
+    -> Int32
+  {
+    environment.services.roles.serve(caller, instance: instance, send.map { .remote($0) })
+  }
+
   func moduleStarting(moduleID: String) {
     environment.events.gate.open(moduleID)
     environment.messages.gate.open(moduleID)
   }
 
   func moduleStopping(moduleID: String) {
+    environment.services.moduleGone(moduleID, instance: instance)
     environment.events.gate.close(moduleID)
     environment.messages.gate.close(moduleID)
     environment.events.removeAll(moduleID: moduleID)
@@ -118,6 +136,7 @@ struct InProcessBackend: HostBackend {
   }
 
   func moduleStopped(moduleID: String) {
+    environment.services.moduleGone(moduleID, instance: instance)
     environment.events.gate.close(moduleID)
     environment.messages.gate.close(moduleID)
     environment.events.removeAll(moduleID: moduleID)

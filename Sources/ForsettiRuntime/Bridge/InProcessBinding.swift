@@ -3,11 +3,13 @@ import ForsettiCore
 
 extension ModuleBinding {
   /// A binding for a module in this process, served by `environment`.
-  public convenience init(moduleID: String, granted: Set<Capability>, environment: HostEnvironment)
-    throws(BindingError)
-  {
+  /// `serves` is the role it holds, `calls` the roles it consumes (`StartOrder.consumedRoles`).
+  public convenience init(
+    moduleID: String, granted: Set<Capability>, serves: DefaultModuleRole? = nil,
+    calls: Set<DefaultModuleRole> = [], environment: HostEnvironment
+  ) throws(BindingError) {
     try self.init(
-      moduleID: moduleID, granted: granted, sandbox: environment.sandboxPath(for: moduleID),
-      backend: InProcessBackend(environment: environment))
+      moduleID: moduleID, granted: granted, serves: serves, calls: calls,
+      sandbox: environment.sandboxPath(for: moduleID), backend: InProcessBackend(environment: environment))
   }
 }

@@ -150,7 +150,8 @@ extension ModuleManager {
       limits: settings.limits, memoryAccounted: memoryAccounted)
     return WorkerConfiguration(
       moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
-      sandbox: sandbox, granted: table[a.slot].record.granted, policy: policy, parent: getpid())
+      sandbox: sandbox, granted: table[a.slot].record.granted, serves: a.manifest.defaultModuleRole,
+      calls: StartOrder.consumedRoles(a.manifest), policy: policy, parent: getpid())
   }
 
   /// A new worker process, waiting for its configuration; nil after recording why none started.

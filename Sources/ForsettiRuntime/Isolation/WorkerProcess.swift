@@ -14,6 +14,11 @@ final class WorkerProcess: Sendable {
   let pid: pid_t
   private let socket: WireSocket
   private let calls: CallRing
+  /// The module as the host bound it: every service call from the worker is judged with this.
+  let caller: ModuleCaller
+  private let nextServeID = Atomic<UInt64>(0)
+  /// The answer of the call on the serve ring; used only under the role registry's turn.
+  private let serveResponse = ReplyBuffer(byteCount: CallRing.capacity)
   /// The host services the module's frames and calls reach (`WorkerProtocol.swift`, run-time traffic).
   let backend: InProcessBackend
   /// The protocol state: which frames may come from the worker now.
@@ -59,6 +64,9 @@ final class WorkerProcess: Sendable {
   ) {
     self.cgroup = cgroup
     moduleID = configuration.moduleID
+    caller = ModuleCaller(
+      moduleID: configuration.moduleID, granted: configuration.granted, serves: configuration.serves,
+      calls: configuration.calls)
     pid = started.pid
     socket = started.socket
     calls = started.calls
@@ -306,6 +314,11 @@ final class WorkerProcess: Sendable {
       var id: UInt64 = 0
       if let f = try? WireView(bytes) {
         id = f.id
+        if f.kind == .service {
+          var w = WireWriter(into: slot, kind: .response, id: id)
+          answerService(f).write(&w)
+          return w.length ?? 0
+        }
         status = answer(f) ?? Int64(FORSETTI_ERR_INVALID_ARGUMENT)
       } else {
         status = Int64(FORSETTI_ERR_INVALID_ARGUMENT)
@@ -314,6 +327,25 @@ final class WorkerProcess: Sendable {
       w.int(status)
       return w.length ?? 0
     }
+  }
+
+  /// Calls the role handler of this worker's module through its serve ring, waiting until
+  /// `deadline` at most. Only the role registry calls it, one call at a time (`Provider.turn`).
+  func callRole(_ call: RoleCall, deadline: UInt64) -> ServiceReply {
+    guard let ring = calls.serves, !isClosed else { return .status(FORSETTI_ERR_UNAVAILABLE) }
+    let id = nextServeID.add(1, ordering: .relaxed).newValue
+    let buffer = serveResponse.bytes
+    let n = ring.call(
+      encoding: { slot in
+        var w = WireWriter(into: slot, kind: .serveCall, id: id)
+        call.write(&w)
+        return w.length
+      }, response: buffer, deadline: deadline)
+    guard let n else { return .status(isClosed ? FORSETTI_ERR_UNAVAILABLE : FORSETTI_ERR_TIMEOUT) }
+    guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id else {
+      return .status(FORSETTI_ERR_IO)
+    }
+    return ServiceReply(f, capacity: call.capacity)
   }
 
   private func captureOutput(_ fd: Int32) {
@@ -332,4 +364,13 @@ final class WorkerProcess: Sendable {
       if pending.count > 16 * 1024 { pending.removeAll() }
     }
   }
+}
+
+/// The host's copy of a serve-ring answer: memory that lives as long as the worker.
+private final class ReplyBuffer: @unchecked Sendable {
+  // @unchecked: `bytes` is used only by `callRole`, which the role registry runs one call at a
+  // time for each provider (`RoleRegistry.Provider.turn`).
+  let bytes: UnsafeMutableRawBufferPointer
+  init(byteCount: Int) { bytes = .allocate(byteCount: byteCount, alignment: 8) }
+  deinit { bytes.deallocate() }
 }

@@ -364,6 +364,23 @@ extension WorkerProcess {
   }
 }
 
+extension WorkerProcess {
+  /// The answer to a `service` frame: the host's services, judged with the host's own
+  /// `caller` (never anything the worker says about itself). `roleServe` enters this worker's
+  /// module as its role's provider, reached through the worker's serve ring.
+  func answerService(_ f: WireView) -> ServiceReply {
+    guard let r = ServiceRequest(f) else { return .status(FORSETTI_ERR_INVALID_ARGUMENT) }
+    guard r.operation == .roleServe else { return backend.service(r, from: caller) }
+    guard r.number != 0 else { return .status(backend.serveRole(caller, remote: nil)) }
+    // Weak: the registry must not keep a dead worker (and its rings) alive.
+    let send: @Sendable (RoleCall, UInt64) -> ServiceReply = { [weak self] call, deadline in
+      guard let self else { return .status(FORSETTI_ERR_UNAVAILABLE) }
+      return self.callRole(call, deadline: deadline)
+    }
+    return .status(backend.serveRole(caller, remote: send))
+  }
+}
+
 final class SubscriptionID: Sendable {
   let value = Atomic<Int64>(0)
 }

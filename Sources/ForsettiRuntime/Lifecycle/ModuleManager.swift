@@ -227,7 +227,8 @@ public final class ModuleManager {
     let binding: ModuleBinding
     do {
       binding = try ModuleBinding(
-        moduleID: m.moduleID, granted: table[i].record.granted, environment: environment)
+        moduleID: m.moduleID, granted: table[i].record.granted, serves: m.defaultModuleRole,
+        calls: StartOrder.consumedRoles(m), environment: environment)
     } catch {
       fail(i, .start, .startFailed, "could not prepare the module's context: \(error)")
       return

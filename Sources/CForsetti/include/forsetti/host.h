@@ -17,11 +17,31 @@ extern "C" {
 #define FORSETTI_LOG_WARNING 2
 #define FORSETTI_LOG_ERROR 3
 
-/* Service IDs for forsetti_host.resolve, each with its table in forsetti/services/. */
+/* Service IDs for forsetti_host.resolve, each with its table in forsetti/services/.
+ *
+ * An ID names one table and its meaning for good. A table may grow at its end (check
+ * `struct_size` before reading a later field), but a service whose functions must ever change
+ * meaning or signature gets a new ID with a version suffix, "forsetti.secure_storage/2", and the
+ * host goes on serving the old ID to modules built against it. An ID without a suffix is
+ * version 1. The same rule holds for role services and for the method names a provider
+ * defines: version a method ("put/2") rather than change what "put" means. */
 #define FORSETTI_SERVICE_STORAGE "forsetti.storage"     /* needs capability storage */
 #define FORSETTI_SERVICE_TELEMETRY "forsetti.telemetry" /* needs capability telemetry */
 #define FORSETTI_SERVICE_EVENTS "forsetti.events"       /* every module */
 #define FORSETTI_SERVICE_MESSAGES "forsetti.messages"   /* every module */
+/* ABI 1.1: */
+#define FORSETTI_SERVICE_SECURE_STORAGE "forsetti.secure_storage" /* needs capability secure_storage */
+#define FORSETTI_SERVICE_FILE_EXPORT "forsetti.file_export"       /* needs capability file_export */
+#define FORSETTI_SERVICE_CRYPTO "forsetti.crypto_utilities"       /* needs capability crypto_utilities */
+#define FORSETTI_SERVICE_DIAGNOSTICS "forsetti.diagnostics"       /* needs capability diagnostics */
+/* Role services (forsetti/services/roles.h): "forsetti.role." and the role's name. Each needs
+ * the capability of the role's name, and the module must hold the role (to serve it) or
+ * consume it (to call it; see roles.h). */
+#define FORSETTI_SERVICE_ROLE_SHARED_DATABASE "forsetti.role.shared_database"
+#define FORSETTI_SERVICE_ROLE_AUTHENTICATION "forsetti.role.authentication"
+#define FORSETTI_SERVICE_ROLE_DIAGNOSTICS "forsetti.role.diagnostics"
+#define FORSETTI_SERVICE_ROLE_API "forsetti.role.api"
+#define FORSETTI_SERVICE_ROLE_SECURITY "forsetti.role.security"
 
 /* The host, as one module sees it. Every function is bound to that module: there is no
  * module-ID parameter, so a module can only ever act as itself. Valid until stop returns;

@@ -25,5 +25,14 @@ typedef int32_t forsetti_status;
 #define FORSETTI_ERR_COMMUNICATION_DENIED (-8)
 /* The module failed to start; returned by a module's `start`. Any negative value works too. */
 #define FORSETTI_ERR_START_FAILED (-9)
+/* Nothing serves the call now: a role's provider is stopped, restarting or reloading, or has
+ * not installed its handler yet. Nothing was done; the call may succeed later. */
+#define FORSETTI_ERR_UNAVAILABLE (-10)
+/* The call was not answered in time (a role provider that took longer than
+ * FORSETTI_ROLE_CALL_TIMEOUT_MS). Whether the provider acted on it is unknown. */
+#define FORSETTI_ERR_TIMEOUT (-11)
+/* Data failed its check: sealed bytes that do not authenticate, a signature that does not
+ * verify, a stored secret that was tampered with. */
+#define FORSETTI_ERR_INVALID_DATA (-12)
 
 #endif

@@ -6,9 +6,11 @@
 
 /* A module built against major M, minor N runs on a host with the same major M and a minor
  * of at least N. Majors change only when existing fields change meaning; minors only add
- * fields at the end of tables or add services. */
+ * fields at the end of tables or add services.
+ * 1.1 added the services secure_storage, file_export, crypto_utilities, diagnostics and the role
+ * services (forsetti/services/), and element sizes for the arrays of forsetti/ui.h. */
 #define FORSETTI_ABI_MAJOR 1u
-#define FORSETTI_ABI_MINOR 0u
+#define FORSETTI_ABI_MINOR 1u
 
 /* The packed form used in tables: major in the high 16 bits, minor in the low 16 bits. */
 #define FORSETTI_ABI_VERSION_MAKE(major, minor) ((uint32_t)(((major) << 16) | ((minor) & 0xFFFFu)))

@@ -1,0 +1,65 @@
+import CForsetti
+import ForsettiCore
+
+/// One call of a role's provider, as the provider receives it: who calls (the host's binding of
+/// the caller, never the caller's say), the method, the request and the room for the response.
+/// In-process the registry runs it on the caller's thread; to a worker it travels as a
+/// `serveCall` frame on the worker's serve ring. Either way `run` is the one place a handler
+/// is called and its answer checked.
+package struct RoleCall: Sendable {
+  package var caller: String
+  package var method: String
+  package var request: [UInt8]
+  package var capacity: Int
+
+  /// Requests and responses at most FORSETTI_ROLE_MAX_PAYLOAD bytes.
+  package static let maxPayload = Int(FORSETTI_ROLE_MAX_PAYLOAD)
+  /// How long a caller waits for a provider in a worker (FORSETTI_ROLE_CALL_TIMEOUT_MS).
+  package static let timeoutNanoseconds = UInt64(FORSETTI_ROLE_CALL_TIMEOUT_MS) * 1_000_000
+
+  package init(caller: String, method: String, request: [UInt8], capacity: Int) {
+    self.caller = caller
+    self.method = method
+    self.request = request
+    self.capacity = max(0, min(capacity, Self.maxPayload))
+  }
+
+  /// Writes the call as a `serveCall` frame.
+  package func write(_ w: inout WireWriter) {
+    w.int(Int64(capacity))
+    w.string(caller)
+    w.string(method)
+    request.withUnsafeBytes { w.bytes($0) }
+  }
+
+  /// The call a `serveCall` frame carries (from the host: checked all the same).
+  package init?(_ f: WireView) {
+    guard f.kind == .serveCall, let capacity = f.int(0), let caller = f.string(1), let method = f.string(2),
+      let request = f.bytes(3), request.count <= Self.maxPayload
+    else { return nil }
+    self.init(caller: caller, method: method, request: Array(request), capacity: Int(clamping: capacity))
+  }
+
+  /// Runs `handler` on this call. A handler that claims to have written more than the room it
+  /// had is answered FORSETTI_ERR_IO (its bytes are not believed); one that asks for more room
+  /// reports how much.
+  package func run(_ handler: ModuleCallback<forsetti_role_handler>) -> ServiceReply {
+    var response = [UInt8](repeating: 0, count: capacity)
+    var length = 0
+    let status = caller.withCString { c in
+      method.withCString { m in
+        request.withUnsafeBytes { req in
+          response.withUnsafeMutableBytes { out in
+            handler.function(
+              handler.context, c, m, req.baseAddress, req.count, out.baseAddress, capacity, &length)
+          }
+        }
+      }
+    }
+    if status == FORSETTI_ERR_BUFFER_TOO_SMALL {
+      return ServiceReply(status, length: max(0, length))
+    }
+    guard length >= 0, length <= capacity else { return ServiceReply(FORSETTI_ERR_IO) }
+    return ServiceReply(status, Array(response[0..<length]))
+  }
+}

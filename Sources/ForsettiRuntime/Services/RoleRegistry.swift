@@ -1,0 +1,135 @@
+import CForsetti
+import Dispatch
+import ForsettiBridge
+import ForsettiCore
+import Synchronization
+
+/// Which module serves each default role now, and the one way to call it. A provider is entered
+/// when its module installs a handler (`serve`) and withdrawn when it stops, crashes or is
+/// replaced; a call finds the provider in force or fails at once with FORSETTI_ERR_UNAVAILABLE.
+/// Calls reach one provider one at a time (a worker's serve ring has one slot; in-process the
+/// same, so the semantics agree), waiting at most FORSETTI_ROLE_CALL_TIMEOUT_MS for their turn.
+final class RoleRegistry: Sendable {
+  /// Where a provider's handler runs.
+  enum Target: Sendable {
+    /// In this process, on the caller's thread.
+    case local(ModuleCallback<forsetti_role_handler>)
+    /// In a worker, reached through its serve ring; the deadline is CLOCK_MONOTONIC nanoseconds.
+    case remote(@Sendable (RoleCall, _ deadline: UInt64) -> ServiceReply)
+  }
+
+  final class Provider: Sendable {
+    let moduleID: String
+    /// The module instance (its backend) that installed the handler: a late withdrawal by an
+    /// instance already replaced must not remove its successor.
+    let instance: UInt64
+    let target: Target
+    /// Held for the whole of one call.
+    let turn = DispatchSemaphore(value: 1)
+
+    init(moduleID: String, instance: UInt64, target: Target) {
+      self.moduleID = moduleID
+      self.instance = instance
+      self.target = target
+    }
+  }
+
+  private let providers = Mutex<[DefaultModuleRole: Provider]>([:])
+  private let warn: @Sendable (String, String) -> Void
+
+  /// `warn(moduleID, line)` records a refusal against the module that caused it.
+  init(warn: @escaping @Sendable (String, String) -> Void) { self.warn = warn }
+
+  /// Installs (or, with nil, removes) the handler of the role `caller` holds.
+  func serve(_ caller: ModuleCaller, instance: UInt64, _ target: Target?) -> Int32 {
+    guard let role = caller.serves else {
+      warn(
+        caller.moduleID,
+        "\(ReasonCode.moduleCommunicationDenied.rawValue): serve refused: the module holds no default role")
+      return FORSETTI_ERR_DENIED
+    }
+    if let problem = RoleRules.serveProblem(caller, role) {
+      warn(
+        caller.moduleID,
+        "\(ReasonCode.moduleCommunicationDenied.rawValue): serve \(role.rawValue) refused: \(problem)")
+      return FORSETTI_ERR_DENIED
+    }
+    let other: String? = providers.withLock { p in
+      if let current = p[role], current.moduleID != caller.moduleID { return current.moduleID }
+      if let target {
+        p[role] = Provider(moduleID: caller.moduleID, instance: instance, target: target)
+      } else if p[role]?.instance == instance {
+        p[role] = nil
+      }
+      return nil
+    }
+    if let other {
+      warn(
+        caller.moduleID,
+        "\(ReasonCode.moduleCommunicationDenied.rawValue): serve \(role.rawValue) refused: \(other) serves it already"
+      )
+      return FORSETTI_ERR_DENIED
+    }
+    return FORSETTI_OK
+  }
+
+  /// The provider of `role` in force, if any (for status displays).
+  func provider(of role: DefaultModuleRole) -> String? { providers.withLock { $0[role]?.moduleID } }
+
+  /// Calls the provider of the role `r.number` names for `caller`.
+  func call(_ r: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
+    guard let index = Int(exactly: r.number), DefaultModuleRole.allCases.indices.contains(index) else {
+      return .status(FORSETTI_ERR_INVALID_ARGUMENT)
+    }
+    let role = DefaultModuleRole.allCases[index]
+    if let problem = RoleRules.callProblem(caller, role) {
+      warn(
+        caller.moduleID,
+        "\(ReasonCode.moduleCommunicationDenied.rawValue): call of role \(role.rawValue) refused: \(problem)")
+      return .status(FORSETTI_ERR_DENIED)
+    }
+    guard let method = r.text(0), !method.isEmpty, let request = r.argument(1) else {
+      return .status(FORSETTI_ERR_INVALID_ARGUMENT)
+    }
+    guard request.count <= RoleCall.maxPayload else { return .status(FORSETTI_ERR_TOO_LARGE) }
+    guard let provider = providers.withLock({ $0[role] }) else { return .status(FORSETTI_ERR_UNAVAILABLE) }
+    let deadline = CallRing.nanoseconds() &+ RoleCall.timeoutNanoseconds
+    guard provider.turn.wait(timeout: .now() + .nanoseconds(Int(RoleCall.timeoutNanoseconds))) == .success
+    else {
+      return .status(FORSETTI_ERR_TIMEOUT)
+    }
+    defer { provider.turn.signal() }
+    // Withdrawn while this call waited its turn: it never reached the provider.
+    guard providers.withLock({ $0[role] === provider }) else { return .status(FORSETTI_ERR_UNAVAILABLE) }
+    let call = RoleCall(caller: caller.moduleID, method: method, request: request, capacity: r.capacity)
+    let reply: ServiceReply
+    switch provider.target {
+    case .local(let handler): reply = call.run(handler)
+    case .remote(let send): reply = send(call, deadline)
+    }
+    if reply.status == FORSETTI_ERR_IO {
+      warn(
+        provider.moduleID,
+        "role \(role.rawValue): the answer to \(caller.moduleID)'s call \"\(method)\" was malformed")
+    }
+    return reply
+  }
+
+  /// Withdraws whatever `moduleID`'s `instance` serves, then waits (at most `limit` seconds) for
+  /// a call already in its handler, so none runs once the module's stop has begun.
+  func withdraw(_ moduleID: String, instance: UInt64, limit: Double = 1) {
+    let removed: [Provider] = providers.withLock { p in
+      let gone = p.filter { $0.value.moduleID == moduleID && $0.value.instance == instance }
+      for role in gone.keys { p[role] = nil }
+      return Array(gone.values)
+    }
+    for provider in removed where provider.turn.wait(timeout: .now() + limit) == .success {
+      provider.turn.signal()
+    }
+  }
+
+  private static let instances = Atomic<UInt64>(0)
+
+  /// A number no other module instance has: tells apart two instances of one module.
+  static func nextInstance() -> UInt64 { instances.add(1, ordering: .relaxed).newValue }
+}

@@ -1,0 +1,183 @@
+import CForsetti
+import ForsettiCore
+import ForsettiRuntime
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+/// Modules serving modules (forsetti/services/roles.h): a provider holding `shared_database`
+/// serves, consumers call it, in-process and between two workers, through a real ModuleManager.
+@Suite struct RoleServiceTests {
+  static let provider = "com.test.db"
+  static let consumer = "com.test.app"
+  static let consumes =
+    #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"framework_mediated_shared"}}"#
+
+  enum Mode: String, CaseIterable, CustomTestStringConvertible {
+    case inProcess, isolated
+    var testDescription: String { rawValue }
+    var execution: ExecutionMode {
+      self == .inProcess ? .inProcess : RuntimeHarness.isolated(maxRestarts: 5, backoff: 0.1)
+    }
+  }
+
+  /// A provider answering `caller|method|request`; `big` needs 5000 bytes, `lie` claims more
+  /// than it had room for, `crash` aborts. It first tries to call its own role (refused).
+  static func providerFixture(serves: Bool = true) -> ModuleFixture {
+    var f = ModuleFixture(moduleID: provider, entryPoint: "db_entry")
+    f.prelude = """
+      static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
+                                    size_t len, void *resp, size_t cap, size_t *rlen) {
+        (void)ctx;
+        if (strcmp(method, "crash") == 0) abort();
+        if (strcmp(method, "big") == 0) {
+          *rlen = 5000;
+          if (cap < 5000) return FORSETTI_ERR_BUFFER_TOO_SMALL;
+          memset(resp, 'x', 5000);
+          return FORSETTI_OK;
+        }
+        if (strcmp(method, "lie") == 0) { *rlen = cap + 100; return FORSETTI_OK; }
+        int n = snprintf(resp, cap, "%s|%s|%.*s", caller, method, (int)len, (const char *)req);
+        if (n < 0) return FORSETTI_ERR_IO;
+        *rlen = (size_t)n;
+        return (size_t)n >= cap ? FORSETTI_ERR_BUFFER_TOO_SMALL : FORSETTI_OK;
+      }
+      """
+    f.start = """
+      const forsetti_role_service *r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      if (!r) { fixture_log("provider: no role service"); return FORSETTI_ERR_START_FAILED; }
+      char b[64]; size_t n = 0; char line[128];
+      snprintf(line, sizeof line, "provider: self call -> %d", r->call("echo", "x", 1, b, sizeof b, &n));
+      fixture_log(line);
+      \(serves ? "return r->serve(handle, NULL) == FORSETTI_OK ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;" : "return FORSETTI_OK;")
+      """
+    return f
+  }
+
+  /// A consumer whose thread calls the role every 20 ms and logs each change of status; the
+  /// call numbered `crashAt` asks the provider to crash. It forges host->module_id first.
+  static func consumerFixture(id: String = consumer, entry: String = "app_entry", crashAt: Int = -1)
+    -> ModuleFixture
+  {
+    var f = ModuleFixture(moduleID: id, entryPoint: entry)
+    f.prelude = """
+      #include <pthread.h>
+      static const forsetti_role_service *g_db;
+      static volatile int g_run;
+      static pthread_t g_thread;
+      static void report(const char *method, forsetti_status s, const char *out, size_t n) {
+        char line[512];
+        snprintf(line, sizeof line, "call %s -> %d %.*s", method, s, s == FORSETTI_OK ? (int)n : 0, out);
+        fixture_log(line);
+      }
+      static void *loop(void *arg) {
+        (void)arg;
+        char out[256]; size_t n = 0;
+        forsetti_status s = g_db->call("big", "", 0, out, sizeof out, &n);
+        char line[128]; snprintf(line, sizeof line, "big -> %d needs %zu", s, n); fixture_log(line);
+        report("lie", g_db->call("lie", "", 0, out, sizeof out, &n), out, n);
+        int last = 999;
+        for (int i = 0; g_run && i < 2000; i++) {
+          const char *method = i == \(crashAt) ? "crash" : "echo";
+          s = g_db->call(method, "hi", 2, out, sizeof out, &n);
+          if (s != last || i == \(crashAt)) { report(method, s, out, n); last = s; }
+          usleep(20000);
+        }
+        return NULL;
+      }
+      """
+    f.start = """
+      ((forsetti_host *)host)->module_id = "\(provider)";
+      g_db = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      if (!g_db) { fixture_log("consumer: no role service"); return FORSETTI_OK; }
+      char line[64];
+      snprintf(line, sizeof line, "consumer: serve -> %d", g_db->serve(NULL, NULL));
+      fixture_log(line);
+      g_run = 1;
+      return pthread_create(&g_thread, NULL, loop, NULL) == 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """
+    f.stop = "if (g_db) { g_run = 0; pthread_join(g_thread, NULL); }"
+    return f
+  }
+
+  static func installProvider(_ h: RuntimeHarness, serves: Bool = true) throws {
+    try providerFixture(serves: serves).install(
+      in: h.dir, capabilities: ["shared_database"], manifestExtra: #","defaultModuleRole":"shared_database""#)
+  }
+
+  @Test(arguments: Mode.allCases)
+  func aConsumerCallsItsProviderWhichSeesTheCallerTheHostBound(_ mode: Mode) throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h)
+    try Self.consumerFixture().install(
+      in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
+    let m = try h.start(mode: mode.execution)
+    defer { m.stopAll() }
+    #expect(
+      m.records.allSatisfy { $0.state == .started },
+      "\(m.records.map { ($0.moduleID, $0.trace.firstFailure) })")
+    // The consumer wrote the provider's ID into its host table: the host does not read it.
+    let echoed = h.waitForLine(Self.consumer) { $0.hasPrefix("call echo") }
+    #expect(echoed == "call echo -> 0 com.test.app|echo|hi", "\(h.lines(Self.consumer))")
+    #expect(h.lines(Self.provider).contains("provider: self call -> \(FORSETTI_ERR_DENIED)"))
+    #expect(h.lines(Self.consumer).contains("consumer: serve -> \(FORSETTI_ERR_DENIED)"))
+    // Too small a buffer: told the size needed; a provider claiming more than it had room for
+    // is not believed.
+    #expect(h.lines(Self.consumer).contains("big -> \(FORSETTI_ERR_BUFFER_TOO_SMALL) needs 5000"))
+    #expect(h.lines(Self.consumer).contains("call lie -> \(FORSETTI_ERR_IO) "))
+  }
+
+  @Test func aProviderCrashFailsCallsWithTheNamedErrorAndTheyRecoverWhenItRestarts() throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h)
+    try Self.consumerFixture(crashAt: 10).install(
+      in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
+    let m = try h.start(mode: Mode.isolated.execution)
+    defer { m.stopAll() }
+    let crashed = h.waitForLine(Self.consumer, timeout: 10) { $0.hasPrefix("call crash") }
+    // Cut off by the crash: the named error, at once, not a hang and not the timeout.
+    #expect(crashed == "call crash -> \(FORSETTI_ERR_UNAVAILABLE) ", "\(h.lines(Self.consumer))")
+    let recovered = h.supervise(timeout: 15) {
+      let lines = h.lines(Self.consumer)
+      guard let at = lines.firstIndex(where: { $0.hasPrefix("call crash") }) else { return false }
+      return lines[(at + 1)...].contains("call echo -> 0 com.test.app|echo|hi")
+    }
+    #expect(recovered, "\(h.lines(Self.consumer)) / \(h.lines(Self.provider)) / \(h.lines(nil).suffix(10))")
+    #expect(h.state(Self.provider) == .started)
+  }
+
+  @Test(arguments: Mode.allCases)
+  func aProviderWithoutAHandlerIsUnavailable(_ mode: Mode) throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h, serves: false)
+    try Self.consumerFixture().install(
+      in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
+    let m = try h.start(mode: mode.execution)
+    defer { m.stopAll() }
+    let line = h.waitForLine(Self.consumer) { $0.hasPrefix("call echo") }
+    #expect(line == "call echo -> \(FORSETTI_ERR_UNAVAILABLE) ", "\(h.lines(Self.consumer))")
+  }
+
+  @Test(arguments: Mode.allCases)
+  func withoutTheCapabilityOrTheRoleTheServiceIsNotThere(_ mode: Mode) throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h)
+    // Consumes the role but was not granted its capability.
+    try Self.consumerFixture(id: "com.test.nocap", entry: "nocap_entry").install(
+      in: h.dir, manifestExtra: Self.consumes)
+    // Granted the capability but consumes nothing.
+    try Self.consumerFixture(id: "com.test.norole", entry: "norole_entry").install(
+      in: h.dir, capabilities: ["shared_database"])
+    let m = try h.start(mode: mode.execution)
+    defer { m.stopAll() }
+    for id in ["com.test.nocap", "com.test.norole"] {
+      #expect(h.waitForLine(id) { $0 == "consumer: no role service" } != nil, "\(id): \(h.lines(id))")
+    }
+    #expect(
+      h.lines("com.test.nocap").contains {
+        $0.contains("forsetti.role.shared_database needs capability shared_database, which was not granted")
+      }, "\(h.lines("com.test.nocap"))")
+    #expect(
+      h.lines("com.test.norole").contains { $0.contains("nor consumes it") }, "\(h.lines("com.test.norole"))")
+  }
+}
