@@ -5,6 +5,10 @@ import ForsettiCore
 public enum ModuleTableReader {
   /// Lists longer than this are refused as implausible.
   static let maxItems = 256
+  /// The size of an ABI 1.0 `forsetti_ui_contributions`: it ends where the first 1.1 field starts.
+  static let abi10ContributionsSize =
+    MemoryLayout<forsetti_ui_contributions>.offset(of: \.toolbar_item_size)
+    ?? MemoryLayout<forsetti_ui_contributions>.size
 
   /// The module's UI contributions: nil when it offers none (NULL function, older table).
   public static func uiContributions(_ m: LoadedModule) -> Result<UIContributions?, LoadError> {
@@ -15,9 +19,19 @@ public enum ModuleTableReader {
     guard Int(t.struct_size) >= needed, let fn = t.ui_contributions, let cp = fn(t.`self`) else {
       return .success(nil)
     }
-    let c = cp.pointee
-    guard c.struct_size >= UInt32(MemoryLayout<forsetti_ui_contributions>.size) else {
-      return .failure(.uiContributionsInvalid("struct_size \(c.struct_size) is too small"))
+    // Only the part the module built is read (a 1.0 module's struct ends before the element
+    // sizes); the rest stays zero, which the ABI defines as "the ABI 1.0 value".
+    // `struct_size` comes first; `pointee` would read the host's whole struct, past a 1.0 one.
+    let built = Int(UnsafeRawPointer(cp).load(as: UInt32.self))
+    guard built >= abi10ContributionsSize else {
+      return .failure(
+        .uiContributionsInvalid(
+          "struct_size \(built) is too small (ABI 1.0 forsetti_ui_contributions is \(abi10ContributionsSize) bytes)"
+        ))
+    }
+    var c = forsetti_ui_contributions()
+    withUnsafeMutableBytes(of: &c) { dst in
+      dst.copyMemory(from: UnsafeRawBufferPointer(start: cp, count: min(built, dst.count)))
     }
     func str(_ p: UnsafePointer<CChar>?, _ what: String) throws(LoadError) -> String {
       guard let p, let s = CString.read(p, max: 256) else {
@@ -32,8 +46,10 @@ public enum ModuleTableReader {
     do throws(LoadError) {
       var out = UIContributions()
       if let items = c.toolbar_items {
-        for i in 0..<(try count(c.toolbar_item_count, "toolbar items")) {
-          let it = items[i]
+        let array = try UIElementArray<forsetti_toolbar_item>(
+          items, count: try count(c.toolbar_item_count, "toolbar items"), declaredSize: c.toolbar_item_size,
+          field: "toolbar_item_size")
+        for it in array.elements {
           out.toolbarItems.append(
             ToolbarItem(
               itemID: try str(it.item_id, "toolbar item_id"), title: try str(it.title, "toolbar title"),
@@ -42,8 +58,11 @@ public enum ModuleTableReader {
         }
       }
       if let views = c.view_injections {
-        for i in 0..<(try count(c.view_injection_count, "view injections")) {
-          let v = views[i]
+        let array = try UIElementArray<forsetti_view_injection>(
+          views, count: try count(c.view_injection_count, "view injections"),
+          declaredSize: c.view_injection_size,
+          field: "view_injection_size")
+        for v in array.elements {
           out.viewInjections.append(
             ViewInjection(
               viewID: try str(v.view_id, "view_id"), slotID: try str(v.slot_id, "slot_id"),
@@ -68,8 +87,11 @@ public enum ModuleTableReader {
       if let themeID = c.theme_id {
         var tokens: [String: String] = [:]
         if let tk = c.theme_tokens {
-          for i in 0..<(try count(c.theme_token_count, "theme tokens")) {
-            tokens[try str(tk[i].name, "theme token name")] = try str(tk[i].color, "theme token color")
+          let array = try UIElementArray<forsetti_theme_token>(
+            tk, count: try count(c.theme_token_count, "theme tokens"), declaredSize: c.theme_token_size,
+            field: "theme_token_size")
+          for t in array.elements {
+            tokens[try str(t.name, "theme token name")] = try str(t.color, "theme token color")
           }
         }
         out.themeMask = ThemeMask(themeID: try str(themeID, "theme_id"), tokens: tokens)
@@ -78,5 +100,41 @@ public enum ModuleTableReader {
     } catch {
       return .failure(error)
     }
+  }
+}
+
+/// One of a module's UI arrays, stepped through by the element size the module built (ABI 1.1),
+/// so the element structs can grow at their end as CLAP's do: the host reads the fields it knows.
+struct UIElementArray<Element> {
+  /// Larger elements are refused as implausible (an element holds a few pointers).
+  static var maxElementSize: Int { 4096 }
+  /// The ABI 1.0 size of one element: this host's own, pinned to the 1.0 layout by abi_checks.c.
+  static var abi10ElementSize: Int { MemoryLayout<Element>.size }
+
+  /// The elements, each read from the start of its slot.
+  let elements: [Element]
+
+  /// `declaredSize` is the module's `*_size` field: 0 (or absent, read as 0) is the 1.0 size.
+  init(_ base: UnsafePointer<Element>, count: Int, declaredSize: Int, field: String) throws(LoadError) {
+    let name = String(describing: Element.self)
+    guard declaredSize >= 0, declaredSize <= Self.maxElementSize else {
+      throw .uiContributionsInvalid(
+        "\(field) \(UInt(bitPattern: declaredSize)) is above \(Self.maxElementSize) bytes; set it to sizeof(\(name))"
+      )
+    }
+    let size = declaredSize == 0 ? Self.abi10ElementSize : declaredSize
+    guard size >= Self.abi10ElementSize else {
+      throw .uiContributionsInvalid(
+        "\(field) \(declaredSize) is below the ABI 1.0 size of \(name) (\(Self.abi10ElementSize) bytes); set it to sizeof(\(name))"
+      )
+    }
+    guard size % MemoryLayout<Element>.alignment == 0 else {
+      throw .uiContributionsInvalid(
+        "\(field) \(declaredSize) is not a multiple of the alignment of \(name) (\(MemoryLayout<Element>.alignment)); set it to sizeof(\(name))"
+      )
+    }
+    let raw = UnsafeRawPointer(base)
+    // count ≤ ModuleTableReader.maxItems and size ≤ maxElementSize: the offsets cannot overflow.
+    elements = (0..<count).map { raw.load(fromByteOffset: $0 * size, as: Element.self) }
   }
 }

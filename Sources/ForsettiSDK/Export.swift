@@ -163,7 +163,9 @@ enum UIContributionTables {
         overlay_pointer_ids: array(pointers),
         overlay_pointer_count: pointers.count, theme_id: s.themeID.map(CStrings.keep),
         theme_tokens: array(tokens),
-        theme_token_count: tokens.count))
+        theme_token_count: tokens.count, toolbar_item_size: MemoryLayout<forsetti_toolbar_item>.size,
+        view_injection_size: MemoryLayout<forsetti_view_injection>.size,
+        theme_token_size: MemoryLayout<forsetti_theme_token>.size))
     return UnsafePointer(c)
   }
 }

@@ -260,9 +260,10 @@ struct DefaultRoleRulesTests {
     let m = ManifestModel.make(type: .service, role: .ui)
     let outcome = RuntimeRequirementRules.check(m, providers: .init())
     #expect(outcome.failureReason == .unsatisfiedRuntimeRequirement)
-    #expect(outcome.failureDetail.contains(#"defaultModuleRole "ui" needs a"#))
-    #expect(outcome.failureDetail.contains("app or ui module"))
-    #expect(outcome.failureDetail.contains("this is a service module"))
+    #expect(
+      outcome.failureDetail
+        == #"defaultModuleRole: "ui" is a role for app or ui modules and this is a service module: remove defaultModuleRole, or use one of "shared_database", "authentication", "diagnostics", "api", "security""#
+    )
   }
 
   @Test("a ui role on an app or ui module passes without any capability", arguments: [ModuleType.app, .ui])
@@ -279,7 +280,8 @@ struct DefaultRoleRulesTests {
     #expect(outcome.failureReason == .unsatisfiedRuntimeRequirement)
     #expect(
       outcome.failureDetail
-        == #"defaultModuleRole "shared_database" needs capability shared_database in capabilitiesRequested"#)
+        == #"defaultModuleRole: "shared_database" needs capability shared_database in capabilitiesRequested: add "shared_database" there, or remove defaultModuleRole"#
+    )
   }
 
   @Test(
@@ -293,7 +295,10 @@ struct DefaultRoleRulesTests {
       DefaultRoleRules.problems(ManifestModel.make(type: .service, capabilities: [], role: role)).count == 1)
     let onApp = DefaultRoleRules.problems(ManifestModel.make(type: .app, capabilities: [cap], role: role))
     #expect(onApp.count == 1)
-    #expect(onApp.first?.contains(#"defaultModuleRole "\#(role.rawValue)" needs a service module"#) == true)
+    #expect(
+      onApp.first
+        == #"defaultModuleRole: "\#(role.rawValue)" is a role for service modules and this is an app module: remove defaultModuleRole, or use "ui""#
+    )
   }
 
   @Test("a service role on a ui module without the capability reports both problems")

@@ -101,15 +101,21 @@ public enum ManifestDiscovery {
     return keys.indices.sorted { keys[$0].lexicographicallyPrecedes(keys[$1]) }.map { paths[$0] }
   }
 
-  /// One file on its own: read, parse, decode. Duplicates are found by the caller.
+  /// One file on its own: read, parse, decode, check. Duplicates are found by the caller.
   static func judge(_ path: String, source: any ManifestSource, mode: DiscoveryMode) -> DiscoveredFile {
     let bytes: [UInt8]
     do { bytes = try source.read(path, limit: maxManifestBytes) } catch {
       return DiscoveredFile(file: path, outcome: .unreadable(error))
     }
-    if let m = ManifestFastPath.decode(bytes) {
-      return DiscoveredFile(file: path, outcome: .manifest(m), moduleID: m.moduleID)
-    }
+    return judge(bytes: bytes, file: path, mode: mode)
+  }
+
+  /// The verdict on one file's bytes. `fastPath: false` skips `ManifestFastPath`, so the
+  /// manifest fuzzer can check that the verdict never depends on which decoder answered.
+  static func judge(bytes: [UInt8], file path: String, mode: DiscoveryMode, fastPath: Bool = true)
+    -> DiscoveredFile
+  {
+    if fastPath, let m = ManifestFastPath.decode(bytes) { return checked(m, file: path) }
     let value: JSONValue
     do { value = try JSONParser.parse(bytes) } catch {
       return DiscoveredFile(file: path, outcome: .invalid(.invalidJSON(error)))
@@ -125,7 +131,19 @@ public enum ManifestDiscovery {
     case .failure(let e):
       return DiscoveredFile(file: path, outcome: .invalid(.invalid(e)), moduleID: declaredID)
     case .success(let m):
-      return DiscoveredFile(file: path, outcome: .manifest(m), moduleID: m.moduleID)
+      return checked(m, file: path)
     }
+  }
+
+  /// A decoded manifest whose fields disagree (a role for another module type, an I/O without
+  /// its capability) is refused here, as upstream's loader does, so it never counts as a
+  /// provider and every view of the host reports it as `validationFailed` with its module ID.
+  static func checked(_ m: ModuleManifest, file: String) -> DiscoveredFile {
+    let issues = ManifestConsistency.issues(m)
+    guard issues.isEmpty else {
+      return DiscoveredFile(
+        file: file, outcome: .invalid(.invalid(.init(issues: issues))), moduleID: m.moduleID)
+    }
+    return DiscoveredFile(file: file, outcome: .manifest(m), moduleID: m.moduleID)
   }
 }

@@ -25,6 +25,13 @@ public enum ManifestFuzzEntry {
         return broken + ["the fast path accepted a manifest the full decoder reads otherwise"]
       }
     }
+    // Discovery's verdict (cross-field checks included) is the same whichever decoder answered.
+    for mode in [DiscoveryMode.fallback, .strict] {
+      let viaFast = ManifestDiscovery.judge(bytes: bytes, file: "fuzz.json", mode: mode)
+      let viaFull = ManifestDiscovery.judge(bytes: bytes, file: "fuzz.json", mode: mode, fastPath: false)
+      if viaFast != viaFull { broken.append("discovery's verdict depends on the fast path (\(mode))") }
+      _ = viaFast.outcome.detail
+    }
     switch ManifestDecoder.decode(bytes: bytes) {
     case .success(let m):
       guard case .success(let expected)? = full, expected == m else {

@@ -23,6 +23,11 @@ public struct ManifestIssue: Sendable, Hashable, CustomStringConvertible {
     case emptyList
     case maxBelowMin(min: SemanticVersion, max: SemanticVersion)
     case notAllowed(String)
+    /// A `defaultModuleRole` held by a module type the role is not for.
+    case roleNotForModuleType(DefaultModuleRole, ModuleType)
+    /// A value (a role, an I/O kind) that needs a capability missing from capabilitiesRequested;
+    /// `orRemove` names what to remove instead of adding the capability.
+    case capabilityNotRequested(value: String, capability: Capability, orRemove: String)
   }
 
   public var description: String { "\(field): \(problemText)" }
@@ -58,6 +63,16 @@ public struct ManifestIssue: Sendable, Hashable, CustomStringConvertible {
       return "maximum \(max) is below the minimum \(min)"
     case .notAllowed(let why):
       return why
+    case .roleNotForModuleType(let role, let type):
+      let types = role.validModuleTypes.map(\.rawValue).sorted().joined(separator: " or ")
+      let roles = DefaultModuleRole.allCases.filter { $0.validModuleTypes.contains(type) }.map {
+        "\"\($0.rawValue)\""
+      }
+      return
+        "\"\(role.rawValue)\" is a role for \(types) modules and this is \(type == .app ? "an" : "a") \(type.rawValue) module: remove defaultModuleRole, or use \(roles.count == 1 ? "" : "one of ")\(roles.joined(separator: ", "))"
+    case .capabilityNotRequested(let value, let cap, let orRemove):
+      return
+        "\"\(value)\" needs capability \(cap.rawValue) in capabilitiesRequested: add \"\(cap.rawValue)\" there, or remove \(orRemove)"
     }
   }
 }

@@ -31,7 +31,16 @@ typedef struct forsetti_theme_token {
   const char *color;
 } forsetti_theme_token;
 
-/* Every pointer and count may be NULL/0 for "none". Strings are UTF-8. */
+/* Every pointer and count may be NULL/0 for "none". Strings are UTF-8.
+ *
+ * Growth (ABI 1.1): like every table here, this struct only grows at the end and
+ * `struct_size` says how much of it the module built. The element structs above may grow too
+ * (new fields at their end, as CLAP's versioned structs do), so each array carries the size of
+ * one of its elements as the module built it: the host steps through the array by that size,
+ * reads only the fields it knows, and ignores the rest. Set each to sizeof(the element type);
+ * 0, or a `struct_size` too small to hold the field (a module built against ABI 1.0), means the
+ * ABI 1.0 size. The host refuses a size below the ABI 1.0 size of the element, one that is not
+ * a multiple of the element's alignment, or one above 4096 bytes. */
 typedef struct forsetti_ui_contributions {
   uint32_t struct_size;
   const forsetti_toolbar_item *toolbar_items;
@@ -45,6 +54,10 @@ typedef struct forsetti_ui_contributions {
   const char *theme_id; /* NULL for no theme mask; needs capability ui_theme_mask */
   const forsetti_theme_token *theme_tokens;
   size_t theme_token_count;
+  /* ABI 1.1: sizeof one element of each array as the module built it (0: the ABI 1.0 size). */
+  size_t toolbar_item_size;   /* sizeof(forsetti_toolbar_item) */
+  size_t view_injection_size; /* sizeof(forsetti_view_injection) */
+  size_t theme_token_size;    /* sizeof(forsetti_theme_token) */
 } forsetti_ui_contributions;
 
 #ifdef __cplusplus
