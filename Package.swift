@@ -54,6 +54,7 @@ let package = Package(
       name: "ForsettiRuntime",
       dependencies: [
         "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp",
+        "CSodium",
       ]),
 
     // Swift conveniences for module authors, built on forsetti.h only (never the host's modules).
