@@ -138,8 +138,10 @@ struct Layering: Sendable {
         rule: .init(
           mayDependOn: [
             "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys",
-            "CSeccomp",
-          ], foundation: true, why: "the host's lifecycle, supervision, services, reload and trust stores")),
+            "CSeccomp", "CSodium",
+          ], foundation: true,
+          why: "the host's lifecycle, supervision, services (their keys and sealing: libsodium), reload and trust stores"
+        )),
       .init(
         subject: .target("ForsettiCLI"),
         rule: .init(

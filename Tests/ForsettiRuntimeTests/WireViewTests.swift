@@ -63,8 +63,8 @@ import Testing
     var badTag = Self.written { $0.int(5) }
     badTag[12] = 9
     _ = badTag.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
-    let six = Self.written { w in for i in 0..<6 { w.int(Int64(i)) } }
-    _ = six.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
+    let seven = Self.written { w in for i in 0..<7 { w.int(Int64(i)) } }
+    _ = seven.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }
     var unknownKind = Self.written { $0.int(5) }
     unknownKind[0] = 0xEE
     _ = unknownKind.withUnsafeBytes { raw in #expect(throws: Wire.DecodeError.self) { try WireView(raw) } }

@@ -47,7 +47,7 @@ public struct WireFrame: Sendable {
   public var kind: WireKind
   /// Request ID: pairs a `response` with its request; 0 for frames that need no answer.
   public var id: UInt64
-  /// At most `WireView.maxValues` (5): a frame with more is refused when read.
+  /// At most `WireView.maxValues` (6): a frame with more is refused when read.
   public var values: [WireValue]
 
   public init(_ kind: WireKind, id: UInt64 = 0, _ values: [WireValue] = []) {

@@ -8,11 +8,11 @@ package struct WireView {
   package let kind: WireKind
   package let id: UInt64
   private let bytes: UnsafeRawBufferPointer
-  /// Up to five values (no frame has more); offset of the tag of each.
-  private var offsets: (Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0)
+  /// Up to six values (no frame has more); offset of the tag of each.
+  private var offsets: (Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0)
   package private(set) var count = 0
 
-  package static let maxValues = 5
+  package static let maxValues = 6
 
   /// Checks `bytes` as a frame: known kind, each value's tag and length within the bytes, at
   /// most `maxValues` values.
@@ -50,7 +50,8 @@ package struct WireView {
     case 1: offsets.1 = offset
     case 2: offsets.2 = offset
     case 3: offsets.3 = offset
-    default: offsets.4 = offset
+    case 4: offsets.4 = offset
+    default: offsets.5 = offset
     }
   }
 
@@ -61,7 +62,8 @@ package struct WireView {
     case 1: return offsets.1
     case 2: return offsets.2
     case 3: return offsets.3
-    default: return offsets.4
+    case 4: return offsets.4
+    default: return offsets.5
     }
   }
 

@@ -4,7 +4,10 @@
  * Built on libsodium. The module's keys (a secret key for sealing, an Ed25519 key pair for
  * signing) are made by the host the first time they are needed and held by it, outside every
  * sandbox; the module never sees a secret key. What one module seals, another cannot open; what
- * it signs, anyone can verify with its public key. Inputs at most 64 KiB each. */
+ * it signs, anyone can verify with its public key. Inputs at most 64 KiB each; for seal,
+ * `length + extra_length` at most 64 KiB, and for open at most 64 KiB +
+ * FORSETTI_CRYPTO_SEAL_OVERHEAD (FORSETTI_ERR_TOO_LARGE otherwise): in a worker, the whole call
+ * crosses to the host in one frame. */
 #ifndef FORSETTI_SERVICES_CRYPTO_H
 #define FORSETTI_SERVICES_CRYPTO_H
 
