@@ -49,7 +49,10 @@ public enum ExampleModules {
   {
     let r = try ProcessRunner.run(
       "/usr/bin/env",
-      ["cc", "-shared", "-fPIC", "-I", ModuleFixture.includeDirectory, "-o", plugins + "/" + m.library, root(m.source)]
+      [
+        "cc", "-shared", "-fPIC", "-I", ModuleFixture.includeDirectory, "-o", plugins + "/" + m.library,
+        root(m.source),
+      ]
         + m.flags)
     guard r.status == 0 else { throw CFixture.BuildError(output: r.stderr) }
   }
