@@ -1,9 +1,26 @@
 import Foundation
 
 /// The bundled example modules, built as scripts/build-plugins builds them: the two Swift ones
-/// SwiftPM built beside the host, and the C one compiled here.
+/// SwiftPM built beside the host, and the C ones compiled here.
 public enum ExampleModules {
-  /// Puts the three examples in `dir/plugins`; returns that directory.
+  /// The example modules' IDs, one per manifest in `manifests/`.
+  public static let moduleIDs = [
+    "com.example.counter", "com.example.dashboard", "com.example.helloc", "com.example.journal",
+    "com.example.notes", "com.example.shared-database",
+  ]
+
+  /// The C examples: source (from the package root), library name, extra compiler arguments.
+  static let cModules: [(source: String, library: String, flags: [String])] = [
+    ("Plugins/HelloC/hello.c", "libhelloc.so", []),
+    ("Plugins/SharedDatabase/shared_database.c", "libshared_database.so", ["-lsqlite3"]),
+    ("Plugins/Notes/notes.c", "libnotes.so", ["-I", root("Plugins/SharedDatabase"), "-lpthread"]),
+    ("Plugins/Journal/journal.c", "libjournal.so", ["-I", root("Plugins/SharedDatabase"), "-lpthread"]),
+  ]
+
+  /// The shared database example alone: the provider and its two consumers.
+  public static let sharedDatabaseManifests = ["shared-database.json", "notes.json", "journal.json"]
+
+  /// Puts every example in `dir/plugins`; returns that directory.
   public static func install(in dir: TemporaryDirectory) throws -> String {
     let plugins = dir.url("plugins")
     try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
@@ -12,14 +29,36 @@ public enum ExampleModules {
       try FileManager.default.copyItem(
         atPath: (bin as NSString).appendingPathComponent(lib), toPath: plugins + "/" + lib)
     }
-    let hello = (HostBinary.packageRoot as NSString).appendingPathComponent("Plugins/HelloC/hello.c")
+    for m in cModules { try compile(m, into: plugins) }
+    return plugins
+  }
+
+  /// Puts the shared database example (provider, Notes, Journal) in `dir/plugins` and its
+  /// manifests in `dir/manifests`, so a test can add modules of its own beside it.
+  public static func installSharedDatabase(in dir: TemporaryDirectory) throws {
+    let plugins = dir.url("plugins")
+    try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
+    for m in cModules where m.library != "libhelloc.so" { try compile(m, into: plugins) }
+    for name in sharedDatabaseManifests {
+      try dir.write("manifests/" + name, String(contentsOfFile: root("manifests/" + name), encoding: .utf8))
+    }
+  }
+
+  private static func compile(_ m: (source: String, library: String, flags: [String]), into plugins: String)
+    throws
+  {
     let r = try ProcessRunner.run(
       "/usr/bin/env",
       [
-        "cc", "-shared", "-fPIC", "-I", ModuleFixture.includeDirectory, "-o", plugins + "/libhelloc.so",
-        hello,
-      ])
+        "cc", "-shared", "-fPIC", "-I", ModuleFixture.includeDirectory, "-o", plugins + "/" + m.library,
+        root(m.source),
+      ]
+        + m.flags)
     guard r.status == 0 else { throw CFixture.BuildError(output: r.stderr) }
-    return plugins
+  }
+
+  /// `relative` inside the package.
+  public static func root(_ relative: String) -> String {
+    (HostBinary.packageRoot as NSString).appendingPathComponent(relative)
   }
 }
