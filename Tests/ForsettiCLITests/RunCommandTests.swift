@@ -26,7 +26,7 @@ import Testing
       "[module=com.example.dashboard] message hello.greeting from com.example.helloc",
       "[module=com.example.dashboard] first tick from com.example.counter",
       "[module=com.example.helloc] C module got its first tick from com.example.counter",
-      "3 modules: 3 ran and stopped cleanly, 0 blocked, 0 failed",
+      "\(ExampleModules.moduleIDs.count) modules: \(ExampleModules.moduleIDs.count) ran and stopped cleanly, 0 blocked, 0 failed",
       // The first line says what confinement the kernel offers.
       "[host] isolation: landlock ABI",
     ] {
@@ -39,7 +39,8 @@ import Testing
     #expect(second.stderr.contains("greeting number 2"))
     let modules = try #require(try JSONParser.parse(second.stdout).objectValue?["modules"]?.arrayValue)
     #expect(
-      modules.compactMap { $0.objectValue?["state"]?.stringValue } == ["stopped", "stopped", "stopped"])
+      modules.compactMap { $0.objectValue?["state"]?.stringValue }
+        == ExampleModules.moduleIDs.map { _ in "stopped" })
     let telemetry = try String(contentsOfFile: dir.url("state/logs/telemetry.jsonl"), encoding: .utf8)
     #expect(telemetry.split(separator: "\n").count == 2)
     #expect(telemetry.contains(#""event":"counter.started","attributes":{"starts":2}"#))
@@ -134,7 +135,7 @@ import Testing
     ])
     let rows = try #require(try JSONParser.parse(list.stdout).objectValue?["modules"]?.arrayValue).compactMap(
       \.objectValue)
-    #expect(rows.map { $0["runState"]?.stringValue } == ["started", "started", "started"])
+    #expect(rows.map { $0["runState"]?.stringValue } == ExampleModules.moduleIDs.map { _ in "started" })
 
     let explain = try HostBinary.run([
       "explain", "com.example.dashboard", "--manifests", manifests, "--plugins", plugins, "--state", state,
@@ -149,7 +150,10 @@ import Testing
     host.waitUntilExit()
     #expect(host.terminationStatus == 0)
     #expect(text.contains("stopping all modules (SIGTERM)"))
-    #expect(text.contains("3 modules: 3 ran and stopped cleanly"))
+    #expect(
+      text.contains(
+        "\(ExampleModules.moduleIDs.count) modules: \(ExampleModules.moduleIDs.count) ran and stopped cleanly"
+      ))
     let after = try HostBinary.run(["surface", "--state", state, "--json"])
     #expect(after.status == 1)
     #expect(try JSONParser.parse(after.stdout).objectValue?["running"] == .bool(false))
@@ -164,7 +168,7 @@ import Testing
       "run", "--manifests", manifests, "--plugins", plugins, "--state", dir.url("state"), "--approve-all",
     ])
     defer { host.stop() }
-    for id in ["com.example.counter", "com.example.dashboard", "com.example.helloc"] {
+    for id in ExampleModules.moduleIDs {
       try #require(host.await("started \(id)") != nil, "\(host.lines)")
     }
     let hostPID = host.process.processIdentifier
@@ -172,13 +176,17 @@ import Testing
     // The test runner may ignore SIGINT, and an ignored signal stays ignored in the workers, so
     // the signal alone would not show the fault: look at their process groups too.
     let workers = Self.children(of: hostPID)
-    #expect(workers.count == 3, "workers: \(workers)")
+    #expect(workers.count == ExampleModules.moduleIDs.count, "workers: \(workers)")
     for worker in workers { #expect(getpgid(worker) != hostPID, "worker \(worker) is in the host's group") }
     kill(-hostPID, SIGINT)
     host.process.waitUntilExit()
     let text = host.lines.joined(separator: "\n")
     #expect(host.process.terminationStatus == 0, "\(text)")
-    #expect(text.contains("3 modules: 3 ran and stopped cleanly"), "\(text)")
+    #expect(
+      text.contains(
+        "\(ExampleModules.moduleIDs.count) modules: \(ExampleModules.moduleIDs.count) ran and stopped cleanly"
+      ),
+      "\(text)")
     #expect(!text.contains("killed by signal"), "\(text)")
   }
 
