@@ -280,6 +280,13 @@ def drive_page(driver, url, args, ids):
         )(driver.execute_script("const p=document.querySelector('#approval .pending'); return p && p.textContent")),
     )
     ok(f"the trace lists pending: {', '.join(module_capabilities(args.manifests, target))}")
+    health = eventually(
+        "its trace has a health section, marked as the module's own report",
+        lambda: (
+            lambda t: (t is not None and ("nothing reported" in t or "status" in t), t)
+        )(driver.execute_script("const h=document.getElementById('health'); return h && h.textContent")),
+    )[1]
+    ok(f"the trace shows health (reported by the module): {health}")
 
     step(f"approve {target} in the page")
     click(driver, target, "approve")

@@ -15,6 +15,13 @@ enum ExplainCommand {
     options: HostOptions.specs, positionals: [PositionalSpec("MODULE_ID", "The module to explain.")])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+    try run(p, console: console, health: .unknown)
+  }
+
+  /// `explain` with the health the module reported, as the running host answering knows it.
+  static func run(_ p: ParsedArguments, console: Console, health: ReportedHealth) throws(CommandFailure)
+    -> ExitCode
+  {
     let options = try HostOptions.parse(p)
     let wanted = p.positionals[0]
     let (_, judgements) = try options.judge(laterSteps: "explain does not load modules")
@@ -40,6 +47,8 @@ enum ExplainCommand {
       o["runState"] = .string(orNull: runState?.state)
       o["runReason"] = .string(orNull: runState?.reason)
       o["isolation"] = .string(IsolationSettings.kernelSupport())
+      o["health"] = health.json(j.moduleID)
+      health.annotate(&o)
       console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
     } else {
       var out =
@@ -55,6 +64,7 @@ enum ExplainCommand {
       if let last, let runState {
         out += "  in the \(last.label): \(runState.state)\(runState.reason.map { " (\($0))" } ?? "")\n"
       }
+      out += health.text(j.moduleID)
       console.out(out)
     }
     return j.passed ? .success : .blocked

@@ -1,4 +1,5 @@
 import ForsettiCore
+import ForsettiRuntime
 
 /// `forsetti-host list`: every module, its gate verdict now, and its state in the last run.
 enum ListCommand {
@@ -9,6 +10,13 @@ enum ListCommand {
     options: HostOptions.specs)
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+    try run(p, console: console, health: .unknown)
+  }
+
+  /// `list` with the health modules reported, as the running host answering knows it.
+  static func run(_ p: ParsedArguments, console: Console, health: ReportedHealth) throws(CommandFailure)
+    -> ExitCode
+  {
     let options = try HostOptions.parse(p)
     let (_, judgements) = try options.judge(laterSteps: "list does not load modules")
     let last = try LastRun.read(stateDirectory: options.stateDirectory)
@@ -26,6 +34,7 @@ enum ListCommand {
               ("reason", .string(orNull: j.reason?.rawValue)),
               ("runState", .string(orNull: runState?.state)),
               ("runReason", .string(orNull: runState?.reason)),
+              ("health", health.json(j.moduleID)),
             ])))
       }
       var root = JSONObject([("modules", .array(modules))])
@@ -33,10 +42,14 @@ enum ListCommand {
         last.map {
           .object(JSONObject([("pid", .number(String($0.pid))), ("running", .bool($0.alive))]))
         } ?? .null
+      health.annotate(&root)
       console.out(JSONWriter.string(.object(root), pretty: true) + "\n")
     } else {
       var rows: [[String]] = [
-        ["MODULE", "VERSION", "TYPE", "GATES", last.map { $0.alive ? "RUNNING HOST" : "LAST RUN" } ?? "RUN"]
+        [
+          "MODULE", "VERSION", "TYPE", "GATES", last.map { $0.alive ? "RUNNING HOST" : "LAST RUN" } ?? "RUN",
+          "HEALTH",
+        ]
       ]
       for j in judgements {
         let gate = j.passed ? "pass" : "blocked: \(j.reason?.rawValue ?? "?")"
@@ -45,11 +58,12 @@ enum ListCommand {
           } ?? "-"
         rows.append([
           j.moduleID ?? j.file, j.manifest?.moduleVersion.description ?? "-",
-          j.manifest?.moduleType.rawValue ?? "-", gate, run,
+          j.manifest?.moduleType.rawValue ?? "-", gate, run, health.cell(j.moduleID),
         ])
       }
       console.out(Columns.render(rows))
       if let last { console.out("run state from the \(last.label)\n") }
+      console.out(health.listFooter)
     }
     return judgements.allSatisfy(\.passed) ? .success : .blocked
   }

@@ -43,6 +43,11 @@ enum RunCommand {
       STATE/logs/host.log; STATE/runtime.json and STATE/surface.json show this host's modules and UI
       surface to `forsetti-host list` and `forsetti-host surface`.
 
+      With --export-dir, a module granted file_export writes files into DIR, the host doing the
+      writing (for a worker too): under the last component of the name the module gives, never
+      through a symbolic link, mode 0640, owned by the host's user (root when it runs as root).
+      Without it those writes fail with FORSETTI_ERR_UNAVAILABLE and the log says so.
+
       EXIT STATUS:
         0  stopped by SIGINT or SIGTERM; or, after --for, no module was blocked or failed
         1  after --for: at least one module was blocked or failed (a script's check)
@@ -74,6 +79,9 @@ enum RunCommand {
         "log-burst", "LINES", "Lines a module may log at once before --log-rate applies.", default: "200"),
       .value("log-file-size", "MiB", "Size at which host.log and telemetry.jsonl rotate.", default: "8"),
       .value("log-files", "N", "Files kept of each log, the current one included.", default: "5"),
+      .value(
+        "export-dir", "DIR", "Where modules granted file_export write files; created (0750) if missing."
+      ),
       .flag("ui", "Serve the debug screen on 127.0.0.1 and print its address with a one-time token."),
       .value("ui-port", "PORT", "The debug screen's port (0: any free one).", default: "0"),
     ])
@@ -124,6 +132,7 @@ enum RunCommand {
       mode = .isolated(settings)
     }
     let limits = try logLimits(p)
+    let exportDirectory = try exportDirectory(p)
     // One host per state directory, decided before anything in it is touched.
     try? FileManager.default.createDirectory(
       atPath: options.stateDirectory, withIntermediateDirectories: true)
@@ -153,7 +162,11 @@ enum RunCommand {
       sinks.append(file)
     }
     let environment = HostEnvironment(
-      stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks), limits: limits)
+      stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks), limits: limits,
+      exportDirectory: exportDirectory)
+    if let exportDirectory {
+      environment.hostLog(.info, "file export: modules granted file_export write into \(exportDirectory)")
+    }
     let manager = ModuleManager(environment: environment, mode: mode)
     // From a copy under STATE/versions/ always: `reload ID` (and dev) may replace the file while
     // the loaded version must stay reachable for a rollback.
@@ -267,6 +280,27 @@ private func hostValues(_ p: ParsedArguments, _ options: HostOptions) -> [String
   values["plugins"] = options.pluginDirectories
   values["state"] = [options.stateDirectory]
   return values
+}
+
+/// `--export-dir` as an absolute path to a directory, created (0750) if missing; nil without it.
+private func exportDirectory(_ p: ParsedArguments) throws(CommandFailure) -> String? {
+  guard let raw = p.value("export-dir") else { return nil }
+  guard !raw.isEmpty else {
+    throw .usage(.invalidValue(option: "export-dir", value: raw, why: "expected a directory"))
+  }
+  let path = URL(fileURLWithPath: raw).standardizedFileURL.path
+  do {
+    try FileManager.default.createDirectory(
+      atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
+  } catch {
+    throw .configuration(
+      .directory(option: "export-dir", path: path, reason: "cannot create it: \(error.localizedDescription)"))
+  }
+  var isDirectory: ObjCBool = false
+  guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+    throw .configuration(.directory(option: "export-dir", path: path, reason: "not a directory"))
+  }
+  return path
 }
 
 /// The log limits of `--log-rate`, `--log-burst`, `--log-file-size` and `--log-files`, checked.

@@ -58,7 +58,15 @@ struct ControlHandler {
     }
     let before = states()
     let status: Int32
-    do throws(CommandFailure) { status = try verb.run(p, console).rawValue } catch {
+    do throws(CommandFailure) {
+      // Module health is only known here, in the running host: list and explain get it.
+      let health = ReportedHealth.live(host.manager.environment.services.reportedHealth)
+      switch request.verb {
+      case "list": status = try ListCommand.run(p, console: console, health: health).rawValue
+      case "explain": status = try ExplainCommand.run(p, console: console, health: health).rawValue
+      default: status = try verb.run(p, console).rawValue
+      }
+    } catch {
       return ForsettiHostCLI.fail(error, command: verb.spec.name, console: console)
     }
     if RemoteVerbs.writing.contains(request.verb) {

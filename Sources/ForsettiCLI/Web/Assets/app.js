@@ -166,6 +166,8 @@
       tr.appendChild(verdict);
       const run = el("td", (m.runState || "-") + (m.runReason ? " (" + m.runReason + ")" : ""), "run-state");
       run.dataset.state = m.runState || "";
+      const health = healthBadge(m.health);
+      if (health) run.appendChild(health);
       tr.appendChild(run);
       tr.appendChild(el("td", m.moduleID ? overrideSummary("module", m.moduleID) : "", "override-summary"));
       const actions = el("td", null, "actions");
@@ -188,6 +190,26 @@
       });
       body.appendChild(tr);
     }
+  }
+
+  // Module text (a health summary) with its control characters made visible, as the CLI shows it.
+  function visible(text) {
+    return String(text).replace(/[\u0000-\u001f\u007f]/g, function (c) {
+      if (c === "\n") return "\\n";
+      if (c === "\r") return "\\r";
+      if (c === "\t") return "\\t";
+      return "\\u{" + c.charCodeAt(0).toString(16) + "}";
+    });
+  }
+
+  // What a module said about its own health (diagnostics), marked as its words; null if nothing.
+  function healthBadge(h) {
+    if (!h || typeof h !== "object") return null;
+    const status = h.status || "counters only";
+    const badge = el("span", "module says: " + status, "health");
+    badge.dataset.health = h.status || "";
+    badge.title = "reported by the module" + (h.summary ? ": " + visible(h.summary) : "");
+    return badge;
   }
 
   function selectModule(id) {
@@ -294,6 +316,24 @@
       for (const l of x.licences) ul.appendChild(el("li", l));
       box.appendChild(ul);
     }
+
+    box.appendChild(el("h3", "Health (reported by the module)"));
+    const health = el("dl", null, "health-report");
+    health.id = "health";
+    if (x.healthKnown === false) {
+      kv(health, "health", x.healthNote || "no running host: health unknown");
+    } else if (x.health && typeof x.health === "object") {
+      const st = kv(health, "status", x.health.status || "none (counters only)");
+      st.className = "health";
+      st.dataset.health = x.health.status || "";
+      kv(health, "summary", x.health.summary ? visible(x.health.summary) : "none");
+      const counters = x.health.counters && typeof x.health.counters === "object" ? x.health.counters : {};
+      for (const name of Object.keys(counters)) kv(health, "counter " + visible(name), String(counters[name]));
+      kv(health, "reported at", x.health.updated || "-");
+    } else {
+      kv(health, "status", "nothing reported");
+    }
+    box.appendChild(health);
 
     box.appendChild(el("h3", "Recent log lines"));
     const logs = el("ol", null, "module-log");
