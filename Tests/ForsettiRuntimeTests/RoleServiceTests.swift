@@ -144,6 +144,12 @@ import Testing
     }
     #expect(recovered, "\(h.lines(Self.consumer)) / \(h.lines(Self.provider)) / \(h.lines(nil).suffix(10))")
     #expect(h.state(Self.provider) == .started)
+    // The provider restarted after its consumer, but still stops after it.
+    m.stopAll()
+    let host = h.lines(nil)
+    let consumerStopped = try #require(host.firstIndex(of: "stopped \(Self.consumer)"), "\(host)")
+    let providerStopped = try #require(host.firstIndex(of: "stopped \(Self.provider)"), "\(host)")
+    #expect(consumerStopped < providerStopped, "\(host)")
   }
 
   @Test(arguments: Mode.allCases)

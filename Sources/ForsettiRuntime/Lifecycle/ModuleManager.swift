@@ -260,13 +260,28 @@ public final class ModuleManager {
     return parts.joined(separator: ", ") + " accepted"
   }
 
-  /// Stops every started module in reverse start order, revoking each one's host functions
-  /// (in-process) or ending its worker (isolated).
+  /// Stops every started module, consumers before the providers they depend on
+  /// (`StartOrder`, reversed), revoking each one's host functions (in-process) or ending its
+  /// worker (isolated).
   public func stopAll() {
     keepsSpareWorker = false
     for i in table.indices { table[i].restart = nil }
-    for i in table.running.reversed() { stop(i) }
+    for i in stopOrder(table.running) { stop(i) }
     persist()
+  }
+
+  /// `running` (in start order) in the order to stop it: the reverse of the dependency order,
+  /// not of the order things happened to start in — a provider restarted after a crash started
+  /// after its consumers, yet must still stop after them.
+  func stopOrder(_ running: [Int]) -> [Int] {
+    let manifests = running.compactMap { table[$0].record.manifest }
+    var rank: [String: Int] = [:]
+    for (n, m) in StartOrder.order(manifests).enumerated() { rank[m.moduleID] = n }
+    return running.enumerated().sorted { a, b in
+      let ra = table[a.element].record.moduleID.flatMap { rank[$0] } ?? Int.max
+      let rb = table[b.element].record.moduleID.flatMap { rank[$0] } ?? Int.max
+      return ra != rb ? ra > rb : a.offset > b.offset
+    }.map(\.element)
   }
 
   /// Stops module `i` if it runs, recording how the stop went; whether it was running.
