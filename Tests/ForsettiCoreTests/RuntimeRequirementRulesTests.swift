@@ -74,7 +74,7 @@ struct RuntimeRequirementIOTests {
 
   @Test("the default host serves storage and telemetry")
   func defaultHostServices() {
-    #expect(ProviderAvailability.defaultHostServices == [.storage, .telemetry])
+    #expect(ProviderAvailability.defaultHostServices == [.storage, .telemetry, .secureStorage, .fileExport])
     let m = consumer(
       capabilities: [.storage, .telemetry], io: [io("files", .storage), io("events", .telemetry)])
     #expect(RuntimeRequirementRules.check(m, providers: ProviderAvailability()) == .pass)

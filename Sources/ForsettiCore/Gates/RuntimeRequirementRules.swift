@@ -9,7 +9,7 @@ public struct ProviderAvailability: Sendable, Hashable {
   public var roleProviders: [DefaultModuleRole: [String]]
 
   /// The I/O the Linux host serves in-process today.
-  public static let defaultHostServices: Set<IOKind> = [.storage, .telemetry]
+  public static let defaultHostServices: Set<IOKind> = [.storage, .telemetry, .secureStorage, .fileExport]
 
   public init(
     hostServices: Set<IOKind> = defaultHostServices, roleProviders: [DefaultModuleRole: [String]] = [:]

@@ -13,8 +13,9 @@
  *  - a call to a provider that is stopped, restarting or reloading, or has no handler yet,
  *    fails at once with FORSETTI_ERR_UNAVAILABLE; one cut off by the provider's crash fails
  *    with FORSETTI_ERR_UNAVAILABLE too, and one not answered within
- *    FORSETTI_ROLE_CALL_TIMEOUT_MS with FORSETTI_ERR_TIMEOUT (in a worker; an in-process
- *    provider runs on the caller's thread);
+ *    FORSETTI_ROLE_CALL_TIMEOUT_MS, counting the wait behind other calls, with
+ *    FORSETTI_ERR_TIMEOUT (an in-process provider runs on the caller's thread: only the wait
+ *    for its turn is bounded there);
  *  - a handler may call other host services, but not its own role (FORSETTI_ERR_DENIED).
  * The status the handler returns reaches the caller as it is. */
 #ifndef FORSETTI_SERVICES_ROLES_H
