@@ -6,6 +6,7 @@
 #include <linux/openat2.h>
 #include <string.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -115,4 +116,48 @@ int forsetti_peer_uid(int fd, unsigned int *uid) {
 
 int forsetti_open_directory_path(const char *path) {
   return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+long forsetti_send_with_fd(int sock, const void *bytes, size_t length, int fd) {
+  struct iovec iov = {.iov_base = (void *)bytes, .iov_len = length};
+  union {
+    struct cmsghdr header;
+    char space[CMSG_SPACE(sizeof(int))];
+  } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.space,
+                       .msg_controllen = sizeof control.space};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  long n;
+  do { n = sendmsg(sock, &msg, MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+long forsetti_recv_with_fd(int sock, void *buffer, size_t capacity, int *fd) {
+  *fd = -1;
+  struct iovec iov = {.iov_base = buffer, .iov_len = capacity};
+  // Room for a few descriptors, so that extra ones arrive (and are closed) rather than being
+  // cut off with MSG_CTRUNC.
+  union {
+    struct cmsghdr header;
+    char space[CMSG_SPACE(8 * sizeof(int))];
+  } control;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.space,
+                       .msg_controllen = sizeof control.space};
+  long n = recvmsg(sock, &msg, MSG_TRUNC | MSG_CMSG_CLOEXEC);
+  if (n < 0) return n;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; i++) {
+      int got;
+      memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (*fd < 0) *fd = got; else close(got);
+    }
+  }
+  return n;
 }

@@ -29,6 +29,16 @@ import Testing
       static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
                                     size_t len, void *resp, size_t cap, size_t *rlen) {
         (void)ctx;
+        /* Each new thread the handler runs on is told: a worker's first call comes through the
+         * host's serve ring, the next ones on the consumer's channel. */
+        static pid_t seen[8]; static int threads;
+        pid_t me = gettid();
+        int known = 0;
+        for (int i = 0; i < threads; i++) known |= seen[i] == me;
+        if (!known && threads < 8) {
+          seen[threads++] = me;
+          char line[64]; snprintf(line, sizeof line, "handler thread %d", threads); fixture_log(line);
+        }
         if (strcmp(method, "crash") == 0) abort();
         if (strcmp(method, "big") == 0) {
           *rlen = 5000;
@@ -125,6 +135,14 @@ import Testing
     // is not believed.
     #expect(h.lines(Self.consumer).contains("big -> \(FORSETTI_ERR_BUFFER_TOO_SMALL) needs 5000"))
     #expect(h.lines(Self.consumer).contains("call lie -> \(FORSETTI_ERR_IO) "))
+    // Between workers, the first call goes through the host; the rest on a channel of the
+    // consumer's own (another thread of the provider). In-process, the caller's thread.
+    let threads = mode == .isolated ? ["handler thread 1", "handler thread 2"] : ["handler thread 1"]
+    _ = h.waitForLine(Self.provider) { $0 == threads.last }
+    usleep(200_000)
+    #expect(
+      h.lines(Self.provider).filter { $0.hasPrefix("handler thread") } == threads, "\(h.lines(Self.provider))"
+    )
   }
 
   @Test func aProviderCrashFailsCallsWithTheNamedErrorAndTheyRecoverWhenItRestarts() throws {

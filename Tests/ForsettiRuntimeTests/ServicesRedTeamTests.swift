@@ -31,9 +31,11 @@ import Testing
 
   // MARK: - Fixtures
 
-  /// C that maps this worker's serve ring a second time (fd 4, found by its size) and writes
-  /// answers into it by hand, as a hostile provider can: the layout is CallRing's (a 64-byte
-  /// header of 32-bit words, then the request slot and the response slot of 128 KiB each).
+  /// C that finds the ring a call came on — the newest role channel mapped in this worker
+  /// (found in /proc/self/maps), else the serve ring (fd 4 mapped a second time, found by its
+  /// size) — and writes answers into it by hand, as a hostile provider can: the layout is
+  /// CallRing's (a 64-byte header of 32-bit words, then the request slot and the response slot
+  /// of 128 KiB each).
   static let ringAccess = """
     #include <stdint.h>
     #include <limits.h>
@@ -46,15 +48,28 @@ import Testing
     #define RT_RING (64u + 2u * RT_FRAME)
     enum { RT_REQ_SEQ, RT_RESP_SEQ, RT_SERVER_ASLEEP, RT_CLIENT_ASLEEP, RT_REQ_LEN, RT_RESP_LEN, RT_CLOSED };
     static unsigned char *rt_serve;
+    static unsigned char *rt_serve_ring;
+    static unsigned char *rt_channel(void) {
+      FILE *maps = fopen("/proc/self/maps", "r");
+      if (!maps) return NULL;
+      char line[512]; unsigned long start = 0, found = 0;
+      while (fgets(line, sizeof line, maps)) {
+        if (strstr(line, "forsetti-role-channel") && sscanf(line, "%lx-", &start) == 1) found = start;
+      }
+      fclose(maps);
+      return (unsigned char *)found;
+    }
     static unsigned char *rt_map(void) {
-      if (rt_serve) return rt_serve;
+      unsigned char *channel = rt_channel();
+      if (channel) return rt_serve = channel;
+      if (rt_serve_ring) return rt_serve = rt_serve_ring;
       for (int fd = 3; fd < 256; fd++) {
         struct stat st;
         if (fstat(fd, &st) != 0 || st.st_size != (off_t)(2 * RT_RING)) continue;
         void *p = mmap(NULL, 2 * RT_RING, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED) continue;
-        rt_serve = (unsigned char *)p + RT_RING;
-        return rt_serve;
+        rt_serve_ring = (unsigned char *)p + RT_RING;
+        return rt_serve = rt_serve_ring;
       }
       return NULL;
     }
@@ -267,19 +282,36 @@ import Testing
   @Test(.timeLimit(.minutes(1))) func forgedServeRingAnswersAreRefused() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
+    // Each forgery is a consumer's first call, which the host relays through the serve ring;
+    // later calls go on a channel of the consumer's own, which a confined provider cannot find
+    // by name (no /proc) — its answers there are read by the same check (ServiceReply.check).
+    let forgeries = ["forge-id", "forge-kind", "forge-big", "forge-garbage", "forge-ringlen"]
+    for (n, method) in forgeries.enumerated() {
+      try Self.installConsumer(
+        h,
+        Self.consumerFixture(
+          id: "com.test.forger\(n)", entry: "rt_forger\(n)_entry",
+          body: #"call("\#(method)"); fixture_log("forged done");"#))
+    }
     try Self.installConsumer(
       h,
       Self.consumerFixture(
         body: """
-          const char *m[] = { "forge-id", "forge-kind", "forge-big", "forge-garbage", "forge-ringlen", "echo", "huge-need" };
-          for (int i = 0; i < 7; i++) { call(m[i]); usleep(500000); }
+          const char *m[] = { "echo", "huge-need", "echo" };
+          for (int i = 0; i < 3; i++) { call(m[i]); usleep(100000); }
           fixture_log("forged done");
           """))
     let m = try h.start(mode: Mode.isolated.execution)
     defer { m.stopAll() }
+    var lines: [String] = []
+    for (n, _) in forgeries.enumerated() {
+      let id = "com.test.forger\(n)"
+      #expect(h.waitForLine(id, timeout: 20) { $0 == "forged done" } != nil, "\(h.lines(id))")
+      lines += h.lines(id)
+    }
     #expect(
       h.waitForLine(Self.consumer, timeout: 20) { $0 == "forged done" } != nil, "\(h.lines(Self.consumer))")
-    let lines = h.lines(Self.consumer)
+    lines += h.lines(Self.consumer)
     func line(_ method: String) -> String? { lines.first { $0.hasPrefix(method + " -> ") } }
     for method in ["forge-id", "forge-kind", "forge-big", "forge-garbage"] {
       #expect(Self.status(line(method)) == FORSETTI_ERR_IO, "\(method): \(lines)")
@@ -294,13 +326,11 @@ import Testing
     #expect(h.lines(Self.provider).contains { $0.contains("was malformed") }, "\(h.lines(Self.provider))")
   }
 
-  /// FINDING: a provider's answer of status OK with no bytes and a length word of 2^40 reaches
+  /// Was a finding (fixed): a provider's answer of status OK with no bytes and a length word of 2^40 reaches
   /// the consumer as FORSETTI_OK with `*response_length` = 2^40 (its 256-byte buffer untouched):
   /// a consumer that trusts the length it was given reads far past its buffer. In-process the
   /// host never lets that happen (`RoleCall.run` takes the length from the bytes).
-  @Test(
-    .timeLimit(.minutes(1)),
-    .disabled("red-team finding: ServiceReply(_:capacity:) believes a worker's length word (see report)"))
+  @Test(.timeLimit(.minutes(1)))
   func aForgedLengthNeverReachesTheConsumerAsSuccess() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
@@ -317,16 +347,12 @@ import Testing
     #expect(status != FORSETTI_OK || (length.flatMap { Int($0) } ?? .max) <= 256, "\(line ?? "no line")")
   }
 
-  /// FINDING: a provider that keeps changing its serve ring's response word (never to the
+  /// Was a finding (fixed): a provider that keeps changing its serve ring's response word (never to the
   /// awaited number) keeps the host's calling thread spinning past FORSETTI_ROLE_CALL_TIMEOUT_MS:
   /// `CallRing.wait` only looks at the deadline once the word stood still, and `CallRing.call`
   /// waits again after every change. The consumer is held for as long as the provider likes
   /// (13 s here, then it answers "late"), and the host burns a CPU meanwhile.
-  @Test(
-    .timeLimit(.minutes(1)),
-    .disabled(
-      "red-team finding (load-dependent, held on this 2-core machine): CallRing.call checks its deadline only once the response word stands still (see report)"
-    ))
+  @Test(.timeLimit(.minutes(1)))
   func aProviderChurningItsRingWordStillTimesOut() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
@@ -452,8 +478,8 @@ import Testing
     #expect(lines.contains("too-large-request \(FORSETTI_ERR_TOO_LARGE)0"), "\(lines)")
     #expect(lines.contains("huge-capacity 0 len=5000"), "\(lines)")
     #expect(lines.contains("huge-capacity-canary 10"), "\(lines)")
-    // A provider's "I need 2^62 bytes" reaches the caller as it is (see the report).
-    #expect(lines.contains("huge-need \(FORSETTI_ERR_BUFFER_TOO_SMALL) len-over-64k=1"), "\(lines)")
+    // A provider's "I need 2^62 bytes" is no size any response may have: not passed on.
+    #expect(lines.contains("huge-need \(FORSETTI_ERR_IO) len-over-64k=0"), "\(lines)")
   }
 
   // MARK: - 5. Cycles
@@ -727,7 +753,7 @@ import Testing
   /// string): what the host writes and what it reports must be the same file, and ".." hidden
   /// behind a NUL must be refused as ".." is. FINDING (low): today "a\0b" writes "a" and reports
   /// the path ".../a\0b", and "..\0x" is not refused but fails as an I/O error.
-  @Test(.disabled("red-team finding: FileExportService.fileName accepts NUL inside a name (see report)"))
+  @Test
   func aNameWithANulInsideIsRefused() throws {
     let dir = TemporaryDirectory("redteam-export-nul")
     let export = dir.url("export")
@@ -783,15 +809,10 @@ import Testing
     try Self.swapRace(mode, hardLinks: false)
   }
 
-  /// FINDING: the same race with a hard link to the outside file swapped in and removed again.
+  /// Was a finding (fixed): the same race with a hard link to the outside file swapped in and removed again.
   /// An append opens the name while it is a second link to the outside file, the link goes,
   /// and `fstat` then sees one link: the host appends to the outside file ("outsideAAAAA").
-  @Test(
-    .timeLimit(.minutes(1)),
-    .disabled(
-      "red-team finding: FileExportService.write (append) checks st_nlink after the open, racing an unlink (see report)"
-    ),
-    arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(1)), arguments: Mode.allCases)
   func hardLinkSwapsInTheExportDirectoryNeverWriteOutside(_ mode: Mode) throws {
     try Self.swapRace(mode, hardLinks: true)
   }

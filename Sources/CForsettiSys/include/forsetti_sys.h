@@ -2,6 +2,7 @@
 // call). Each returns what the kernel returns; on failure -1 with errno set.
 #ifndef FORSETTI_SYS_H
 #define FORSETTI_SYS_H
+#include <stddef.h>
 #include <stdint.h>
 
 // Resolution flags of openat2(2).
@@ -59,6 +60,16 @@ int forsetti_install_bpf_filter(const void *instructions, unsigned short count);
 
 /// accept4(2) with SOCK_CLOEXEC (glibc declares it only under _GNU_SOURCE).
 int forsetti_accept_cloexec(int fd);
+
+/// Sends `length` bytes as one message on the socket `sock` with the descriptor `fd` attached
+/// (SCM_RIGHTS). Returns what send(2) returns.
+long forsetti_send_with_fd(int sock, const void *bytes, size_t length, int fd);
+
+/// Receives one message on `sock` into `buffer` as recv(2) with MSG_TRUNC does (the whole
+/// message's length, even when larger than `capacity`), taking at most one attached descriptor
+/// into `*fd` (close-on-exec; -1 when none). Any other descriptor that came with it is closed,
+/// so a peer cannot make the receiver leak descriptors.
+long forsetti_recv_with_fd(int sock, void *buffer, size_t capacity, int *fd);
 /// The uid of a unix socket's peer (SO_PEERCRED): 0, or -1 with errno.
 int forsetti_peer_uid(int fd, unsigned int *uid);
 /// A directory opened O_PATH (for reaching a socket whose path is too long for sun_path).

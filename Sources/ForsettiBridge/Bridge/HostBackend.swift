@@ -17,6 +17,12 @@ package protocol HostBackend: Sendable {
   /// A call of a service of ABI 1.1 (`ServiceCall.swift`). In-process the host answers it; in a
   /// worker it crosses the call ring and the host answers it with its own `ModuleCaller`.
   func service(_ request: ServiceRequest, from caller: ModuleCaller) -> ServiceReply
+  /// A call of the provider of the role numbered `role` (its index in
+  /// `DefaultModuleRole.allCases`) into the caller's own buffers: `forsetti_role_service.call`.
+  func callRole(
+    _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
+    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
+  ) -> Int32
   /// Installs (or, with nil, removes) the handler of the role `caller` holds.
   func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?) -> Int32
   /// A new instance of the module is about to start: it may receive deliveries again.
@@ -26,4 +32,26 @@ package protocol HostBackend: Sendable {
   func moduleStopping(moduleID: String)
   /// The module stopped: drop whatever the backend holds for it.
   func moduleStopped(moduleID: String)
+}
+
+extension HostBackend {
+  package func callRole(
+    _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
+    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
+  ) -> Int32 {
+    relayRoleCall(
+      role, method: method, request: request, response: response, capacity: capacity, length: length,
+      from: caller)
+  }
+
+  /// The role call as a `ServiceRequest` the host answers.
+  package func relayRoleCall(
+    _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
+    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
+  ) -> Int32 {
+    let reply = service(
+      ServiceRequest(.roleCall, capacity: capacity, number: role, [Array(method.utf8), Array(request)]),
+      from: caller)
+    return reply.deliver(into: response, capacity: capacity, length: length)
+  }
 }

@@ -40,26 +40,42 @@ package struct RoleCall: Sendable {
     self.init(caller: caller, method: method, request: Array(request), capacity: Int(clamping: capacity))
   }
 
-  /// Runs `handler` on this call. A handler that claims to have written more than the room it
-  /// had is answered FORSETTI_ERR_IO (its bytes are not believed); one that asks for more room
-  /// reports how much.
+  /// Runs `handler` on this call (in-process: the registry calls it on the caller's thread).
   package func run(_ handler: ModuleCallback<forsetti_role_handler>) -> ServiceReply {
     var response = [UInt8](repeating: 0, count: capacity)
-    var length = 0
-    let status = caller.withCString { c in
+    let (status, length) = caller.withCString { c in
       method.withCString { m in
         request.withUnsafeBytes { req in
           response.withUnsafeMutableBytes { out in
-            handler.function(
-              handler.context, c, m, req.baseAddress, req.count, out.baseAddress, capacity, &length)
+            Self.run(handler, caller: c, method: m, request: req, into: out)
           }
         }
       }
     }
-    if status == FORSETTI_ERR_BUFFER_TOO_SMALL {
-      return ServiceReply(status, length: max(0, length))
-    }
-    guard length >= 0, length <= capacity else { return ServiceReply(FORSETTI_ERR_IO) }
+    guard status != FORSETTI_ERR_BUFFER_TOO_SMALL else { return ServiceReply(status, length: length) }
     return ServiceReply(status, Array(response[0..<length]))
+  }
+
+  /// Runs `handler` on one call given in place, writing its response into `response`: the one
+  /// place a handler is called and its answer judged. A handler that claims to have written more
+  /// than the room it had, or asks for more room than it had while answering
+  /// FORSETTI_ERR_BUFFER_TOO_SMALL, or more than any response may hold, is answered
+  /// FORSETTI_ERR_IO: its lengths are not passed on.
+  package static func run(
+    _ handler: ModuleCallback<forsetti_role_handler>, caller: UnsafePointer<CChar>,
+    method: UnsafePointer<CChar>,
+    request: UnsafeRawBufferPointer, into response: UnsafeMutableRawBufferPointer
+  ) -> (status: Int32, length: Int) {
+    var length = 0
+    let capacity = min(response.count, maxPayload)
+    let status = handler.function(
+      handler.context, caller, method, request.baseAddress, request.count, response.baseAddress, capacity,
+      &length)
+    if status == FORSETTI_ERR_BUFFER_TOO_SMALL {
+      guard length > capacity, length <= maxPayload else { return (FORSETTI_ERR_IO, 0) }
+      return (status, length)
+    }
+    guard length >= 0, length <= capacity else { return (FORSETTI_ERR_IO, 0) }
+    return (status, length)
   }
 }

@@ -107,16 +107,32 @@ package struct ServiceReply: Sendable, Equatable {
     bytes.withUnsafeBytes { w.bytes($0) }
   }
 
-  /// The reply a `response` frame carries, or FORSETTI_ERR_IO for one that is not a reply or
-  /// holds more than the caller has room for.
+  /// The reply a `response` frame carries, or FORSETTI_ERR_IO for one that is not a reply.
   package init(_ f: WireView, capacity: Int) {
-    guard f.kind == .response, let s = f.int(0), let n = f.int(1), n >= 0, let b = f.bytes(2),
-      b.count <= capacity, let status = Int32(exactly: s)
-    else {
+    guard let (status, length, bytes) = Self.check(f, capacity: capacity) else {
       self.init(FORSETTI_ERR_IO)
       return
     }
-    self.init(status, Array(b), length: Int(clamping: n))
+    self.init(status, Array(bytes), length: length)
+  }
+
+  /// The parts of a `response` frame answering a call with room for `capacity` bytes, in place;
+  /// nil when it is no such answer. The frame comes from a worker (a provider's, or the host's
+  /// to a worker): its length is believed only when it is the bytes' own, or, with
+  /// FORSETTI_ERR_BUFFER_TOO_SMALL and no bytes, a size larger than the room and within what
+  /// any reply may hold — never a length the caller could overrun its buffer by.
+  package static func check(_ f: WireView, capacity: Int)
+    -> (status: Int32, length: Int, bytes: UnsafeRawBufferPointer)?
+  {
+    guard f.kind == .response, let s = f.int(0), let status = Int32(exactly: s), let n = f.int(1),
+      let b = f.bytes(2), b.count <= capacity
+    else { return nil }
+    if status == FORSETTI_ERR_BUFFER_TOO_SMALL, b.isEmpty {
+      guard n > Int64(capacity), n <= Int64(maxBytes) else { return nil }
+      return (status, Int(n), b)
+    }
+    guard n == Int64(b.count) else { return nil }
+    return (status, b.count, b)
   }
 
   /// Copies the reply into the caller's buffer and length; the status to return.

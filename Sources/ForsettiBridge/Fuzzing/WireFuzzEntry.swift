@@ -148,6 +148,7 @@ public enum WireFuzzEntry {
             .bytes(Array(repeating: 2, count: 32)),
           ])
       ),
+      ("role-channel", WireFrame(.roleChannel, [.int(0), .string("com.example.notes")])),
       ("service-reply", WireFrame(.response, id: 11, [.int(0), .int(3), .bytes([4, 5, 6])])),
       (
         "serve-call",

@@ -19,12 +19,10 @@ extension HostFunctions {
       guard let request = buffer(a, 1, 2) else { return invalid }
       let capacity = min(a.size(4), RoleCall.maxPayload)
       guard capacity == 0 || a.pointer(3) != nil else { return invalid }
-      let reply = b.backend.service(
-        ServiceRequest(.roleCall, capacity: capacity, number: index, [Array(method.utf8), Array(request)]),
-        from: b.caller)
       return .int32(
-        reply.deliver(
-          into: a.pointer(3), capacity: capacity, length: lengthOut.assumingMemoryBound(to: Int.self)))
+        b.backend.callRole(
+          index, method: method, request: request, response: a.pointer(3), capacity: capacity,
+          length: lengthOut.assumingMemoryBound(to: Int.self), from: b.caller))
     }
     let serve = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }

@@ -74,6 +74,32 @@ package final class CallRing: @unchecked Sendable {
       mapping: mapping, offset: 0, serves: CallRing(mapping: mapping, offset: size, serves: nil))
   }
 
+  /// A lone ring for a role channel (a consumer calling its provider's worker directly) and its
+  /// descriptor, which the host passes to both workers and then closes. Sealed at its size as
+  /// every ring is: neither worker can shrink it under the other.
+  package static func createChannel() -> (ring: CallRing, fd: Int32)? {
+    let fd = forsetti_memfd("forsetti-role-channel", UInt64(size))
+    guard fd >= 0 else { return nil }
+    guard let ring = mapChannel(fd) else {
+      Glibc.close(fd)
+      return nil
+    }
+    return (ring, fd)
+  }
+
+  /// A worker's side of a role channel the host passed as `fd` (which the caller closes).
+  package static func attachChannel(fd: Int32) -> CallRing? {
+    var st = stat()
+    guard fstat(fd, &st) == 0, Int(st.st_size) == size else { return nil }
+    return mapChannel(fd)
+  }
+
+  private static func mapChannel(_ fd: Int32) -> CallRing? {
+    let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+    guard let p, p != MAP_FAILED else { return nil }
+    return CallRing(mapping: RingMapping(base: p, size: size), offset: 0, serves: nil)
+  }
+
   private func word(_ w: Word) -> UnsafeMutablePointer<UInt32> {
     base.assumingMemoryBound(to: UInt32.self) + w.rawValue
   }
@@ -101,7 +127,9 @@ package final class CallRing: @unchecked Sendable {
         forsetti_cpu_relax()
         continue
       }
-      if Self.nanoseconds() &- start > spin { break }
+      let now = Self.nanoseconds()
+      if let deadline, now >= deadline { return nil }
+      if now &- start > spin { break }
       // Both ends may share one CPU (or lose theirs to another thread): let the other run.
       sched_yield()
     }
@@ -162,6 +190,9 @@ package final class CallRing: @unchecked Sendable {
     publish(.requestSeq, seq, wakeIf: .serverAsleep)
     var answered = forsetti_load_acquire(word(.responseSeq))
     while answered != seq {
+      // Checked on every pass: a peer that keeps changing the word (to anything but the answer)
+      // must not hold the caller past its deadline.
+      if let deadline, Self.nanoseconds() >= deadline { return nil }
       guard let v = wait(.responseSeq, whileEqualTo: answered, asleep: .clientAsleep, deadline: deadline)
       else {
         return nil

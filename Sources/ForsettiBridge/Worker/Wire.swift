@@ -1,3 +1,4 @@
+import CForsettiSys
 import Glibc
 
 /// The host–worker protocol: one SOCK_SEQPACKET message per frame, so frames never split or
@@ -23,6 +24,10 @@ public enum WireKind: UInt32, Sendable {
   /// On the serve ring (`CallRing.serves`), to a worker whose module serves a role: one call of
   /// another module (`RoleCall`), answered by `response(status, length, bytes)`.
   case serveCall = 8
+  /// A role channel's descriptor attached: to a provider's worker, the end one consumer's
+  /// calls arrive on, labelled with that consumer's module ID (the host's binding); to the
+  /// consumer's worker, the end it calls its provider on, labelled with the role.
+  case roleChannel = 9
   // worker → host
   case confined = 100
   case loaded = 101
@@ -163,6 +168,33 @@ public struct WireSocket: Sendable {
     case closed
     /// The peer sent bytes that are not a frame.
     case malformed(String)
+  }
+
+  /// Sends `f` with the descriptor `fd` attached (the receiver gets its own copy).
+  @discardableResult
+  public func send(_ f: WireFrame, attaching fd: Int32) -> Bool {
+    let bytes = Wire.encode(f)
+    guard bytes.count <= Wire.maxFrame else { return false }
+    return bytes.withUnsafeBytes { forsetti_send_with_fd(self.fd, $0.baseAddress, $0.count, fd) } >= 0
+  }
+
+  /// Blocks for the next frame and the descriptor that came with it (-1 when none; the caller
+  /// owns it and must close it if it does not keep it).
+  public func receive(into buffer: UnsafeMutableRawBufferPointer, descriptor: inout Int32) -> ReceiveResult {
+    while true {
+      var fd: Int32 = -1
+      let n = forsetti_recv_with_fd(self.fd, buffer.baseAddress, buffer.count, &fd)
+      descriptor = fd
+      if n < 0 {
+        if errno == EINTR { continue }
+        return .closed
+      }
+      if n == 0 { return .closed }
+      if n > buffer.count { return .malformed("frame of \(n) bytes exceeds \(buffer.count)") }
+      do { return .frame(try Wire.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))) } catch {
+        return .malformed("\(error)")
+      }
+    }
   }
 
   /// Blocks for the next frame.

@@ -15,6 +15,12 @@ package final class WorkerLink: HostBackend {
   private let eventHandlers = Mutex<[Int64: ModuleCallback<forsetti_event_handler>]>([:])
   private let messageHandler = Mutex<ModuleCallback<forsetti_message_handler>?>(nil)
   private let roleHandler = Mutex<ModuleCallback<forsetti_role_handler>?>(nil)
+  /// Held while the role handler runs: calls from the host's serve ring and from every
+  /// channel take turns.
+  private let handlerTurn = Mutex<Void>(())
+  private let handlerScratch = HandlerScratch()
+  /// The channels the host opened to the providers of the roles this module calls.
+  private let channels = Mutex<[DefaultModuleRole: RoleChannel]>([:])
   /// Whether the serve-ring thread runs.
   private let serving = Mutex<Bool>(false)
   private let deliveries = DispatchQueue(label: "forsetti.worker.deliveries")
@@ -64,13 +70,33 @@ package final class WorkerLink: HostBackend {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
     defer { buffer.deallocate() }
     while true {
-      switch socket.receive(into: buffer) {
+      var fd: Int32 = -1
+      let received = socket.receive(into: buffer, descriptor: &fd)
+      if case .frame(let f) = received, f.kind == .roleChannel, fd >= 0 { openChannel(f, fd) }
+      // The mapping outlives the descriptor; one that came with anything else is not kept.
+      if fd >= 0 { close(fd) }
+      switch received {
       case .closed, .malformed:
         // The host is gone (or broken): nothing may outlive it.
         _exit(0)
       case .frame(let f):
         handle(f)
       }
+    }
+  }
+
+  /// Maps a role channel the host sent: the provider's end gets a thread answering it as the
+  /// consumer the host named; the consumer's end is kept for its calls of the role.
+  private func openChannel(_ f: WireFrame, _ fd: Int32) {
+    guard let end = f.int(0), let label = f.string(1), let ring = CallRing.attachChannel(fd: fd) else {
+      return
+    }
+    if end == 0 {
+      _ = DetachedThread.start { [self] in
+        ring.serve { request, slot in self.answerRoleCall(request, into: slot, caller: label) }
+      }
+    } else if let role = DefaultModuleRole(rawValue: label) {
+      channels.withLock { $0[role] = RoleChannel(ring) }
     }
   }
 
@@ -155,6 +181,27 @@ package final class WorkerLink: HostBackend {
     return Int32(truncatingIfNeeded: status(.setHandler) { $0.int(handler == nil ? 0 : 1) })
   }
 
+  package func callRole(
+    _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
+    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
+  ) -> Int32 {
+    if let index = Int(exactly: role), DefaultModuleRole.allCases.indices.contains(index) {
+      let r = DefaultModuleRole.allCases[index]
+      if let channel = channels.withLock({ $0[r] }) {
+        if let status = channel.call(
+          method: method, request: request, response: response, capacity: capacity, length: length)
+        {
+          return status
+        }
+        // Closed: the provider stopped. The host answers for itself (and may open another).
+        channels.withLock { if $0[r] === channel { $0[r] = nil } }
+      }
+    }
+    return relayRoleCall(
+      role, method: method, request: request, response: response, capacity: capacity, length: length,
+      from: caller)
+  }
+
   package func service(_ request: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
     let id = nextID.add(1, ordering: .relaxed).newValue
     return callLock.withLock { _ -> ServiceReply in
@@ -202,16 +249,42 @@ package final class WorkerLink: HostBackend {
     }
   }
 
-  /// Runs the role handler for one `serveCall` from the host and writes its `response`.
-  private func answerRoleCall(_ bytes: UnsafeRawBufferPointer, into slot: UnsafeMutableRawBufferPointer)
+  /// Runs the role handler for one `serveCall` and writes its `response`. From the host's
+  /// serve ring the frame names the caller; on a channel, `caller` (the host's label for the
+  /// channel) does, whatever the frame says. One call runs the handler at a time, whichever
+  /// ring it came on: the semantics of an in-process provider.
+  private func answerRoleCall(
+    _ bytes: UnsafeRawBufferPointer, into slot: UnsafeMutableRawBufferPointer, caller: String? = nil
+  ) -> Int {
+    guard let f = try? WireView(bytes), f.kind == .serveCall, let room = f.int(0), let named = f.bytes(1),
+      let method = f.bytes(2), !method.isEmpty, method.count <= HostFunctions.maxName, !method.contains(0),
+      let request = f.bytes(3), request.count <= RoleCall.maxPayload
+    else { return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT)) }
+    guard let h = roleHandler.withLock({ $0 }) else {
+      return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_UNAVAILABLE))
+    }
+    // In place, without copies: the scratch memory is this link's, used only under the turn.
+    return handlerTurn.withLock { _ -> Int in
+      let scratch = handlerScratch
+      guard let methodC = scratch.text(method), let callerC = scratch.caller(caller, named) else {
+        return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
+      }
+      let capacity = Int(clamping: max(0, min(room, Int64(RoleCall.maxPayload))))
+      let out = UnsafeMutableRawBufferPointer(rebasing: scratch.response[0..<capacity])
+      let (status, length) = RoleCall.run(h, caller: callerC, method: methodC, request: request, into: out)
+      var w = WireWriter(into: slot, kind: .response, id: f.id)
+      w.int(Int64(status))
+      w.int(Int64(length))
+      w.bytes(
+        status == FORSETTI_ERR_BUFFER_TOO_SMALL
+          ? UnsafeRawBufferPointer(start: nil, count: 0) : UnsafeRawBufferPointer(rebasing: out[0..<length]))
+      return w.length ?? 0
+    }
+  }
+
+  private static func respond(_ slot: UnsafeMutableRawBufferPointer, _ id: UInt64, _ reply: ServiceReply)
     -> Int
   {
-    var reply = ServiceReply(FORSETTI_ERR_UNAVAILABLE)
-    var id: UInt64 = 0
-    if let f = try? WireView(bytes), f.kind == .serveCall, let call = RoleCall(f) {
-      id = f.id
-      if let h = roleHandler.withLock({ $0 }) { reply = call.run(h) }
-    }
     var w = WireWriter(into: slot, kind: .response, id: id)
     reply.write(&w)
     return w.length ?? 0
@@ -257,4 +330,94 @@ private final class CallBuffer: @unchecked Sendable {
   let bytes: UnsafeMutableRawBufferPointer
   init(byteCount: Int) { bytes = .allocate(byteCount: byteCount, alignment: 8) }
   deinit { bytes.deallocate() }
+}
+
+/// A consumer's end of a role channel: a ring of its own to its provider's worker, which the
+/// host made after judging the consumer's first call of the role through itself, and closes
+/// when either module stops. Calls on it take turns.
+final class RoleChannel: Sendable {
+  private let ring: CallRing
+  private let turn = Mutex<Void>(())
+  private let nextID = Atomic<UInt64>(0)
+  private let response = CallBuffer(byteCount: CallRing.capacity)
+
+  init(_ ring: CallRing) { self.ring = ring }
+
+  /// Calls the provider with the caller's own buffers: its status, FORSETTI_ERR_TIMEOUT after
+  /// FORSETTI_ROLE_CALL_TIMEOUT_MS, FORSETTI_ERR_IO for an answer that is not one; nil when
+  /// the channel is closed (the call was not made, or was cut off: the host decides again).
+  func call(
+    method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?, capacity: Int,
+    length: UnsafeMutablePointer<Int>
+  ) -> Int32? {
+    guard !ring.isClosed else { return nil }
+    return turn.withLock { _ -> Int32? in
+      let deadline = CallRing.nanoseconds() &+ RoleCall.timeoutNanoseconds
+      let id = nextID.add(1, ordering: .relaxed).newValue
+      let buffer = self.response.bytes
+      let n = ring.call(
+        encoding: { slot in
+          var w = WireWriter(into: slot, kind: .serveCall, id: id)
+          w.int(Int64(capacity))
+          w.bytes(UnsafeRawBufferPointer(start: nil, count: 0))
+          w.string(method)
+          w.bytes(request)
+          return w.length
+        }, response: buffer, deadline: deadline)
+      guard let n else { return ring.isClosed ? nil : FORSETTI_ERR_TIMEOUT }
+      guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id,
+        let (status, count, bytes) = ServiceReply.check(f, capacity: capacity)
+      else { return FORSETTI_ERR_IO }
+      if !bytes.isEmpty {
+        guard let response, let src = bytes.baseAddress else { return FORSETTI_ERR_IO }
+        response.copyMemory(from: src, byteCount: bytes.count)
+      }
+      length.pointee = count
+      return status
+    }
+  }
+}
+
+/// Memory a provider's role handler runs in: the method and caller as C strings, the response.
+/// Allocated once, for the life of the link.
+private final class HandlerScratch: @unchecked Sendable {
+  // @unchecked: used only while WorkerLink's handler turn is held, by one thread at a time.
+  let response = UnsafeMutableRawBufferPointer.allocate(byteCount: RoleCall.maxPayload, alignment: 8)
+  private let method = UnsafeMutableRawBufferPointer.allocate(
+    byteCount: HostFunctions.maxName + 1, alignment: 1)
+  private let named = UnsafeMutableRawBufferPointer.allocate(
+    byteCount: HostFunctions.maxName + 1, alignment: 1)
+  /// The channel's caller (set once per channel, kept as a C string of its own).
+  private var label: (String, UnsafeMutablePointer<CChar>)?
+
+  /// `bytes` (no NUL inside, at most maxName) as a C string in the method buffer.
+  func text(_ bytes: UnsafeRawBufferPointer) -> UnsafePointer<CChar>? {
+    copy(bytes, into: method)
+  }
+
+  /// The caller the channel is labelled with, else the one the host's frame names.
+  func caller(_ label: String?, _ named: UnsafeRawBufferPointer) -> UnsafePointer<CChar>? {
+    guard let label else { return copy(named, into: self.named) }
+    if let kept = self.label, kept.0 == label { return UnsafePointer(kept.1) }
+    guard let c = strdup(label) else { return nil }
+    if let old = self.label { free(old.1) }
+    self.label = (label, c)
+    return UnsafePointer(c)
+  }
+
+  private func copy(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer)
+    -> UnsafePointer<CChar>?
+  {
+    guard bytes.count < buffer.count, !bytes.contains(0), let base = buffer.baseAddress else { return nil }
+    if let src = bytes.baseAddress { base.copyMemory(from: src, byteCount: bytes.count) }
+    buffer[bytes.count] = 0
+    return UnsafePointer(base.assumingMemoryBound(to: CChar.self))
+  }
+
+  deinit {
+    response.deallocate()
+    method.deallocate()
+    named.deallocate()
+    if let label { free(label.1) }
+  }
 }

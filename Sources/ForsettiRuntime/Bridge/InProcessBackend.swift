@@ -110,11 +110,9 @@ struct InProcessBackend: HostBackend {
     environment.services.roles.serve(caller, instance: instance, handler.map { .local($0) })
   }
 
-  /// Enters (or withdraws) a worker's module as its role's provider, reached by `send`.
-  func serveRole(_ caller: ModuleCaller, remote send: (@Sendable (RoleCall, UInt64) -> ServiceReply)?)
-    -> Int32
-  {
-    environment.services.roles.serve(caller, instance: instance, send.map { .remote($0) })
+  /// Enters (or withdraws) a worker's module as its role's provider.
+  func serveRole(_ caller: ModuleCaller, remote: RoleRegistry.RemoteProvider?) -> Int32 {
+    environment.services.roles.serve(caller, instance: instance, remote.map { .remote($0) })
   }
 
   func moduleStarting(moduleID: String) {

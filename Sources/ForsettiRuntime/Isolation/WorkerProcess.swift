@@ -19,6 +19,13 @@ final class WorkerProcess: Sendable {
   private let nextServeID = Atomic<UInt64>(0)
   /// The answer of the call on the serve ring; used only under the role registry's turn.
   private let serveResponse = ReplyBuffer(byteCount: CallRing.capacity)
+  /// The role channels this worker is an end of.
+  private let channels = Mutex(Channels())
+
+  struct Channels {
+    var all: [CallRing] = []
+    var calling: [DefaultModuleRole: CallRing] = [:]
+  }
   /// The host services the module's frames and calls reach (`WorkerProtocol.swift`, run-time traffic).
   let backend: InProcessBackend
   /// The protocol state: which frames may come from the worker now.
@@ -129,6 +136,35 @@ final class WorkerProcess: Sendable {
 
   func send(_ f: WireFrame) { socket.send(f) }
 
+  @discardableResult
+  func send(_ f: WireFrame, attaching fd: Int32) -> Bool { socket.send(f, attaching: fd) }
+
+  /// Keeps `ring`, a role channel this worker is an end of (`role`: the role it calls on it;
+  /// nil for the provider's end), to close it when the worker stops or goes.
+  func keepChannel(_ ring: CallRing, for role: DefaultModuleRole?) {
+    channels.withLock { c in
+      c.all.append(ring)
+      if let role { c.calling[role] = ring }
+    }
+    // Gone meanwhile: the sweep at the end may have run already.
+    if isClosed { ring.close() }
+  }
+
+  /// Whether this worker has an open channel to its provider of `role`.
+  func hasChannel(to role: DefaultModuleRole) -> Bool {
+    channels.withLock { $0.calling[role].map { !$0.isClosed } ?? false }
+  }
+
+  /// Closes every role channel this worker is an end of: the other side's calls on it end
+  /// (a consumer's go back through the host, which answers for itself).
+  func closeChannels() {
+    let rings = channels.withLock { c -> [CallRing] in
+      defer { c = Channels() }
+      return c.all
+    }
+    for ring in rings { ring.close() }
+  }
+
   /// Sends `start` (with the state to restore); false if the worker is not loaded.
   func start(state: [UInt8]) -> Bool {
     guard session.start() else { return false }
@@ -143,8 +179,11 @@ final class WorkerProcess: Sendable {
     return true
   }
 
-  /// Takes the module off the bus before it is told to stop.
-  func prepareStop() { backend.moduleStopping(moduleID: moduleID) }
+  /// Takes the module off the bus (and its role channels) before it is told to stop.
+  func prepareStop() {
+    backend.moduleStopping(moduleID: moduleID)
+    closeChannels()
+  }
 
   /// Sends SIGKILL unless the process was already reaped (its pid may be another's by then).
   func kill() {
@@ -287,6 +326,7 @@ final class WorkerProcess: Sendable {
     }
     closedFlag.store(true, ordering: .releasing)
     calls.close()
+    closeChannels()
     backend.moduleStopped(moduleID: moduleID)
     events.post(.closed)
     // Shut, not closed: other threads may still send (a stop, a delivery under way); they now

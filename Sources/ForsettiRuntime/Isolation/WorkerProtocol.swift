@@ -1,6 +1,7 @@
 import CForsetti
 import ForsettiBridge
 import ForsettiCore
+import Glibc
 import Synchronization
 
 // The host's half of the worker protocol: what the host says to one forsetti-worker, and what
@@ -47,8 +48,17 @@ import Synchronization
 //   - host → worker on the socket, once the module subscribed or set a handler:
 //     `deliverEvent(subscription, source, type, payload)`, `deliverMessage(sender, type, payload)`.
 //   - the module's host calls `publish`, `subscribe`, `unsubscribe`, `send`, `setHandler`, each
-//     answered by `response(id, status)`: on the call ring (fd 4, shared memory), never on the
-//     socket.
+//     answered by `response(id, status)`, and `service(operation, room, number, arguments)`
+//     (the ABI 1.1 services), answered by `response(id, status, length, bytes)`: on the call
+//     ring (fd 4, shared memory), never on the socket.
+//   - a module that serves a role (`service(roleServe)`): the host's calls of other modules
+//     come as `serveCall(room, caller, method, request)` on the serve ring (the second ring of
+//     fd 4's mapping), answered by `response(id, status, length, bytes)`.
+//   - role channels: once the host has answered a consumer's call of a role whose provider is
+//     in a worker, it sends the provider's worker `roleChannel(0, consumer)` and the consumer's
+//     `roleChannel(1, role)` on the socket, each with the descriptor of one new ring attached;
+//     the consumer's later calls of the role go on it as `serveCall`s, the host closes it when
+//     either module stops.
 //
 // Anything else from the worker — a kind the worker never sends (every host → worker kind, an
 // unknown kind), a kind not valid in the current phase (a second `startResult`, `stopped`
@@ -370,14 +380,53 @@ extension WorkerProcess {
   /// module as its role's provider, reached through the worker's serve ring.
   func answerService(_ f: WireView) -> ServiceReply {
     guard let r = ServiceRequest(f) else { return .status(FORSETTI_ERR_INVALID_ARGUMENT) }
-    guard r.operation == .roleServe else { return backend.service(r, from: caller) }
+    guard r.operation == .roleServe else {
+      let reply = backend.service(r, from: caller)
+      if r.operation == .roleCall, reply.status != FORSETTI_ERR_DENIED,
+        reply.status != FORSETTI_ERR_UNAVAILABLE,
+        reply.status != FORSETTI_ERR_INVALID_ARGUMENT
+      {
+        openChannel(r)
+      }
+      return reply
+    }
     guard r.number != 0 else { return .status(backend.serveRole(caller, remote: nil)) }
     // Weak: the registry must not keep a dead worker (and its rings) alive.
-    let send: @Sendable (RoleCall, UInt64) -> ServiceReply = { [weak self] call, deadline in
-      guard let self else { return .status(FORSETTI_ERR_UNAVAILABLE) }
-      return self.callRole(call, deadline: deadline)
+    let remote = RoleRegistry.RemoteProvider(
+      call: { [weak self] call, deadline in
+        guard let self else { return .status(FORSETTI_ERR_UNAVAILABLE) }
+        return self.callRole(call, deadline: deadline)
+      },
+      connect: { [weak self] consumer in self?.acceptChannel(from: consumer) })
+    return .status(backend.serveRole(caller, remote: remote))
+  }
+
+  /// After a call of a role judged by the host, gives this consumer's worker a channel of its
+  /// own to the provider's worker, unless it has one open.
+  private func openChannel(_ r: ServiceRequest) {
+    guard let index = Int(exactly: r.number), DefaultModuleRole.allCases.indices.contains(index) else {
+      return
     }
-    return .status(backend.serveRole(caller, remote: send))
+    let role = DefaultModuleRole.allCases[index]
+    guard !hasChannel(to: role),
+      let (ring, fd) = backend.environment.services.roles.channel(to: role, for: caller)
+    else { return }
+    defer { close(fd) }
+    keepChannel(ring, for: role)
+    send(WireFrame(.roleChannel, [.int(1), .string(role.rawValue)]), attaching: fd)
+  }
+
+  /// The provider's end of a new channel from `consumer`: sent to this worker, labelled with
+  /// the consumer the host bound. nil when this worker is gone or the channel cannot be made.
+  func acceptChannel(from consumer: String) -> (ring: CallRing, fd: Int32)? {
+    guard !isClosed, let (ring, fd) = CallRing.createChannel() else { return nil }
+    keepChannel(ring, for: nil)
+    guard send(WireFrame(.roleChannel, [.int(0), .string(consumer)]), attaching: fd) else {
+      ring.close()
+      close(fd)
+      return nil
+    }
+    return (ring, fd)
   }
 }
 

@@ -98,6 +98,8 @@ final class FileExportService: Sendable {
   /// (`URL(fileURLWithPath:).lastPathComponent`: trailing slashes do not count).
   static func fileName(_ raw: [UInt8]) throws(Failure) -> String {
     guard let text = String(validating: raw, as: UTF8.self) else { throw .refusedName("<not UTF-8>") }
+    // A C name ends at its NUL; one inside could only come in a forged frame.
+    guard !raw.contains(0) else { throw .refusedName(text.replacingOccurrences(of: "\0", with: "\\0")) }
     let last = text.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
     guard !last.isEmpty, last != ".", last != "..", last.utf8.count <= Int(FORSETTI_FILE_EXPORT_MAX_NAME)
     else { throw .refusedName(text) }
@@ -133,8 +135,14 @@ final class FileExportService: Sendable {
       defer { close(fd) }
       var st = stat()
       guard fstat(fd, &st) == 0 else { throw .system(step: "stat", name: name, errno: errno) }
-      // A hard link would write to a file named elsewhere too.
+      // A hard link would write to a file named elsewhere too. Checked again by name after the
+      // descriptor's own count: a link made under the name and removed between the open and the
+      // fstat leaves a file with one link, named only outside.
       guard st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1 else { throw .notRegularFile(name: name) }
+      var named = stat()
+      guard fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) == 0, named.st_dev == st.st_dev,
+        named.st_ino == st.st_ino, named.st_nlink == 1
+      else { throw .notRegularFile(name: name) }
       guard FileDescriptor.writeAll(fd, data) else {
         throw .system(step: "append to", name: name, errno: errno)
       }

@@ -14,8 +14,18 @@ final class RoleRegistry: Sendable {
   enum Target: Sendable {
     /// In this process, on the caller's thread.
     case local(ModuleCallback<forsetti_role_handler>)
-    /// In a worker, reached through its serve ring; the deadline is CLOCK_MONOTONIC nanoseconds.
-    case remote(@Sendable (RoleCall, _ deadline: UInt64) -> ServiceReply)
+    /// In a worker, reached through its serve ring.
+    case remote(RemoteProvider)
+  }
+
+  /// A provider in a worker.
+  struct RemoteProvider: Sendable {
+    /// One call through the worker's serve ring; the deadline is CLOCK_MONOTONIC nanoseconds.
+    let call: @Sendable (RoleCall, _ deadline: UInt64) -> ServiceReply
+    /// A channel of the named consumer's own to the worker: the provider's worker has been
+    /// given its end, labelled with the consumer; the caller passes on the descriptor (and
+    /// closes it) and keeps the ring to close it when the consumer goes.
+    let connect: @Sendable (_ consumer: String) -> (ring: CallRing, fd: Int32)?
   }
 
   final class Provider: Sendable {
@@ -105,7 +115,7 @@ final class RoleRegistry: Sendable {
     let reply: ServiceReply
     switch provider.target {
     case .local(let handler): reply = call.run(handler)
-    case .remote(let send): reply = send(call, deadline)
+    case .remote(let remote): reply = remote.call(call, deadline)
     }
     if reply.status == FORSETTI_ERR_IO {
       warn(
@@ -113,6 +123,18 @@ final class RoleRegistry: Sendable {
         "role \(role.rawValue): the answer to \(caller.moduleID)'s call \"\(method)\" was malformed")
     }
     return reply
+  }
+
+  /// A channel from `caller`, a consumer in a worker, straight to the worker of its provider of
+  /// `role`, once the host has judged a call of the role through itself: the two workers then
+  /// talk without the host in between (`RoleChannel`). The checks are the call's own; a
+  /// module's grant cannot change while it runs (a new grant is a new instance), and the host
+  /// closes the channel when either module stops. nil for an in-process provider or none.
+  func channel(to role: DefaultModuleRole, for caller: ModuleCaller) -> (ring: CallRing, fd: Int32)? {
+    guard RoleRules.callProblem(caller, role) == nil, let provider = providers.withLock({ $0[role] }),
+      case .remote(let remote) = provider.target
+    else { return nil }
+    return remote.connect(caller.moduleID)
   }
 
   /// Withdraws whatever `moduleID`'s `instance` serves, then waits (at most `limit` seconds) for

@@ -17,7 +17,13 @@
  *    FORSETTI_ERR_TIMEOUT (an in-process provider runs on the caller's thread: only the wait
  *    for its turn is bounded there);
  *  - a handler may call other host services, but not its own role (FORSETTI_ERR_DENIED).
- * The status the handler returns reaches the caller as it is. */
+ * The status the handler returns reaches the caller as it is.
+ *
+ * Between two workers, the host judges a consumer's first call of the role itself and relays
+ * it; it then gives the two workers a shared-memory channel of that consumer's own, labelled
+ * with its module ID, so later calls do not wait on the host. The checks do not lapse: a running
+ * module's grant cannot change (a new grant is a new instance), and the host closes the channel
+ * when either module stops, after which calls go through the host again. */
 #ifndef FORSETTI_SERVICES_ROLES_H
 #define FORSETTI_SERVICES_ROLES_H
 
