@@ -29,6 +29,10 @@ extern "C" {
 #define FORSETTI_SERVICE_TELEMETRY "forsetti.telemetry" /* needs capability telemetry */
 #define FORSETTI_SERVICE_EVENTS "forsetti.events"       /* every module */
 #define FORSETTI_SERVICE_MESSAGES "forsetti.messages"   /* every module */
+/* Capability `networking` has no service: a module granted it opens sockets itself. In a worker
+ * it may create AF_INET and AF_INET6 sockets (no raw or packet sockets) and connect, bind,
+ * listen and accept on them; without it every socket(2) fails with EPERM. AF_UNIX sockets from
+ * socket(2), netlink, packet and raw sockets are refused either way (docs/abi.md). */
 /* ABI 1.1: */
 #define FORSETTI_SERVICE_SECURE_STORAGE "forsetti.secure_storage" /* needs capability secure_storage */
 #define FORSETTI_SERVICE_FILE_EXPORT "forsetti.file_export"       /* needs capability file_export */

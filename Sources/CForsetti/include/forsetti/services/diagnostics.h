@@ -29,10 +29,13 @@ extern "C" {
 typedef struct forsetti_diagnostics {
   uint32_t struct_size;
 
-  /* Sets this module's health (FORSETTI_HEALTH_*) and a one-line summary (NULL for none). */
+  /* Sets this module's health (FORSETTI_HEALTH_*) and a one-line summary (NULL or empty for
+   * none). FORSETTI_ERR_INVALID_ARGUMENT for an unknown health or a summary that is not UTF-8;
+   * FORSETTI_ERR_TOO_LARGE for one over FORSETTI_DIAGNOSTICS_MAX_SUMMARY. */
   forsetti_status (*report)(int32_t health, const char *summary);
 
-  /* Sets counter `name` to `value`; FORSETTI_ERR_TOO_LARGE for a 33rd counter. */
+  /* Sets counter `name` to `value`; FORSETTI_ERR_INVALID_ARGUMENT for a name outside the set,
+   * FORSETTI_ERR_TOO_LARGE for a 33rd counter (updating an existing one never fails for it). */
   forsetti_status (*set_counter)(const char *name, int64_t value);
 } forsetti_diagnostics;
 

@@ -5,7 +5,9 @@
  *
  * The module names a file, never a path: only the last path component of `file_name` is used,
  * and an empty name, "." and ".." are refused. The file is written beneath the export directory
- * and nowhere else (no symbolic link is followed). In a worker the host writes it. */
+ * and nowhere else: a symbolic link under the name is replaced by the new file (a write) or
+ * refused with FORSETTI_ERR_DENIED (APPEND), as is appending to anything but a regular file
+ * with one link. Files are mode 0640, owned by the host's user. In a worker the host writes it. */
 #ifndef FORSETTI_SERVICES_FILE_EXPORT_H
 #define FORSETTI_SERVICES_FILE_EXPORT_H
 
@@ -18,8 +20,10 @@
 extern "C" {
 #endif
 
-/* Data of one write at most 64 KiB (append for more); names at most 255 bytes; the final path
- * at most 4096 bytes with its NUL. */
+/* Data of one write at most 64 KiB (append for more; FORSETTI_ERR_TOO_LARGE otherwise);
+ * `file_name` may be a path of up to FORSETTI_FILE_EXPORT_MAX_PATH bytes, whose last component
+ * is at most 255 bytes (FORSETTI_ERR_INVALID_ARGUMENT otherwise); the final path at most 4096
+ * bytes with its NUL. */
 #define FORSETTI_FILE_EXPORT_MAX_DATA (64u * 1024u)
 #define FORSETTI_FILE_EXPORT_MAX_NAME 255u
 #define FORSETTI_FILE_EXPORT_MAX_PATH 4096u
