@@ -140,8 +140,7 @@ struct Layering: Sendable {
             "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys",
             "CSeccomp", "CSodium",
           ], foundation: true,
-          why: "the host's lifecycle, supervision, services (their keys and sealing: libsodium), reload and trust stores"
-        )),
+          why: "the host's lifecycle, supervision, services (keys and sealing: libsodium), reload, trust")),
       .init(
         subject: .target("ForsettiCLI"),
         rule: .init(
