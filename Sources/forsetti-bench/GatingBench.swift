@@ -60,6 +60,30 @@ enum GatingBench {
     return j.allSatisfy(\.passed) ? t : .nan
   }
 
+  /// ns for the honest floor of discovery and gating (issue 18): read each manifest's bytes
+  /// whole (no parsing), then the raw libelf scan below. Whatever the host does beyond this is
+  /// its own cost: parsing and validating, the index, the gate stack.
+  static func rawFloor(_ dir: String, count: Int) -> Double {
+    let paths = (0..<count).map { dir + String(format: "/manifests/entry_%06d.json", $0) }
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    defer { buffer.deallocate() }
+    let t0 = Clock.ns()
+    var bytes = 0
+    for path in paths {
+      let fd = open(path, O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { return .nan }
+      while true {
+        let n = read(fd, buffer.baseAddress, buffer.count)
+        if n <= 0 { break }
+        bytes += n
+      }
+      close(fd)
+    }
+    let read = Double(Clock.ns() - t0)
+    let scan = rawScan(dir, count: count)
+    return bytes > 0 ? read + scan : .nan
+  }
+
   /// ns for the floor: open each file, find `.dynsym`, find the entry symbol by name.
   static func rawScan(_ dir: String, count: Int) -> Double {
     _ = elf_version(UInt32(EV_CURRENT))
