@@ -18,7 +18,7 @@ func (Echo) Echo(arg int, reply *int) error { *reply = arg; return nil }
 // echoPlugin is go-plugin's net/rpc glue; the host side is never used in this process.
 type echoPlugin struct{}
 
-func (echoPlugin) Server(*plugin.MuxBroker) (interface{}, error) { return Echo{}, nil }
+func (echoPlugin) Server(*plugin.MuxBroker) (interface{}, error)              { return Echo{}, nil }
 func (echoPlugin) Client(*plugin.MuxBroker, *rpc.Client) (interface{}, error) { return nil, nil }
 
 func main() {
