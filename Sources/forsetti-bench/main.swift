@@ -27,7 +27,7 @@ try? FileManager.default.createDirectory(atPath: work, withIntermediateDirectori
 defer { try? FileManager.default.removeItem(atPath: work) }
 
 var rows: [(figure: Sample, baseline: Sample?, note: String)] = []
-/// `--only gating` (or calls, roundtrip …) runs one section, for profiling.
+/// `--only gating` (or calls, roundtrip, peers …) runs one section, for profiling.
 let only: String? = args.firstIndex(of: "--only").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil }
 func section(_ name: String) -> Bool { only == nil || only == name }
 func progress(_ s: String) { FileHandle.standardError.write(Data("bench: \(s)\n".utf8)) }
@@ -385,6 +385,15 @@ if section("reload") {
         "re-gates every manifest and re-inspects every binary first; target ≤ 2×"
       ))
   }
+}
+
+// 7. Beside go-plugin, only when asked (`--peers` or `--only peers`; scripts/bench --peers builds the
+// peer and passes `--go-plugin DIR`).
+if only == "peers" || args.contains("--peers") {
+  progress("beside go-plugin")
+  let dir = args.firstIndex(of: "--go-plugin").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil } ?? ""
+  rows += try PeerBench.run(
+    goPlugin: dir, work: work, include: include, mode: mode, rounds: rounds, calls: quick ? 500 : 2000)
 }
 
 Report.print(rows, json: json)
