@@ -160,8 +160,9 @@ package final class CallRing: @unchecked Sendable {
 
   // MARK: calling side (the worker on its call ring, the host on a serve ring)
 
-  /// Sends `request` and waits for the response, copied into `response`; its length, or nil
-  /// when the ring closed or the response does not fit. One caller at a time.
+  /// Sends `request` and waits for the response, copied into `response`; its length (0 for a
+  /// response that does not fit), or nil when the ring closed (or the deadline passed). One
+  /// caller at a time.
   package func call(_ request: UnsafeRawBufferPointer, response: UnsafeMutableRawBufferPointer) -> Int? {
     call(
       encoding: { slot in
@@ -200,7 +201,9 @@ package final class CallRing: @unchecked Sendable {
       answered = v
     }
     let n = Int(forsetti_load_acquire(word(.responseLength)))
-    guard n <= response.count, n <= Self.capacity, let dst = response.baseAddress else { return nil }
+    // An answer claiming more than fits is no answer: read as empty, which no reader accepts
+    // (nil would name it a timeout or a closed ring).
+    guard n <= response.count, n <= Self.capacity, let dst = response.baseAddress else { return 0 }
     dst.copyMemory(from: responseSlot, byteCount: n)
     return n
   }
