@@ -204,4 +204,91 @@ import Testing
     #expect(
       h.lines("com.test.norole").contains { $0.contains("nor consumes it") }, "\(h.lines("com.test.norole"))")
   }
+
+  /// A provider that serves after `serveAt` ms, withdraws after `withdrawAt` (if not -1) and
+  /// tries to serve again after `againAt` (if not -1); its handler answers its own name.
+  static func switchingProvider(_ name: String, serveAt: Int, withdrawAt: Int = -1, againAt: Int = -1)
+    -> ModuleFixture
+  {
+    var f = ModuleFixture(moduleID: "com.test.\(name)", entryPoint: "\(name)_entry")
+    f.prelude = """
+      #include <pthread.h>
+      static const forsetti_role_service *g_r;
+      static pthread_t g_t;
+      static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
+                                    size_t len, void *resp, size_t cap, size_t *rlen) {
+        (void)ctx; (void)caller; (void)method; (void)req; (void)len;
+        if (cap < 8) return FORSETTI_ERR_BUFFER_TOO_SMALL;
+        memcpy(resp, "\(name)", strlen("\(name)")); *rlen = strlen("\(name)");
+        return FORSETTI_OK;
+      }
+      static void *plan(void *arg) {
+        (void)arg; char line[64];
+        usleep(\(serveAt) * 1000);
+        snprintf(line, sizeof line, "serve -> %d", g_r->serve(handle, NULL)); fixture_log(line);
+        if (\(withdrawAt) >= 0) { usleep((\(withdrawAt) - \(serveAt)) * 1000); g_r->serve(NULL, NULL); fixture_log("withdrew"); }
+        if (\(againAt) >= 0) {
+          usleep((\(againAt) - \(withdrawAt)) * 1000);
+          snprintf(line, sizeof line, "serve again -> %d", g_r->serve(handle, NULL)); fixture_log(line);
+        }
+        return NULL;
+      }
+      """
+    f.start = """
+      g_r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      return g_r && pthread_create(&g_t, NULL, plan, NULL) == 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """
+    f.stop = "pthread_join(g_t, NULL);"
+    return f
+  }
+
+  /// Two modules hold the role. p1 serves, its consumer gets a channel to it, p1 withdraws, p2
+  /// takes over, p1 tries to serve again and is refused: from then on p2 answers every call —
+  /// p1's channel went with its withdrawal, and its refused handler answers nothing.
+  @Test(arguments: Mode.allCases)
+  func aWithdrawnOrRefusedProviderAnswersNoMore(_ mode: Mode) throws {
+    let h = RuntimeHarness()
+    for f in [
+      Self.switchingProvider("p1", serveAt: 0, withdrawAt: 600, againAt: 1400),
+      Self.switchingProvider("p2", serveAt: 1000),
+    ] {
+      try f.install(
+        in: h.dir, capabilities: ["shared_database"],
+        manifestExtra: #","defaultModuleRole":"shared_database""#)
+    }
+    var c = ModuleFixture(moduleID: Self.consumer, entryPoint: "app_entry")
+    c.prelude = """
+      #include <pthread.h>
+      static const forsetti_role_service *g_db;
+      static volatile int g_run;
+      static pthread_t g_thread;
+      static void *loop(void *arg) {
+        (void)arg; char last[16] = "", out[16], line[64];
+        while (g_run) {
+          size_t n = 0;
+          forsetti_status s = g_db->call("who", "", 0, out, sizeof out - 1, &n);
+          if (s == FORSETTI_OK) out[n] = 0; else snprintf(out, sizeof out, "%d", s);
+          if (strcmp(out, last) != 0) { snprintf(line, sizeof line, "answered by %s", out); fixture_log(line); strcpy(last, out); }
+          usleep(20000);
+        }
+        return NULL;
+      }
+      """
+    c.start = """
+      g_db = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      g_run = 1;
+      return g_db && pthread_create(&g_thread, NULL, loop, NULL) == 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """
+    c.stop = "g_run = 0; pthread_join(g_thread, NULL);"
+    try c.install(in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
+    let m = try h.start(mode: mode.execution)
+    defer { m.stopAll() }
+    #expect(h.waitForLine("com.test.p1", timeout: 10) { $0.hasPrefix("serve again -> ") } != nil)
+    usleep(600_000)
+    let lines = h.lines(Self.consumer)
+    #expect(lines.contains("answered by p1"), "\(lines)")
+    #expect(lines.last == "answered by p2", "\(lines) / p1: \(h.lines("com.test.p1"))")
+    #expect(
+      h.lines("com.test.p1").contains("serve again -> \(FORSETTI_ERR_DENIED)"), "\(h.lines("com.test.p1"))")
+  }
 }

@@ -13,7 +13,8 @@ import Glibc
 /// The worker is untrusted and may write anything into the mapping at any time. The host
 /// copies a request out of shared memory before it reads it (a length is checked once, on the
 /// copy), and a worker that scribbles on the words can only make its own calls fail or keep
-/// its own host thread busy.
+/// its own host thread busy — or, on a serve ring or a role channel, hold the module calling it
+/// until the call's deadline.
 package final class CallRing: @unchecked Sendable {
   // @unchecked: the mapping is shared on purpose; every access to the control words goes
   // through the atomic helpers of forsetti_ring.h, and each slot has one writer per call.

@@ -5,7 +5,8 @@ import Glibc
 import Synchronization
 
 /// The worker's side of the host API: the same `HostBackend` the in-process bridge uses, but
-/// every call crosses a socket to the host, which attributes it to this worker's module by the
+/// every call crosses to the host (on the call ring; a role call, after the first, on the
+/// channel the host opened to the provider's worker), which attributes it to this worker's module by the
 /// connection alone. Calls go over their own channel and are answered in order; events and
 /// messages from the host arrive on the other and are delivered on a separate queue, so a
 /// handler may call the host in turn.
@@ -228,13 +229,25 @@ package final class WorkerLink: HostBackend {
     guard let role = caller.serves, let index = DefaultModuleRole.allCases.firstIndex(of: role) else {
       return FORSETTI_ERR_DENIED
     }
-    roleHandler.withLock { $0 = handler }
-    if handler != nil { startServing() }
+    // Off at once, locally too; on only once the host agreed (a refused handler must not answer
+    // calls meant for the role's provider in force).
+    // (Not under the handler's turn: a handler may call `serve` itself.)
+    if handler == nil { roleHandler.withLock { $0 = nil } }
     let reply = service(
       ServiceRequest(
         .roleServe, number: handler == nil ? 0 : 1, [Array(role.rawValue.utf8), [UInt8(index)]]),
       from: caller)
+    if let handler, reply.status == FORSETTI_OK {
+      roleHandler.withLock { $0 = handler }
+      startServing()
+    }
     return reply.status
+  }
+
+  /// Takes the role handler away and waits for a call running in it: called by the worker's
+  /// main thread before the module's `stop`, so no handler runs during or after it.
+  package func stopServing() {
+    handlerTurn.withLock { _ in roleHandler.withLock { $0 = nil } }
   }
 
   /// Starts the thread that answers the host's calls on the serve ring, once.
@@ -260,11 +273,12 @@ package final class WorkerLink: HostBackend {
       let method = f.bytes(2), !method.isEmpty, method.count <= HostFunctions.maxName, !method.contains(0),
       let request = f.bytes(3), request.count <= RoleCall.maxPayload
     else { return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT)) }
-    guard let h = roleHandler.withLock({ $0 }) else {
-      return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_UNAVAILABLE))
-    }
     // In place, without copies: the scratch memory is this link's, used only under the turn.
+    // The handler is read under the turn too: `stopServing` then waits for the call using it.
     return handlerTurn.withLock { _ -> Int in
+      guard let h = roleHandler.withLock({ $0 }) else {
+        return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_UNAVAILABLE))
+      }
       let scratch = handlerScratch
       guard let methodC = scratch.text(method), let callerC = scratch.caller(caller, named) else {
         return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))

@@ -130,6 +130,8 @@ public enum WorkerMain {
         socket.send(WireFrame(.stateSaved, id: cmd.id, [.bytes(StateTransfer.save(loaded.table) ?? [])]))
       }
       if cmd.kind == .stop {
+        // No call of another module may run in the handler during or after stop.
+        link.stopServing()
         t.stop?(t.`self`)
         binding.revoke()
         socket.send(WireFrame(.stopped))

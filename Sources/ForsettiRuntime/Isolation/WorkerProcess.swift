@@ -17,14 +17,16 @@ final class WorkerProcess: Sendable {
   /// The module as the host bound it: every service call from the worker is judged with this.
   let caller: ModuleCaller
   private let nextServeID = Atomic<UInt64>(0)
-  /// The answer of the call on the serve ring; used only under the role registry's turn.
+  /// The answer of the call on the serve ring; used only under `serveTurn`.
   private let serveResponse = ReplyBuffer(byteCount: CallRing.capacity)
+  private let serveTurn = Mutex<Void>(())
   /// The role channels this worker is an end of.
   private let channels = Mutex(Channels())
 
   struct Channels {
     var all: [CallRing] = []
     var calling: [DefaultModuleRole: CallRing] = [:]
+    var serving: [CallRing] = []
   }
   /// The host services the module's frames and calls reach (`WorkerProtocol.swift`, run-time traffic).
   let backend: InProcessBackend
@@ -143,8 +145,11 @@ final class WorkerProcess: Sendable {
   /// nil for the provider's end), to close it when the worker stops or goes.
   func keepChannel(_ ring: CallRing, for role: DefaultModuleRole?) {
     channels.withLock { c in
+      // Closed ones (a provider that restarted) are let go: each is a mapping.
+      c.all.removeAll { $0.isClosed }
+      c.serving.removeAll { $0.isClosed }
       c.all.append(ring)
-      if let role { c.calling[role] = ring }
+      if let role { c.calling[role] = ring } else { c.serving.append(ring) }
     }
     // Gone meanwhile: the sweep at the end may have run already.
     if isClosed { ring.close() }
@@ -153,6 +158,11 @@ final class WorkerProcess: Sendable {
   /// Whether this worker has an open channel to its provider of `role`.
   func hasChannel(to role: DefaultModuleRole) -> Bool {
     channels.withLock { $0.calling[role].map { !$0.isClosed } ?? false }
+  }
+
+  /// Closes the provider's ends this worker holds: its module serves its role no more.
+  func closeServingChannels() {
+    for ring in channels.withLock({ $0.serving }) { ring.close() }
   }
 
   /// Closes every role channel this worker is an end of: the other side's calls on it end
@@ -373,6 +383,12 @@ final class WorkerProcess: Sendable {
   /// `deadline` at most. Only the role registry calls it, one call at a time (`Provider.turn`).
   func callRole(_ call: RoleCall, deadline: UInt64) -> ServiceReply {
     guard let ring = calls.serves, !isClosed else { return .status(FORSETTI_ERR_UNAVAILABLE) }
+    // The registry's turn already orders calls; this lock also covers a call still running for a
+    // handler its module has since withdrawn and installed again (a new turn).
+    return serveTurn.withLock { _ in callRole(call, deadline: deadline, on: ring) }
+  }
+
+  private func callRole(_ call: RoleCall, deadline: UInt64, on ring: CallRing) -> ServiceReply {
     let id = nextServeID.add(1, ordering: .relaxed).newValue
     let buffer = serveResponse.bytes
     let n = ring.call(
@@ -408,8 +424,7 @@ final class WorkerProcess: Sendable {
 
 /// The host's copy of a serve-ring answer: memory that lives as long as the worker.
 private final class ReplyBuffer: @unchecked Sendable {
-  // @unchecked: `bytes` is used only by `callRole`, which the role registry runs one call at a
-  // time for each provider (`RoleRegistry.Provider.turn`).
+  // @unchecked: `bytes` is used only by `callRole`, under the worker's `serveTurn` lock.
   let bytes: UnsafeMutableRawBufferPointer
   init(byteCount: Int) { bytes = .allocate(byteCount: byteCount, alignment: 8) }
   deinit { bytes.deallocate() }

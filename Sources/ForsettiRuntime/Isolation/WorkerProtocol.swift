@@ -397,7 +397,8 @@ extension WorkerProcess {
         guard let self else { return .status(FORSETTI_ERR_UNAVAILABLE) }
         return self.callRole(call, deadline: deadline)
       },
-      connect: { [weak self] consumer in self?.acceptChannel(from: consumer) })
+      connect: { [weak self] consumer in self?.acceptChannel(from: consumer) },
+      disconnect: { [weak self] in self?.closeServingChannels() })
     return .status(backend.serveRole(caller, remote: remote))
   }
 

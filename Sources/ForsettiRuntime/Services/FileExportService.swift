@@ -71,7 +71,10 @@ final class FileExportService: Sendable {
     let wantsPath = r.number & HostFunctions.exportWantsPath != 0
     let name: String
     do throws(Failure) {
-      guard flags & ~UInt32(FORSETTI_FILE_EXPORT_APPEND) == 0 else { throw .unknownFlags(flags) }
+      // Bits above the C flags and the path bit can only come in a forged frame.
+      guard flags & ~UInt32(FORSETTI_FILE_EXPORT_APPEND) == 0,
+        r.number & ~(Int64(UInt32.max) | HostFunctions.exportWantsPath) == 0
+      else { throw .unknownFlags(flags) }
       name = try Self.fileName(r.argument(0) ?? [])
     } catch {
       return .status(error.status)
@@ -135,6 +138,8 @@ final class FileExportService: Sendable {
       defer { close(fd) }
       var st = stat()
       guard fstat(fd, &st) == 0 else { throw .system(step: "stat", name: name, errno: errno) }
+      // A file this append created: the mode is the service's promise, whatever the umask took.
+      if st.st_size == 0 { _ = fchmod(fd, fileMode) }
       // A hard link would write to a file named elsewhere too. Checked again by name after the
       // descriptor's own count: a link made under the name and removed between the open and the
       // fstat leaves a file with one link, named only outside.

@@ -7,6 +7,8 @@ import Synchronization
 /// Which module serves each default role now, and the one way to call it. A provider is entered
 /// when its module installs a handler (`serve`) and withdrawn when it stops, crashes or is
 /// replaced; a call finds the provider in force or fails at once with FORSETTI_ERR_UNAVAILABLE.
+/// A withdrawn provider in a worker loses its channels too, so its consumers' next calls come
+/// back to the registry.
 /// Calls reach one provider one at a time (a worker's serve ring has one slot; in-process the
 /// same, so the semantics agree), waiting at most FORSETTI_ROLE_CALL_TIMEOUT_MS for their turn.
 final class RoleRegistry: Sendable {
@@ -26,6 +28,9 @@ final class RoleRegistry: Sendable {
     /// given its end, labelled with the consumer; the caller passes on the descriptor (and
     /// closes it) and keeps the ring to close it when the consumer goes.
     let connect: @Sendable (_ consumer: String) -> (ring: CallRing, fd: Int32)?
+    /// Closes the provider's ends of every channel: it serves the role no more, and its
+    /// consumers' next calls must come to the host, which knows who serves it now.
+    let disconnect: @Sendable () -> Void
   }
 
   final class Provider: Sendable {
@@ -34,13 +39,22 @@ final class RoleRegistry: Sendable {
     /// instance already replaced must not remove its successor.
     let instance: UInt64
     let target: Target
-    /// Held for the whole of one call.
-    let turn = DispatchSemaphore(value: 1)
+    /// Held for the whole of one call; one instance keeps its turn when it installs another
+    /// handler, so calls stay one at a time across the change.
+    let turn: DispatchSemaphore
 
-    init(moduleID: String, instance: UInt64, target: Target) {
+    init(
+      moduleID: String, instance: UInt64, target: Target,
+      turn: DispatchSemaphore = DispatchSemaphore(value: 1)
+    ) {
       self.moduleID = moduleID
       self.instance = instance
       self.target = target
+      self.turn = turn
+    }
+
+    func disconnect() {
+      if case .remote(let remote) = target { remote.disconnect() }
     }
   }
 
@@ -64,15 +78,22 @@ final class RoleRegistry: Sendable {
         "\(ReasonCode.moduleCommunicationDenied.rawValue): serve \(role.rawValue) refused: \(problem)")
       return FORSETTI_ERR_DENIED
     }
-    let other: String? = providers.withLock { p in
-      if let current = p[role], current.moduleID != caller.moduleID { return current.moduleID }
+    let (other, gone): (String?, Provider?) = providers.withLock { p in
+      let old = p[role]
+      if let old, old.moduleID != caller.moduleID { return (old.moduleID, nil) }
       if let target {
-        p[role] = Provider(moduleID: caller.moduleID, instance: instance, target: target)
-      } else if p[role]?.instance == instance {
-        p[role] = nil
+        let same = old?.instance == instance
+        p[role] = Provider(
+          moduleID: caller.moduleID, instance: instance, target: target,
+          turn: same ? old?.turn ?? DispatchSemaphore(value: 1) : DispatchSemaphore(value: 1))
+        // Another instance of the module (a reload) took over: the old one's channels go.
+        return (nil, same ? nil : old)
       }
-      return nil
+      guard let old, old.instance == instance else { return (nil, nil) }
+      p[role] = nil
+      return (nil, old)
     }
+    gone?.disconnect()
     if let other {
       warn(
         caller.moduleID,
@@ -98,7 +119,9 @@ final class RoleRegistry: Sendable {
         "\(ReasonCode.moduleCommunicationDenied.rawValue): call of role \(role.rawValue) refused: \(problem)")
       return .status(FORSETTI_ERR_DENIED)
     }
-    guard let method = r.text(0), !method.isEmpty, let request = r.argument(1) else {
+    // A C method name ends at its NUL; one inside could only come in a forged frame.
+    guard let method = r.text(0), !method.isEmpty, !method.utf8.contains(0), let request = r.argument(1)
+    else {
       return .status(FORSETTI_ERR_INVALID_ARGUMENT)
     }
     guard request.count <= RoleCall.maxPayload else { return .status(FORSETTI_ERR_TOO_LARGE) }
@@ -109,11 +132,14 @@ final class RoleRegistry: Sendable {
       return .status(FORSETTI_ERR_TIMEOUT)
     }
     defer { provider.turn.signal() }
-    // Withdrawn while this call waited its turn: it never reached the provider.
-    guard providers.withLock({ $0[role] === provider }) else { return .status(FORSETTI_ERR_UNAVAILABLE) }
+    // Withdrawn while this call waited its turn: it never reached the provider. Replaced by the
+    // same instance's new handler (same turn): the new one answers.
+    guard let current = providers.withLock({ $0[role] }), current.instance == provider.instance,
+      current.turn === provider.turn
+    else { return .status(FORSETTI_ERR_UNAVAILABLE) }
     let call = RoleCall(caller: caller.moduleID, method: method, request: request, capacity: r.capacity)
     let reply: ServiceReply
-    switch provider.target {
+    switch current.target {
     case .local(let handler): reply = call.run(handler)
     case .remote(let remote): reply = remote.call(call, deadline)
     }
@@ -145,8 +171,9 @@ final class RoleRegistry: Sendable {
       for role in gone.keys { p[role] = nil }
       return Array(gone.values)
     }
-    for provider in removed where provider.turn.wait(timeout: .now() + limit) == .success {
-      provider.turn.signal()
+    for provider in removed {
+      provider.disconnect()
+      if provider.turn.wait(timeout: .now() + limit) == .success { provider.turn.signal() }
     }
   }
 
