@@ -48,57 +48,51 @@ package final class CallRing: @unchecked Sendable {
   /// The whole mapping: the call ring, then the serve ring.
   package static let mappingSize = 2 * size
 
+  /// What one memfd holds: a worker's call ring with its serve ring, or a lone role channel.
+  private enum Shape {
+    case worker, channel
+    var bytes: Int { self == .worker ? CallRing.mappingSize : CallRing.size }
+    var name: String { self == .worker ? "forsetti-calls" : "forsetti-role-channel" }
+  }
+
   /// A new ring (with its serve ring) and the descriptor to hand the worker (close-on-exec;
   /// dup2 it into place).
-  package static func create() -> (ring: CallRing, fd: Int32)? {
-    let fd = forsetti_memfd("forsetti-calls", UInt64(mappingSize))
-    guard fd >= 0 else { return nil }
-    guard let ring = map(fd) else {
-      Glibc.close(fd)
-      return nil
-    }
-    return (ring, fd)
-  }
+  package static func create() -> (ring: CallRing, fd: Int32)? { create(.worker) }
 
   /// The worker's side: maps the rings the host passed as `fd`.
-  package static func attach(fd: Int32) -> CallRing? {
-    var st = stat()
-    guard fstat(fd, &st) == 0, Int(st.st_size) == mappingSize else { return nil }
-    return map(fd)
-  }
-
-  private static func map(_ fd: Int32) -> CallRing? {
-    let p = mmap(nil, mappingSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-    guard let p, p != MAP_FAILED else { return nil }
-    let mapping = RingMapping(base: p, size: mappingSize)
-    return CallRing(
-      mapping: mapping, offset: 0, serves: CallRing(mapping: mapping, offset: size, serves: nil))
-  }
+  package static func attach(fd: Int32) -> CallRing? { attach(fd, .worker) }
 
   /// A lone ring for a role channel (a consumer calling its provider's worker directly) and its
   /// descriptor, which the host passes to both workers and then closes. Sealed at its size as
   /// every ring is: neither worker can shrink it under the other.
-  package static func createChannel() -> (ring: CallRing, fd: Int32)? {
-    let fd = forsetti_memfd("forsetti-role-channel", UInt64(size))
+  package static func createChannel() -> (ring: CallRing, fd: Int32)? { create(.channel) }
+
+  /// A worker's side of a role channel the host passed as `fd` (which the caller closes).
+  package static func attachChannel(fd: Int32) -> CallRing? { attach(fd, .channel) }
+
+  private static func create(_ shape: Shape) -> (ring: CallRing, fd: Int32)? {
+    let fd = forsetti_memfd(shape.name, UInt64(shape.bytes))
     guard fd >= 0 else { return nil }
-    guard let ring = mapChannel(fd) else {
+    guard let ring = map(fd, shape) else {
       Glibc.close(fd)
       return nil
     }
     return (ring, fd)
   }
 
-  /// A worker's side of a role channel the host passed as `fd` (which the caller closes).
-  package static func attachChannel(fd: Int32) -> CallRing? {
+  /// Maps `fd` if it is a ring of `shape`'s size (a descriptor from outside is checked first).
+  private static func attach(_ fd: Int32, _ shape: Shape) -> CallRing? {
     var st = stat()
-    guard fstat(fd, &st) == 0, Int(st.st_size) == size else { return nil }
-    return mapChannel(fd)
+    guard fstat(fd, &st) == 0, Int(st.st_size) == shape.bytes else { return nil }
+    return map(fd, shape)
   }
 
-  private static func mapChannel(_ fd: Int32) -> CallRing? {
-    let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+  private static func map(_ fd: Int32, _ shape: Shape) -> CallRing? {
+    let p = mmap(nil, shape.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
     guard let p, p != MAP_FAILED else { return nil }
-    return CallRing(mapping: RingMapping(base: p, size: size), offset: 0, serves: nil)
+    let mapping = RingMapping(base: p, size: shape.bytes)
+    let serves = shape == .worker ? CallRing(mapping: mapping, offset: size, serves: nil) : nil
+    return CallRing(mapping: mapping, offset: 0, serves: serves)
   }
 
   private func word(_ w: Word) -> UnsafeMutablePointer<UInt32> {

@@ -197,19 +197,11 @@ public struct WireSocket: Sendable {
     }
   }
 
-  /// Blocks for the next frame.
+  /// Blocks for the next frame; a descriptor that came with it is closed.
   public func receive(into buffer: UnsafeMutableRawBufferPointer) -> ReceiveResult {
-    while true {
-      let n = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_TRUNC))
-      if n < 0 {
-        if errno == EINTR { continue }
-        return .closed
-      }
-      if n == 0 { return .closed }
-      if n > buffer.count { return .malformed("frame of \(n) bytes exceeds \(buffer.count)") }
-      do { return .frame(try Wire.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))) } catch {
-        return .malformed("\(error)")
-      }
-    }
+    var fd: Int32 = -1
+    let result = receive(into: buffer, descriptor: &fd)
+    if fd >= 0 { close(fd) }
+    return result
   }
 }
