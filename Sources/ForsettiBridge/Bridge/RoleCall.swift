@@ -32,12 +32,36 @@ package struct RoleCall: Sendable {
     request.withUnsafeBytes { w.bytes($0) }
   }
 
-  /// The call a `serveCall` frame carries (from the host: checked all the same).
+  /// The call a `serveCall` frame carries, copied out of it (read by `Frame`).
   package init?(_ f: WireView) {
-    guard f.kind == .serveCall, let capacity = f.int(0), let caller = f.string(1), let method = f.string(2),
-      let request = f.bytes(3), request.count <= Self.maxPayload
-    else { return nil }
-    self.init(caller: caller, method: method, request: Array(request), capacity: Int(clamping: capacity))
+    guard let frame = Frame(f), let caller = Wire.text(frame.caller), let method = Wire.text(frame.method)
+    else {
+      return nil
+    }
+    self.init(caller: caller, method: method, request: Array(frame.request), capacity: frame.capacity)
+  }
+
+  /// A `serveCall` frame's parts, read in place: the one reader of that frame, for the worker
+  /// that answers it (without copies) and for the copy above. From the host or from a channel a
+  /// consumer shares, so checked all the same: a method of 1 to 256 bytes without NUL, a
+  /// request within the payload limit, the room clamped to it.
+  package struct Frame {
+    package let capacity: Int
+    /// The caller the frame names (empty on a channel, whose label names it instead).
+    package let caller: UnsafeRawBufferPointer
+    package let method: UnsafeRawBufferPointer
+    package let request: UnsafeRawBufferPointer
+
+    package init?(_ f: WireView) {
+      guard f.kind == .serveCall, let room = f.int(0), let caller = f.bytes(1), let method = f.bytes(2),
+        !method.isEmpty, method.count <= HostFunctions.maxName, !method.contains(0), let request = f.bytes(3),
+        request.count <= RoleCall.maxPayload
+      else { return nil }
+      capacity = Int(clamping: max(0, min(room, Int64(RoleCall.maxPayload))))
+      self.caller = caller
+      self.method = method
+      self.request = request
+    }
   }
 
   /// Runs `handler` on this call (in-process: the registry calls it on the caller's thread).

@@ -269,10 +269,9 @@ package final class WorkerLink: HostBackend {
   private func answerRoleCall(
     _ bytes: UnsafeRawBufferPointer, into slot: UnsafeMutableRawBufferPointer, caller: String? = nil
   ) -> Int {
-    guard let f = try? WireView(bytes), f.kind == .serveCall, let room = f.int(0), let named = f.bytes(1),
-      let method = f.bytes(2), !method.isEmpty, method.count <= HostFunctions.maxName, !method.contains(0),
-      let request = f.bytes(3), request.count <= RoleCall.maxPayload
-    else { return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT)) }
+    guard let f = try? WireView(bytes), let call = RoleCall.Frame(f) else {
+      return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
+    }
     // In place, without copies: the scratch memory is this link's, used only under the turn.
     // The handler is read under the turn too: `stopServing` then waits for the call using it.
     return handlerTurn.withLock { _ -> Int in
@@ -280,12 +279,12 @@ package final class WorkerLink: HostBackend {
         return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_UNAVAILABLE))
       }
       let scratch = handlerScratch
-      guard let methodC = scratch.text(method), let callerC = scratch.caller(caller, named) else {
+      guard let methodC = scratch.text(call.method), let callerC = scratch.caller(caller, call.caller) else {
         return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
       }
-      let capacity = Int(clamping: max(0, min(room, Int64(RoleCall.maxPayload))))
-      let out = UnsafeMutableRawBufferPointer(rebasing: scratch.response[0..<capacity])
-      let (status, length) = RoleCall.run(h, caller: callerC, method: methodC, request: request, into: out)
+      let out = UnsafeMutableRawBufferPointer(rebasing: scratch.response[0..<call.capacity])
+      let (status, length) = RoleCall.run(
+        h, caller: callerC, method: methodC, request: call.request, into: out)
       var w = WireWriter(into: slot, kind: .response, id: f.id)
       w.int(Int64(status))
       w.int(Int64(length))
