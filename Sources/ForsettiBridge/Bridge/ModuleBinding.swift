@@ -12,7 +12,8 @@ import Synchronization
 /// thread finds a revoked binding, never freed memory.
 public final class ModuleBinding: Sendable {
   public let moduleID: String
-  public let granted: Set<Capability>
+  /// What the module was granted.
+  public var granted: Set<Capability> { caller.granted }
   /// The module as the host bound it, for the services that check who calls.
   package let caller: ModuleCaller
   package let backend: any HostBackend
@@ -41,7 +42,6 @@ public final class ModuleBinding: Sendable {
     sandbox: String, backend: any HostBackend
   ) throws(BindingError) {
     self.moduleID = moduleID
-    self.granted = granted
     caller = ModuleCaller(moduleID: moduleID, granted: granted, serves: serves, calls: calls)
     self.backend = backend
     backend.moduleStarting(moduleID: moduleID)

@@ -24,8 +24,9 @@ final class WorkerProcess: Sendable {
   private let channels = Mutex(Channels())
 
   struct Channels {
-    var all: [CallRing] = []
+    /// The consumer's ends, one per role it calls (a closed one is replaced).
     var calling: [DefaultModuleRole: CallRing] = [:]
+    /// The provider's ends, one per consumer that called.
     var serving: [CallRing] = []
   }
   /// The host services the module's frames and calls reach (`WorkerProtocol.swift`, run-time traffic).
@@ -146,9 +147,7 @@ final class WorkerProcess: Sendable {
   func keepChannel(_ ring: CallRing, for role: DefaultModuleRole?) {
     channels.withLock { c in
       // Closed ones (a provider that restarted) are let go: each is a mapping.
-      c.all.removeAll { $0.isClosed }
       c.serving.removeAll { $0.isClosed }
-      c.all.append(ring)
       if let role { c.calling[role] = ring } else { c.serving.append(ring) }
     }
     // Gone meanwhile: the sweep at the end may have run already.
@@ -170,7 +169,7 @@ final class WorkerProcess: Sendable {
   func closeChannels() {
     let rings = channels.withLock { c -> [CallRing] in
       defer { c = Channels() }
-      return c.all
+      return Array(c.calling.values) + c.serving
     }
     for ring in rings { ring.close() }
   }

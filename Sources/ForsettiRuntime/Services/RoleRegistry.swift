@@ -104,9 +104,6 @@ final class RoleRegistry: Sendable {
     return FORSETTI_OK
   }
 
-  /// The provider of `role` in force, if any (for status displays).
-  func provider(of role: DefaultModuleRole) -> String? { providers.withLock { $0[role]?.moduleID } }
-
   /// Calls the provider of the role `r.number` names for `caller`.
   func call(_ r: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
     guard let index = Int(exactly: r.number), DefaultModuleRole.allCases.indices.contains(index) else {
