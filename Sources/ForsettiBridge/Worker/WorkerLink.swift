@@ -45,8 +45,19 @@ package final class WorkerLink: HostBackend {
   /// (threads take turns), so no thread hand-off happens on this side, and the frame is written
   /// straight into shared memory and read back in place: a call allocates nothing for framing.
   package func status(_ kind: WireKind, _ fill: (inout WireWriter) -> Void) -> Int64 {
+    exchange(kind, fill, unsent: Int64(FORSETTI_ERR_IO), malformed: Int64(FORSETTI_ERR_IO)) { f in
+      f.kind == .response ? f.int(0) : nil
+    }
+  }
+
+  /// One call on the ring: the request written by `fill`, the answer (with the request's ID)
+  /// read by `read`; `unsent` when the request does not fit, `malformed` when the answer is
+  /// not one. Threads take turns: the ring has one request slot, and `response` is its copy.
+  private func exchange<T: Sendable>(
+    _ kind: WireKind, _ fill: (inout WireWriter) -> Void, unsent: T, malformed: T, _ read: (WireView) -> T?
+  ) -> T {
     let id = nextID.add(1, ordering: .relaxed).newValue
-    return callLock.withLock { _ -> Int64 in
+    return callLock.withLock { _ -> T in
       let buffer = response.bytes
       var fits = true
       let n = calls.call(
@@ -56,13 +67,13 @@ package final class WorkerLink: HostBackend {
           fits = w.length != nil
           return w.length
         }, response: buffer)
-      guard fits else { return Int64(FORSETTI_ERR_IO) }
+      guard fits else { return unsent }
       // No answer means the host is gone: nothing may outlive it.
       guard let n else { _exit(0) }
-      guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.kind == .response,
-        f.id == id, let status = f.int(0)
-      else { return Int64(FORSETTI_ERR_IO) }
-      return status
+      guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id else {
+        return malformed
+      }
+      return read(f) ?? malformed
     }
   }
 
@@ -204,25 +215,10 @@ package final class WorkerLink: HostBackend {
   }
 
   package func service(_ request: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
-    let id = nextID.add(1, ordering: .relaxed).newValue
-    return callLock.withLock { _ -> ServiceReply in
-      let buffer = response.bytes
-      var fits = true
-      let n = calls.call(
-        encoding: { slot in
-          var w = WireWriter(into: slot, kind: .service, id: id)
-          request.write(&w)
-          fits = w.length != nil
-          return w.length
-        }, response: buffer)
-      guard fits else { return .status(FORSETTI_ERR_TOO_LARGE) }
-      // No answer means the host is gone: nothing may outlive it.
-      guard let n else { _exit(0) }
-      guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id else {
-        return .status(FORSETTI_ERR_IO)
-      }
-      return ServiceReply(f, capacity: request.capacity)
-    }
+    exchange(
+      .service, { request.write(&$0) }, unsent: .status(FORSETTI_ERR_TOO_LARGE),
+      malformed: .status(FORSETTI_ERR_IO)
+    ) { ServiceReply($0, capacity: request.capacity) }
   }
 
   package func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?) -> Int32 {
