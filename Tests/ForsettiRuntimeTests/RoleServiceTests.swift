@@ -10,16 +10,9 @@ import Testing
 @Suite struct RoleServiceTests {
   static let provider = "com.test.db"
   static let consumer = "com.test.app"
-  static let consumes =
-    #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"framework_mediated_shared"}}"#
+  static let consumes = Placement.consumesSharedDatabase
 
-  enum Mode: String, CaseIterable, CustomTestStringConvertible {
-    case inProcess, isolated
-    var testDescription: String { rawValue }
-    var execution: ExecutionMode {
-      self == .inProcess ? .inProcess : RuntimeHarness.isolated(maxRestarts: 5, backoff: 0.1)
-    }
-  }
+  typealias Mode = Placement
 
   /// A provider answering `caller|method|request`; `big` needs 5000 bytes, `lie` claims more
   /// than it had room for, `crash` aborts. It first tries to call its own role (refused).

@@ -5,6 +5,7 @@ import ForsettiRuntime
 import ForsettiTestSupport
 import Foundation
 import Glibc
+import Testing
 
 /// Real modules in a temporary directory (manifests/, plugins/, state/), gated and started by a
 /// real `ModuleManager` in this process, with the log kept in memory.
@@ -91,4 +92,20 @@ final class RuntimeHarness {
       String(cString: $0)
     }
   }
+}
+
+/// Where a module under test runs: the two ways the host runs one, for suites that check each
+/// promise both ways (isolated with short restarts, as a real host's default).
+enum Placement: String, CaseIterable, CustomTestStringConvertible {
+  case inProcess, isolated
+
+  var testDescription: String { rawValue }
+
+  var execution: ExecutionMode {
+    self == .inProcess ? .inProcess : RuntimeHarness.isolated(maxRestarts: 5, backoff: 0.1)
+  }
+
+  /// Manifest members (template 1.1) of a module that consumes the shared_database role.
+  static let consumesSharedDatabase =
+    #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"framework_mediated_shared"}}"#
 }

@@ -18,16 +18,9 @@ import Testing
   static let consumer = "com.test.redteam.app"
   static let other = "com.test.redteam.other"
   static let bystander = "com.test.redteam.bystander"
-  static let consumes =
-    #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"framework_mediated_shared"}}"#
+  static let consumes = Placement.consumesSharedDatabase
 
-  enum Mode: String, CaseIterable, CustomTestStringConvertible {
-    case inProcess, isolated
-    var testDescription: String { rawValue }
-    var execution: ExecutionMode {
-      self == .inProcess ? .inProcess : RuntimeHarness.isolated(maxRestarts: 5, backoff: 0.1)
-    }
-  }
+  typealias Mode = Placement
 
   // MARK: - Fixtures
 
