@@ -26,10 +26,19 @@ package struct RoleCall: Sendable {
 
   /// Writes the call as a `serveCall` frame.
   package func write(_ w: inout WireWriter) {
+    request.withUnsafeBytes {
+      Self.write(&w, capacity: capacity, caller: caller, method: method, request: $0)
+    }
+  }
+
+  /// Writes a `serveCall` frame from the caller's own buffers (a consumer on its channel).
+  package static func write(
+    _ w: inout WireWriter, capacity: Int, caller: String, method: String, request: UnsafeRawBufferPointer
+  ) {
     w.int(Int64(capacity))
     w.string(caller)
     w.string(method)
-    request.withUnsafeBytes { w.bytes($0) }
+    w.bytes(request)
   }
 
   /// The call a `serveCall` frame carries, copied out of it (read by `Frame`).

@@ -367,10 +367,8 @@ final class RoleChannel: Sendable {
       let n = ring.call(
         encoding: { slot in
           var w = WireWriter(into: slot, kind: .serveCall, id: id)
-          w.int(Int64(capacity))
-          w.bytes(UnsafeRawBufferPointer(start: nil, count: 0))
-          w.string(method)
-          w.bytes(request)
+          // No caller: the provider's end of a channel is labelled with it by the host.
+          RoleCall.write(&w, capacity: capacity, caller: "", method: method, request: request)
           return w.length
         }, response: buffer, deadline: deadline)
       guard let n else { return ring.isClosed ? nil : FORSETTI_ERR_TIMEOUT }
