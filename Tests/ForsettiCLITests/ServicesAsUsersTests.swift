@@ -108,6 +108,11 @@ import Testing
     let store = host.dir.url("state/secure/com.test.app/token")
     let sealed = try #require(FileManager.default.contents(atPath: store), "\(store)")
     #expect(sealed.range(of: Data("s3cr3t-value".utf8)) == nil)
-    #expect(!store.hasPrefix(host.sandbox("com.test.app")))
+    // And nothing beneath the module's own sandbox holds it.
+    let sandbox = host.sandbox("com.test.app")
+    for case let file as String in FileManager.default.enumerator(atPath: sandbox)?.allObjects ?? [] {
+      let bytes = FileManager.default.contents(atPath: sandbox + "/" + file) ?? Data()
+      #expect(bytes.range(of: Data("s3cr3t-value".utf8)) == nil, "\(file)")
+    }
   }
 }
