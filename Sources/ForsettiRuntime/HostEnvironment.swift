@@ -17,17 +17,15 @@ public final class HostEnvironment: Sendable {
   public let limiter: ModuleRateLimiter
   /// The services of ABI 1.1: secure storage, crypto, file export, diagnostics, roles.
   public let services: HostServices
-  /// Where modules export files (`--export-dir`); nil when the operator gave none.
-  public let exportDirectory: String?
 
-  /// `log` receives what passes the limits; `limits` also sets the rotation of
+  /// `exportDirectory` is where modules export files (`--export-dir`; nil for none). `log`
+  /// receives what passes the limits; `limits` also sets the rotation of
   /// `logs/telemetry.jsonl` (the sink for `host.log` is made by the caller, see `FileLogSink`).
   public init(
     stateDirectory: String, log: any LogSink, limits: LogLimits = .standard, exportDirectory: String? = nil
   ) {
     self.stateDirectory = stateDirectory
     self.limits = limits
-    self.exportDirectory = exportDirectory
     limiter = ModuleRateLimiter(limits: limits) { log.write($0) }
     self.log = RateLimitedLogSink(log, limiter: limiter)
     // Refusals are the host's own lines: never rate-limited away.
