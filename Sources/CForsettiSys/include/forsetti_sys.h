@@ -19,6 +19,26 @@ int forsetti_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode,
 
 /// Whether the kernel has openat2 (checked once by a harmless call).
 int forsetti_have_openat2(void);
+
+/// The most descriptors `forsetti_send_with_fds` sends in one message.
+#define FORSETTI_MAX_FDS 4
+
+/// Sends `length` bytes as one message with `count` (at most FORSETTI_MAX_FDS) descriptors
+/// attached (SCM_RIGHTS). Returns what send(2) returns.
+long forsetti_send_with_fds(int sock, const void *bytes, size_t length, const int *fds, int count);
+
+/// Receives one message as `forsetti_recv_with_fd` does, taking up to `max` attached
+/// descriptors (close-on-exec) into `fds` and their number into `*count`; the rest are closed.
+long forsetti_recv_with_fds(int sock, void *buffer, size_t capacity, int *fds, int max, int *count);
+
+/// What a child of the zygote runs once it holds its channels (never returns).
+typedef void (*forsetti_zygote_child_fn)(void);
+
+/// Becomes the worker zygote serving the host on `control` (zygote.c says how): starts the
+/// forking thread and ends the calling one. `label`, the zygote's `--zygote` argument as the
+/// kernel shows it, is overwritten in each worker. Never returns.
+void forsetti_zygote_run(int control, forsetti_zygote_child_fn child, char *label) __attribute__((noreturn));
+
 #endif
 
 // Landlock system calls (glibc has no wrappers). `attr` is a struct landlock_ruleset_attr of

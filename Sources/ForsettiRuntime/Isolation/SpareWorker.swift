@@ -1,7 +1,7 @@
 import Synchronization
 
 /// One worker process started ahead of need, for `dev`: a reload or a restart then skips the
-/// exec, the dynamic linking and the Swift runtime's start-up (most of a worker's start). The
+/// fork (or, without a zygote, the exec, the dynamic linking and the Swift runtime's start-up). The
 /// spare has loaded nothing and confined nothing; it learns its module over its socket and only
 /// then confines itself and loads it, exactly as a worker started for that module would.
 ///
@@ -9,12 +9,12 @@ import Synchronization
 /// belongs to the thread that spawned it, so a spare started by a short-lived thread would be
 /// killed when that thread ended.
 final class SpareWorker: Sendable {
-  private let executable: String
+  private let source: WorkerSource
   private let spare = Mutex<StartedWorker?>(nil)
   private let closed = Atomic<Bool>(false)
 
-  init(executable: String) {
-    self.executable = executable
+  init(source: WorkerSource) {
+    self.source = source
   }
 
   /// The spare, if a live one is ready.
@@ -31,7 +31,7 @@ final class SpareWorker: Sendable {
   /// module gets a worker of its own, as without spares).
   func refill() {
     guard !closed.load(ordering: .acquiring), spare.withLock({ $0 == nil }) else { return }
-    guard let started = try? StartedWorker.spawn(executable: executable) else {
+    guard let started = try? source.start() else {
       return
     }
     let unwanted = spare.withLock { s -> StartedWorker? in

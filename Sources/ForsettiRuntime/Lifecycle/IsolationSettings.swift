@@ -21,6 +21,9 @@ public struct IsolationSettings: Sendable {
   public var maxRestarts = 3
   /// First restart delay; each further one doubles it.
   public var backoffBase: Double = 0.25
+  /// Fork workers from a zygote (`Zygote`) rather than spawn each: faster and smaller, at the
+  /// price of one address-space layout shared by all workers (docs/architecture.md says more).
+  public var zygote = true
 
   public init(workerExecutable: String) { self.workerExecutable = workerExecutable }
 

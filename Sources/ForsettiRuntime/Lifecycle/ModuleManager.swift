@@ -38,13 +38,15 @@ public final class ModuleManager {
         spareWorker = nil
         return
       }
-      guard spareWorker == nil, case .isolated(let settings) = mode else { return }
-      let spare = SpareWorker(executable: settings.workerExecutable)
+      guard spareWorker == nil, let source = workerSource else { return }
+      let spare = SpareWorker(source: source)
       spare.refill()
       spareWorker = spare
     }
   }
   var spareWorker: SpareWorker?
+  /// Where this host's workers come from (isolated mode): its zygote, or spawns.
+  let workerSource: WorkerSource?
 
   /// Starts a spare worker if one is kept and was used; called where the host's main thread is
   /// done with a batch of starts (a reload, a supervision round), not in the middle of one.
@@ -58,7 +60,18 @@ public final class ModuleManager {
     self.loader = loader
     self.mode = mode
     quarantine = QuarantineStore(stateDirectory: environment.stateDirectory)
+    if case .isolated(let settings) = mode {
+      let source = WorkerSource(executable: settings.workerExecutable, forks: settings.zygote)
+      // Now, so its start overlaps the judging that comes before the first worker; here, on the
+      // thread that starts workers, whose death the zygote and its workers share.
+      source.prepare()
+      workerSource = source
+    } else {
+      workerSource = nil
+    }
   }
+
+  deinit { workerSource?.shutdown() }
 
   /// The isolation settings, when modules run in workers.
   var isolation: IsolationSettings? { if case .isolated(let s) = mode { s } else { nil } }
@@ -267,6 +280,7 @@ public final class ModuleManager {
     keepsSpareWorker = false
     for i in table.indices { table[i].restart = nil }
     for i in stopOrder(table.running) { stop(i) }
+    workerSource?.release()
     persist()
   }
 
