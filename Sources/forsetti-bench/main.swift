@@ -310,30 +310,58 @@ if section("roles") {
   m.stopAll()
 }
 
-// 5. Worker spawn and memory.
+// 5. Worker start and memory: forked by the zygote vs spawned, alternated.
 if section("spawn") {
-  progress("worker spawn")
+  progress("worker start: zygote vs spawn")
+  let (forked, spawned, unavailable) = ZygoteBench.processStart(rounds: quick ? 10 : 40)
+  if let unavailable { progress("the zygote was not used: \(unavailable)") }
+  rows.append(
+    (
+      Sample(name: "worker process start, forked by the zygote (ask → first answer)", perOp: forked),
+      Sample(name: "worker process start, posix_spawn + exec (ask → first answer)", perOp: spawned),
+      "target ≤ 1.5 ms; fork vs exec, dynamic linking and the Swift runtime's start-up"
+    ))
   try? FileManager.default.createDirectory(atPath: rtDir + "/plugins", withIntermediateDirectories: true)
   try? FileManager.default.createDirectory(atPath: rtDir + "/manifests", withIntermediateDirectories: true)
   try? FileManager.default.removeItem(atPath: rtDir + "/manifests/caller_entry.json")
   let trivial = Fixtures.module(id: "com.bench.trivial", entry: "trivial_entry", start: "return FORSETTI_OK;")
   try Fixtures.install(trivial, in: rtDir, include: include)
-  var spawn: [Double] = []
+  var starts: [Bool: [Double]] = [true: [], false: []]
   var rss: [Double] = []
-  for _ in 0..<(quick ? 5 : 20) {
-    let t0 = Clock.ns()
-    let m = try Fixtures.start(rtDir, log: MemoryLogSink(), mode: mode)
-    spawn.append(Double(Clock.ns() - t0))
-    if let pid = m.workerPID("com.bench.trivial") { rss.append(Fixtures.rssKiB(pid) * 1024) }
-    m.stopAll()
+  for round in 0..<(quick ? 5 : 20) {
+    for zygote in round % 2 == 0 ? [true, false] : [false, true] {
+      let t0 = Clock.ns()
+      let m = try Fixtures.start(rtDir, log: MemoryLogSink(), mode: ZygoteBench.settings(zygote: zygote))
+      starts[zygote, default: []].append(Double(Clock.ns() - t0))
+      if zygote, let pid = m.workerPID("com.bench.trivial") { rss.append(Fixtures.rssKiB(pid) * 1024) }
+      m.stopAll()
+    }
   }
-  let spawnTrue = (0..<(quick ? 5 : 20)).map { _ in Double(Fixtures.spawnTrue()) }
   rows.append(
     (
-      Sample(name: "worker start (spawn, confine, load, start)", perOp: spawn),
-      Sample(name: "posix_spawn + wait of /bin/true", perOp: spawnTrue), "includes gating the manifest"
+      Sample(name: "isolated module start, zygote (gate, fork, cgroup, confine, load, start)", perOp: starts[true] ?? []),
+      Sample(name: "isolated module start, spawned (gate, spawn, cgroup, confine, load, start)", perOp: starts[false] ?? []),
+      "includes gating the manifest and the host's zygote start"
     ))
-  rows.append((Sample(name: "worker resident memory (bytes)", perOp: rss), nil, "VmRSS after start"))
+  rows.append((Sample(name: "worker resident memory (bytes), one module", perOp: rss), nil, "VmRSS after start"))
+  let many = quick ? 50 : 200
+  progress("\(many) workers at once, zygote vs spawn")
+  let manyDir = work + "/many"
+  try ZygoteBench.install(count: many, in: manyDir, include: include)
+  let forkedMany = try ZygoteBench.manyWorkers(manyDir, count: many, zygote: true)
+  let spawnedMany = try ZygoteBench.manyWorkers(manyDir, count: many, zygote: false)
+  rows.append(
+    (
+      Sample(name: "PSS per worker, \(forkedMany.started) workers forked by the zygote (bytes)", perOp: forkedMany.pss),
+      Sample(name: "PSS per worker, \(spawnedMany.started) workers spawned (bytes)", perOp: spawnedMany.pss),
+      "smaps_rollup; target ≤ 3 MiB at 200"
+    ))
+  rows.append(
+    (
+      Sample(name: "RSS per worker, \(forkedMany.started) workers forked by the zygote (bytes)", perOp: forkedMany.rss),
+      Sample(name: "RSS per worker, \(spawnedMany.started) workers spawned (bytes)", perOp: spawnedMany.rss),
+      "resident, shared pages counted in full in each"
+    ))
 }
 
 // 6. Hot reload: file event → new start returned, vs a raw copy + dlopen + dlsym of the same file.

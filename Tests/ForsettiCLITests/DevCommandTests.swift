@@ -187,17 +187,18 @@ final class LineBuffer: Sendable {
     let first = try #require(host.await("serving pid "), "\(host.lines)")
     var before: [pid_t] = []
     for _ in 0..<200 {
-      before = RunCommandTests.children(of: host.process.processIdentifier)
+      before = RunCommandTests.workers(of: host.process.processIdentifier)
       if before.count >= 2 { break }
       usleep(20_000)
     }
     #expect(before.count == 2, "the serving worker and one spare: \(before)")
     // Each worker holds its own channels (0-4) and nothing of another's: no other pipe or socket.
     for worker in before {
-      // Until its exec, a child being spawned still shares the host's table: wait for the exec.
+      // Until its exec (or, forked by the zygote, until it has closed the zygote's descriptors
+      // and says `--worker`), a child still holds its parent's table: wait for that.
       for _ in 0..<100 {
         let argv = (try? String(contentsOfFile: "/proc/\(worker)/cmdline", encoding: .utf8)) ?? ""
-        if argv.contains("config") { break }
+        if argv.contains("config") || argv.contains("--worker") { break }
         usleep(10_000)
       }
       let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker)/fd")) ?? []
@@ -221,7 +222,7 @@ final class LineBuffer: Sendable {
     // its own and nothing counts towards quarantine.
     var spare: pid_t?
     for _ in 0..<200 {
-      spare = RunCommandTests.children(of: host.process.processIdentifier).first { $0 != pid }
+      spare = RunCommandTests.workers(of: host.process.processIdentifier).first { $0 != pid }
       if spare != nil { break }
       usleep(20_000)
     }

@@ -175,9 +175,12 @@ import Testing
     #expect(getpgid(hostPID) == hostPID)
     // The test runner may ignore SIGINT, and an ignored signal stays ignored in the workers, so
     // the signal alone would not show the fault: look at their process groups too.
-    let workers = Self.children(of: hostPID)
+    let workers = Self.workers(of: hostPID)
     #expect(workers.count == ExampleModules.moduleIDs.count, "workers: \(workers)")
-    for worker in workers { #expect(getpgid(worker) != hostPID, "worker \(worker) is in the host's group") }
+    // Nor the zygote that forks them.
+    let children = Self.children(of: hostPID)
+    #expect(children.count == workers.count + 1, "children: \(children), workers: \(workers)")
+    for child in children { #expect(getpgid(child) != hostPID, "process \(child) is in the host's group") }
     kill(-hostPID, SIGINT)
     host.process.waitUntilExit()
     let text = host.lines.joined(separator: "\n")
@@ -191,6 +194,14 @@ import Testing
   }
 
   /// The processes whose parent is `pid`, from /proc.
+  /// The host's workers: its children but the zygote (`forsetti-worker --zygote`).
+  static func workers(of pid: pid_t) -> [pid_t] {
+    children(of: pid).filter { child in
+      let argv = (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)) ?? ""
+      return !argv.hasSuffix("--zygote\0")
+    }
+  }
+
   static func children(of pid: pid_t) -> [pid_t] {
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     return entries.compactMap { name -> pid_t? in

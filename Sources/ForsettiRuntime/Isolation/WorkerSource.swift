@@ -32,7 +32,9 @@ final class WorkerSource: Sendable {
 
   /// A new worker awaiting its configuration.
   func start() throws(WorkerProcess.SpawnError) -> StartedWorker {
-    if let z = zygote() {
+    // A zygote found gone is replaced at once (once per worker): the next try forks from the new one.
+    for _ in 0..<2 {
+      guard let z = zygote() else { break }
       do throws(Zygote.ForkError) {
         return try StartedWorker.fork(from: z)
       } catch {
@@ -40,7 +42,7 @@ final class WorkerSource: Sendable {
         case .channels(let e): throw e
         case .fork:
           // This one fork failed (out of processes, say): a spawn may still succeed.
-          break
+          return try StartedWorker.spawn(executable: executable)
         case .unsupported, .gone:
           lost(z, error)
         }

@@ -1,0 +1,149 @@
+import CForsetti
+import ForsettiCore
+import ForsettiTestSupport
+import Foundation
+import Glibc
+import Testing
+
+@testable import ForsettiRuntime
+
+/// Workers forked by the zygote (`Zygote.swift`, `ZygoteMain.swift`): what an operator and a
+/// module see of them, and that they are the same confined, separate processes a spawned worker
+/// is.
+@Suite(.timeLimit(.minutes(2))) struct ZygoteTests {
+  static func status(_ pid: Int32) -> [String: String] {
+    let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    var fields: [String: String] = [:]
+    for line in text.split(separator: "\n") {
+      guard let colon = line.firstIndex(of: ":") else { continue }
+      fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return fields
+  }
+
+  static func commandLine(_ pid: Int32) -> [String] {
+    let raw = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+    return raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+  }
+
+  /// The socket inodes behind a process's descriptors ("socket:[123]").
+  static func sockets(_ pid: Int32) -> Set<String> {
+    let dir = "/proc/\(pid)/fd"
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+    return Set(
+      names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(dir)/\($0)") }.filter {
+        $0.hasPrefix("socket:")
+      })
+  }
+
+  static func isolated(zygote: Bool = true) -> ExecutionMode {
+    guard case .isolated(var s) = RuntimeHarness.isolated(maxRestarts: 2, backoff: 0.05) else {
+      return RuntimeHarness.isolated()
+    }
+    s.zygote = zygote
+    return .isolated(s)
+  }
+
+  @Test func workersAreForkedByTheZygoteConfinedAndTheHostsOwnChildren() throws {
+    let h = RuntimeHarness()
+    try IsolationTests.fixture("com.test.one", "one_entry").install(in: h.dir)
+    try IsolationTests.fixture("com.test.two", "two_entry").install(in: h.dir)
+    let m = try h.start(mode: Self.isolated())
+    defer { m.stopAll() }
+    let zygote = try #require(m.workerSource?.zygotePID, "no zygote runs")
+    #expect(Self.commandLine(zygote).last == "--zygote")
+    #expect(Self.status(zygote)["PPid"] == String(getpid()))
+    #expect(Self.status(zygote)["Threads"] == "1")
+    let control = Self.sockets(zygote)
+    #expect(!control.isEmpty)
+    var workers: Set<Int32> = []
+    for id in ["com.test.one", "com.test.two"] {
+      #expect(h.state(id) == .started)
+      let pid = try #require(m.workerPID(id))
+      workers.insert(pid)
+      // `ps` says what it is; it is the host's child, so the host waits for it and signals it.
+      #expect(Self.commandLine(pid).last == "--worker")
+      let s = Self.status(pid)
+      #expect(s["PPid"] == String(getpid()))
+      #expect(s["CapEff"] == "0000000000000000")
+      #expect(s["NoNewPrivs"] == "1")
+      #expect(s["Seccomp"] == "2")
+      // Nothing of the zygote's: not its control socket.
+      #expect(Self.sockets(pid).isDisjoint(with: control), "worker \(id) holds the zygote's control socket")
+    }
+    #expect(workers.count == 2 && !workers.contains(zygote))
+  }
+
+  @Test func withTheZygoteOffWorkersAreSpawned() throws {
+    let h = RuntimeHarness()
+    try IsolationTests.fixture("com.test.spawned", "spawned_entry").install(in: h.dir)
+    let m = try h.start(mode: Self.isolated(zygote: false))
+    defer { m.stopAll() }
+    #expect(h.state("com.test.spawned") == .started)
+    #expect(m.workerSource?.zygotePID == nil)
+    #expect(m.workerSource?.zygoteUnavailable == "turned off")
+    let pid = try #require(m.workerPID("com.test.spawned"))
+    #expect(Self.commandLine(pid).last == "--await-config")
+  }
+
+  @Test func aZygoteKilledIsReplacedAndTheCrashedModuleStillRestarts() throws {
+    let h = RuntimeHarness()
+    // Ends its worker 300 ms after start, every time: each restart needs a new worker.
+    try IsolationTests.fixture(
+      "com.test.brief", "brief_entry",
+      start: "pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); return FORSETTI_OK;",
+      prelude: "static void *later(void *a) { (void)a; usleep(300000); _exit(3); return NULL; }"
+    ).install(in: h.dir)
+    let m = try h.start(mode: Self.isolated())
+    defer { m.stopAll() }
+    let first = try #require(m.workerPID("com.test.brief"))
+    let zygote = try #require(m.workerSource?.zygotePID)
+    kill(zygote, SIGKILL)
+    // Crashed, restarted in a new worker, forked by a new zygote.
+    #expect(
+      h.supervise(timeout: 10) {
+        h.state("com.test.brief") == .started && m.workerPID("com.test.brief").map { $0 != first } == true
+      })
+    let second = try #require(m.workerPID("com.test.brief"))
+    #expect(Self.commandLine(second).last == "--worker")
+    let replacement = try #require(m.workerSource?.zygotePID)
+    #expect(replacement != zygote)
+    #expect(m.workerSource?.zygoteUnavailable == nil)
+  }
+
+  /// The zygote forks from a thread that never ran Swift, so a worker's threads do not inherit
+  /// a cached thread ID into the runtime's priority-inheritance locks (a lock its main thread
+  /// took would then never be released to another). Nine threads contend for the worker's
+  /// channels for long enough that any such lock would be contended many times over.
+  @Test func threadsOfAForkedWorkerContendWithoutDeadlock() throws {
+    let h = RuntimeHarness()
+    try IsolationTests.fixture(
+      "com.test.contend", "contend_entry",
+      start: """
+        pthread_t t[8];
+        for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, hammer, NULL);
+        hammer(NULL);
+        for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+        char line[64]; snprintf(line, sizeof line, "calls answered: %d", __atomic_load_n(&answered, __ATOMIC_SEQ_CST));
+        fixture_log(line);
+        return FORSETTI_OK;
+        """,
+      prelude: """
+        static int answered;
+        static void *hammer(void *a) {
+          (void)a;
+          const forsetti_events *e = g_host->resolve(FORSETTI_SERVICE_EVENTS);
+          for (int i = 0; i < 2000; i++) {
+            if (e) { (void)e->unsubscribe(1000000 + i); __atomic_add_fetch(&answered, 1, __ATOMIC_SEQ_CST); }
+            if (i % 100 == 0) g_host->log(FORSETTI_LOG_DEBUG, "hammering");
+          }
+          return NULL;
+        }
+        """
+    ).install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated(startTimeout: 60))
+    defer { m.stopAll() }
+    #expect(h.state("com.test.contend") == .started, "\(String(describing: h.record("com.test.contend")?.trace))")
+    #expect(h.lines("com.test.contend").contains("calls answered: 18000"), "\(h.lines("com.test.contend"))")
+  }
+}
