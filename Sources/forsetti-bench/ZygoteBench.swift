@@ -1,3 +1,5 @@
+import ForsettiBinary
+import ForsettiCore
 import ForsettiRuntime
 import Foundation
 import Glibc
@@ -26,6 +28,40 @@ enum ZygoteBench {
       if let t = spawning.firstAnswer() { spawned.append(t) }
     }
     return (forked, spawned, forking.zygoteUnavailable)
+  }
+
+  /// ns for each start of the one module in `dir` by a host already running (its zygote warm):
+  /// enabled, started, disabled, stopped, round after round; `zygote` and spawned alternated,
+  /// each host on its own copy of the module. The first start of each (the zygote's own start)
+  /// is not counted.
+  static func warmStarts(_ dirs: (forked: String, spawned: String), id: String, rounds: Int) throws -> (
+    forked: [Double], spawned: [Double]
+  ) {
+    var hosts: [(ModuleManager, [ModuleJudgement], BinaryIndex)] = []
+    for (dir, zygote) in [(dirs.forked, true), (dirs.spawned, false)] {
+      let (judgements, index) = try Fixtures.judge(dir)
+      let m = ModuleManager(
+        environment: HostEnvironment(stateDirectory: dir + "/state", log: MemoryLogSink()),
+        mode: settings(zygote: zygote))
+      m.activate(judgements, index: index)
+      hosts.append((m, judgements, index))
+    }
+    defer { for (m, _, _) in hosts { m.stopAll() } }
+    var times: [[Double]] = [[], []]
+    let off = [id: DesiredState.Inactive(reason: .moduleDisabled, why: "benchmark round")]
+    for round in 0..<rounds {
+      for k in round % 2 == 0 ? [0, 1] : [1, 0] {
+        let (m, judgements, index) = hosts[k]
+        let approvals = ApprovalLedger(approveAll: true)
+        _ = m.reconcile(
+          DesiredState(judgements: judgements, index: index, inactive: off, approvals: approvals), quiet: true)
+        let t0 = Clock.ns()
+        _ = m.reconcile(DesiredState(judgements: judgements, index: index, approvals: approvals), quiet: true)
+        let t = Double(Clock.ns() - t0)
+        if m.records.first(where: { $0.moduleID == id })?.state == .started { times[k].append(t) }
+      }
+    }
+    return (times[0], times[1])
   }
 
   /// A process's proportional and resident memory in bytes (`smaps_rollup`).

@@ -321,28 +321,29 @@ if section("spawn") {
       Sample(name: "worker process start, posix_spawn + exec (ask → first answer)", perOp: spawned),
       "target ≤ 1.5 ms; fork vs exec, dynamic linking and the Swift runtime's start-up"
     ))
-  try? FileManager.default.createDirectory(atPath: rtDir + "/plugins", withIntermediateDirectories: true)
-  try? FileManager.default.createDirectory(atPath: rtDir + "/manifests", withIntermediateDirectories: true)
-  try? FileManager.default.removeItem(atPath: rtDir + "/manifests/caller_entry.json")
   let trivial = Fixtures.module(id: "com.bench.trivial", entry: "trivial_entry", start: "return FORSETTI_OK;")
-  try Fixtures.install(trivial, in: rtDir, include: include)
-  var starts: [Bool: [Double]] = [true: [], false: []]
-  var rss: [Double] = []
-  for round in 0..<(quick ? 5 : 20) {
-    for zygote in round % 2 == 0 ? [true, false] : [false, true] {
-      let t0 = Clock.ns()
-      let m = try Fixtures.start(rtDir, log: MemoryLogSink(), mode: ZygoteBench.settings(zygote: zygote))
-      starts[zygote, default: []].append(Double(Clock.ns() - t0))
-      if zygote, let pid = m.workerPID("com.bench.trivial") { rss.append(Fixtures.rssKiB(pid) * 1024) }
-      m.stopAll()
-    }
+  var startDirs: [String] = []
+  for name in ["start-forked", "start-spawned"] {
+    let d = work + "/" + name
+    try? FileManager.default.createDirectory(atPath: d + "/plugins", withIntermediateDirectories: true)
+    try? FileManager.default.createDirectory(atPath: d + "/manifests", withIntermediateDirectories: true)
+    try Fixtures.install(trivial, in: d, include: include)
+    startDirs.append(d)
   }
+  let warm = try ZygoteBench.warmStarts(
+    (startDirs[0], startDirs[1]), id: "com.bench.trivial", rounds: quick ? 10 : 30)
   rows.append(
     (
-      Sample(name: "isolated module start, zygote (gate, fork, cgroup, confine, load, start)", perOp: starts[true] ?? []),
-      Sample(name: "isolated module start, spawned (gate, spawn, cgroup, confine, load, start)", perOp: starts[false] ?? []),
-      "includes gating the manifest and the host's zygote start"
+      Sample(name: "isolated module start, running host (fork, cgroup, confine, load, start)", perOp: warm.forked),
+      Sample(name: "isolated module start, running host, spawned (spawn, cgroup, confine, load, start)", perOp: warm.spawned),
+      "reconcile: module enabled → started; the zygote already running"
     ))
+  var rss: [Double] = []
+  for _ in 0..<(quick ? 3 : 5) {
+    let m = try Fixtures.start(startDirs[0], log: MemoryLogSink(), mode: ZygoteBench.settings(zygote: true))
+    if let pid = m.workerPID("com.bench.trivial") { rss.append(Fixtures.rssKiB(pid) * 1024) }
+    m.stopAll()
+  }
   rows.append((Sample(name: "worker resident memory (bytes), one module", perOp: rss), nil, "VmRSS after start"))
   let many = quick ? 50 : 200
   progress("\(many) workers at once, zygote vs spawn")
