@@ -161,3 +161,5 @@ long forsetti_recv_with_fd(int sock, void *buffer, size_t capacity, int *fd) {
   }
   return n;
 }
+
+int forsetti_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

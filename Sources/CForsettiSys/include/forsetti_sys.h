@@ -31,6 +31,9 @@ long forsetti_send_with_fds(int sock, const void *bytes, size_t length, const in
 /// descriptors (close-on-exec) into `fds` and their number into `*count`; the rest are closed.
 long forsetti_recv_with_fds(int sock, void *buffer, size_t capacity, int *fds, int max, int *count);
 
+/// pidfd_open(2): a descriptor that polls readable once process `pid` has exited.
+int forsetti_pidfd_open(int pid);
+
 /// What a child of the zygote runs once it holds its channels (never returns).
 typedef void (*forsetti_zygote_child_fn)(void);
 

@@ -121,14 +121,16 @@ extension ModuleManager {
     let began = ContinuousClock.now
     var fromSpare = false
     let started: StartedWorker
+    var placed: WorkerCgroup?
     if let spare = spareWorker?.take() {
-      started = spare
+      started = spare.worker
+      placed = spare.cgroup
       fromSpare = true
     } else {
       guard let s = spawnWorker(a, settings) else { return nil }
       started = s
     }
-    guard let worker = configure(started, a, settings) else { return nil }
+    guard let worker = configure(started, a, settings, placed: placed) else { return nil }
     return IsolatedStart(
       activation: a, worker: worker, fromSpare: fromSpare, began: began,
       deadline: began + .wait(settings.startTimeout))
@@ -171,11 +173,11 @@ extension ModuleManager {
   /// Makes `started` a cgroup of its own (when the host has cgroups), which the worker joins
   /// before it is told its module (`WorkerProcess`): it has run no code of a module outside it.
   /// nil after recording why the module cannot run there.
-  private func configure(_ started: StartedWorker, _ a: Activation, _ settings: IsolationSettings)
-    -> WorkerProcess?
-  {
-    var cgroup: WorkerCgroup?
-    if case .success(let cgroups) = Self.workerCgroups {
+  private func configure(
+    _ started: StartedWorker, _ a: Activation, _ settings: IsolationSettings, placed: WorkerCgroup? = nil
+  ) -> WorkerProcess? {
+    var cgroup = placed
+    if placed == nil, case .success(let cgroups) = Self.workerCgroups {
       do {
         cgroup = try cgroups.create(
           moduleID: a.manifest.moduleID,
@@ -188,7 +190,24 @@ extension ModuleManager {
     }
     return WorkerProcess(
       started, configuration: configuration(a, settings, memoryAccounted: cgroup != nil), cgroup: cgroup,
-      environment: environment, onExit: exitHandler)
+      joined: placed != nil, environment: environment, onExit: exitHandler)
+  }
+
+  /// A cgroup of its own for the spare worker `pid`, with every worker's limits, and the spare
+  /// in it; nil without cgroups or when that fails (the worker is then placed when it is given
+  /// its module, as any other).
+  static func placeSpare(_ pid: Int32, _ settings: IsolationSettings) -> WorkerCgroup? {
+    guard case .success(let cgroups) = workerCgroups,
+      let cgroup = try? cgroups.create(
+        moduleID: "spare", limits: .init(memoryBytes: settings.limits.memoryBytes, tasks: workerTasks))
+    else { return nil }
+    do throws(CgroupError) {
+      try cgroup.add(pid: pid)
+      return cgroup
+    } catch {
+      WorkerProcess.release(cgroup)
+      return nil
+    }
   }
 
   /// Moves one start on by one event from its worker (read by `WorkerProcess.startStep`).

@@ -1,4 +1,5 @@
 import CForsetti
+import CForsettiSys
 import ForsettiBridge
 import ForsettiCore
 import Foundation
@@ -69,7 +70,7 @@ final class WorkerProcess: Sendable {
   /// Serves the module of `configuration` in a worker already started (with `--await-config`,
   /// as every worker is): tells it its configuration.
   init(
-    _ started: StartedWorker, configuration: WorkerConfiguration, cgroup: WorkerCgroup?,
+    _ started: StartedWorker, configuration: WorkerConfiguration, cgroup: WorkerCgroup?, joined: Bool = false,
     environment: HostEnvironment, onExit: @escaping @Sendable (String, Int32) -> Void
   ) {
     self.cgroup = cgroup
@@ -90,7 +91,8 @@ final class WorkerProcess: Sendable {
     Thread { [self] in self.captureOutput(outFD) }.start()
     guard configure else { return }
     let frame = Self.configureFrame(configuration)
-    guard let cgroup else {
+    // A spare already in its cgroup (`SpareWorker`) is told its module at once.
+    guard let cgroup, !joined else {
       socket.send(frame)
       return
     }
@@ -245,12 +247,23 @@ final class WorkerProcess: Sendable {
   /// The wait status once the process exits, waiting at most `seconds`.
   func exitStatus(within seconds: Double) -> Int32? {
     let end = ContinuousClock.now + .wait(seconds)
+    // Woken by the exit itself (a pidfd polls readable then), not by a timer: a stop or a
+    // reload waits for the old worker to be gone. Opened only while the process is unreaped,
+    // so the pid is still this worker's.
+    let pidfd = reaped.withLock { r in r == nil ? forsetti_pidfd_open(pid) : -1 }
+    defer { if pidfd >= 0 { close(pidfd) } }
     var pause: UInt32 = 100
     while true {
       if let s = exitStatus() { return s }
-      if ContinuousClock.now >= end { return nil }
-      usleep(pause)
-      pause = min(pause * 2, 5000)
+      let now = ContinuousClock.now
+      if now >= end { return nil }
+      if pidfd >= 0 {
+        var p = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&p, 1, Int32(clamping: WorkerEvents.nanoseconds(end - now) / 1_000_000 + 1))
+      } else {
+        usleep(pause)
+        pause = min(pause * 2, 5000)
+      }
     }
   }
 

@@ -38,8 +38,8 @@ public final class ModuleManager {
         spareWorker = nil
         return
       }
-      guard spareWorker == nil, let source = workerSource else { return }
-      let spare = SpareWorker(source: source)
+      guard spareWorker == nil, let source = workerSource, let settings = isolation else { return }
+      let spare = SpareWorker(source: source) { pid in Self.placeSpare(pid, settings) }
       spare.refill()
       spareWorker = spare
     }
