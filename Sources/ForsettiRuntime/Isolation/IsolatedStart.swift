@@ -147,7 +147,7 @@ extension ModuleManager {
     let dir = (a.path as NSString).deletingLastPathComponent
     let policy = ConfinementPolicy(
       readExecute: [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"]
-        + IsolationSettings.libraryDirectories(),
+        + workerLibraryDirectories,
       readWrite: [sandbox, "/dev/null"], networking: table[a.slot].record.granted.contains(.networking),
       limits: settings.limits, memoryAccounted: memoryAccounted)
     return WorkerConfiguration(

@@ -47,6 +47,9 @@ public final class ModuleManager {
   var spareWorker: SpareWorker?
   /// Where this host's workers come from (isolated mode): its zygote, or spawns.
   let workerSource: WorkerSource?
+  /// The library directories every worker may read (`IsolationSettings.libraryDirectories`),
+  /// read from this process's maps once, at the first worker, not at each.
+  lazy var workerLibraryDirectories = IsolationSettings.libraryDirectories()
 
   /// Starts a spare worker if one is kept and was used; called where the host's main thread is
   /// done with a batch of starts (a reload, a supervision round), not in the middle of one.
