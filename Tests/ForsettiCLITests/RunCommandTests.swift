@@ -159,6 +159,30 @@ import Testing
     #expect(try JSONParser.parse(after.stdout).objectValue?["running"] == .bool(false))
   }
 
+  /// By default workers are forked by the host's zygote; `--no-zygote` spawns each, and then
+  /// no zygote runs.
+  @Test(arguments: [false, true]) func workersAreForkedUnlessNoZygoteIsGiven(noZygote: Bool) throws {
+    let plugins = try installExamples()
+    let host = try DevHost.launch(
+      [
+        "run", "--manifests", manifests, "--plugins", plugins, "--state", dir.url("state-\(noZygote)"),
+        "--approve-all",
+      ] + (noZygote ? ["--no-zygote"] : []))
+    defer { host.stop() }
+    for id in ExampleModules.moduleIDs {
+      try #require(host.await("started \(id)") != nil, "\(host.lines)")
+    }
+    let hostPID = host.process.processIdentifier
+    let children = Self.children(of: hostPID)
+    let workers = Self.workers(of: hostPID)
+    #expect(workers.count == ExampleModules.moduleIDs.count, "workers: \(workers)")
+    #expect(children.count == workers.count + (noZygote ? 0 : 1), "children: \(children)")
+    for worker in workers {
+      let argv = (try? String(contentsOfFile: "/proc/\(worker)/cmdline", encoding: .utf8)) ?? ""
+      #expect(argv.hasSuffix(noZygote ? "--await-config\0" : "--worker\0"), "\(worker): \(argv)")
+    }
+  }
+
   /// Ctrl-C at a terminal signals the whole foreground process group. The workers must not be
   /// in it: the host alone stops them, in order, and the run ends cleanly.
   @Test func aCtrlCToTheHostsProcessGroupStopsEveryModuleCleanly() throws {

@@ -60,6 +60,10 @@ enum RunCommand {
         "deny: a free module runs only when enabled (forsetti-host enable) or overridden on.",
         default: "allow"),
       .flag("in-process", "Load modules into the host process: faster, but not confined or supervised."),
+      .flag(
+        "no-zygote",
+        "Spawn each worker instead of forking it from the zygote: slower, but no two share an address-space layout."
+      ),
       .value(
         "start-timeout", "SECONDS",
         "Kill a worker whose confining and loading, or whose start, takes longer.",
@@ -129,6 +133,7 @@ enum RunCommand {
         settings.limits.cpuSeconds = UInt64(max(1, cpu))
       }
       if let n = try bounded(p, "max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
+      settings.zygote = !p.flag("no-zygote")
       mode = .isolated(settings)
     }
     let limits = try logLimits(p)
