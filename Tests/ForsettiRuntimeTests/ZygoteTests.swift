@@ -111,6 +111,41 @@ import Testing
     #expect(m.workerSource?.zygoteUnavailable == nil)
   }
 
+  /// A hostile module looks for any process it may signal — the zygote that forked it, its
+  /// sibling workers, the host — by trying every pid: it finds only itself, and the zygote
+  /// goes on forking.
+  @Test func aWorkerCanSignalNoProcessButItselfNotEvenTheZygote() throws {
+    let h = RuntimeHarness()
+    try IsolationTests.fixture("com.test.calm", "calm_entry").install(in: h.dir)
+    try IsolationTests.fixture(
+      "com.test.seeker", "seeker_entry",
+      start: """
+        int max = 4194304, found = 0, self_found = 0;
+        for (int pid = 1; pid <= max; pid++) {
+          if (kill(pid, 0) == 0) { found++; if (pid == getpid()) self_found = 1; }
+          if (pid > 70000 && pid > getpid() + 70000) break;
+        }
+        char line[96]; snprintf(line, sizeof line, "signallable: %d, itself: %d", found, self_found);
+        fixture_log(line);
+        return FORSETTI_OK;
+        """
+    ).install(in: h.dir)
+    let m = try h.start(mode: Self.isolated())
+    defer { m.stopAll() }
+    let zygote = try #require(m.workerSource?.zygotePID)
+    #expect(h.lines("com.test.seeker").contains("signallable: 1, itself: 1"), "\(h.lines("com.test.seeker"))")
+    #expect(kill(zygote, 0) == 0, "the zygote is gone")
+    #expect(h.state("com.test.calm") == .started)
+    // It still forks: a restart of the calm module gets a new worker from the same zygote.
+    let before = try #require(m.workerPID("com.test.calm"))
+    kill(before, SIGKILL)
+    #expect(
+      h.supervise(timeout: 10) {
+        h.state("com.test.calm") == .started && m.workerPID("com.test.calm").map { $0 != before } == true
+      })
+    #expect(m.workerSource?.zygotePID == zygote)
+  }
+
   /// The zygote forks from a thread that never ran Swift, so a worker's threads do not inherit
   /// a cached thread ID into the runtime's priority-inheritance locks (a lock its main thread
   /// took would then never be released to another). Nine threads contend for the worker's
