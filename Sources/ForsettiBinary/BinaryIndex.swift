@@ -1,5 +1,6 @@
 import ForsettiCore
 import Glibc
+import Synchronization
 
 /// Which `.so` files in the plugin directories export which symbols: built from the symbol
 /// tables alone, so finding a manifest's binary runs none of its code.
@@ -13,9 +14,11 @@ public struct BinaryIndex: Sendable {
   /// rest (Swift's mangled `$s…` names, thousands per Swift module) keeps indexing cheap.
   public private(set) var exporters: [String: [String]] = [:]
   /// Every other C-identifier name in any inspected file's `.dynsym` (imports, data, hidden,
-  /// non-default versions, any name of a foreign-architecture file) → the paths having it,
-  /// built in the same pass: a name in neither table is missing without looking at a symbol.
-  private var mentions: [String: [String]] = [:]
+  /// non-default versions, any name of a foreign-architecture file) → the paths having it, in
+  /// `paths` order. Built from `files` when a name is first not found, not while indexing:
+  /// most names are imports no manifest asks for, and indexing them was most of the index's
+  /// cost; after that, a name in neither table is missing without looking at a symbol.
+  private var mentions = Mentions()
   /// How many inspected files failed, so that a missing name needs no walk over the files.
   private var failureCount = 0
   /// Directories that could not be listed.
@@ -28,17 +31,28 @@ public struct BinaryIndex: Sendable {
   public static func build(directories: [String]) -> BinaryIndex {
     var index = BinaryIndex()
     var paths: [String] = []
+    // Each file is opened by its name in its directory, held open for the pass (-1: by path).
+    var files: [(name: String, directory: Int32)] = []
+    var opened: [Int32] = []
+    defer { for fd in opened { close(fd) } }
     for dir in directories {
       guard let names = PlainFiles.names(in: dir) else {
         index.unlistable[dir] = "cannot list directory"
         continue
       }
+      let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      if fd >= 0 { opened.append(fd) }
       let prefix = dir.hasSuffix("/") ? dir : dir + "/"
       for name in names.sorted() where isSharedObjectName(name) && !name.hasPrefix(".") {
         paths.append(prefix + name)
+        files.append((name, fd))
       }
     }
-    let results = ParallelMap.map(paths.count) { [paths] in ELFInspector.inspect(paths[$0]) }
+    let results = ParallelMap.map(paths.count) { [paths, files] i in
+      files[i].directory >= 0
+        ? ELFInspector.inspect(paths[i], name: files[i].name, relativeTo: files[i].directory)
+        : ELFInspector.inspect(paths[i])
+    }
     index.files.reserveCapacity(paths.count)
     for (path, result) in zip(paths, results) { index.add(path, result) }
     return index
@@ -62,6 +76,8 @@ public struct BinaryIndex: Sendable {
   public mutating func add(_ path: String) { add(path, ELFInspector.inspect(path)) }
 
   mutating func add(_ path: String, _ result: Result<ELFFacts, BinaryError>) {
+    // A fresh table, never cleared in place: a copy of this index made before may share it.
+    mentions = Mentions()
     if let old = files.updateValue(result, forKey: path) {
       forget(path, old)
     } else {
@@ -71,17 +87,31 @@ public struct BinaryIndex: Sendable {
       failureCount += 1
       return
     }
+    guard facts.matchesHost else { return }
     let table = facts.symbolTable
-    for i in table.indices where table.withName(at: i, Self.isCIdentifier) {
-      let exported = facts.matchesHost && table[i].isExportedFunction
+    for i in table.indices where table[i].isExportedFunction && table.withName(at: i, Self.isCIdentifier) {
       // A file exporting several versions of a name (name@V1, name@@V2) counts once; its
       // entries are consecutive in this loop, so the last path is the only one to compare.
-      let name = table.name(at: i)
-      if exported {
-        Self.appendOnce(path, to: &exporters[name, default: []])
-      } else {
-        Self.appendOnce(path, to: &mentions[name, default: []])
+      Self.appendOnce(path, to: &exporters[table.name(at: i), default: []])
+    }
+  }
+
+  /// The names no usable file exports → the files having them, built once per state of the
+  /// index, on the first name not found.
+  private func mentioning(_ name: String) -> [String] {
+    mentions.table.withLock { table in
+      if let table { return table[name] ?? [] }
+      var built: [String: [String]] = [:]
+      for path in paths {
+        guard case .success(let facts)? = files[path] else { continue }
+        let symbols = facts.symbolTable
+        for i in symbols.indices where symbols.withName(at: i, Self.isCIdentifier) {
+          guard !(facts.matchesHost && symbols[i].isExportedFunction) else { continue }
+          Self.appendOnce(path, to: &built[symbols.name(at: i), default: []])
+        }
       }
+      table = built
+      return built[name] ?? []
     }
   }
 
@@ -97,13 +127,12 @@ public struct BinaryIndex: Sendable {
       failureCount -= 1
       return
     }
+    guard facts.matchesHost else { return }
     let table = facts.symbolTable
-    for i in table.indices where table.withName(at: i, Self.isCIdentifier) {
+    for i in table.indices where table[i].isExportedFunction && table.withName(at: i, Self.isCIdentifier) {
       let name = table.name(at: i)
       exporters[name]?.removeAll { $0 == path }
       if exporters[name]?.isEmpty == true { exporters[name] = nil }
-      mentions[name]?.removeAll { $0 == path }
-      if mentions[name]?.isEmpty == true { mentions[name] = nil }
     }
   }
 
@@ -135,7 +164,7 @@ public struct BinaryIndex: Sendable {
     // Not exported by any usable file: the files that have the name but cannot serve it
     // (import, object, hidden, non-default version, foreign architecture) are indexed, so a
     // name no file has costs two hash lookups.
-    for path in mentions[entryPoint] ?? [] {
+    for path in mentioning(entryPoint) {
       guard case .success(let facts) = files[path] else { continue }
       if !facts.matchesHost {
         return .failure(
@@ -197,4 +226,10 @@ public struct BinaryIndex: Sendable {
       return .outcome(.fail(v), passDetail: "")
     }
   }
+}
+
+/// The lazily built name table of a `BinaryIndex`, shared by its copies until one changes.
+/// A class so that a `let` index can fill it; the lock serialises the threads judging at once.
+private final class Mentions: Sendable {
+  let table = Mutex<[String: [String]]?>(nil)
 }

@@ -14,11 +14,19 @@ public enum ELFInspector {
 
   /// Inspects the file at `path`.
   public static func inspect(_ path: String) -> Result<ELFFacts, BinaryError> {
+    inspect(path, name: path, relativeTo: AT_FDCWD)
+  }
+
+  /// Inspects the file `name` in the open `directory`, as `path` names it: indexing a directory
+  /// opens each file relative to it, so the kernel does not walk the directory's path again.
+  static func inspect(_ path: String, name: String, relativeTo directory: Int32) -> Result<
+    ELFFacts, BinaryError
+  > {
     guard libelfReady else {
       return .failure(.malformed(path: path, detail: "libelf could not be initialised"))
     }
     let image: FileImage
-    switch FileImage.open(path) {
+    switch FileImage.open(path, name: name, relativeTo: directory) {
     case .success(let i): image = i
     case .failure(let e): return .failure(e)
     }
@@ -108,12 +116,16 @@ public enum ELFInspector {
     case .success(let t): table = t
     }
     var symbols = SymbolTable()
+    // The section `.dynsym` names its symbols from; `.dynamic` usually links the same one.
+    var symbolNames: (section: Int, table: StringTable)?
     var needed: [String] = []
     switch table.unique(UInt32(SHT_DYNSYM), ".dynsym") {
     case .failure(let e): return .failure(e)
     case .success(let s?):
       switch readSymbols(table, s) {
-      case .success(let t): symbols = t
+      case .success(let t):
+        symbols = t
+        symbolNames = (Int(s.link), StringTable(bytes: t.names))
       case .failure(let e): return .failure(e)
       }
     case .success(nil): break
@@ -121,7 +133,7 @@ public enum ELFInspector {
     switch table.unique(UInt32(SHT_DYNAMIC), ".dynamic") {
     case .failure(let e): return .failure(e)
     case .success(let s?):
-      switch readNeeded(table, s) {
+      switch readNeeded(table, s, reusing: symbolNames) {
       case .success(let n): needed = n
       case .failure(let e): return .failure(e)
       }
@@ -197,7 +209,11 @@ public enum ELFInspector {
     return .success(SymbolTable(names: names.bytes, entries: entries, versionNames: versionNames))
   }
 
-  private static func readNeeded(_ table: ELFSectionTable, _ section: ELFSection) -> Result<
+  /// `reusing` is a string table already read and checked, taken when `.dynamic` links the
+  /// same section instead of copying it again.
+  private static func readNeeded(
+    _ table: ELFSectionTable, _ section: ELFSection, reusing read: (section: Int, table: StringTable)?
+  ) -> Result<
     [String], BinaryError
   > {
     let what = ".dynamic"
@@ -217,7 +233,10 @@ public enum ELFInspector {
       if dyn.d_tag == Int64(DT_NULL) { break }
       guard dyn.d_tag == Int64(DT_NEEDED) else { continue }
       if strings == nil {
-        strings = table.linked(from: section, what).flatMap { table.strings($0, "\(what)'s string table") }
+        strings = table.linked(from: section, what).flatMap { linked in
+          if let read, read.section == linked.index { return .success(read.table) }
+          return table.strings(linked, "\(what)'s string table")
+        }
       }
       switch strings {
       case .failure(let e)?: return .failure(e)
@@ -240,8 +259,8 @@ public enum ELFInspector {
     // A file with no section names has no manifest section; only a name table that is
     // there but broken is an error.
     guard shstrndx > 0, shstrndx < table.sections.count else { return .success(nil) }
-    let names: StringTable
-    switch table.strings(table.sections[shstrndx], "the section name table") {
+    let names: RawStringTable
+    switch table.rawStrings(table.sections[shstrndx], "the section name table") {
     case .failure(let e): return .failure(e)
     case .success(let s): names = s
     }

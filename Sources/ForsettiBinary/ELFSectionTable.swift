@@ -1,4 +1,5 @@
 import CLibElf
+import Glibc
 
 /// One section header whose numbers have been checked against the file: its contents lie
 /// inside the file, so nothing read through it can run past the end.
@@ -106,6 +107,12 @@ struct ELFSectionTable {
   /// The one section of `type`, nil when there is none; two are a malformed file, since the
   /// dynamic loader and this inspector could then read different ones.
   func unique(_ type: UInt32, _ what: String) -> Result<ELFSection?, BinaryError> {
+    // One pass without an array: every file is asked this several times, and a second section
+    // of a type (the only case that needs the list) is rare.
+    guard let first = sections.firstIndex(where: { $0.type == type }) else { return .success(nil) }
+    guard sections[(first + 1)...].contains(where: { $0.type == type }) else {
+      return .success(sections[first])
+    }
     let found = all(ofType: type)
     if found.count > 1 {
       return .failure(
@@ -169,6 +176,13 @@ struct ELFSectionTable {
     requireEntrySize(s, of: type, what).flatMap { n in data(s, what).map { (n, $0) } }
   }
 
+  /// A string table's bytes in place, checked as `strings` checks them, valid while `elf` is.
+  func rawStrings(_ s: ELFSection, _ what: String) -> Result<RawStringTable, BinaryError> {
+    data(s, what).map { d in
+      RawStringTable(bytes: UnsafeRawBufferPointer(start: d.pointee.d_buf, count: d.pointee.d_size))
+    }
+  }
+
   /// A string table's bytes, always ending in NUL: a last name running off the end is cut
   /// there, as `elf_strptr` would refuse it.
   func strings(_ s: ELFSection, _ what: String) -> Result<StringTable, BinaryError> {
@@ -182,6 +196,24 @@ struct ELFSectionTable {
       if bytes.last != 0 { bytes.append(0) }
       return .success(StringTable(bytes: bytes))
     }
+  }
+}
+
+/// A string table's bytes as libelf holds them, read in place while its `Elf` lives: finding
+/// one section name needs no copy of the table.
+struct RawStringTable {
+  let bytes: UnsafeRawBufferPointer
+
+  /// Whether the string at `offset` is exactly `name`, as `StringTable.equals` answers on a
+  /// copy of these bytes: a name running to the table's end ends there, as the copy's added
+  /// NUL would end it.
+  func equals(_ offset: UInt64, _ name: [UInt8]) -> Bool {
+    guard !name.isEmpty, offset < UInt64(bytes.count), let start = Int(exactly: offset),
+      let base = bytes.baseAddress
+    else { return false }
+    let (end, overflow) = start.addingReportingOverflow(name.count)
+    guard !overflow, end <= bytes.count, end == bytes.count || bytes[end] == 0 else { return false }
+    return name.withUnsafeBytes { n in n.baseAddress.map { memcmp(base + start, $0, n.count) == 0 } ?? false }
   }
 }
 

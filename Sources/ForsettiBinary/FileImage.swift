@@ -15,12 +15,16 @@ struct FileImage {
 
   let storage: Storage
 
-  static func open(_ path: String) -> Result<FileImage, BinaryError> {
+  /// Opens `name` relative to the open `directory` (`AT_FDCWD`: the working directory), naming
+  /// it `path` in errors.
+  static func open(_ path: String, name: String, relativeTo directory: Int32) -> Result<
+    FileImage, BinaryError
+  > {
     func failure(_ why: String) -> Result<FileImage, BinaryError> {
       .failure(.unreadable(path: path, reason: why))
     }
     // O_NONBLOCK: a FIFO named *.so must not block the host; regular files ignore it.
-    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    let fd = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard fd >= 0 else { return failure(String(cString: strerror(errno))) }
     var keep = false
     defer { if !keep { close(fd) } }

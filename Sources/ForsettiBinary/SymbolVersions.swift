@@ -20,10 +20,11 @@ enum SymbolVersions {
     _ table: ELFSectionTable, symbols: ELFSection, count: Int
   ) -> Result<[UInt16]?, BinaryError> {
     let path = table.path
-    let candidates = table.all(ofType: UInt32(SHT_GNU_versym)).filter {
-      Int(exactly: $0.link) == symbols.index
-    }
-    guard let section = candidates.first else { return .success(nil) }
+    guard
+      let section = table.sections.first(where: {
+        $0.type == UInt32(SHT_GNU_versym) && Int(exactly: $0.link) == symbols.index
+      })
+    else { return .success(nil) }
     let what = ".gnu.version"
     let entry: Int
     let data: UnsafeMutablePointer<Elf_Data>

@@ -54,7 +54,15 @@ if only == "gating-loop" {
     try GatingBench.generate(1000, in: dir, include: include)
   }
   let loops = Int(ProcessInfo.processInfo.environment["FORSETTI_BENCH_LOOPS"] ?? "") ?? 40
-  for _ in 0..<loops { _ = GatingBench.gate(dir) }
+  // FORSETTI_BENCH_THREADS=1 profiles the one-thread row, the one compared with the floor.
+  ParallelMap.limitWorkers(to: Int(ProcessInfo.processInfo.environment["FORSETTI_BENCH_THREADS"] ?? "") ?? 0)
+  for _ in 0..<loops {
+    _ = GatingBench.gate(dir)
+    if ProcessInfo.processInfo.environment["FORSETTI_BENCH_DETAIL"] != nil {
+      let count = (PlainFiles.names(in: dir + "/manifests") ?? []).count
+      FileHandle.standardError.write(Data("floor \(Int(GatingBench.rawFloor(dir, count: count)))\n".utf8))
+    }
+  }
 }
 if section("gating") {
   progress("gating 1,000 modules")

@@ -112,4 +112,24 @@ import Testing
     #expect(try index.locate(entryPoint: "fresh_entry").get().path == so)
     #expect(index.paths == [so])
   }
+
+  /// The table of names no usable file exports is built on the first miss; an index changed
+  /// after that must not answer from it, and a copy made before keeps the answer of its files.
+  @Test func aMissingNameIsJudgedOnTheFilesTheIndexHasNow() throws {
+    try CFixture.sharedObject("p.so", source: "int present_entry(void) { return 1; }\n", in: dir)
+    var index = BinaryIndex.build(directories: [dir.path])
+    #expect(reason(index, "late_entry") == .binaryNotFound)
+    let before = index
+    let late = try CFixture.sharedObject(
+      "q.so", source: "extern int late_entry(void);\nint g(void) { return late_entry(); }\n", in: dir)
+    index.add(late)
+    #expect(reason(index, "late_entry") == .entryPointMissing)
+    #expect(reason(before, "late_entry") == .binaryNotFound)
+    // The other order: the copy asks first, after the original changed.
+    let copy = index
+    let data = try CFixture.sharedObject("s.so", source: "int data_late = 1;\n", in: dir)
+    index.add(data)
+    #expect(reason(copy, "data_late") == .binaryNotFound)
+    #expect(reason(index, "data_late") == .entryPointMissing)
+  }
 }

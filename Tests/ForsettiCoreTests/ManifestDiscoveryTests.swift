@@ -52,6 +52,22 @@ private let nonManifest = #"{"name": "some-package", "version": "1.0.0", "depend
 
 @Suite("ManifestDiscovery: fallback mode")
 struct FallbackDiscoveryTests {
+  @Test("files are ordered by the bytes of their names, ASCII or not")
+  func bytewiseOrder() throws {
+    let ascii = try ScratchManifestDirectory()
+    try ascii.manifest("z.json", id: "com.example.z")
+    try ascii.manifest("a.json", id: "com.example.a")
+    try ascii.manifest("Z.json", id: "com.example.upper")
+    try ascii.manifest("a-b.json", id: "com.example.ab")
+    #expect(try ascii.discover().files.map(\.file) == ["Z.json", "a-b.json", "a.json", "z.json"])
+    // With a non-ASCII name, "é" (0xC3 0xA9) sorts after every ASCII byte.
+    let mixed = try ScratchManifestDirectory()
+    try mixed.manifest("é.json", id: "com.example.e")
+    try mixed.manifest("z.json", id: "com.example.z")
+    try mixed.manifest("Z.json", id: "com.example.upper")
+    #expect(try mixed.discover().files.map(\.file) == ["Z.json", "z.json", "é.json"])
+  }
+
   @Test("valid manifests are found in sorted file order")
   func findsManifests() throws {
     let dir = try ScratchManifestDirectory()

@@ -72,9 +72,10 @@ public enum ManifestDiscovery {
     throws(ManifestSourceError) -> DiscoveryReport
   {
     let paths = sortedBytewise(try source.candidateFiles())
+    let pass = source.openPass()
     // Each file is read and decoded on its own (in parallel when there are many); which of two
     // manifests with one ID wins, and where strict mode stops, is decided after, in path order.
-    let decoded = ParallelMap.map(paths.count) { judge(paths[$0], source: source, mode: mode) }
+    let decoded = ParallelMap.map(paths.count) { judge(paths[$0], source: pass, mode: mode) }
     var files: [DiscoveredFile] = []
     files.reserveCapacity(decoded.count)
     var firstFileByID: [String: String] = [:]
@@ -94,11 +95,33 @@ public enum ManifestDiscovery {
     return DiscoveryReport(files: files, strictFailure: nil)
   }
 
-  /// `paths` in byte-wise order of their UTF-8, compared as byte arrays made once per path
-  /// (comparing the strings' `utf8` views in the sort was a tenth of discovery).
+  /// `paths` in byte-wise order of their UTF-8. Every path's bytes are copied once into one
+  /// buffer and compared there with `memcmp`: comparing the strings' `utf8` views was a tenth
+  /// of discovery, a byte array per path an allocation each, and String's own order (Unicode's,
+  /// not the bytes') about 300 instructions a comparison.
   static func sortedBytewise(_ paths: [String]) -> [String] {
-    let keys = paths.map { Array($0.utf8) }
-    return keys.indices.sorted { keys[$0].lexicographicallyPrecedes(keys[$1]) }.map { paths[$0] }
+    var bytes: [UInt8] = []
+    var spans: [Range<Int>] = []
+    bytes.reserveCapacity(paths.count * 32)
+    spans.reserveCapacity(paths.count)
+    for path in paths {
+      let start = bytes.count
+      bytes.append(contentsOf: path.utf8)
+      spans.append(start..<bytes.count)
+    }
+    return bytes.withUnsafeBufferPointer { all in
+      guard let base = all.baseAddress else { return paths }
+      let order = paths.indices.sorted { i, j in
+        let (a, b) = (spans[i], spans[j])
+        let common = min(a.count, b.count)
+        if common > 0 {
+          let c = memcmp(base + a.lowerBound, base + b.lowerBound, common)
+          if c != 0 { return c < 0 }
+        }
+        return a.count < b.count
+      }
+      return order.map { paths[$0] }
+    }
   }
 
   /// One file on its own: read, parse, decode, check. Duplicates are found by the caller.

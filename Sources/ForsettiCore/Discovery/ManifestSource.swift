@@ -6,6 +6,14 @@ public protocol ManifestSource: Sendable {
   func candidateFiles() throws(ManifestSourceError) -> [String]
   /// The bytes of one candidate, at most `limit` of them.
   func read(_ relativePath: String, limit: Int) throws(ManifestSourceError) -> [UInt8]
+  /// The source one discovery pass reads its candidates through; it may hold something open
+  /// for the pass (a directory). Reads through it must answer as `read` would.
+  func openPass() -> any ManifestSource
+}
+
+extension ManifestSource {
+  /// By default a pass reads through the source itself.
+  public func openPass() -> any ManifestSource { self }
 }
 
 /// A manifest directory or one of its files could not be read.
@@ -78,11 +86,44 @@ public struct DirectoryManifestSource: ManifestSource {
   }
 
   public func read(_ relativePath: String, limit: Int) throws(ManifestSourceError) -> [UInt8] {
-    switch PlainFiles.read(root + "/" + relativePath, limit: limit) {
+    try Self.read(root + "/" + relativePath, relativeTo: AT_FDCWD, as: relativePath, limit: limit)
+  }
+
+  /// A pass that opens each candidate relative to the root, opened once: the kernel then walks
+  /// one path component per file instead of the root's whole path each time.
+  public func openPass() -> any ManifestSource {
+    let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    return fd >= 0 ? DirectoryPass(source: self, directory: fd) : self
+  }
+
+  static func read(_ path: String, relativeTo directory: Int32, as relativePath: String, limit: Int)
+    throws(ManifestSourceError) -> [UInt8]
+  {
+    switch PlainFiles.read(path, limit: limit, relativeTo: directory) {
     case .success(let bytes): return bytes
     case .failure(.tooLarge): throw .tooLarge(path: relativePath, limit: limit)
     case .failure(.notRegularFile): throw .unreadable(path: relativePath, reason: "not a regular file")
     case .failure(.system(let e)): throw .unreadable(path: relativePath, reason: String(cString: strerror(e)))
     }
+  }
+}
+
+/// One discovery pass over a `DirectoryManifestSource`, holding its root open.
+final class DirectoryPass: ManifestSource {
+  let source: DirectoryManifestSource
+  /// The root, open for the life of the pass; only read through, never changed.
+  let directory: Int32
+
+  init(source: DirectoryManifestSource, directory: Int32) {
+    self.source = source
+    self.directory = directory
+  }
+
+  deinit { close(directory) }
+
+  func candidateFiles() throws(ManifestSourceError) -> [String] { try source.candidateFiles() }
+
+  func read(_ relativePath: String, limit: Int) throws(ManifestSourceError) -> [UInt8] {
+    try DirectoryManifestSource.read(relativePath, relativeTo: directory, as: relativePath, limit: limit)
   }
 }

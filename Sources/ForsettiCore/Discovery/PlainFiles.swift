@@ -25,9 +25,12 @@ public enum PlainFiles {
     case tooLarge
   }
 
-  /// The bytes of the regular file at `path`, at most `limit` of them.
-  public static func read(_ path: String, limit: Int) -> Result<[UInt8], ReadError> {
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+  /// The bytes of the regular file at `path` (relative to the open `directory`, if given), at
+  /// most `limit` of them.
+  public static func read(_ path: String, limit: Int, relativeTo directory: Int32 = AT_FDCWD) -> Result<
+    [UInt8], ReadError
+  > {
+    let fd = openat(directory, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard fd >= 0 else { return .failure(.system(errno)) }
     defer { close(fd) }
     var st = stat()

@@ -61,7 +61,8 @@ public enum GateEvaluator {
   static func evaluatePreLoad(_ m: ModuleManifest, _ shared: SharedContext, into trace: inout GateTrace)
     -> Bool
   {
-    let ctx = shared.value
+    // Read through the shared box, not copied out of it: a copy of the context retained every
+    // reference inside it, for every module.
     // One source renders every pass line of this module when (if ever) it is read.
     let subject = PreLoadSubject(manifest: m, context: shared)
     func passes(_ step: GateStep, _ outcome: GateOutcome, note: GateNote? = nil) -> Bool {
@@ -73,15 +74,15 @@ public enum GateEvaluator {
       trace.skipRemaining(because: "not evaluated: \(step.rawValue) failed with \(v.reason.rawValue)")
       return false
     }
-    guard passes(.compatibility, ctx.compatibility.check(m)) else { return false }
-    guard passes(.approval, ApprovalRules.check(m, approvals: ctx.approvals)) else { return false }
+    guard passes(.compatibility, shared.value.compatibility.check(m)) else { return false }
+    guard passes(.approval, ApprovalRules.check(m, approvals: shared.value.approvals)) else { return false }
     // The evaluation is kept as judged: a provider need not give the same answer when asked again.
-    let entitlement = ctx.entitlement(m)
+    let entitlement = shared.value.entitlement(m)
     guard passes(.entitlement, OverrideRules.check(entitlement), note: .deferred { entitlement.summary })
     else {
       return false
     }
-    return passes(.runtimeRequirements, RuntimeRequirementRules.check(m, providers: ctx.providers))
+    return passes(.runtimeRequirements, RuntimeRequirementRules.check(m, providers: shared.value.providers))
   }
 }
 

@@ -110,8 +110,9 @@ public struct GateNote: Sendable, Hashable {
 }
 
 /// Renders pass lines from immutable values it holds (a module's manifest and the context it
-/// was judged in), for the steps it knows.
-public protocol GateNoteSource: Sendable {
+/// was judged in), for the steps it knows. A class: a note then holds one reference, which
+/// copying and destroying a trace's entries only count, where any value would be boxed.
+public protocol GateNoteSource: AnyObject, Sendable {
   func note(for step: GateStep) -> String
 }
 
@@ -120,6 +121,16 @@ public struct GateTrace: Sendable, Hashable {
   public private(set) var entries: [GateEntry] = []
 
   public init(entries: [GateEntry] = []) { self.entries = entries }
+
+  /// An empty trace with room for every step, so recording a module's steps allocates once.
+  static func forAllSteps() -> GateTrace {
+    var trace = GateTrace()
+    trace.entries.reserveCapacity(stepCount)
+    return trace
+  }
+
+  /// Made once: `allCases` builds a new array on each use.
+  private static let stepCount = GateStep.allCases.count
 
   /// The first failing entry: the one that blocks activation.
   public var firstFailure: GateEntry? { entries.first { $0.verdict == .fail } }

@@ -63,7 +63,7 @@ public enum GateStack {
     _ file: DiscoveredFile, context: SharedContext,
     inspect: (ModuleManifest) -> BinaryInspectionStep, laterSteps: String?
   ) -> ModuleJudgement? {
-    var trace = GateTrace()
+    var trace = GateTrace.forAllSteps()
     switch file.outcome {
     case .ignored:
       return nil

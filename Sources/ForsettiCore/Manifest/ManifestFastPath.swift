@@ -25,8 +25,49 @@ enum ManifestFastPath {
 
     /// The field named by `key` and its bit in the set of fields seen.
     static func named(_ key: UnsafeBufferPointer<UInt8>) -> (field: Field, bit: UInt32)? {
-      for (n, field) in allCases.enumerated() where key.equals(field.name) { return (field, 1 << UInt32(n)) }
-      return nil
+      // Narrowed by length first: walking `allCases` built that array for every key read.
+      let field: Field
+      switch key.count {
+      case 8: field = key.equals("moduleID") ? .moduleID : .schemaVersion
+      case 10: field = key.equals("moduleType") ? .moduleType : .entryPoint
+      case 11: field = key.equals("displayName") ? .displayName : .schemaVersion
+      case 12: field = key.equals("iapProductID") ? .iapProductID : .schemaVersion
+      case 13:
+        field = key.equals("schemaVersion") ? .schemaVersion : .moduleVersion
+      case 17: field = key.equals("defaultModuleRole") ? .defaultModuleRole : .schemaVersion
+      case 18:
+        field =
+          key.equals("supportedPlatforms")
+          ? .supportedPlatforms : key.equals("minForsettiVersion") ? .minForsettiVersion : .maxForsettiVersion
+      case 19: field = key.equals("runtimeRequirements") ? .runtimeRequirements : .schemaVersion
+      case 21: field = key.equals("capabilitiesRequested") ? .capabilitiesRequested : .schemaVersion
+      case 23: field = key.equals("manifestTemplateVersion") ? .manifestTemplateVersion : .schemaVersion
+      default: return nil
+      }
+      // Every guess above is confirmed here, so a key of the right length but another name
+      // (and every other length) is unknown.
+      guard key.equals(field.name) else { return nil }
+      return (field, field.bit)
+    }
+
+    /// The field's bit in the set of fields seen.
+    var bit: UInt32 {
+      switch self {
+      case .schemaVersion: 1 << 0
+      case .manifestTemplateVersion: 1 << 1
+      case .moduleID: 1 << 2
+      case .displayName: 1 << 3
+      case .moduleVersion: 1 << 4
+      case .moduleType: 1 << 5
+      case .supportedPlatforms: 1 << 6
+      case .minForsettiVersion: 1 << 7
+      case .maxForsettiVersion: 1 << 8
+      case .capabilitiesRequested: 1 << 9
+      case .iapProductID: 1 << 10
+      case .entryPoint: 1 << 11
+      case .defaultModuleRole: 1 << 12
+      case .runtimeRequirements: 1 << 13
+      }
     }
 
     var name: StaticString {
@@ -87,14 +128,14 @@ enum ManifestFastPath {
         case .moduleID: moduleID = string()
         case .displayName: displayName = string()
         case .moduleVersion: moduleVersion = version()
-        case .moduleType: moduleType = string().flatMap(ModuleType.init(rawValue:))
-        case .supportedPlatforms: platforms = stringList()?.enumValues()
+        case .moduleType: moduleType = enumValue(in: moduleTypes)
+        case .supportedPlatforms: platforms = enumList(in: platformNames)
         case .minForsettiVersion: minVersion = version()
         case .maxForsettiVersion: maxVersion = version()
-        case .capabilitiesRequested: capabilities = stringList()?.enumValues()
+        case .capabilitiesRequested: capabilities = enumList(in: capabilityNames)
         case .iapProductID: product = string()
         case .entryPoint: entryPoint = string()
-        case .defaultModuleRole: role = string().flatMap(DefaultModuleRole.init(rawValue:))
+        case .defaultModuleRole: role = enumValue(in: roleNames)
         case .runtimeRequirements: return nil
         }
         // Each present field must have been read; a nil here is a value the full path reports.
@@ -183,16 +224,24 @@ enum ManifestFastPath {
       return String(validating: raw, as: UTF8.self)
     }
 
-    /// Non-blank strings without duplicates, at most the full decoder's list bound.
-    mutating func stringList() -> [String]? {
+    /// A string naming one of `table`'s values, matched on its raw bytes (no String is made).
+    /// Anything else, blank or unknown, is nil, as the full decoder refuses it.
+    mutating func enumValue<E>(in table: [([UInt8], E)]) -> E? {
+      guard let raw = rawString() else { return nil }
+      for (name, value) in table where raw.elementsEqual(name) { return value }
+      return nil
+    }
+
+    /// A list of `table`'s values without duplicates. A duplicate string is a duplicate value
+    /// (raw values are distinct), and a blank or unknown one matches none: each makes it nil,
+    /// as the full decoder refuses each. There are fewer values than its list bound (1024).
+    mutating func enumList<E: Equatable>(in table: [([UInt8], E)]) -> [E]? {
       guard take(UInt8(ascii: "[")) else { return nil }
-      var out: [String] = []
+      var out: [E] = []
       if take(UInt8(ascii: "]")) { return out }
       repeat {
-        guard let s = string(), !ManifestText.isBlank(s), !out.contains(s), out.count < 1024 else {
-          return nil
-        }
-        out.append(s)
+        guard let e = enumValue(in: table), !out.contains(e) else { return nil }
+        out.append(e)
       } while take(UInt8(ascii: ","))
       return take(UInt8(ascii: "]")) ? out : nil
     }
@@ -253,18 +302,15 @@ enum ManifestFastPath {
   }
 }
 
-extension Array where Element == String {
-  /// Each string as an enumeration value, or nil if any is not one.
-  fileprivate func enumValues<E: RawRepresentable>() -> [E]? where E.RawValue == String {
-    var out: [E] = []
-    out.reserveCapacity(count)
-    for s in self {
-      guard let e = E(rawValue: s) else { return nil }
-      out.append(e)
-    }
-    return out
-  }
+/// Each value's raw value as bytes, made once, for matching without making a String.
+private func table<E: CaseIterable & RawRepresentable>(_: E.Type) -> [([UInt8], E)]
+where E.RawValue == String {
+  E.allCases.map { (Array($0.rawValue.utf8), $0) }
 }
+private let moduleTypes = table(ModuleType.self)
+private let platformNames = table(Platform.self)
+private let capabilityNames = table(Capability.self)
+private let roleNames = table(DefaultModuleRole.self)
 
 extension UnsafeBufferPointer where Element == UInt8 {
   /// Whether these bytes are exactly `s`'s UTF-8.
