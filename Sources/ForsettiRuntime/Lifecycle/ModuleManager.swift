@@ -19,6 +19,8 @@ public final class ModuleManager {
   let inbox = SupervisorInbox()
   let quarantine: QuarantineStore
   var index = BinaryIndex()
+  /// Writes `runtime.json` and `surface.json` when they change.
+  let stateFiles = RuntimeStatePublisher()
   /// Counts starts, so modules stop in the reverse order of their starts.
   private var starts = 0
 
@@ -313,14 +315,14 @@ public final class ModuleManager {
     let dir = environment.stateDirectory
     // Whole or absent (renamed into place), but not synced: these files describe a running host
     // (readers check its pid), so after a machine crash there is nothing in them to keep, and
-    // two fsyncs cost more than starting a module.
+    // two fsyncs cost more than starting a module. Written in the round that changed them, on
+    // this thread: a host that dies after a reload leaves the file of the round before, never a
+    // torn one.
     do {
-      try AtomicFile.write(
-        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir),
-        durable: false)
-      try AtomicFile.write(
-        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir),
-        durable: false)
+      try stateFiles.publish(
+        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir))
+      try stateFiles.publish(
+        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir))
     } catch {
       environment.hostLog(.warning, "could not save runtime state: \(error)")
     }
