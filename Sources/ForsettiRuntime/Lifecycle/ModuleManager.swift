@@ -151,16 +151,26 @@ public final class ModuleManager {
       path = facts.path
       isSwift = facts.neededLibraries.contains { $0.hasPrefix("libswiftCore") }
       if versionCopies {
-        switch VersionCopies.copy(path, moduleID: m.moduleID, stateDirectory: environment.stateDirectory) {
-        case .failure(let e):
-          fail(i, .load, .loadFailed, "could not copy \(path) for loading: \(e)")
-          return nil
-        case .success(let c): path = c
-        }
+        guard let c = versionCopy(path, moduleID: m.moduleID, slot: i) else { return nil }
+        path = c
       }
     }
     table[i].loading(from: path, isSwift: isSwift, binary: binary)
     return Activation(slot: i, manifest: m, path: path, isSwift: isSwift, state: state)
+  }
+
+  /// The copy module `i` loads `path` from: in memory when it loads into this process (a disk
+  /// copy when memory cannot hold one), else on disk; nil after recording why there is none.
+  private func versionCopy(_ path: String, moduleID: String, slot i: Int) -> String? {
+    if case .inProcess = mode, case .success(let c) = VersionCopies.inMemory(path, moduleID: moduleID) {
+      return c
+    }
+    switch VersionCopies.copy(path, moduleID: moduleID, stateDirectory: environment.stateDirectory) {
+    case .failure(let e):
+      fail(i, .load, .loadFailed, "could not copy \(path) for loading: \(e)")
+      return nil
+    case .success(let c): return c
+    }
   }
 
   /// Step 8's verdict, without recording it (a worker's start is decided before it is recorded).
@@ -215,7 +225,7 @@ public final class ModuleManager {
     }
     table[i].passed(
       .load,
-      "loaded \(path) in-process (module ABI \(ABIVersion.describe(loaded.table.pointee.abi_version))\(isSwift ? ", Swift image kept mapped" : ""))"
+      "loaded \(Self.describeSource(path, binary: table[i].record.binaryPath)) in-process (module ABI \(ABIVersion.describe(loaded.table.pointee.abi_version))\(isSwift ? ", Swift image kept mapped" : ""))"
     )
     let ui: UIContributions?
     switch ModuleTableReader.uiContributions(loaded) {
@@ -248,6 +258,12 @@ public final class ModuleManager {
     if let state, !state.isEmpty { StateTransfer.restore(loaded.table, state) }
     let instance = InProcessInstance(moduleID: m.moduleID, loaded: loaded, binding: binding)
     markStarted(i, m, instance, ui, took: took, detail: "started in-process in \(Self.formatted(took))")
+  }
+
+  /// `path`, or for a memory copy the binary it was copied from.
+  static func describeSource(_ path: String, binary: String?) -> String {
+    guard path.hasPrefix("/proc/self/fd/"), let binary else { return path }
+    return "\(binary) (its sealed memory copy \(path))"
   }
 
   static func describe(_ c: UIContributions) -> String {
