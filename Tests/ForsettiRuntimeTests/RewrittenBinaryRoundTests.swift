@@ -3,6 +3,7 @@ import ForsettiRuntime
 import ForsettiTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 /// A round of `LiveHost.process` in which only binaries were rewritten judges again from the
@@ -18,12 +19,20 @@ import Testing
     return f
   }
 
-  /// Renames a build of `f` over the installed binary, then runs the host's loop until `done`.
+  /// Renames a build of `f` over the installed binary, then runs the host's loop until `done`;
+  /// `alsoChange` (a change waking the host `alsoWakes` times) runs just before the rename, and
+  /// the loop waits until the watcher has woken the host for both, so that both land in one
+  /// round.
   static func rewrite(
-    _ r: Rig, _ host: ReconcilerTests.Host, with f: ModuleFixture, until done: () -> Bool
+    _ r: Rig, _ host: ReconcilerTests.Host, with f: ModuleFixture, alsoChange: () throws -> Void = {},
+    alsoWakes: Int = 0, until done: () -> Bool
   ) throws -> Bool {
     let built = try f.build(in: r.h.dir, as: "staging/\(UUID().uuidString).so")
+    let before = r.wakes.count.withLock { $0 }
+    try alsoChange()
     try #require(rename(built, r.h.dir.url("plugins/hot_entry.so")) == 0)
+    // The rename is pending once the host is due (nothing else here makes it due).
+    r.until { host.nextDue != nil && r.wakes.count.withLock { $0 } >= before + 1 + alsoWakes }
     return r.until(step: { host.process() }, done)
   }
 
@@ -46,14 +55,21 @@ import Testing
     #expect(host.manager.isRunning("com.test.hot"))
   }
 
-  /// What a full judgement of this round decides: the new build is refused (under `dev` a
-  /// version that fails a gate is a refused reload; the running one keeps serving). The
-  /// shortcut, blind to the override, would have started it.
-  static func expectRefused(_ r: Rig, _ host: ReconcilerTests.Host) throws {
+  /// What a full judgement decides: the new build never runs. In one round with the change it
+  /// is refused (under `dev` a version that fails a gate is a refused reload; the running one
+  /// keeps serving); should the watcher deliver the change a round earlier, the module stops
+  /// then. The shortcut, blind to the change, would have started it.
+  static func expectRefused(
+    _ r: Rig, _ host: ReconcilerTests.Host, alsoChange: () throws -> Void = {}, alsoWakes: Int = 0
+  ) throws {
     var reports: [ReloadReport] = []
     host.onReload = { reports.append($0) }
-    #expect(try Self.rewrite(r, host, with: Self.hot("v2")) { !reports.isEmpty }, "\(r.lines.suffix(8))")
-    #expect(reports.map(\.outcome) == [.rejected(.moduleLocked)], "\(reports)")
+    #expect(
+      try Self.rewrite(r, host, with: Self.hot("v2"), alsoChange: alsoChange, alsoWakes: alsoWakes) {
+        !reports.isEmpty || !host.manager.isRunning("com.test.hot")
+      },
+      "\(r.lines.suffix(8))")
+    #expect(reports.allSatisfy { $0.outcome == .rejected(.moduleLocked) }, "\(reports)")
     #expect(r.exactly("v2") == 0, "\(r.lines.suffix(6))")
   }
 
@@ -72,8 +88,7 @@ import Testing
     try Self.hot("v1").install(in: r.h.dir)
     let host = try r.start(development: .init(grace: 0, debounce: 0))
     defer { host.stop() }
-    try r.overrides(["com.test.hot": "off"])
-    try Self.expectRefused(r, host)
+    try Self.expectRefused(r, host, alsoChange: { try r.overrides(["com.test.hot": "off"]) }, alsoWakes: 1)
   }
 
   @Test func afterARoundThatCouldNotJudgeARewrittenBinaryChangesNothing() throws {
