@@ -45,6 +45,9 @@ public final class LiveHost {
   private var watchers: [FileWatcher] = []
   /// When a licence expires or an override window opens or closes next.
   private var nextEdge: ContinuousClock.Instant?
+  /// The last full judgement and the in-memory overrides it was judged with: a round in which
+  /// only binaries were rewritten judges again from it (`rejudged(binaries:)`).
+  private var last: (verdicts: Judge.Verdicts, inMemory: InMemoryOverrides.Tables)?
 
   public init(
     judge: Judge, manager: ModuleManager, development: Development? = nil,
@@ -66,7 +69,7 @@ public final class LiveHost {
   /// so no change made meanwhile is missed.
   public func start() throws(JudgeError) {
     try watch()
-    let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+    let verdicts = try judgeAll()
     schedule(verdicts.nextEdge)
     _ = try converge(verdicts, changed: [], since: .now, quiet: true)
     announce()
@@ -90,10 +93,60 @@ public final class LiveHost {
       since = first
     }
     let edge = nextEdge.map { ContinuousClock.now >= $0 } ?? false
+    let trust = trustChanged.take()
     defer { announce() }
-    guard trustChanged.take() || edge || !changed.isEmpty else { return }
+    guard trust || edge || !changed.isEmpty else { return }
     if edge { nextEdge = nil }
-    reconcile(changed: changed, since: since)
+    if !trust && !edge, let verdicts = rejudged(binaries: changed) {
+      converge(verdicts, changed: changed, since: since)
+    } else {
+      reconcile(changed: changed, since: since)
+    }
+  }
+
+  /// Judges everything, and keeps the verdicts for the rounds after (none after a failure: a
+  /// round that could not judge changes nothing, and neither may the rounds after it until one
+  /// can).
+  private func judgeAll() throws(JudgeError) -> Judge.Verdicts {
+    last = nil
+    let snapshot = judge.configuration.inMemoryOverrides.snapshot
+    let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+    last = (verdicts, snapshot)
+    return verdicts
+  }
+
+  /// The last verdicts judged again with only the binaries in `paths` inspected anew, or nil
+  /// when a full judgement is needed. Valid when every changed file is a binary judged last
+  /// time and still a file: the manifests are as they were read (a manifest's change is in
+  /// `paths`), and so are the state files, licences, keys and entitlements (their change sets
+  /// `trustChanged`, a time edge comes as `edge`, an in-memory override is compared here).
+  /// Every manifest still goes through the gate stack, with the rewritten binaries' facts.
+  private func rejudged(binaries paths: Set<String>) -> Judge.Verdicts? {
+    guard var (v, inMemory) = last, var index = v.index, !paths.isEmpty else { return nil }
+    let now = judge.configuration.inMemoryOverrides.snapshot
+    guard now.modules == inMemory.modules, now.products == inMemory.products else { return nil }
+    for path in paths {
+      var st = stat()
+      guard index.files[path] != nil, stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+      index.add(path)
+    }
+    v.index = index
+    v.binaryFailures = index.failures
+    v.context.now = GateContext.wallClock()
+    let step = judge.inspect(index)
+    v.judgements = GateStack.judge(v.report, context: v.context, inspect: step, laterSteps: nil)
+    last = (v, inMemory)
+    return v
+  }
+
+  /// Converges on `verdicts`, reporting each reload; a failure to read the activation state
+  /// changes nothing and is reported.
+  private func converge(_ verdicts: Judge.Verdicts, changed: Set<String>, since: ContinuousClock.Instant) {
+    do throws(JudgeError) {
+      for r in try converge(verdicts, changed: changed, since: since, quiet: false) { onReload(r) }
+    } catch {
+      manager.environment.hostLog(.warning, "not reconciled: \(error); the modules keep running as they are")
+    }
   }
 
   /// Tells `onChange` what changed since it was last told.
@@ -116,9 +169,9 @@ public final class LiveHost {
   public func reconcile(changed: Set<String> = [], since: ContinuousClock.Instant = .now) {
     defer { announce() }
     do throws(JudgeError) {
-      let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+      let verdicts = try judgeAll()
       schedule(verdicts.nextEdge)
-      for r in try converge(verdicts, changed: changed, since: since, quiet: false) { onReload(r) }
+      converge(verdicts, changed: changed, since: since)
     } catch {
       manager.environment.hostLog(.warning, "not reconciled: \(error); the modules keep running as they are")
     }
@@ -128,7 +181,7 @@ public final class LiveHost {
   /// transitions as a reload under `dev`, whatever changed. nil when no manifest declares `id`.
   public func reload(_ id: String) throws(JudgeError) -> [ReloadReport]? {
     defer { announce() }
-    let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+    let verdicts = try judgeAll()
     guard let j = verdicts.judgements.first(where: { $0.moduleID == id }) else { return nil }
     return manager.reloadNow(j, try desired(verdicts), grace: development?.grace ?? 0.5)
   }

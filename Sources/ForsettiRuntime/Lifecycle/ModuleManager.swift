@@ -19,6 +19,8 @@ public final class ModuleManager {
   let inbox = SupervisorInbox()
   let quarantine: QuarantineStore
   var index = BinaryIndex()
+  /// Writes `runtime.json` and `surface.json` when they change.
+  let stateFiles = RuntimeStatePublisher()
   /// Counts starts, so modules stop in the reverse order of their starts.
   private var starts = 0
 
@@ -165,16 +167,26 @@ public final class ModuleManager {
       path = facts.path
       isSwift = facts.neededLibraries.contains { $0.hasPrefix("libswiftCore") }
       if versionCopies {
-        switch VersionCopies.copy(path, moduleID: m.moduleID, stateDirectory: environment.stateDirectory) {
-        case .failure(let e):
-          fail(i, .load, .loadFailed, "could not copy \(path) for loading: \(e)")
-          return nil
-        case .success(let c): path = c
-        }
+        guard let c = versionCopy(path, moduleID: m.moduleID, slot: i) else { return nil }
+        path = c
       }
     }
     table[i].loading(from: path, isSwift: isSwift, binary: binary)
     return Activation(slot: i, manifest: m, path: path, isSwift: isSwift, state: state)
+  }
+
+  /// The copy module `i` loads `path` from: in memory when it loads into this process (a disk
+  /// copy when memory cannot hold one), else on disk; nil after recording why there is none.
+  private func versionCopy(_ path: String, moduleID: String, slot i: Int) -> String? {
+    if case .inProcess = mode, case .success(let c) = VersionCopies.inMemory(path, moduleID: moduleID) {
+      return c
+    }
+    switch VersionCopies.copy(path, moduleID: moduleID, stateDirectory: environment.stateDirectory) {
+    case .failure(let e):
+      fail(i, .load, .loadFailed, "could not copy \(path) for loading: \(e)")
+      return nil
+    case .success(let c): return c
+    }
   }
 
   /// Step 8's verdict, without recording it (a worker's start is decided before it is recorded).
@@ -229,7 +241,7 @@ public final class ModuleManager {
     }
     table[i].passed(
       .load,
-      "loaded \(path) in-process (module ABI \(ABIVersion.describe(loaded.table.pointee.abi_version))\(isSwift ? ", Swift image kept mapped" : ""))"
+      "loaded \(Self.describeSource(path, binary: table[i].record.binaryPath)) in-process (module ABI \(ABIVersion.describe(loaded.table.pointee.abi_version))\(isSwift ? ", Swift image kept mapped" : ""))"
     )
     let ui: UIContributions?
     switch ModuleTableReader.uiContributions(loaded) {
@@ -262,6 +274,12 @@ public final class ModuleManager {
     if let state, !state.isEmpty { StateTransfer.restore(loaded.table, state) }
     let instance = InProcessInstance(moduleID: m.moduleID, loaded: loaded, binding: binding)
     markStarted(i, m, instance, ui, took: took, detail: "started in-process in \(Self.formatted(took))")
+  }
+
+  /// `path`, or for a memory copy the binary it was copied from.
+  static func describeSource(_ path: String, binary: String?) -> String {
+    guard path.hasPrefix("/proc/self/fd/"), let binary else { return path }
+    return "\(binary) (its sealed memory copy \(path))"
   }
 
   static func describe(_ c: UIContributions) -> String {
@@ -330,14 +348,14 @@ public final class ModuleManager {
     let dir = environment.stateDirectory
     // Whole or absent (renamed into place), but not synced: these files describe a running host
     // (readers check its pid), so after a machine crash there is nothing in them to keep, and
-    // two fsyncs cost more than starting a module.
+    // two fsyncs cost more than starting a module. Written in the round that changed them, on
+    // this thread: a host that dies after a reload leaves the file of the round before, never a
+    // torn one.
     do {
-      try AtomicFile.write(
-        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir),
-        durable: false)
-      try AtomicFile.write(
-        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir),
-        durable: false)
+      try stateFiles.publish(
+        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir))
+      try stateFiles.publish(
+        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir))
     } catch {
       environment.hostLog(.warning, "could not save runtime state: \(error)")
     }

@@ -38,3 +38,26 @@ public struct RuntimeStateFile: Sendable {
   /// Whether process `pid` is alive (signal 0 probes without sending anything).
   public static func isAlive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
 }
+
+/// Writes the state files only when their content changed. A round that changes nothing (a
+/// supervision pass, a reload to a build at the same path) writes nothing: a rename over an
+/// existing file makes ext4 start writing its data out at once (auto_da_alloc), about a
+/// millisecond on the host's main thread. A file someone else removed or replaced is written
+/// again even when unchanged.
+final class RuntimeStatePublisher {
+  /// The bytes last written to each path, and the file they went into.
+  private var written: [String: (bytes: [UInt8], device: UInt64, inode: UInt64)] = [:]
+
+  /// Writes `bytes` to `path` (whole or not at all, not synced) unless they are there already.
+  func publish(_ bytes: [UInt8], to path: String) throws(AtomicFile.WriteError) {
+    var st = stat()
+    if let w = written[path], w.bytes == bytes, stat(path, &st) == 0, UInt64(st.st_dev) == w.device,
+      UInt64(st.st_ino) == w.inode, Int(st.st_size) == bytes.count
+    {
+      return
+    }
+    written[path] = nil
+    try AtomicFile.write(bytes, to: path, durable: false)
+    if stat(path, &st) == 0 { written[path] = (bytes, UInt64(st.st_dev), UInt64(st.st_ino)) }
+  }
+}
