@@ -12,6 +12,9 @@ package protocol HostBackend: Sendable {
   func publish(from moduleID: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
   func subscribe(moduleID: String, type: String, handler: ModuleCallback<forsetti_event_handler>) -> Int64
   func unsubscribe(moduleID: String, id: Int64) -> Int32
+  /// `unsubscribe` for one module, found once when its events table is built, so that the bound
+  /// function does not find the module again on every call (the hot path of a host call).
+  func unsubscriber(moduleID: String) -> Unsubscriber
   func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
   func setHandler(moduleID: String, handler: ModuleCallback<forsetti_message_handler>?) -> Int32
   /// A call of a service of ABI 1.1 (`ServiceCall.swift`). In-process the host answers it; in a
@@ -34,7 +37,14 @@ package protocol HostBackend: Sendable {
   func moduleStopped(moduleID: String)
 }
 
+/// `forsetti_events.unsubscribe` of one module: the token in, the status out.
+package typealias Unsubscriber = @Sendable (Int64) -> Int32
+
 extension HostBackend {
+  package func unsubscriber(moduleID: String) -> Unsubscriber {
+    { id in unsubscribe(moduleID: moduleID, id: id) }
+  }
+
   package func callRole(
     _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
     capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller

@@ -64,12 +64,12 @@ package enum HostFunctions {
     let log = try closure([FFIType.int32, FFIType.pointer], FFIType.void) { a in
       guard !b.isRevoked, let p = a.cString(1) else { return .void }
       let level = LogLevel(rawValue: a.int32(0)) ?? .info
-      let text = CString.read(p, max: maxMessage) ?? "<message not UTF-8 or longer than \(maxMessage) bytes>"
+      let text = text(p, max: maxMessage) ?? "<message not UTF-8 or longer than \(maxMessage) bytes>"
       b.log(level, text)
       return .void
     }
     let resolve = try closure([FFIType.pointer], FFIType.pointer) { a in
-      guard !b.isRevoked, let p = a.cString(0), let id = CString.read(p, max: maxName) else {
+      guard !b.isRevoked, let p = a.cString(0), let id = text(p, max: maxName) else {
         return .pointer(nil)
       }
       return .pointer(b.resolve(id))
@@ -100,7 +100,22 @@ package enum HostFunctions {
 
   package static func name(_ a: FFIArguments, _ i: Int) -> String? {
     guard let p = a.cString(i) else { return nil }
-    return CString.read(p, max: maxName)
+    return text(p, max: maxName)
+  }
+
+  /// The string at `p` if it is valid UTF-8 and at most `max` bytes: `CString.read`, without
+  /// its generic validation, which looks up type metadata on every call (a quarter of a
+  /// publish). The bytes are copied (to the stack, for names) before they are validated, so a
+  /// module thread rewriting the string meanwhile cannot make the host read past `max`.
+  package static func text(_ p: UnsafePointer<CChar>, max: Int) -> String? {
+    let n = strnlen(p, max + 1)
+    guard n <= max else { return nil }
+    return withUnsafeTemporaryAllocation(of: CChar.self, capacity: n + 1) { copy in
+      guard let base = copy.baseAddress else { return nil }
+      base.initialize(from: p, count: n)
+      base[n] = 0
+      return String(validatingCString: base)
+    }
   }
 
   /// Buffers larger than any host limit; such a length is refused before it is used.
@@ -144,7 +159,7 @@ package enum HostFunctions {
     }
     let open = try closure([FFIType.pointer, FFIType.uint32], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
-      guard let p = a.cString(0), let path = CString.read(p, max: 4096) else { return invalid }
+      guard let p = a.cString(0), let path = text(p, max: 4096) else { return invalid }
       let fd = s.openFile(path, flags: a.uint32(1))
       if fd == FORSETTI_ERR_DENIED {
         b.warn("storage: refused to open \"\(path)\": it is not beneath the sandbox", ["path": path])
@@ -153,7 +168,7 @@ package enum HostFunctions {
     }
     let mkdir = try closure([FFIType.pointer], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
-      guard let p = a.cString(0), let path = CString.read(p, max: 4096) else { return invalid }
+      guard let p = a.cString(0), let path = text(p, max: 4096) else { return invalid }
       return .int32(s.makeDirectory(path))
     }
     let t = UnsafeMutablePointer<forsetti_storage>.allocate(capacity: 1)
@@ -178,7 +193,7 @@ package enum HostFunctions {
       guard let event = name(a, 0), !event.isEmpty, event.utf8.count <= 128 else { return invalid }
       var attributes: JSONValue?
       if let p = a.cString(1) {
-        guard let text = CString.read(p, max: 64 * 1024), let value = try? JSONParser.parse(text),
+        guard let text = text(p, max: 64 * 1024), let value = try? JSONParser.parse(text),
           value.objectValue != nil
         else { return invalid }
         attributes = value
@@ -217,9 +232,10 @@ package enum HostFunctions {
           moduleID: b.moduleID, type: type, handler: ModuleCallback(function: handler, context: a.pointer(2)))
       )
     }
+    let end = backend.unsubscriber(moduleID: b.moduleID)
     let unsubscribe = try closure([FFIType.int64], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
-      return .int32(backend.unsubscribe(moduleID: b.moduleID, id: a.int64(0)))
+      return .int32(end(a.int64(0)))
     }
     typealias Handler = forsetti_event_handler
     let t = UnsafeMutablePointer<forsetti_events>.allocate(capacity: 1)

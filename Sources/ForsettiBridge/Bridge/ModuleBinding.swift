@@ -23,6 +23,9 @@ public final class ModuleBinding: Sendable {
   // C memory owned by the binding for the life of the process.
   private let table: CPointer<forsetti_host>
   private let idCString: CPointer<CChar>
+  /// A copy of the ID the module never sees, to check `idCString` against without making a C
+  /// string of `moduleID` (an allocation) on every send and publish.
+  private let expectedID: CPointer<CChar>
   private let services: Mutex<[String: CRawPointer]>
 
   /// The host table passed to the module's `start`.
@@ -46,8 +49,11 @@ public final class ModuleBinding: Sendable {
     self.backend = backend
     backend.moduleStarting(moduleID: moduleID)
     do { storage = try SandboxStorage(root: sandbox) } catch { throw .sandbox(error.description) }
-    guard let id = strdup(moduleID), let box = strdup(sandbox) else { throw .outOfMemory }
+    guard let id = strdup(moduleID), let expected = strdup(moduleID), let box = strdup(sandbox) else {
+      throw .outOfMemory
+    }
     idCString = CPointer(id)
+    expectedID = CPointer(expected)
     table = CPointer(.allocate(capacity: 1))
     services = Mutex([:])
     table.pointer.initialize(
@@ -95,7 +101,7 @@ public final class ModuleBinding: Sendable {
   /// `module_id` is trying to act as someone else; the host never reads that field, but says so.
   package func identityIntact() -> Bool {
     let t = table.pointer.pointee
-    if t.module_id == UnsafePointer(idCString.pointer), strcmp(idCString.pointer, moduleID) == 0 {
+    if t.module_id == UnsafePointer(idCString.pointer), strcmp(idCString.pointer, expectedID.pointer) == 0 {
       return true
     }
     warn(

@@ -74,6 +74,12 @@ struct InProcessBackend: HostBackend {
     environment.events.unsubscribe(moduleID: moduleID, id: id) ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND
   }
 
+  func unsubscriber(moduleID: String) -> Unsubscriber {
+    let bus = environment.events
+    let book = bus.book(moduleID)
+    return { id in bus.unsubscribe(book, id: id) ? FORSETTI_OK : FORSETTI_ERR_NOT_FOUND }
+  }
+
   func send(from moduleID: String, to target: String, type: String, payload: UnsafeRawBufferPointer) -> Int32
   {
     if let problem = MessageGuard.messageProblem(from: moduleID, to: target, type: type) {

@@ -46,16 +46,22 @@ final class DeliveryGate: Sendable {
   /// Marks a delivery as begun, unless the module is closed. Counting first and checking after
   /// pairs with `close` then `quiesce`: either the delivery sees the module closed, or
   /// `quiesce` sees the delivery.
+  ///
+  /// Wrapping arithmetic: the count is at most the deliveries running at once (threads times
+  /// `DeliveryDepth.limit`), never near overflow, and the checked form is a compare-and-swap
+  /// loop where this is one `lock xadd`.
   static func enter(_ lane: DeliveryLane) -> Bool {
-    lane.inFlight.add(1, ordering: .sequentiallyConsistent)
+    lane.inFlight.wrappingAdd(1, ordering: .sequentiallyConsistent)
     if lane.closed.load(ordering: .sequentiallyConsistent) {
-      lane.inFlight.subtract(1, ordering: .sequentiallyConsistent)
+      lane.inFlight.wrappingSubtract(1, ordering: .sequentiallyConsistent)
       return false
     }
     return true
   }
 
-  static func leave(_ lane: DeliveryLane) { lane.inFlight.subtract(1, ordering: .sequentiallyConsistent) }
+  static func leave(_ lane: DeliveryLane) {
+    lane.inFlight.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+  }
 
   /// Waits (at most `limit` seconds) until no delivery to `moduleID` is under way on another
   /// thread. A handler that is itself stopping its module is not waited for.
@@ -78,11 +84,37 @@ final class DeliveryGate: Sendable {
 enum DeliveryDepth {
   static let limit = 16
 
-  /// A thread's own stack; reached only from that thread.
+  /// A thread's own stack of at most `limit` lanes; reached only from that thread.
   final class Stack {
+    // Fixed storage, not an array: a push and a pop are a store and a count, with no
+    // uniqueness check or reallocation on the path of every delivery.
+    private let lanes = UnsafeMutablePointer<ObjectIdentifier>.allocate(capacity: DeliveryDepth.limit)
     // Unchecked: a stack is reached only from its own thread and never re-entrantly, so the
     // runtime's exclusivity bookkeeping (a thread-local set per access) only costs time.
-    @exclusivity(unchecked) var lanes: [ObjectIdentifier] = []
+    @exclusivity(unchecked) private(set) var depth = 0
+
+    deinit { lanes.deallocate() }
+
+    /// Whether another delivery may begin on this thread.
+    var hasRoom: Bool { depth < DeliveryDepth.limit }
+
+    /// Enters `lane`; false (and nothing entered) when the stack is full.
+    func push(_ lane: DeliveryLane) -> Bool {
+      guard depth < DeliveryDepth.limit else { return false }
+      (lanes + depth).initialize(to: ObjectIdentifier(lane))
+      depth += 1
+      return true
+    }
+
+    /// Leaves the lane of the last successful `push`.
+    func pop() { depth -= 1 }
+
+    func count(of lane: DeliveryLane) -> Int {
+      let id = ObjectIdentifier(lane)
+      var n = 0
+      for i in 0..<depth where lanes[i] == id { n += 1 }
+      return n
+    }
   }
 
   private static let key: pthread_key_t = {
@@ -101,15 +133,11 @@ enum DeliveryDepth {
     return s
   }
 
-  static func count(of lane: DeliveryLane) -> Int {
-    let id = ObjectIdentifier(lane)
-    return stack.lanes.reduce(0) { $0 + ($1 == id ? 1 : 0) }
-  }
+  static func count(of lane: DeliveryLane) -> Int { stack.count(of: lane) }
 
   static func with<T>(_ lane: DeliveryLane, on s: Stack = stack, _ body: () -> T) -> T? {
-    guard s.lanes.count < limit else { return nil }
-    s.lanes.append(ObjectIdentifier(lane))
-    defer { s.lanes.removeLast() }
+    guard s.push(lane) else { return nil }
+    defer { s.pop() }
     return body()
   }
 }
@@ -138,9 +166,46 @@ public final class EventBus: Sendable {
     }
   }
 
-  /// `ids` mirrors `subscriptions` so that finding one by ID scans plain integers, without
-  /// touching (and retaining) the strings and closures of every subscription.
-  private let state = Mutex<(next: Int64, subscriptions: [Subscription], ids: [Int64])>((1, [], []))
+  /// One module's subscriptions, found once per binding, so that `unsubscribe` needs neither
+  /// the module's ID nor the bus's lock to refuse a token the module does not hold.
+  ///
+  /// A subscription ID is `serial * slots.count + slot`: `serial` is unique on the bus, `slot`
+  /// is where the module's book holds it. Slot `id % slots.count` of a book holds `id` exactly
+  /// while that subscription of this module is live (0 otherwise), so one atomic load answers
+  /// "does this module hold `id`?". Another module's ID, a stale one or a forged one finds a 0
+  /// or a different (unique) ID there. Slots are written only under the bus's lock, which also
+  /// re-checks the slot before removing anything; the lock-free load only ever refuses. It
+  /// refuses only what the module does not hold at that moment: `subscribe` stores the slot
+  /// (releasing) before it returns the ID, so any thread that has the ID from it sees it.
+  final class Book: Sendable {
+    let moduleID: String
+    let lane: DeliveryLane
+    /// As many as `maxSubscriptionsPerModule`: a module with every slot taken holds the maximum.
+    fileprivate let slots: InlineArray<256, Atomic<Int64>> = InlineArray { _ in Atomic(0) }
+
+    fileprivate init(moduleID: String, lane: DeliveryLane) {
+      self.moduleID = moduleID
+      self.lane = lane
+    }
+
+    /// Whether `id` is a live subscription of this module right now (no lock: see the type).
+    fileprivate func holds(_ id: Int64) -> Bool {
+      guard id > 0 else { return false }
+      return slots[Int(id % Int64(slots.count))].load(ordering: .acquiring) == id
+    }
+  }
+
+  private struct State {
+    var serial: Int64 = 1
+    var subscriptions: [Subscription] = []
+    /// Mirrors `subscriptions` so that finding one by ID scans plain integers, without
+    /// touching (and retaining) the strings and closures of every subscription.
+    var ids: [Int64] = []
+    /// Every module ID ever seen on the bus; books live as long as the bus, as lanes do.
+    var books: [String: Book] = [:]
+  }
+
+  private let state = Mutex<State>(State())
   let gate = DeliveryGate()
 
   /// Prefix reserved for the host's own events and messages.
@@ -151,33 +216,71 @@ public final class EventBus: Sendable {
 
   public init() {}
 
+  /// The book of `moduleID`, made on first use. A binding looks it up once, not per call.
+  func book(_ moduleID: String) -> Book {
+    state.withLock { s in
+      if let b = s.books[moduleID] { return b }
+      let b = Book(moduleID: moduleID, lane: gate.lane(moduleID))
+      s.books[moduleID] = b
+      return b
+    }
+  }
+
   /// A new subscription ID, or a negative status (module closed, too many subscriptions).
   func subscribe(moduleID: String, eventType: String, target: DeliveryTarget<forsetti_event_handler>) -> Int64
   {
-    let lane = gate.lane(moduleID)
-    guard !lane.closed.load(ordering: .sequentiallyConsistent) else { return Int64(FORSETTI_ERR_REVOKED) }
-    return state.withLock { s in
-      guard s.subscriptions.lazy.filter({ $0.moduleID == moduleID }).count < Self.maxSubscriptionsPerModule
-      else {
-        return Int64(FORSETTI_ERR_TOO_LARGE)
+    subscribe(book(moduleID), eventType: eventType, target: target)
+  }
+
+  /// As `subscribe(moduleID:…)`, for a module whose book its binding holds.
+  func subscribe(_ book: Book, eventType: String, target: DeliveryTarget<forsetti_event_handler>) -> Int64 {
+    state.withLock { s in
+      // Checked under the lock: `removeAll` runs after `close`, so a subscription either sees
+      // the module closed here or is appended before `removeAll` takes it away.
+      guard !book.lane.closed.load(ordering: .sequentiallyConsistent) else {
+        return Int64(FORSETTI_ERR_REVOKED)
       }
-      let id = s.next
-      s.next += 1
+      let width = book.slots.count
+      var free: Int?
+      for i in 0..<min(width, Self.maxSubscriptionsPerModule)
+      where book.slots[i].load(ordering: .relaxed) == 0 {
+        free = i
+        break
+      }
+      guard let slot = free else { return Int64(FORSETTI_ERR_TOO_LARGE) }
+      let (base, overflow) = s.serial.multipliedReportingOverflow(by: Int64(width))
+      // 2^55 subscriptions would be needed first; refused rather than wrapped to a reused ID.
+      guard !overflow, base <= Int64.max - Int64(slot) else { return Int64(FORSETTI_ERR_TOO_LARGE) }
+      let id = base + Int64(slot)
+      s.serial += 1
       s.subscriptions.append(
-        Subscription(id: id, moduleID: moduleID, eventType: eventType, target: target, lane: lane))
+        Subscription(id: id, moduleID: book.moduleID, eventType: eventType, target: target, lane: book.lane))
       s.ids.append(id)
+      book.slots[slot].store(id, ordering: .releasing)
       return id
     }
   }
 
   /// Ends subscription `id` if `moduleID` made it.
   func unsubscribe(moduleID: String, id: Int64) -> Bool {
+    unsubscribe(book(moduleID), id: id)
+  }
+
+  /// Ends subscription `id` if the module of `book` made it. Refusing takes one atomic load.
+  @inline(__always)
+  func unsubscribe(_ book: Book, id: Int64) -> Bool {
+    guard book.holds(id) else { return false }
+    return end(book, id: id)
+  }
+
+  @inline(never)
+  private func end(_ book: Book, id: Int64) -> Bool {
     state.withLock { s in
-      guard let i = s.ids.firstIndex(of: id), s.subscriptions[i].moduleID == moduleID else {
-        return false
-      }
+      // Again under the lock: another thread of the module may have ended it meanwhile.
+      guard book.holds(id), let i = s.ids.firstIndex(of: id) else { return false }
       s.subscriptions.remove(at: i)
       s.ids.remove(at: i)
+      book.slots[Int(id % Int64(book.slots.count))].store(0, ordering: .releasing)
       return true
     }
   }
@@ -187,6 +290,8 @@ public final class EventBus: Sendable {
     state.withLock { s in
       s.subscriptions.removeAll { $0.moduleID == moduleID }
       s.ids = s.subscriptions.map(\.id)
+      guard let book = s.books[moduleID] else { return }
+      for i in 0..<book.slots.count { book.slots[i].store(0, ordering: .releasing) }
     }
   }
 
@@ -201,24 +306,47 @@ public final class EventBus: Sendable {
   @discardableResult
   func publish(from source: String, eventType: String, payload: UnsafeRawPointer?, length: Int) -> Int? {
     let depth = DeliveryDepth.stack
-    guard depth.lanes.count < DeliveryDepth.limit else { return nil }
+    guard depth.hasRoom else { return nil }
     // The whole array, not a filtered copy: subscribing copies it only while a publish holds it.
     let all = state.withLock { $0.subscriptions }
     if all.isEmpty { return 0 }
     // The C strings are made once per publish; every local handler gets the same two.
     return source.withCString { src in
       eventType.withCString { type in
+        // Consecutive deliveries to one module enter its lane once (one pair of atomic
+        // updates, not one per subscription). `closed` is still read before each delivery
+        // while the lane is entered, which is what `enter` does: either a delivery sees the
+        // module closed, or `quiesce` sees it counted. The lane is on the depth stack once
+        // while entered, as it was once per delivery, so nesting and `quiesce` count alike.
+        var entered: DeliveryLane?
         var delivered = 0
-        for t in all where (t.eventType == eventType || t.eventType == "*") && DeliveryGate.enter(t.lane) {
-          defer { DeliveryGate.leave(t.lane) }
-          _ = DeliveryDepth.with(t.lane, on: depth) {
-            switch t.target {
-            case .local(let c): c.function(c.context, src, type, payload, length)
-            case .remote(let forward):
-              forward(source, eventType, UnsafeRawBufferPointer(start: payload, count: length))
+        for t in all where t.eventType == eventType || t.eventType == "*" {
+          if entered !== t.lane {
+            if let held = entered {
+              depth.pop()
+              DeliveryGate.leave(held)
+              entered = nil
             }
+            // `hasRoom` above leaves room for this one lane.
+            guard DeliveryGate.enter(t.lane) else { continue }
+            guard depth.push(t.lane) else {
+              DeliveryGate.leave(t.lane)
+              continue
+            }
+            entered = t.lane
+          } else if t.lane.closed.load(ordering: .sequentiallyConsistent) {
+            continue
+          }
+          switch t.target {
+          case .local(let c): c.function(c.context, src, type, payload, length)
+          case .remote(let forward):
+            forward(source, eventType, UnsafeRawBufferPointer(start: payload, count: length))
           }
           delivered += 1
+        }
+        if let held = entered {
+          depth.pop()
+          DeliveryGate.leave(held)
         }
         return delivered
       }
