@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Where a command writes: standard output and standard error, or a capture in tests.
 public struct Console: Sendable {
@@ -11,8 +11,24 @@ public struct Console: Sendable {
   }
 
   /// The process's own standard output and error. A closed reader (`forsetti-host run | head`)
-  /// loses the text but never stops the host: `write(_: Data)` would trap on EPIPE.
-  public static let standard = Console(
-    out: { s in _ = try? FileHandle.standardOutput.write(contentsOf: Data(s.utf8)) },
-    err: { s in _ = try? FileHandle.standardError.write(contentsOf: Data(s.utf8)) })
+  /// loses the text but never stops the host (`run` ignores SIGPIPE; a failed write is dropped).
+  public static let standard = Console(out: { writeAll(1, $0) }, err: { writeAll(2, $0) })
+
+  /// All of `text` to `fd`, resuming after partial writes and EINTR; any other error drops the rest.
+  static func writeAll(_ fd: Int32, _ text: String) {
+    var text = text
+    text.withUTF8 { bytes in
+      var done = 0
+      while done < bytes.count {
+        let n = write(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done)
+        if n > 0 {
+          done += n
+        } else if n < 0 && errno == EINTR {
+          continue
+        } else {
+          return
+        }
+      }
+    }
+  }
 }

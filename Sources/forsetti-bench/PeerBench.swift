@@ -68,11 +68,15 @@ enum PeerBench {
       "run", "--for", "0", "--approve-all", "--manifests", wholeDir + "/manifests", "--plugins",
       wholeDir + "/plugins", "--state", wholeDir + "/state",
     ]
+    // The host's own start and stop, without a worker's: the same run with the module loaded
+    // into the host.
+    let inProcessArgs = hostArgs + ["--in-process"]
     sync()
 
     var ours = (start: [Double](), call: [Double](), rss: [Double](), pss: [Double]())
     var peer = (start: [Double](), call: [Double](), rss: [Double](), pss: [Double]())
     var whole = (ours: [Double](), oursRSS: [Double](), peer: [Double](), peerRSS: [Double]())
+    var hostOnly = (ns: [Double](), rss: [Double]())
     // Round 0 warms the page cache for both sides and is not counted.
     for round in 0...rounds {
       let counted = round > 0
@@ -114,13 +118,18 @@ enum PeerBench {
       if hasHost {
         let f = timed(forsettiHost, hostArgs, work: work)
         let g = timed(goHost, ["-plugin", goPlugin, "-once"], work: work)
-        if counted, f.status == 0, g.status == 0 {
+        let h = timed(forsettiHost, inProcessArgs, work: work)
+        if counted, f.status == 0, g.status == 0, h.status == 0 {
           whole.ours.append(f.ns)
           whole.oursRSS.append(f.maxRSSBytes)
           whole.peer.append(g.ns)
           whole.peerRSS.append(g.maxRSSBytes)
+          hostOnly.ns.append(h.ns)
+          hostOnly.rss.append(h.maxRSSBytes)
         } else if counted {
-          progress("peers: a whole-process run failed (forsetti-host \(f.status), go host \(g.status))")
+          progress(
+            "peers: a whole-process run failed (forsetti-host \(f.status), go host \(g.status), in-process \(h.status))"
+          )
         }
       }
     }
@@ -161,6 +170,20 @@ enum PeerBench {
           Sample(name: "forsetti-host run --for 0, peak RSS (bytes, /usr/bin/time %M)", perOp: whole.oursRSS),
           Sample(name: "Go host run, peak RSS (bytes, /usr/bin/time %M)", perOp: whole.peerRSS),
           "the largest single process of each tree (host or worker/plugin), not their sum"
+        ))
+      rows.append(
+        (
+          Sample(
+            name: "forsetti-host run --for 0 --in-process (the host's own start and stop)", perOp: hostOnly.ns
+          ),
+          Sample(name: "Go host: one go-plugin plugin, one call, exit", perOp: whole.peer),
+          "no worker: what the host process itself costs, start to reaped"
+        ))
+      rows.append(
+        (
+          Sample(name: "forsetti-host run --for 0 --in-process, peak RSS (bytes)", perOp: hostOnly.rss),
+          Sample(name: "Go host run, peak RSS (bytes, /usr/bin/time %M)", perOp: whole.peerRSS),
+          "the host process alone"
         ))
     }
     return rows

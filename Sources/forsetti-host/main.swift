@@ -1,4 +1,4 @@
 import ForsettiCLI
-import Foundation
+import Glibc
 
 exit(ForsettiHostCLI.main(Array(CommandLine.arguments.dropFirst())))

@@ -2,7 +2,8 @@ import Dispatch
 import ForsettiBinary
 import ForsettiCore
 import ForsettiRuntime
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// `forsetti-host dev`: `run`, plus hot reload of every module whose manifest or binary changes.
@@ -48,7 +49,7 @@ enum DevCommand {
     if let trace = r.trace, r.outcome != .reloaded {
       for e in trace.entries where e.verdict != .skipped {
         out +=
-          "    \(e.verdict.rawValue.uppercased().padding(toLength: 5, withPad: " ", startingAt: 0)) \(e.step.rawValue): \(e.reason.map { "\($0.rawValue): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
+          "    \(e.verdict.rawValue.uppercased().padded(to: 5)) \(e.step.rawValue): \(e.reason.map { "\($0.rawValue): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
       }
     }
     return out

@@ -54,8 +54,8 @@ enum ExplainCommand {
       var out =
         "\(j.moduleID ?? "-") (\(j.file)): \(j.passed ? "passes every gate evaluated" : "BLOCKED by \(j.reason?.rawValue ?? "?")")\n"
       for e in j.trace.entries {
-        let verdict = e.verdict.rawValue.uppercased().padding(toLength: 7, withPad: " ", startingAt: 0)
-        let step = e.step.rawValue.padding(toLength: 19, withPad: " ", startingAt: 0)
+        let verdict = e.verdict.rawValue.uppercased().padded(to: 7)
+        let step = e.step.rawValue.padded(to: 19)
         out +=
           "  \(verdict) \(step) \(e.reason.map { "\($0.rawValue): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
       }

@@ -1,7 +1,8 @@
 import ForsettiBinary
 import ForsettiCore
 import ForsettiRuntime
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The options every judging verb shares (`check`, and later `run`, `list`, `explain`), parsed
 /// and validated once.
@@ -52,8 +53,8 @@ struct HostOptions {
       hostVersion = v
     }
     for dir in p.all("plugins") {
-      var isDir: ObjCBool = false
-      guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+      var isDir = false
+      guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir else {
         throw .configuration(.directory(option: "plugins", path: dir, reason: "no such directory"))
       }
     }
@@ -72,7 +73,7 @@ struct HostOptions {
     }
     let list = raw.dropFirst("fixed".count).drop { $0 == ":" }
     var caps = Set<Capability>()
-    for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
+    for name in list.split(separator: ",").map({ $0.trimmed() })
     where !name.isEmpty {
       guard let cap = Capability(rawValue: name) else {
         let hint = Suggestion.closest(to: name, among: Capability.allCases.map(\.rawValue))

@@ -1,7 +1,8 @@
 import ForsettiBinary
 import ForsettiCore
 import ForsettiRuntime
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `keygen`, `sign`, `verify` and `licence`: Ed25519 keys for vendors and hosts.
 enum KeyCommands {
@@ -81,7 +82,7 @@ enum KeyCommands {
 
   static func verify(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     let keys = Signatures.trustedKeys(
-      in: ((p.value("state") ?? ".forsetti") as NSString).appendingPathComponent("trusted-keys"))
+      in: PathText.join(p.value("state") ?? ".forsetti", "trusted-keys"))
     switch ModuleSignature.verify(p.positionals[0], trusted: keys) {
     case .valid(let k):
       console.out("\(p.positionals[0]): signed by trusted key \(k)\n")

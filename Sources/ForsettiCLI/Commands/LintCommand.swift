@@ -1,6 +1,7 @@
 import ForsettiBinary
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `forsetti-host lint MANIFEST [--plugin FILE.so]`: the review checklist of the reference as
 /// checks with clear messages. Errors block the module; warnings are things a reviewer asks.
@@ -58,7 +59,7 @@ enum LintCommand {
           .object(JSONObject([("file", .string(path)), ("findings", .array(items))])), pretty: true) + "\n")
     } else {
       for f in findings {
-        console.out("\(f.level.padding(toLength: 7, withPad: " ", startingAt: 0)) \(f.check): \(f.message)\n")
+        console.out("\(f.level.padded(to: 7)) \(f.check): \(f.message)\n")
       }
       let errors = findings.filter { $0.level == "error" }.count
       let warnings = findings.filter { $0.level == "warning" }.count
@@ -147,7 +148,7 @@ enum LintCommand {
     }
     guard let bytes = FileManager.default.contents(atPath: plugin) else { return out }
     for (service, cap) in [("forsetti.storage", Capability.storage), ("forsetti.telemetry", .telemetry)] {
-      let named = bytes.range(of: Data((service + "\0").utf8)) != nil
+      let named = bytes.firstRange(of: Array((service + "\0").utf8)) != nil
       if named && !m.capabilitySet.contains(cap) {
         out.append(
           .init(

@@ -77,7 +77,7 @@ enum Columns {
     for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
     return rows.map { r in
       r.enumerated().map { i, c in
-        i == r.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+        i == r.count - 1 ? c : c.padded(to: widths[i])
       }
       .joined(separator: "  ")
     }.joined(separator: "\n") + "\n"

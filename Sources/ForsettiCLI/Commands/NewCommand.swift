@@ -1,5 +1,6 @@
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `forsetti-host new`: a module project that builds with one command against an installed
 /// Forsetti and runs under `forsetti-host dev` as it is.
@@ -45,10 +46,10 @@ enum NewCommand {
     template.prefix = try installation(p.value("prefix"), for: language)
     try prepare(dir)
     for file in template.files {
-      let path = (dir as NSString).appendingPathComponent(file.path)
+      let path = PathText.join(dir, file.path)
       do {
         try FileManager.default.createDirectory(
-          atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+          atPath: PathText.parent(path), withIntermediateDirectories: true)
         try Data(file.content.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
       } catch {
         throw .configuration(
@@ -94,7 +95,7 @@ enum NewCommand {
       prefix = URL(fileURLWithPath: exe).deletingLastPathComponent().deletingLastPathComponent().path
     }
     let needed = language == .c ? "lib/pkgconfig/forsetti.pc" : "share/forsetti/ForsettiSDK/Package.swift"
-    guard FileManager.default.fileExists(atPath: (prefix as NSString).appendingPathComponent(needed)) else {
+    guard FileManager.default.fileExists(atPath: PathText.join(prefix, needed)) else {
       throw .configuration(.noInstallation(looked: prefix, missing: needed))
     }
     return prefix
@@ -102,9 +103,9 @@ enum NewCommand {
 
   /// Creates `dir`, or accepts it when it exists and is empty; never writes over files.
   static func prepare(_ dir: String) throws(CommandFailure) {
-    var isDir: ObjCBool = false
+    var isDir = false
     if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
-      guard isDir.boolValue else {
+      guard isDir else {
         throw .configuration(.directory(option: "DIR", path: dir, reason: "exists and is not a directory"))
       }
       let entries = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []

@@ -1,6 +1,7 @@
 import ForsettiCore
 import ForsettiRuntime
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `forsetti-host override module|product ID on|off|clear [--from T] [--until T]` and
 /// `forsetti-host override list`: the persisted and time-frame providers in STATE/overrides.json.
@@ -330,6 +331,6 @@ enum OverrideCommand {
   static func count(_ n: Int, _ noun: String) -> String { n == 1 ? "1 \(noun)" : "\(n) \(noun)s" }
 
   static func time(_ t: Instant) -> String {
-    ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: t))
+    Date(timeIntervalSince1970: t).formatted(.iso8601)
   }
 }

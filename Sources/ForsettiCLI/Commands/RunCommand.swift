@@ -2,7 +2,8 @@ import Dispatch
 import ForsettiBinary
 import ForsettiCore
 import ForsettiRuntime
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// `forsetti-host run`: discover, gate, load and start modules; run until SIGINT/SIGTERM or
@@ -154,14 +155,14 @@ enum RunCommand {
     }
 
     try? FileManager.default.createDirectory(
-      atPath: (options.stateDirectory as NSString).appendingPathComponent("logs"),
+      atPath: PathText.join(options.stateDirectory, "logs"),
       withIntermediateDirectories: true)
     let uiPort = try port(p)
     let webEvents = WebEvents()
     var sinks: [any LogSink] = [StreamLogSink(fd: options.json ? 2 : 1)]
     if uiPort != nil { sinks.append(WebLogSink(webEvents)) }
     if let file = FileLogSink(
-      path: (options.stateDirectory as NSString).appendingPathComponent("logs/host.log"),
+      path: PathText.join(options.stateDirectory, "logs/host.log"),
       rotation: limits.rotation)
     {
       sinks.append(file)
@@ -299,10 +300,10 @@ private func exportDirectory(_ p: ParsedArguments) throws(CommandFailure) -> Str
       atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
   } catch {
     throw .configuration(
-      .directory(option: "export-dir", path: path, reason: "cannot create it: \(error.localizedDescription)"))
+      .directory(option: "export-dir", path: path, reason: "cannot create it: \(SystemReason.of(error))"))
   }
-  var isDirectory: ObjCBool = false
-  guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+  var isDirectory = false
+  guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else {
     throw .configuration(.directory(option: "export-dir", path: path, reason: "not a directory"))
   }
   return path

@@ -6,7 +6,7 @@ enum CheckReport {
     let idWidth = min(48, judgements.map { ($0.moduleID ?? "-").count }.max() ?? 0)
     var out = ""
     for j in judgements {
-      let id = (j.moduleID ?? "-").padding(toLength: max(idWidth, 1), withPad: " ", startingAt: 0)
+      let id = (j.moduleID ?? "-").padded(to: max(idWidth, 1))
       if let failure = j.trace.firstFailure, let reason = failure.reason {
         out +=
           "BLOCKED  \(id)  \(j.file)  \(reason.rawValue) at \(failure.step.rawValue): \(failure.detail)\n"

@@ -1,6 +1,7 @@
 import ForsettiCore
 import ForsettiRuntime
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The health modules report about themselves (forsetti/services/diagnostics.h) as `list`,
 /// `explain` and the debug page show it: the module's own words, marked so and escaped, and
@@ -55,7 +56,7 @@ enum ReportedHealth {
     for (name, value) in h.counters.sorted(by: { $0.key < $1.key }) {
       out += "    counter \(LogRecord.streamSafe(name)) = \(value)\n"
     }
-    out += "    reported at \(ISO8601DateFormatter().string(from: h.updated))\n"
+    out += "    reported at \(h.updated.formatted(.iso8601))\n"
     return out
   }
 
@@ -70,7 +71,7 @@ enum ReportedHealth {
       JSONObject([
         ("reportedBy", .string("module")), ("status", .string(orNull: h.status?.name)),
         ("summary", .string(orNull: h.summary)), ("counters", .object(JSONObject(counters))),
-        ("updated", .string(ISO8601DateFormatter().string(from: h.updated))),
+        ("updated", .string(h.updated.formatted(.iso8601))),
       ]))
   }
 

@@ -20,7 +20,7 @@ enum RunReport {
     let w0 = max(6, rows.map(\.0.count).max() ?? 0)
     let w1 = max(7, rows.map(\.1.count).max() ?? 0)
     let w2 = max(5, rows.map(\.2.count).max() ?? 0)
-    func pad(_ s: String, _ w: Int) -> String { s.padding(toLength: w, withPad: " ", startingAt: 0) }
+    func pad(_ s: String, _ w: Int) -> String { s.padded(to: w) }
     var out = "\(pad("MODULE", w0))  \(pad("VERSION", w1))  \(pad("STATE", w2))  DETAIL\n"
     for r in rows { out += "\(pad(r.0, w0))  \(pad(r.1, w1))  \(pad(r.2, w2))  \(r.3)\n" }
     return out

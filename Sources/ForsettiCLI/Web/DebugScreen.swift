@@ -1,7 +1,8 @@
 import CForsettiWeb
 import ForsettiCore
 import ForsettiRuntime
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The debug screen: a page on 127.0.0.1 for the running host (`run --ui`, `dev --ui`), served by
 /// libmicrohttpd (no parser of ours reads network input). Every request must carry the one-time
@@ -34,7 +35,10 @@ final class DebugScreen: @unchecked Sendable {
     throws(StartError)
   {
     var random = SystemRandomNumberGenerator()
-    token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined()
+    token = (0..<16).map { _ in
+      let byte = UInt8.random(in: 0...255, using: &random)
+      return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+    }.joined()
     self.events = events
     self.ask = ask
     let context = Unmanaged.passUnretained(self).toOpaque()
