@@ -1,5 +1,6 @@
 import ForsettiBridge
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What all modules of one host share: the state directory, the log, the event bus, the
 /// message router and the telemetry recorder.
@@ -33,7 +34,7 @@ public final class HostEnvironment: Sendable {
     events = EventBus()
     messages = MessageRouter()
     telemetry = TelemetryRecorder(
-      path: (stateDirectory as NSString).appendingPathComponent("logs/telemetry.jsonl"),
+      path: PathText.join(stateDirectory, "logs/telemetry.jsonl"),
       rotation: limits.rotation, limiter: limiter)
   }
 
@@ -42,7 +43,7 @@ public final class HostEnvironment: Sendable {
 
   /// `sandboxes/<moduleID>/` beneath the state directory, as an absolute path.
   public func sandboxPath(for moduleID: String) -> String {
-    let base = (stateDirectory as NSString).appendingPathComponent("sandboxes/\(moduleID)")
+    let base = PathText.join(stateDirectory, "sandboxes/\(moduleID)")
     return URL(fileURLWithPath: base).standardizedFileURL.path
   }
 

@@ -1,3 +1,4 @@
+import ForsettiRuntime
 import ForsettiBinary
 import ForsettiCore
 import FoundationEssentials

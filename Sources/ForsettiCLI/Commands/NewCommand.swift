@@ -1,3 +1,4 @@
+import ForsettiRuntime
 import ForsettiCore
 import FoundationEssentials
 import Glibc

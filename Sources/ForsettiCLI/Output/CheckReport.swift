@@ -1,3 +1,4 @@
+import ForsettiRuntime
 import ForsettiCore
 
 /// The human form of `check`: one aligned line per module, then a summary.

@@ -1,4 +1,3 @@
-import ForsettiCore
 import Glibc
 
 // The control protocol of a running host (docs/control.md):

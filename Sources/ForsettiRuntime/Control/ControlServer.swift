@@ -1,7 +1,8 @@
 import CForsettiSys
 import Dispatch
 import ForsettiCore
-import Foundation
+import ForsettiBridge
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -53,7 +54,7 @@ public final class ControlServer: Sendable {
       throw .unreachable(path: path, errno: e)
     }
     self.fd = fd
-    Thread { [self] in self.acceptLoop() }.start()
+    _ = DetachedThread.start { [self] in self.acceptLoop() }
   }
 
   /// Serves every waiting request with `handle`, on the calling (the host's) thread.
@@ -117,11 +118,11 @@ public final class ControlServer: Sendable {
         Glibc.close(client)
         continue
       }
-      Thread { [self] in
+      _ = DetachedThread.start { [self] in
         self.handle(client)
         Glibc.close(client)
         self.clients.subtract(1, ordering: .acquiringAndReleasing)
-      }.start()
+      }
     }
     Glibc.close(fd)
   }

@@ -1,7 +1,8 @@
 import ForsettiBinary
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A running host: it judges, converges on what should run, and converges again whenever
@@ -245,13 +246,13 @@ public final class LiveHost {
     let c = judge.configuration
     let state = c.stateDirectory.isEmpty ? "." : c.stateDirectory
     var dirs = [state, state + "/licences", state + "/trusted-keys"]
-    let entitlements = c.entitlementsFile.map { ($0 as NSString).lastPathComponent }
+    let entitlements = c.entitlementsFile.map { PathText.name($0) }
     // Any change in the entitlements file's own directory counts (a file swapped through a
     // symbolic link, as Kubernetes mounts do); in the state directory only its name does, or the
     // host's own writes there (runtime.json) would wake it.
     var entitlementsDirectory: String?
     if let file = c.entitlementsFile {
-      let dir = (file as NSString).deletingLastPathComponent
+      let dir = PathText.parent(file)
       let d = dir.isEmpty ? "." : dir
       dirs.append(d)
       if d != state { entitlementsDirectory = d }
@@ -266,8 +267,8 @@ public final class LiveHost {
     do {
       watchers.append(
         try FileWatcher(directories: Array(Set(dirs)), recursive: false) { path, _ in
-          let name = (path as NSString).lastPathComponent
-          let dir = (path as NSString).deletingLastPathComponent
+          let name = PathText.name(path)
+          let dir = PathText.parent(path)
           let trust = dir == state && (name == "licences" || name == "trusted-keys")
           if names.contains(name) || name == entitlements || dir == entitlementsDir || trust
             || dir == state + "/licences" || dir == state + "/trusted-keys"

@@ -3,7 +3,8 @@ import Dispatch
 import ForsettiBinary
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One isolated module on its way from a new worker to started: what its worker said so far,
 /// and how it ended. Driven by its worker's events alone, against its own deadline.
@@ -144,7 +145,7 @@ extension ModuleManager {
     -> WorkerConfiguration
   {
     let sandbox = environment.sandboxPath(for: a.manifest.moduleID)
-    let dir = (a.path as NSString).deletingLastPathComponent
+    let dir = PathText.parent(a.path)
     let policy = ConfinementPolicy(
       readExecute: [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"]
         + workerLibraryDirectories,

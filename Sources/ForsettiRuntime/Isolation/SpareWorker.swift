@@ -1,4 +1,4 @@
-import Foundation
+import ForsettiBridge
 import Synchronization
 
 /// One worker process started ahead of need, for `dev`: a reload or a restart then skips the
@@ -65,7 +65,7 @@ final class SpareWorker: Sendable {
       slot.withLock { $0.placing = false }
       return
     }
-    Thread { [self] in
+    let placed = DetachedThread.start { [self] in
       let spare = Spare(worker: started, cgroup: place(started.pid))
       let unwanted = slot.withLock { s -> Spare? in
         s.placing = false
@@ -74,7 +74,12 @@ final class SpareWorker: Sendable {
         return nil
       }
       if let unwanted { Self.discard(unwanted) }
-    }.start()
+    }
+    // No thread for the placing: the spare is not offered, and the next refill tries again.
+    if !placed {
+      slot.withLock { $0.placing = false }
+      started.discard()
+    }
   }
 
   /// Ends the spare; no more are started.

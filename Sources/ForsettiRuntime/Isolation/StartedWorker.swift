@@ -1,6 +1,6 @@
 import CForsettiSys
 import ForsettiBridge
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -197,10 +197,10 @@ final class StartedWorker: Sendable {
         if !gone { usleep(1000) }
       }
       if !gone {
-        Thread { [pid] in
+        _ = DetachedThread.start { [pid] in
           var status: Int32 = 0
           while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        }.start()
+        }
       }
     }
     calls.close()

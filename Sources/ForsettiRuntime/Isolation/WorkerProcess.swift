@@ -2,7 +2,7 @@ import CForsetti
 import CForsettiSys
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -86,9 +86,9 @@ final class WorkerProcess: Sendable {
     self.onExit = onExit
     let configure = session.configure()
     let outFD = started.outputFD
-    Thread { [self] in self.readLoop() }.start()
-    Thread { [self] in self.callLoop() }.start()
-    Thread { [self] in self.captureOutput(outFD) }.start()
+    _ = DetachedThread.start { [self] in self.readLoop() }
+    _ = DetachedThread.start { [self] in self.callLoop() }
+    _ = DetachedThread.start { [self] in self.captureOutput(outFD) }
     guard configure else { return }
     let frame = Self.configureFrame(configuration)
     // A spare already in its cgroup (`SpareWorker`) is told its module at once.
@@ -100,7 +100,7 @@ final class WorkerProcess: Sendable {
     // nothing may create a thread: the worker is joined after this worker's threads exist, on a
     // thread of its own, while the worker is still starting up, and told its module only once it
     // is in — it has run no module code before.
-    Thread { [self] in
+    _ = DetachedThread.start { [self] in
       // Under the reaping lock: a worker killed and reaped meanwhile (a deadline passed) must
       // not have its pid, perhaps another process's by now, written into its cgroup.
       let failure: String? = reaped.withLock { r in
@@ -118,7 +118,7 @@ final class WorkerProcess: Sendable {
       }
       placementFailure.withLock { $0 = failure }
       kill()
-    }.start()
+    }
   }
 
   /// Why the worker could not be put in its cgroup (it was then killed before it was told its
@@ -233,7 +233,7 @@ final class WorkerProcess: Sendable {
 
   /// Removes `cgroup` (killing anything left in it) on a thread of its own.
   static func release(_ cgroup: WorkerCgroup) {
-    Thread { _ = try? cgroup.release() }.start()
+    _ = DetachedThread.start { _ = try? cgroup.release() }
   }
 
   /// How the worker ended, with the cgroup's word when it had one: "killed by SIGKILL
@@ -275,12 +275,12 @@ final class WorkerProcess: Sendable {
     if grace > 0, let s = exitStatus(within: grace) { return s }
     kill()
     if let s = exitStatus(within: Self.reapTimeout) { return s }
-    Thread { [self] in
+    _ = DetachedThread.start { [self] in
       // Waits without reaping, then reaps under the lock: `kill` never sees a reused pid.
       var info = siginfo_t()
       while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
       _ = exitStatus()
-    }.start()
+    }
     return nil
   }
 
@@ -417,12 +417,14 @@ final class WorkerProcess: Sendable {
   }
 
   private func captureOutput(_ fd: Int32) {
-    let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    defer { Glibc.close(fd) }
     var pending = Data()
+    var buf = [UInt8](repeating: 0, count: 4096)
     while true {
-      let chunk = handle.availableData
-      if chunk.isEmpty { break }
-      pending.append(chunk)
+      let n = Glibc.read(fd, &buf, buf.count)
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { break }
+      pending.append(contentsOf: buf[0..<n])
       while let nl = pending.firstIndex(of: 0x0A) {
         let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
         pending.removeSubrange(pending.startIndex...nl)

@@ -1,6 +1,7 @@
 import ForsettiBinary
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The gate stack with every input the host has, read fresh: manifests, binaries, approvals,
 /// overrides, licences, trusted keys, the entitlements file. `check`, `list`, `explain`, `run`
@@ -105,7 +106,7 @@ public struct Judge: Sendable {
   /// Keys trusted to sign modules and licences: `STATE/trusted-keys/*.pub`.
   public var trustedKeys: [String: [UInt8]] {
     Signatures.trustedKeys(
-      in: (configuration.stateDirectory as NSString).appendingPathComponent("trusted-keys"))
+      in: PathText.join(configuration.stateDirectory, "trusted-keys"))
   }
 
   /// Step 2 as configured: ELF inspection, and the signature when keys are trusted (read once,

@@ -1,5 +1,6 @@
 import ForsettiBridge
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// How modules run.
 public enum ExecutionMode: Sendable {
@@ -32,7 +33,7 @@ public struct IsolationSettings: Sendable {
     let exe =
       (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
       ?? CommandLine.arguments[0]
-    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent("forsetti-worker")
+    return PathText.join(PathText.parent(exe), "forsetti-worker")
   }
 
   /// Directories of every shared library mapped into this process, plus the usual system
@@ -44,7 +45,7 @@ public struct IsolationSettings: Sendable {
         guard let slash = line.firstIndex(of: "/") else { continue }
         let path = String(line[slash...])
         if path.hasSuffix(".so") || path.contains(".so.") {
-          dirs.insert((path as NSString).deletingLastPathComponent)
+          dirs.insert(PathText.parent(path))
         }
       }
     }
@@ -86,7 +87,7 @@ public struct IsolationSettings: Sendable {
   /// `ConfinementPolicy.networkNamespace`).
   static func availableNamespaces() -> [String] {
     func read(_ path: String) -> String? {
-      (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+      (try? String(contentsOfFile: path, encoding: .utf8))?.filter { !$0.isWhitespace }
     }
     let root = geteuid() == 0
     var user =

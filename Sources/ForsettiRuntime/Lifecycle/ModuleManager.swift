@@ -2,7 +2,8 @@ import CForsetti
 import ForsettiBinary
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The module table and the one lifecycle of its modules: load → identity and UI → start, in
 /// provider-first order; supervision of what runs; stop in reverse. One module's failure is

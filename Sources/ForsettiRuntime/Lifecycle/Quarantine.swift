@@ -1,6 +1,7 @@
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What identifies a binary for quarantine: size, modification time and a content hash, so
 /// that any rebuild lifts the quarantine (GStreamer's registry blacklists the same way).
@@ -40,7 +41,7 @@ public struct QuarantineStore: Sendable {
   public let path: String
 
   public init(stateDirectory: String) {
-    path = (stateDirectory as NSString).appendingPathComponent("quarantine.json")
+    path = PathText.join(stateDirectory, "quarantine.json")
   }
 
   public func load() -> [String: Entry] {

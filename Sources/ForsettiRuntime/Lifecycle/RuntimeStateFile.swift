@@ -1,6 +1,7 @@
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What a running host publishes in its state directory: `runtime.json` (its modules and their
 /// states) and `surface.json` (the composed UI surface), each stamped with the host's PID.
@@ -10,11 +11,11 @@ public struct RuntimeStateFile: Sendable {
   public var surface: Surface
 
   public static func runtimePath(_ stateDirectory: String) -> String {
-    (stateDirectory as NSString).appendingPathComponent("runtime.json")
+    PathText.join(stateDirectory, "runtime.json")
   }
 
   public static func surfacePath(_ stateDirectory: String) -> String {
-    (stateDirectory as NSString).appendingPathComponent("surface.json")
+    PathText.join(stateDirectory, "surface.json")
   }
 
   var runtimeJSON: JSONValue {

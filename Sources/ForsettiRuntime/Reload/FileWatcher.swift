@@ -1,6 +1,6 @@
 import CForsettiSys
 import ForsettiBridge
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -53,13 +53,11 @@ public final class FileWatcher: Sendable {
     let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_CREATE)
     var all = directories
     for d in directories where recursive {
-      if let walker = FileManager.default.enumerator(atPath: d) {
-        for case let rel as String in walker {
-          var isDir: ObjCBool = false
-          let full = (d as NSString).appendingPathComponent(rel)
-          if FileManager.default.fileExists(atPath: full, isDirectory: &isDir), isDir.boolValue {
-            all.append(full)
-          }
+      for rel in (try? FileManager.default.subpathsOfDirectory(atPath: d)) ?? [] {
+        var isDir = false
+        let full = PathText.join(d, rel)
+        if FileManager.default.fileExists(atPath: full, isDirectory: &isDir), isDir {
+          all.append(full)
         }
       }
     }
@@ -73,7 +71,7 @@ public final class FileWatcher: Sendable {
       watched[wd] = d
     }
     self.directories = Mutex(watched)
-    Thread { [self] in self.readLoop() }.start()
+    _ = DetachedThread.start { [self] in self.readLoop() }
   }
 
   private let stopped = Atomic<Bool>(false)
@@ -119,7 +117,7 @@ public final class FileWatcher: Sendable {
         guard nameLength > 0, offset <= n else { continue }
         let name = String(cString: buffer.advanced(by: nameStart).assumingMemoryBound(to: CChar.self))
         guard let dir = directories.withLock({ $0[event.wd] }) else { continue }
-        let path = (dir as NSString).appendingPathComponent(name)
+        let path = PathText.join(dir, name)
         if event.mask & UInt32(IN_ISDIR) != 0 {
           // A new subdirectory of manifests, or a watched directory made again (a directory of
           // licences replaced by a rename): watch it, and say so — its files are new.

@@ -1,6 +1,7 @@
 import CForsettiSys
 import ForsettiBridge
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The copy each version of a module is loaded from. Loading from a copy gives every version its
 /// own file (the dynamic loader matches images by device and inode, so a hardlink or the same
@@ -20,9 +21,9 @@ public enum VersionCopies {
     else {
       return .failure(.failed(path: path, step: "read", errno: errno))
     }
-    let dir = (stateDirectory as NSString).appendingPathComponent("versions/\(moduleID)")
-    let name = String(identity.hash, radix: 16) + "-" + (path as NSString).lastPathComponent
-    let target = (dir as NSString).appendingPathComponent(name)
+    let dir = PathText.join(stateDirectory, "versions/\(moduleID)")
+    let name = String(identity.hash, radix: 16) + "-" + PathText.name(path)
+    let target = PathText.join(dir, name)
     if FileManager.default.fileExists(atPath: target) { return .success(target) }
     // A cache of the binary: complete or absent (rename), but no fsync on the reload path.
     do { try AtomicFile.write([UInt8](data), to: target, mode: 0o755, durable: false) } catch {
@@ -55,7 +56,7 @@ public enum VersionCopies {
   /// image under a new version's name. A rollback reopens the same path and gets the old
   /// version's image, as it should.
   public static func inMemory(_ path: String, moduleID: String) -> Result<String, MemoryCopyError> {
-    let name = "forsetti:\(moduleID):\((path as NSString).lastPathComponent)"
+    let name = "forsetti:\(moduleID):\(PathText.name(path))"
     let fd = forsetti_memfd_copy(path, name, memoryCopyLimit)
     guard fd >= 0 else { return .failure(.failed(path: path, errno: errno)) }
     let proc = "/proc/self/fd/\(fd)"

@@ -1,5 +1,6 @@
 import ForsettiBridge
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Writes files so that a crash leaves the old content or the new, never a mix: a temporary
 /// file in the same directory, fsync, rename over the target, fsync of the directory.
@@ -20,7 +21,7 @@ public enum AtomicFile {
   public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644, durable: Bool = true)
     throws(WriteError)
   {
-    let dir = (path as NSString).deletingLastPathComponent
+    let dir = PathText.parent(path)
     if !dir.isEmpty {
       try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     }

@@ -1,7 +1,8 @@
 import CForsetti
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// What a module said about its own health (forsetti/services/diagnostics.h): its claim, shown

@@ -1,5 +1,6 @@
 import ForsettiBridge
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// One log line. The module ID is stamped by the host, never taken from the module.
@@ -72,7 +73,7 @@ public struct LogRecord: Sendable, Hashable {
         ($0.properties.isAlphabetic || $0.properties.numericType != nil
           || "._-/:@".unicodeScalars.contains($0)) && $0.isASCII
       }
-    return plain ? v : "\"" + escaped(v).replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    return plain ? v : "\"" + escaped(v).replacing( "\"", with: "\\\"") + "\""
   }
 }
 
@@ -126,7 +127,7 @@ public final class StreamLogSink: LogSink {
     let line =
       target.journal
       ? "<\(Self.syslogPriority(record.level))>\(body)\n"
-      : "\(record.level.name.padding(toLength: 7, withPad: " ", startingAt: 0)) \(body)\n"
+      : "\(record.level.name.padded(to: 7)) \(body)\n"
     notices.withLock { n in
       if split {
         Self.write(line, to: target.fd, notice: &n.errors)

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Readiness and status for a service manager (systemd's `Type=notify`): one datagram to the
 /// unix socket named by `$NOTIFY_SOCKET`. Without that variable every call does nothing, so the

@@ -1,6 +1,7 @@
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Appends telemetry events as JSON lines to `logs/telemetry.jsonl` in the state directory,
 /// rotated by size (`telemetry.jsonl.1` …), each module within its telemetry rate limit.
@@ -14,7 +15,7 @@ public final class TelemetryRecorder: Sendable {
   /// `limiter`, every event is written.
   public init?(path: String, rotation: RotationPolicy = .standard, limiter: ModuleRateLimiter? = nil) {
     try? FileManager.default.createDirectory(
-      atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+      atPath: PathText.parent(path), withIntermediateDirectories: true)
     guard let file = RotatingLogFile(path: path, policy: rotation) else { return nil }
     self.path = path
     self.file = file

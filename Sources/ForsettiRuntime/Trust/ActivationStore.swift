@@ -1,5 +1,6 @@
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `STATE/activation.json`: the enabled set and the selected UI module, written atomically.
 /// Read-modify-write goes through `update`, which holds an exclusive lock on
@@ -15,8 +16,8 @@ public struct ActivationStore: Sendable {
 
   /// The store of the state directory `stateDirectory`.
   public init(stateDirectory: String) {
-    path = (stateDirectory as NSString).appendingPathComponent("activation.json")
-    lockPath = (stateDirectory as NSString).appendingPathComponent(".activation.lock")
+    path = PathText.join(stateDirectory, "activation.json")
+    lockPath = PathText.join(stateDirectory, ".activation.lock")
   }
 
   /// Why the activation file could not be read, written or locked.
@@ -89,7 +90,7 @@ public struct ActivationStore: Sendable {
 
   /// Opens and exclusively locks the lock file, creating the state directory when needed.
   private func lock() throws(StoreError) -> Int32 {
-    let dir = (lockPath as NSString).deletingLastPathComponent
+    let dir = PathText.parent(lockPath)
     if !dir.isEmpty {
       try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     }

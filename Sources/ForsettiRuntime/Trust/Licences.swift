@@ -1,7 +1,8 @@
 import ForsettiBinary
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A signed licence: product, licensee, expiry and the vendor key that signed them, verified
 /// offline against the trusted vendor keys. File form (`STATE/licences/*.licence`):
@@ -47,7 +48,7 @@ public struct Licence: Sendable, Hashable {
   }
 
   public static func parseTime(_ s: String) -> Instant? {
-    ISO8601DateFormatter().date(from: s).map(\.timeIntervalSince1970)
+    (try? Date(s, strategy: .iso8601)).map(\.timeIntervalSince1970)
   }
 
   public init?(json text: String) {
@@ -107,17 +108,17 @@ public struct LicenceEntitlementProvider: EntitlementProvider {
   public static func load(stateDirectory: String, staticProducts: Set<String>, now: Instant)
     -> LicenceEntitlementProvider
   {
-    let dir = (stateDirectory as NSString).appendingPathComponent("licences")
+    let dir = PathText.join(stateDirectory, "licences")
     let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter {
       $0.hasSuffix(".licence")
     }.sorted()
     let licences = names.map { n -> (String, Licence?) in
       let text =
-        (try? String(contentsOfFile: (dir as NSString).appendingPathComponent(n), encoding: .utf8)) ?? ""
+        (try? String(contentsOfFile: PathText.join(dir, n), encoding: .utf8)) ?? ""
       return (n, Licence(json: text))
     }
     let trusted = Signatures.trustedKeys(
-      in: (stateDirectory as NSString).appendingPathComponent("trusted-keys"))
+      in: PathText.join(stateDirectory, "trusted-keys"))
     return LicenceEntitlementProvider(
       licences: licences, trusted: trusted, staticProducts: staticProducts, now: now)
   }

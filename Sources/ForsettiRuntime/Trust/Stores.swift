@@ -1,13 +1,14 @@
 import ForsettiBridge
 import ForsettiCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `STATE/approvals.json`: what the user approved, per module, written atomically.
 public struct ApprovalStore: Sendable {
   public let path: String
 
   public init(stateDirectory: String) {
-    path = (stateDirectory as NSString).appendingPathComponent("approvals.json")
+    path = PathText.join(stateDirectory, "approvals.json")
   }
 
   public enum StoreError: Error, Sendable, CustomStringConvertible {
@@ -98,7 +99,7 @@ public struct OverrideStore: Sendable {
   public let path: String
 
   public init(stateDirectory: String) {
-    path = (stateDirectory as NSString).appendingPathComponent("overrides.json")
+    path = PathText.join(stateDirectory, "overrides.json")
   }
 
   /// One time-frame window: `state` from `from` (inclusive) until `until` (exclusive); either

@@ -1,8 +1,9 @@
-/// NSString's path arithmetic on plain strings: NSString is Foundation's, and Foundation costs
-/// every start of the host its libraries (ICU among them), relocations and memory.
-enum PathText {
+/// NSString's path arithmetic and padding on plain strings: NSString is Foundation's, and
+/// Foundation costs every start of the host its libraries (ICU among them), relocations and
+/// memory. Shared by the runtime and the command line.
+package enum PathText {
   /// `a` and `b` joined by one slash, as NSString's appendingPathComponent joins them.
-  static func join(_ a: String, _ b: String) -> String {
+  package static func join(_ a: String, _ b: String) -> String {
     if a.isEmpty { return b }
     if b.isEmpty { return a }
     return a.hasSuffix("/") ? a + b : a + "/" + b
@@ -10,7 +11,7 @@ enum PathText {
 
   /// The path without its last component, as NSString's deletingLastPathComponent: `a/b/` → `a`,
   /// `b` → ``, `/b` → `/`.
-  static func parent(_ path: String) -> String {
+  package static func parent(_ path: String) -> String {
     var bytes = Array(path.utf8)
     while bytes.count > 1, bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
     guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "" }
@@ -18,18 +19,26 @@ enum PathText {
     while parent.count > 1, parent.last == UInt8(ascii: "/") { parent.removeLast() }
     return parent.isEmpty ? "/" : String(decoding: parent, as: UTF8.self)
   }
+
+  /// The last component, as NSString's lastPathComponent: `a/b/` → `b`, `/` → `/`.
+  package static func name(_ path: String) -> String {
+    var bytes = Array(path.utf8)
+    while bytes.count > 1, bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
+    guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return String(decoding: bytes, as: UTF8.self) }
+    return bytes.count == 1 ? "/" : String(decoding: bytes[(slash + 1)...], as: UTF8.self)
+  }
 }
 
 extension String {
   /// Exactly `width` characters: cut, or padded with spaces (NSString's padding(toLength:) with " ").
-  func padded(to width: Int) -> String {
+  package func padded(to width: Int) -> String {
     count >= width ? String(prefix(width)) : self + String(repeating: " ", count: width - count)
   }
 }
 
 extension StringProtocol {
   /// Without leading and trailing blanks, newlines kept (trimmingCharacters(in: .whitespaces)).
-  func trimmed() -> String {
+  package func trimmed() -> String {
     let blank: (Character) -> Bool = { $0.isWhitespace && !$0.isNewline }
     guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else {
       return ""
