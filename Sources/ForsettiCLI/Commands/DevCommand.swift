@@ -15,7 +15,8 @@ enum DevCommand {
       A change counts when the file is complete (closed after writing, or renamed into place);
       changes within --debounce of each other make one reload. A reload gates the new version
       first, then asks the old instance for its state, stops it, loads the new version from a
-      copy under STATE/versions/, and starts it with that state. If the new version fails any
+      copy (a sealed memory copy with --in-process; for a worker, one under STATE/versions/, in
+      the spare worker kept ready), and starts it with that state. If the new version fails any
       gate, fails to load or start, or crashes within --grace, the previous version runs again
       with its state and the failure is printed with its gate trace (a crash within --grace is
       named as such). Modules that depend on a reloaded provider restart after it. An update

@@ -174,8 +174,8 @@ enum RunCommand {
       environment.hostLog(.info, "file export: modules granted file_export write into \(exportDirectory)")
     }
     let manager = ModuleManager(environment: environment, mode: mode)
-    // From a copy under STATE/versions/ always: `reload ID` (and dev) may replace the file while
-    // the loaded version must stay reachable for a rollback.
+    // From a copy always (in memory in-process, under STATE/versions/ for a worker): `reload ID`
+    // (and dev) may replace the file while the loaded version must stay reachable for a rollback.
     manager.versionCopies = true
     manager.keepsSpareWorker = development != nil
     if case .isolated = mode {
