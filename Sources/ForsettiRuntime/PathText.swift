@@ -24,7 +24,9 @@ package enum PathText {
   package static func name(_ path: String) -> String {
     var bytes = Array(path.utf8)
     while bytes.count > 1, bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
-    guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return String(decoding: bytes, as: UTF8.self) }
+    guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else {
+      return String(decoding: bytes, as: UTF8.self)
+    }
     return bytes.count == 1 ? "/" : String(decoding: bytes[(slash + 1)...], as: UTF8.self)
   }
 }

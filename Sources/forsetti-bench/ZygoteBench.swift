@@ -54,7 +54,8 @@ enum ZygoteBench {
         let (m, judgements, index) = hosts[k]
         let approvals = ApprovalLedger(approveAll: true)
         _ = m.reconcile(
-          DesiredState(judgements: judgements, index: index, inactive: off, approvals: approvals), quiet: true)
+          DesiredState(judgements: judgements, index: index, inactive: off, approvals: approvals), quiet: true
+        )
         let t0 = Clock.ns()
         _ = m.reconcile(DesiredState(judgements: judgements, index: index, approvals: approvals), quiet: true)
         let t = Double(Clock.ns() - t0)
@@ -70,7 +71,9 @@ enum ZygoteBench {
       return (.nan, .nan)
     }
     func field(_ name: String) -> Double {
-      guard let line = s.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return .nan }
+      guard let line = s.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else {
+        return .nan
+      }
       return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan) * 1024
     }
     return (field("Pss"), field("Rss"))

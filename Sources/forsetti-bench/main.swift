@@ -342,8 +342,11 @@ if section("spawn") {
     (startDirs[0], startDirs[1]), id: "com.bench.trivial", rounds: quick ? 10 : 30)
   rows.append(
     (
-      Sample(name: "isolated module start, running host (fork, cgroup, confine, load, start)", perOp: warm.forked),
-      Sample(name: "isolated module start, running host, spawned (spawn, cgroup, confine, load, start)", perOp: warm.spawned),
+      Sample(
+        name: "isolated module start, running host (fork, cgroup, confine, load, start)", perOp: warm.forked),
+      Sample(
+        name: "isolated module start, running host, spawned (spawn, cgroup, confine, load, start)",
+        perOp: warm.spawned),
       "reconcile: module enabled → started; the zygote already running"
     ))
   var rss: [Double] = []
@@ -352,7 +355,8 @@ if section("spawn") {
     if let pid = m.workerPID("com.bench.trivial") { rss.append(Fixtures.rssKiB(pid) * 1024) }
     m.stopAll()
   }
-  rows.append((Sample(name: "worker resident memory (bytes), one module", perOp: rss), nil, "VmRSS after start"))
+  rows.append(
+    (Sample(name: "worker resident memory (bytes), one module", perOp: rss), nil, "VmRSS after start"))
   let many = quick ? 50 : 200
   progress("\(many) workers at once, zygote vs spawn")
   let manyDir = work + "/many"
@@ -361,13 +365,17 @@ if section("spawn") {
   let spawnedMany = try ZygoteBench.manyWorkers(manyDir, count: many, zygote: false)
   rows.append(
     (
-      Sample(name: "PSS per worker, \(forkedMany.started) workers forked by the zygote (bytes)", perOp: forkedMany.pss),
+      Sample(
+        name: "PSS per worker, \(forkedMany.started) workers forked by the zygote (bytes)",
+        perOp: forkedMany.pss),
       Sample(name: "PSS per worker, \(spawnedMany.started) workers spawned (bytes)", perOp: spawnedMany.pss),
       "smaps_rollup; target ≤ 3 MiB at 200"
     ))
   rows.append(
     (
-      Sample(name: "RSS per worker, \(forkedMany.started) workers forked by the zygote (bytes)", perOp: forkedMany.rss),
+      Sample(
+        name: "RSS per worker, \(forkedMany.started) workers forked by the zygote (bytes)",
+        perOp: forkedMany.rss),
       Sample(name: "RSS per worker, \(spawnedMany.started) workers spawned (bytes)", perOp: spawnedMany.rss),
       "resident, shared pages counted in full in each"
     ))

@@ -184,7 +184,8 @@ import Testing
     ).install(in: h.dir)
     let m = try h.start(mode: RuntimeHarness.isolated(startTimeout: 60))
     defer { m.stopAll() }
-    #expect(h.state("com.test.contend") == .started, "\(String(describing: h.record("com.test.contend")?.trace))")
+    #expect(
+      h.state("com.test.contend") == .started, "\(String(describing: h.record("com.test.contend")?.trace))")
     #expect(h.lines("com.test.contend").contains("calls answered: 18000"), "\(h.lines("com.test.contend"))")
   }
 }

@@ -1,6 +1,6 @@
-import ForsettiRuntime
 import ForsettiBinary
 import ForsettiCore
+import ForsettiRuntime
 import FoundationEssentials
 import Glibc
 

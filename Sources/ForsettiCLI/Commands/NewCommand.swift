@@ -1,5 +1,5 @@
-import ForsettiRuntime
 import ForsettiCore
+import ForsettiRuntime
 import FoundationEssentials
 import Glibc
 

@@ -1,5 +1,5 @@
-import ForsettiRuntime
 import ForsettiCore
+import ForsettiRuntime
 
 /// The human form of `check`: one aligned line per module, then a summary.
 enum CheckReport {

@@ -1,7 +1,7 @@
 import CForsettiSys
 import Dispatch
-import ForsettiCore
 import ForsettiBridge
+import ForsettiCore
 import FoundationEssentials
 import Glibc
 import Synchronization

@@ -159,7 +159,9 @@ extension ModuleManager {
 
   /// A new worker process, waiting for its configuration; nil after recording why none started.
   private func spawnWorker(_ a: Activation, _ settings: IsolationSettings) -> StartedWorker? {
-    do { return try (workerSource ?? WorkerSource(executable: settings.workerExecutable, forks: false)).start() } catch {
+    do {
+      return try (workerSource ?? WorkerSource(executable: settings.workerExecutable, forks: false)).start()
+    } catch {
       fail(a.slot, .load, .loadFailed, "could not start a worker: \(error)")
       return nil
     }

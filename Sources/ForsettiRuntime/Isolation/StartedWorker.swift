@@ -66,7 +66,8 @@ final class StartedWorker: Sendable {
         throw .pipe(e)
       }
       return Channels(
-        socket: host, calls: ring, outputFD: out[0], workerSocket: workerFD, ringFD: ringFD, outputWrite: write)
+        socket: host, calls: ring, outputFD: out[0], workerSocket: workerFD, ringFD: ringFD,
+        outputWrite: write)
     }
 
     /// Closes the worker's ends, once the worker holds its own copies (or will never start).
@@ -117,7 +118,8 @@ final class StartedWorker: Sendable {
       let pid = try spawnProcess(
         executable: executable, arguments: ["--await-config"],
         channels: [
-          (c.outputWrite, 1), (c.outputWrite, 2), (c.workerSocket, WorkerMain.socketFD), (c.ringFD, WorkerMain.callsFD),
+          (c.outputWrite, 1), (c.outputWrite, 2), (c.workerSocket, WorkerMain.socketFD),
+          (c.ringFD, WorkerMain.callsFD),
         ])
       c.closeWorkerEnds()
       return StartedWorker(pid: pid, socket: c.socket, calls: c.calls, outputFD: c.outputFD)

@@ -147,7 +147,8 @@ final class Zygote: Sendable {
     case .success(let v) where v < 0: return .unsupported(Int32(clamping: -v))
     case .success(let v):
       var info = siginfo_t()
-      guard let pid = pid_t(exactly: v), pid > 0, waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
+      guard let pid = pid_t(exactly: v), pid > 0,
+        waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
       else { return .gone("greeted with pid \(v), which is not a child of this host") }
       state.pid = pid
       return nil

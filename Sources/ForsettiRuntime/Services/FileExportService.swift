@@ -102,7 +102,7 @@ final class FileExportService: Sendable {
   static func fileName(_ raw: [UInt8]) throws(Failure) -> String {
     guard let text = String(validating: raw, as: UTF8.self) else { throw .refusedName("<not UTF-8>") }
     // A C name ends at its NUL; one inside could only come in a forged frame.
-    guard !raw.contains(0) else { throw .refusedName(text.replacing( "\0", with: "\\0")) }
+    guard !raw.contains(0) else { throw .refusedName(text.replacing("\0", with: "\\0")) }
     let last = text.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
     guard !last.isEmpty, last != ".", last != "..", last.utf8.count <= Int(FORSETTI_FILE_EXPORT_MAX_NAME)
     else { throw .refusedName(text) }

@@ -73,7 +73,7 @@ public struct LogRecord: Sendable, Hashable {
         ($0.properties.isAlphabetic || $0.properties.numericType != nil
           || "._-/:@".unicodeScalars.contains($0)) && $0.isASCII
       }
-    return plain ? v : "\"" + escaped(v).replacing( "\"", with: "\\\"") + "\""
+    return plain ? v : "\"" + escaped(v).replacing("\"", with: "\\\"") + "\""
   }
 }
 
