@@ -118,33 +118,35 @@ int forsetti_open_directory_path(const char *path) {
   return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-long forsetti_send_with_fd(int sock, const void *bytes, size_t length, int fd) {
+long forsetti_send_with_fds(int sock, const void *bytes, size_t length, const int *fds, int count) {
+  if (count < 0 || count > FORSETTI_MAX_FDS) {
+    errno = EINVAL;
+    return -1;
+  }
   struct iovec iov = {.iov_base = (void *)bytes, .iov_len = length};
   union {
     struct cmsghdr header;
-    char space[CMSG_SPACE(sizeof(int))];
+    char space[CMSG_SPACE(FORSETTI_MAX_FDS * sizeof(int))];
   } control;
   memset(&control, 0, sizeof control);
   struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.space,
-                       .msg_controllen = sizeof control.space};
+                       .msg_controllen = CMSG_SPACE(count * sizeof(int))};
   struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  c->cmsg_len = CMSG_LEN(count * sizeof(int));
+  memcpy(CMSG_DATA(c), fds, count * sizeof(int));
   long n;
   do { n = sendmsg(sock, &msg, MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
   return n;
 }
 
-long forsetti_recv_with_fd(int sock, void *buffer, size_t capacity, int *fd) {
-  *fd = -1;
+long forsetti_recv_with_fds(int sock, void *buffer, size_t capacity, int *fds, int max, int *count) {
+  *count = 0;
   struct iovec iov = {.iov_base = buffer, .iov_len = capacity};
-  // Room for a few descriptors, so that extra ones arrive (and are closed) rather than being
-  // cut off with MSG_CTRUNC.
   union {
     struct cmsghdr header;
-    char space[CMSG_SPACE(8 * sizeof(int))];
+    char space[CMSG_SPACE(2 * FORSETTI_MAX_FDS * sizeof(int))];
   } control;
   struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.space,
                        .msg_controllen = sizeof control.space};
@@ -152,14 +154,24 @@ long forsetti_recv_with_fd(int sock, void *buffer, size_t capacity, int *fd) {
   if (n < 0) return n;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; i++) {
-      int got;
-      memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (*fd < 0) *fd = got; else close(got);
+    size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < got; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (*count < max) fds[(*count)++] = fd; else close(fd);
     }
   }
   return n;
+}
+
+long forsetti_send_with_fd(int sock, const void *bytes, size_t length, int fd) {
+  return forsetti_send_with_fds(sock, bytes, length, &fd, 1);
+}
+
+long forsetti_recv_with_fd(int sock, void *buffer, size_t capacity, int *fd) {
+  int count = 0;
+  *fd = -1;
+  return forsetti_recv_with_fds(sock, buffer, capacity, fd, 1, &count);
 }
 
 int forsetti_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
