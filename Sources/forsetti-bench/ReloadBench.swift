@@ -42,16 +42,24 @@ enum ReloadBench {
       rename(dir + "/next.so", dir + "/plugins/hot_entry.so")
       let deadline = DispatchTime.now() + 5
       while reports.isEmpty, woken.wait(timeout: deadline) == .success { host.process() }
-      if let r = reports.first, r.outcome == .reloaded {
-        latencies.append(
-          Double(r.duration.components.seconds) * 1e9
-            + Double(r.duration.components.attoseconds / 1_000_000_000))
-      }
-      raws.append(
-        Double(
-          Fixtures.rawCopyLoad(
-            dir + "/plugins/hot_entry.so", symbol: "hot_entry", scratch: dir + "/raw-\(n).so")))
+      tally(reports, dir: dir, round: n, latencies: &latencies, raws: &raws)
     }
     return (latencies, raws)
+  }
+
+  /// One round's figures: the reload's duration when it reloaded, and the raw copy + dlopen +
+  /// dlsym of the same file beside it.
+  static func tally(
+    _ reports: [ReloadReport], dir: String, round n: Int, latencies: inout [Double], raws: inout [Double]
+  ) {
+    if let r = reports.first, r.outcome == .reloaded {
+      latencies.append(
+        Double(r.duration.components.seconds) * 1e9
+          + Double(r.duration.components.attoseconds / 1_000_000_000))
+    }
+    raws.append(
+      Double(
+        Fixtures.rawCopyLoad(
+          dir + "/plugins/hot_entry.so", symbol: "hot_entry", scratch: dir + "/raw-\(n).so")))
   }
 }

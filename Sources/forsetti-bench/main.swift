@@ -422,15 +422,7 @@ if section("reload") {
       let reports = manager.reconcile(
         DesiredState(judgements: judgements, index: index, approvals: .init(approveAll: true)),
         changed: [dir + "/plugins/hot_entry.so"], reloadsVersions: true, grace: 0, since: at)
-      if let r = reports.first, r.outcome == .reloaded {
-        latencies.append(
-          Double(r.duration.components.seconds) * 1e9
-            + Double(r.duration.components.attoseconds / 1_000_000_000))
-      }
-      raws.append(
-        Double(
-          Fixtures.rawCopyLoad(
-            dir + "/plugins/hot_entry.so", symbol: "hot_entry", scratch: dir + "/raw-\(n).so")))
+      ReloadBench.tally(reports, dir: dir, round: n, latencies: &latencies, raws: &raws)
     }
     withExtendedLifetime(watcher) {}
     manager.stopAll()
