@@ -8,7 +8,10 @@ enum ExplainCommand {
     abstract: "Show every gate step for one module: verdict, reason code and detail.",
     discussion: """
       Judges the module as `check` does (binary steps too with --plugins), then adds its state in
-      the running or last host. MODULE_ID may also be a manifest file name.
+      the running or last host. MODULE_ID may also be a manifest file name. It says whether
+      signatures are required (--require-signatures), which keys are trusted for modules, what
+      the module's signature is and why it passed or failed (JSON: "signatures"), and warns of
+      any key in STATE/trusted-keys/ trusted for nothing.
 
       \(ExitCode.helpText)
       """,

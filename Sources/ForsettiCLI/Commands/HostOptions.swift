@@ -112,7 +112,8 @@ struct HostOptions {
     HostConfiguration(
       manifestsDirectory: manifestsDirectory, pluginDirectories: pluginDirectories, discoveryMode: mode,
       policy: policy, entitlementsFile: entitlementsFile, approveAll: approveAll, hostVersion: hostVersion,
-      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements, defaultPolicy: defaultPolicy,
+      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements,
+      defaultPolicy: defaultPolicy,
       requireSignatures: requireSignatures)
   }
 

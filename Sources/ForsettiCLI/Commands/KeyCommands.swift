@@ -99,7 +99,8 @@ enum KeyCommands {
     guard FileManager.default.fileExists(atPath: file) else {
       throw .configuration(.file(option: "verify", path: file, reason: "no such file; give the module's .so"))
     }
-    let finding = SignatureFinding.read(binary: file, trusted: TrustedKeys.keys(.modules, stateDirectory: state))
+    let finding = SignatureFinding.read(
+      binary: file, trusted: TrustedKeys.keys(.modules, stateDirectory: state))
     // What a host requiring signatures would say, so the sentence is the one explain prints.
     let policy = SignaturePolicy(
       required: true, licenceKeyIDs: Set(TrustedKeys.keys(.licences, stateDirectory: state).keys),
@@ -107,7 +108,8 @@ enum KeyCommands {
     let (outcome, note) = policy.judge(finding, binary: file)
     var verifiedBy: String?
     if case .valid(let k) = finding {
-      verifiedBy = TrustedKeys.files(stateDirectory: state).first { $0.role == .modules && $0.keyID == k }?.path
+      verifiedBy =
+        TrustedKeys.files(stateDirectory: state).first { $0.role == .modules && $0.keyID == k }?.path
     }
     let result =
       switch finding {

@@ -92,7 +92,8 @@ enum TrustCommand {
               ("installed", .string(target)), ("result", .string(result)),
             ])), pretty: true) + "\n")
     } else {
-      let what = role == .licences ? "licences it signs unlock their products" : "modules it signs count as signed"
+      let what =
+        role == .licences ? "licences it signs unlock their products" : "modules it signs count as signed"
       console.out(
         result == "installed"
           ? "key \(keyID) trusted for \(role.rawValue): \(target) (\(what))\n"

@@ -126,7 +126,8 @@ struct SignatureStepReport {
       moduleKeys.isEmpty
       ? "none" : moduleKeys.map { "\($0.keyID ?? "?") (\(PathText.name($0.path)))" }.joined(separator: ", ")
     var out = "  signatures: \(setting)\n    keys trusted for modules: \(keys)\n"
-    out += "    \(binary.map { "\($0): " } ?? "")\(outcome == nil ? "" : outcome?.violation == nil ? "passed: " : "refused: ")\(LogRecord.streamSafe(note))\n"
+    out +=
+      "    \(binary.map { "\($0): " } ?? "")\(outcome == nil ? "" : outcome?.violation == nil ? "passed: " : "refused: ")\(LogRecord.streamSafe(note))\n"
     for path in roleless {
       out += "    warning: \(TrustedKeys.rolelessWarning(path, stateDirectory: stateDirectory))\n"
     }

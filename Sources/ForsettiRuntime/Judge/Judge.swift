@@ -126,7 +126,8 @@ public struct Judge: Sendable {
     let lazy = keys.isEmpty && !policy.required
     return { m in
       let step = index.inspectionStep(for: m)
-      guard case .outcome(.pass, let found) = step, case .success(let facts) = index.locate(entryPoint: m.entryPoint)
+      guard case .outcome(.pass, let found) = step,
+        case .success(let facts) = index.locate(entryPoint: m.entryPoint)
       else { return step }
       let path = facts.path
       if lazy {

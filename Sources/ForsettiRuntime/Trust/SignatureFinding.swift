@@ -44,13 +44,15 @@ public enum SignatureFinding: Sendable, Hashable {
     let sigPath = ModuleSignature.path(for: binary)
     guard let data = PlainFiles.contents(of: sigPath, limit: 1 << 16) else {
       var st = stat()
-      return lstat(sigPath, &st) == 0 ? .malformed("\(sigPath) cannot be read as a signature file") : .unsigned
+      return lstat(sigPath, &st) == 0
+        ? .malformed("\(sigPath) cannot be read as a signature file") : .unsigned
     }
     guard let o = (try? JSONParser.parse(data))?.objectValue, let keyID = o["keyID"]?.stringValue,
       let sig = o["signature"]?.stringValue.flatMap(Signatures.unhex)
     else { return .malformed("\(sigPath) is not a signature file ({\"keyID\",\"signature\"})") }
     guard let key = trusted[keyID] else { return .untrustedKey(keyID: keyID) }
     guard let bytes = PlainFiles.contents(of: binary) else { return .unreadable }
-    return Signatures.verify(bytes, signature: sig, publicKey: key) ? .valid(keyID: keyID) : .mismatch(keyID: keyID)
+    return Signatures.verify(bytes, signature: sig, publicKey: key)
+      ? .valid(keyID: keyID) : .mismatch(keyID: keyID)
   }
 }

@@ -47,12 +47,17 @@ public struct SignaturePolicy: Sendable, Hashable {
       )
     case .malformed(let why):
       guard required else { return (.pass, "\(why); not checked (\(notRequired))") }
-      return (.fail(.init(.signatureInvalid, "\(why); this host requires signed modules (--require-signatures)")), "")
+      return (
+        .fail(.init(.signatureInvalid, "\(why); this host requires signed modules (--require-signatures)")),
+        ""
+      )
     case .untrustedKey(let k):
       let role =
         licenceKeyIDs.contains(k)
         ? "trusted for licences only" : "not trusted for module signatures here (\(modulesDirectory)/)"
-      guard required else { return (.pass, "signed by an untrusted key (\(notRequired)): key \(k) is \(role)") }
+      guard required else {
+        return (.pass, "signed by an untrusted key (\(notRequired)): key \(k) is \(role)")
+      }
       return (
         .fail(
           .init(
