@@ -15,9 +15,9 @@ import Testing
     let keeper = try module("com.test.keeper")
     try cli(["keygen", dir.url("vendor")])
     try FileManager.default.createDirectory(
-      atPath: state + "/trusted-keys", withIntermediateDirectories: true)
+      atPath: state + "/trusted-keys/licences", withIntermediateDirectories: true)
     try FileManager.default.copyItem(
-      atPath: dir.url("vendor.pub"), toPath: state + "/trusted-keys/vendor.pub")
+      atPath: dir.url("vendor.pub"), toPath: state + "/trusted-keys/licences/vendor.pub")
     for so in [paid, keeper] { try cli(["sign", so, "--key", dir.url("vendor.key")]) }
 
     let host = try launch()

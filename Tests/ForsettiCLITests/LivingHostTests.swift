@@ -36,13 +36,14 @@ import Testing
   @Test func addingALicenceStartsAPaidModuleAndRemovingItStopsIt() throws {
     let paid = try module("com.test.paid", product: "com.vendor.pro")
     let keeper = try module("com.test.keeper")
-    // A trusted vendor key: modules must be signed with it, and it signs the licence.
+    // A vendor key trusted for licences: it signs the licence (and the modules, which this
+    // host does not require).
     try cli(["keygen", dir.url("vendor")])
     try FileManager.default.createDirectory(
-      atPath: state + "/trusted-keys", withIntermediateDirectories: true)
+      atPath: state + "/trusted-keys/licences", withIntermediateDirectories: true)
     try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
     try FileManager.default.copyItem(
-      atPath: dir.url("vendor.pub"), toPath: state + "/trusted-keys/vendor.pub")
+      atPath: dir.url("vendor.pub"), toPath: state + "/trusted-keys/licences/vendor.pub")
     for so in [paid, keeper] { try cli(["sign", so, "--key", dir.url("vendor.key")]) }
 
     let host = try launch()

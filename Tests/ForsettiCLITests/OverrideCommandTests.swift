@@ -108,6 +108,42 @@ import Testing
     #expect(r.stdout.contains("nothing to clear"))
   }
 
+  @Test func everyFormHasAJSONShape() throws {
+    var o = try json(try override(["product", "com.p", "on", "--json"]))
+    #expect(o["channel"] == "product")
+    #expect(o["id"] == "com.p")
+    #expect(o["action"] == "set")
+    #expect(o["state"] == "on")
+    #expect(o["changed"] == .bool(true))
+    #expect(o["persisted"] == "on")
+    o = try json(try override(["product", "com.p", "on", "--json"]))
+    #expect(o["changed"] == .bool(false))
+
+    o = try json(try override(["product", "com.p", "off", "--json"] + always))
+    #expect(o["action"] == "addWindow")
+    #expect(o["window"]?.objectValue?["state"] == "off")
+    #expect(o["window"]?.objectValue?["from"] == "2002-01-01T00:00:00Z")
+    #expect(o["windows"]?.arrayValue?.count == 1)
+    // The persisted state decides first: said in the JSON too.
+    #expect(o["note"]?.stringValue?.contains("clear --persisted") == true, "\(o)")
+
+    o = try json(try override(["product", "com.p", "clear", "--json"] + always))
+    #expect(o["action"] == "clear")
+    #expect(o["clearedWindows"]?.arrayValue?.count == 1)
+    #expect(o["clearedPersisted"] == .null)
+    #expect(o["windows"] == .array([]))
+
+    o = try json(try override(["product", "com.p", "clear", "--json"]))
+    #expect(o["clearedPersisted"] == "on")
+    #expect(o["persisted"] == .null)
+    #expect(o["note"] == .null)
+
+    let list = try json(try override(["list", "--json"]))
+    #expect(list["inMemoryKnown"] == .bool(false))
+    // Cleared of everything, the ID is no longer listed.
+    #expect(list["products"] == .object(JSONObject()))
+  }
+
   @Test func refusedChangesSayWhyAndLeaveTheFileAsItWas() throws {
     #expect(try override(["module", "com.a", "on"] + always).status == 0)
     let before = try stored()

@@ -149,9 +149,13 @@ import Testing
   func keygen(_ name: String) throws -> String {
     let r = try HostBinary.run(["keygen", dir.url(name)])
     #expect(r.status == 0, "\(r.stderr)")
-    try FileManager.default.createDirectory(
-      atPath: state + "/trusted-keys", withIntermediateDirectories: true)
     return dir.url(name)
+  }
+
+  /// `forsetti-host trust KEY.pub --for ROLE` on this state directory.
+  func trust(_ key: String, for role: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let r = try HostBinary.run(["trust", key + ".pub", "--for", role, "--state", state])
+    #expect(r.status == 0, "\(r.stderr)", sourceLocation: sourceLocation)
   }
 
   func issue(_ key: String, product: String, expires: String, to file: String) throws {
@@ -166,7 +170,7 @@ import Testing
   /// com.vendor.pro expiring `expiresIn` seconds from now.
   func trustVendorSignAndLicence(expiresIn: Double) throws {
     let vendor = try keygen("vendor")
-    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
+    try trust(vendor, for: "licences")
     #expect(
       try HostBinary.run(["sign", dir.url("plugins/app_entry.so"), "--key", vendor + ".key"]).status == 0)
     try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
@@ -188,11 +192,11 @@ import Testing
       vendor, product: "com.vendor.pro", expires: Self.instant(3600), to: state + "/licences/pro.licence")
     // Not yet trusted: locked.
     #expect(try reason(try run()) == "moduleLocked")
-    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
-    // Trusting a key also means modules must be signed (one trusted-keys/ for both).
-    #expect(try reason(try run()) == "unsigned")
-    #expect(
-      try HostBinary.run(["sign", dir.url("plugins/app_entry.so"), "--key", vendor + ".key"]).status == 0)
+    // Trusted for modules only: it does not count for licences.
+    try trust(vendor, for: "modules")
+    #expect(try reason(try run()) == "moduleLocked")
+    // Trusted for licences: unlocked, and the module, unsigned, is not refused for it.
+    try trust(vendor, for: "licences")
     #expect(try run().status == 0)
     let explain = try HostBinary.run([
       "explain", "com.test.app", "--manifests", dir.url("manifests"), "--state", state, "--approve-all",
@@ -257,33 +261,209 @@ import Testing
     #expect(dev.stdout.contains("[module=com.test.app] started"), "\(dev.stdout)")
   }
 
-  @Test func trustedKeysRefuseUnsignedAndTamperedModules() throws {
+  @Test func signaturesAreRequiredOnlyWithRequireSignatures() throws {
     _ = try module([])
     let so = dir.url("plugins/app_entry.so")
     let check = [
       "check", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state,
       "--approve-all", "--json",
     ]
+    let required = check + ["--require-signatures"]
     #expect(try HostBinary.run(check).status == 0)  // no trusted keys: signatures not required
     let vendor = try keygen("vendor")
-    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: state + "/trusted-keys/vendor.pub")
-    #expect(try reason(try HostBinary.run(check)) == "unsigned")
-    #expect(try HostBinary.run(["sign", so, "--key", vendor + ".key"]).status == 0)
+    // Trusting a vendor for modules does not by itself refuse an unsigned module.
+    try trust(vendor, for: "modules")
     #expect(try HostBinary.run(check).status == 0)
+    let unsignedExplain = try explainJSON(["--plugins", dir.url("plugins")])
+    #expect(unsignedExplain["required"] == .bool(false))
+    #expect(unsignedExplain["finding"] == "unsigned")
+    #expect(unsignedExplain["passed"] == .bool(true))
+    // The operator requires signatures: now it is.
+    #expect(try reason(try HostBinary.run(required)) == "unsigned")
+    let refusedExplain = try explainJSON(["--plugins", dir.url("plugins"), "--require-signatures"])
+    #expect(refusedExplain["required"] == .bool(true))
+    #expect(refusedExplain["reason"] == "unsigned")
+    #expect(refusedExplain["passed"] == .bool(false))
+    #expect(try HostBinary.run(["sign", so, "--key", vendor + ".key"]).status == 0)
+    #expect(try HostBinary.run(required).status == 0)
     #expect(try HostBinary.run(["verify", so, "--state", state]).status == 0)
-    // Signed by a key the host does not trust.
+
+    // Signed by a key the host does not trust: runs unless signatures are required.
     let stranger = try keygen("stranger")
     #expect(try HostBinary.run(["sign", so, "--key", stranger + ".key"]).status == 0)
-    #expect(try reason(try HostBinary.run(check)) == "signatureInvalid")
+    #expect(try HostBinary.run(check).status == 0)
+    let text = try HostBinary.run([
+      "explain", "com.test.app", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"),
+      "--state", state, "--approve-all",
+    ])
+    #expect(text.status == 0, "\(text.stderr)")
+    #expect(text.stdout.contains("signed by an untrusted key (signatures not required)"), "\(text.stdout)")
+    #expect(text.stdout.contains("signatures: not required"), "\(text.stdout)")
+    #expect(try reason(try HostBinary.run(required)) == "signatureInvalid")
+    let untrusted = try explainJSON(["--plugins", dir.url("plugins"), "--require-signatures"])
+    #expect(untrusted["finding"] == "untrustedKey")
+    #expect(untrusted["detail"]?.stringValue?.contains("--for modules") == true, "\(untrusted)")
+
+    // One changed byte under a trusted key's signature is refused, required or not.
     #expect(try HostBinary.run(["sign", so, "--key", vendor + ".key"]).status == 0)
-    // One changed byte is enough.
     var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: so)))
     bytes[bytes.count / 2] ^= 0x01
     try Data(bytes).write(to: URL(fileURLWithPath: so))
     #expect(try reason(try HostBinary.run(check)) == "signatureInvalid")
+    #expect(try reason(try HostBinary.run(required)) == "signatureInvalid")
     #expect(try HostBinary.run(["verify", so, "--state", state]).status == 1)
     // And run refuses it before loading.
     #expect(try reason(try run(["--approve-all"])) == "signatureInvalid")
+  }
+
+  /// explain --json's `signatures` object for com.test.app.
+  func explainJSON(_ extra: [String]) throws -> JSONObject {
+    let r = try HostBinary.run(
+      [
+        "explain", "com.test.app", "--manifests", dir.url("manifests"), "--state", state, "--approve-all",
+        "--json",
+      ]
+        + extra)
+    return try #require(try JSONParser.parse(r.stdout).objectValue?["signatures"]?.objectValue, "\(r.stderr)")
+  }
+
+  /// Issue 19's case: vendor A's key trusted for its licence, vendor B's module unsigned. B's
+  /// module must still run, and A's paid module must be unlocked.
+  @Test func aLicenceKeyOfOneVendorDoesNotRefuseAnotherVendorsUnsignedModule() throws {
+    _ = try module([], product: "com.a.pro", id: "com.a.paid", entry: "paid_entry")
+    _ = try module([], id: "com.b.free", entry: "free_entry")
+    let a = try keygen("vendorA")
+    try trust(a, for: "licences")
+    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
+    try issue(a, product: "com.a.pro", expires: Self.instant(3600), to: state + "/licences/pro.licence")
+    let r = try run(["--approve-all"])
+    #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
+    let modules = try #require(try JSONParser.parse(r.stdout).objectValue?["modules"]?.arrayValue)
+    let verdicts = Dictionary(
+      uniqueKeysWithValues: modules.compactMap(\.objectValue).compactMap { o in
+        o["moduleID"]?.stringValue.map { ($0, o["reason"] ?? .null) }
+      })
+    #expect(verdicts == ["com.a.paid": .null, "com.b.free": .null], "\(r.stdout)")
+  }
+
+  @Test func requireSignaturesWithNoKeyForModulesIsAConfigurationError() throws {
+    _ = try module([])
+    let licenceKey = try keygen("vendor")
+    try trust(licenceKey, for: "licences")  // a key for licences does not count
+    for verb in ["check", "run", "explain"] {
+      var args = [verb] + (verb == "explain" ? ["com.test.app"] : [])
+      args += ["--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state]
+      args += (verb == "run" ? ["--for", "0"] : []) + ["--require-signatures"]
+      let r = try HostBinary.run(args)
+      #expect(r.status == 2, "\(verb): \(r.stderr)")
+      #expect(r.stderr.contains(state + "/trusted-keys/modules"), "\(verb): \(r.stderr)")
+      #expect(r.stderr.contains("forsetti-host trust VENDOR.pub --for modules"), "\(verb): \(r.stderr)")
+    }
+  }
+
+  @Test func aKeyDirectlyInTrustedKeysIsTrustedForNothingAndSaysSo() throws {
+    _ = try module([], product: "com.vendor.pro")
+    let vendor = try keygen("vendor")
+    try FileManager.default.createDirectory(
+      atPath: state + "/trusted-keys", withIntermediateDirectories: true)
+    let stray = state + "/trusted-keys/vendor.pub"
+    try FileManager.default.copyItem(atPath: vendor + ".pub", toPath: stray)
+    try FileManager.default.createDirectory(atPath: state + "/licences", withIntermediateDirectories: true)
+    try issue(
+      vendor, product: "com.vendor.pro", expires: Self.instant(3600), to: state + "/licences/pro.licence")
+    // Not trusted for licences: locked; and the start-up output says why and what to do.
+    let r = try run(["--approve-all"])
+    #expect(try reason(r) == "moduleLocked")
+    #expect(r.stderr.contains("\(stray) is trusted for nothing"), "\(r.stderr)")
+    #expect(r.stderr.contains("forsetti-host trust \(stray) --for licences|modules"), "\(r.stderr)")
+    let explain = try HostBinary.run([
+      "explain", "com.test.app", "--manifests", dir.url("manifests"), "--state", state,
+    ])
+    #expect(explain.stdout.contains("warning: \(stray) is trusted for nothing"), "\(explain.stdout)")
+    #expect(try explainJSON([])["rolelessKeys"] == .strings([stray]))
+    let list = try HostBinary.run(["trust", "--list", "--state", state, "--json"])
+    let roleless = try JSONParser.parse(list.stdout).objectValue?["roleless"]?.arrayValue?.first?.objectValue
+    #expect(roleless?["file"] == .string(stray), "\(list.stdout)")
+    // The remedy the warning names works.
+    let moved = try HostBinary.run(["trust", stray, "--for", "licences", "--state", state])
+    #expect(moved.status == 0, "\(moved.stderr)")
+    try FileManager.default.removeItem(atPath: stray)
+    #expect(try run(["--approve-all"]).status == 0)
+  }
+
+  @Test func trustChecksTheKeyAndRefusesAConflictingName() throws {
+    let vendor = try keygen("vendor")
+    func trustRun(_ args: [String]) throws -> ProcessResult {
+      try HostBinary.run(["trust"] + args + ["--state", state])
+    }
+    try dir.write("garbage.pub", "not a key at all\n")
+    var r = try trustRun([dir.url("garbage.pub"), "--for", "modules"])
+    #expect(r.status == 2)
+    #expect(r.stderr.contains("not a Forsetti public key"), "\(r.stderr)")
+    r = try trustRun([vendor + ".key", "--for", "modules"])  // the secret key: refused too
+    #expect(r.status == 2)
+    r = try trustRun([vendor + ".pub", "--for", "everything"])
+    #expect(r.status == 2)
+    #expect(r.stderr.contains("expected licences or modules"), "\(r.stderr)")
+    r = try trustRun([vendor + ".pub"])
+    #expect(r.status == 2)
+    #expect(!FileManager.default.fileExists(atPath: state + "/trusted-keys/modules"))
+
+    r = try trustRun([vendor + ".pub", "--for", "modules", "--json"])
+    #expect(r.status == 0, "\(r.stderr)")
+    let installed = try #require(try JSONParser.parse(r.stdout).objectValue)
+    let target = state + "/trusted-keys/modules/vendor.pub"
+    #expect(installed["installed"] == .string(target))
+    #expect(installed["role"] == "modules")
+    #expect(installed["result"] == "installed")
+    let keyID = try #require(installed["keyID"]?.stringValue)
+    #expect(try String(contentsOfFile: vendor + ".pub", encoding: .utf8).hasPrefix(keyID))
+    let mode = try FileManager.default.attributesOfItem(atPath: target)[.posixPermissions] as? Int
+    #expect(mode == 0o644)
+    // The same key again: nothing to do.
+    r = try trustRun([vendor + ".pub", "--for", "modules", "--json"])
+    #expect(try JSONParser.parse(r.stdout).objectValue?["result"] == "alreadyTrusted")
+    // Another key of the same name: refused, the trusted one left as it was.
+    let before = try String(contentsOfFile: target, encoding: .utf8)
+    try FileManager.default.createDirectory(atPath: dir.url("other"), withIntermediateDirectories: true)
+    _ = try keygen("other/vendor")
+    r = try trustRun([dir.url("other/vendor.pub"), "--for", "modules"])
+    #expect(r.status == 2)
+    #expect(r.stderr.contains("already holds a different key"), "\(r.stderr)")
+    #expect(try String(contentsOfFile: target, encoding: .utf8) == before)
+    let list = try #require(try JSONParser.parse(try trustRun(["--list", "--json"]).stdout).objectValue)
+    #expect(list["modules"]?.arrayValue?.first?.objectValue?["keyID"] == .string(keyID))
+    #expect(list["licences"] == .array([]))
+  }
+
+  @Test func verifyJSONSaysWhichKeyVerifiedIt() throws {
+    _ = try module([])
+    let so = dir.url("plugins/app_entry.so")
+    let vendor = try keygen("vendor")
+    func verify() throws -> (Int32, JSONObject) {
+      let r = try HostBinary.run(["verify", so, "--state", state, "--json"])
+      return (r.status, try #require(try JSONParser.parse(r.stdout).objectValue, "\(r.stderr)"))
+    }
+    var (status, o) = try verify()
+    #expect(status == 1)
+    #expect(o["result"] == "unsigned")
+    #expect(o["file"] == .string(so))
+    #expect(o["signature"] == .string(so + ".sig"))
+    #expect(o["keyID"] == .null)
+    #expect(try HostBinary.run(["sign", so, "--key", vendor + ".key"]).status == 0)
+    // Trusted for licences only: not a module-signing key.
+    try trust(vendor, for: "licences")
+    (status, o) = try verify()
+    #expect(status == 1)
+    #expect(o["result"] == "untrustedKey")
+    #expect(o["verifiedBy"] == .null)
+    #expect(o["detail"]?.stringValue?.contains("trusted for licences only") == true, "\(o)")
+    try trust(vendor, for: "modules")
+    (status, o) = try verify()
+    #expect(status == 0)
+    #expect(o["result"] == "valid")
+    #expect(o["verifiedBy"] == .string(state + "/trusted-keys/modules/vendor.pub"))
+    #expect(o["keyID"]?.stringValue?.count == 16)
   }
 
   @Test func approvalsAndLicencesChangedWhileRunningTakeEffect() throws {

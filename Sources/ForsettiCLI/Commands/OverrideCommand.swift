@@ -79,6 +79,8 @@ enum OverrideCommand {
     }
     var entry = c[channel][id] ?? .init()
     let what: String
+    // The JSON form's account of what was done, beside the sentence of the text form.
+    var done = JSONObject()
     switch (action, window) {
     case ("clear", let w?):
       let kept = entry.windows.filter { $0.span.from != w.span.from || $0.span.until != w.span.until }
@@ -89,16 +91,25 @@ enum OverrideCommand {
             why: "\(channel.rawValue) \(id) has no window \(bounds(w)); \(stored(entry))"))
       }
       what = "\(count(entry.windows.count - kept.count, "window")) \(bounds(w)) cleared"
+      done = JSONObject([
+        ("action", .string("clear")), ("clearedPersisted", .null),
+        ("clearedWindows", .array(entry.windows.filter { !kept.contains($0) }.map(windowJSON))),
+      ])
       entry.windows = kept
     case ("clear", nil):
       let (persisted, windows) = (p.flag("persisted"), p.flag("windows"))
       var cleared: [String] = []
+      done = JSONObject([
+        ("action", .string("clear")), ("clearedPersisted", .null), ("clearedWindows", .array([])),
+      ])
       if persisted || !windows, entry.state != .unset {
+        done["clearedPersisted"] = .string(entry.state.rawValue)
         cleared.append("persisted \(entry.state.rawValue)")
         entry.state = .unset
       }
       if windows || !persisted, !entry.windows.isEmpty {
         cleared.append(count(entry.windows.count, "window"))
+        done["clearedWindows"] = .array(entry.windows.map(windowJSON))
         entry.windows = []
       }
       what = cleared.isEmpty ? "nothing to clear" : cleared.joined(separator: " and ") + " cleared"
@@ -119,33 +130,49 @@ enum OverrideCommand {
       }
       entry.windows.append(w)
       what = "window \(w.text) added"
+      done = JSONObject([("action", .string("addWindow")), ("window", windowJSON(w))])
     case (_, nil):
       let state = OverrideState(rawValue: action) ?? .unset
       what = entry.state == state ? "persisted \(action) (unchanged)" : "forced \(action) (persisted)"
+      done = JSONObject([
+        ("action", .string("set")), ("state", .string(action)), ("changed", .bool(entry.state != state)),
+      ])
       entry.state = state
     }
     c[channel][id] = entry
     do { try store.save(c) } catch {
       throw .configuration(.file(option: "state", path: store.path, reason: error.description))
     }
+    let note =
+      entry.state != .unset && !entry.windows.isEmpty && action != "clear"
+      ? "the persisted \(entry.state.rawValue) decides before any window; windows count once it is cleared (override \(channel.rawValue) \(id) clear --persisted)"
+      : nil
     if p.flag("json") {
-      console.out(
-        JSONWriter.string(
-          .object(
-            JSONObject([
-              ("channel", .string(channel.rawValue)), ("id", .string(id)), ("done", .string(what)),
-              ("persisted", entry.state == .unset ? .null : .string(entry.state.rawValue)),
-              ("windows", .array(entry.windows.map(windowJSON))),
-            ]))) + "\n")
+      var o = JSONObject([("channel", .string(channel.rawValue)), ("id", .string(id))])
+      for (k, v) in done.members { o[k] = v }
+      o["done"] = .string(what)
+      o["persisted"] = entry.state == .unset ? .null : .string(entry.state.rawValue)
+      o["windows"] = .array(entry.windows.map(windowJSON))
+      o["note"] = .string(orNull: note)
+      console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
       return .success
     }
     var out = "\(channel.rawValue) \(id): \(what)\n  stored now: \(stored(entry))\n"
-    if entry.state != .unset && !entry.windows.isEmpty && action != "clear" {
-      out +=
-        "  note: the persisted \(entry.state.rawValue) decides before any window; windows count once it is cleared (override \(channel.rawValue) \(id) clear --persisted)\n"
-    }
+    if let note { out += "  note: \(note)\n" }
     console.out(out)
     return .success
+  }
+
+  /// The JSON answer of `override module|product ID on|off|clear --in-memory` (a running host's).
+  static func inMemoryJSON(channel: OverrideChannel, id: String, state: OverrideState, done: String) -> String
+  {
+    var o = JSONObject([
+      ("channel", .string(channel.rawValue)), ("id", .string(id)),
+      ("action", .string(state == .unset ? "clear" : "set")),
+    ])
+    o["inMemory"] = state == .unset ? .null : .string(state.rawValue)
+    o["done"] = .string(done)
+    return JSONWriter.string(.object(o), pretty: true) + "\n"
   }
 
   /// The window `--from`/`--until` describe, if either is given; nil otherwise.

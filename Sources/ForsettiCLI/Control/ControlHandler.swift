@@ -71,7 +71,7 @@ struct ControlHandler {
     }
     if RemoteVerbs.writing.contains(request.verb) {
       host.reconcile()
-      for line in changes(since: before) { console.out(line) }
+      tell(changes(since: before), json: p.flag("json"), console)
     }
     return status
   }
@@ -132,12 +132,21 @@ struct ControlHandler {
     let before = states()
     host.judge.configuration.inMemoryOverrides.set(channel: channel, id: id, state: state)
     host.reconcile()
-    console.out(
+    let done =
       state == .unset
-        ? "\(channel.rawValue) \(id): in-memory override cleared\n"
-        : "\(channel.rawValue) \(id): forced \(state.rawValue) in memory (until this host stops)\n")
-    for line in changes(since: before) { console.out(line) }
+      ? "in-memory override cleared" : "forced \(state.rawValue) in memory (until this host stops)"
+    console.out(
+      p.flag("json")
+        ? OverrideCommand.inMemoryJSON(channel: channel, id: id, state: state, done: done)
+        : "\(channel.rawValue) \(id): \(done)\n")
+    tell(changes(since: before), json: p.flag("json"), console)
     return ExitCode.success.rawValue
+  }
+
+  /// The module states a request changed: after the answer, or on standard error when the
+  /// answer is JSON, so that standard output stays one document.
+  private func tell(_ lines: [String], json: Bool, _ console: Console) {
+    for line in lines { json ? console.err(line) : console.out(line) }
   }
 
   private func states() -> [String: ModuleState] {
