@@ -34,30 +34,58 @@ public enum ForsettiHostCLI {
     Verb(spec: KeyCommands.licenceSpec, run: KeyCommands.licence),
   ]
 
+  /// What the program is; the first line of `--help` and the manual's NAME line.
+  static let summary = "a plugin host that judges binary modules before any of their code runs"
+
+  /// What holds for every verb; shown by `--help` and the overview manual page.
+  static let discussion = """
+    status, list, explain, surface, approve, revoke, override, enable, disable, select and reload
+    ask the host running on --state first (STATE/control.sock), and use the files only when none
+    runs.
+    """
+
+  /// The options given instead of a verb. `-h`/`--help` is implied, as for every verb.
+  static let options: [OptionSpec] = [
+    .flag("version", "Print the host version, the module ABI, the worker protocol and the build-id."),
+    .flag("json", "With --version: print the same facts as a JSON object."),
+    .value(
+      "generate-completion-script", CompletionShell.allCases.map(\.rawValue).joined(separator: "|"),
+      "Print the completion script for this shell."),
+    .optionalValue(
+      "generate-manual", "DIR",
+      "Write \(program).1 and \(program)-COMMAND.1 for every command into DIR and print their paths; without DIR, print \(program).1."
+    ),
+  ]
+
+  /// The whole command line, as completions and manual pages are generated from it.
+  static var programSpec: ProgramSpec {
+    var commands = verbs.map(\.spec)
+    commands.append(
+      CommandSpec(
+        name: ProgramSpec.helpCommand, abstract: "Show help for a command.",
+        positionals: [PositionalSpec("COMMAND", "The command to describe.", optional: true)]))
+    return ProgramSpec(
+      name: program, version: ForsettiVersion.current.description, summary: summary, discussion: discussion,
+      options: options, commands: commands)
+  }
+
   static var overview: String {
     var out = """
-      forsetti-host \(ForsettiVersion.current): a plugin host that judges binary modules before any of their code runs.
+      \(program) \(ForsettiVersion.current): \(summary).
 
       USAGE: \(program) <command> [options]
+             \(program) --version [--json]
+             \(program) --generate-completion-script SHELL | --generate-manual [DIR]
 
       COMMANDS:
 
       """
     for v in verbs { out += CommandSpec.row(v.spec.name, v.spec.abstract) }
     out += CommandSpec.row("help [COMMAND]", "Show help for a command.")
-    out += """
-
-      OPTIONS:
-        -h, --help                Show this help.
-        --version                 Print the host version.
-
-      status, list, explain, surface, approve, revoke, override, enable, disable, select and reload
-      ask the host running on --state first (STATE/control.sock), and use the files only when none
-      runs.
-
-      See '\(program) <command> --help' for a command's options.
-
-      """
+    out += "\nOPTIONS:\n"
+    out += CommandSpec.row("-h, --help", "Show this help.")
+    for o in options { out += CommandSpec.row(o.usage, o.help) }
+    out += "\n\(discussion)\n\nSee '\(program) <command> --help' for a command's options.\n"
     return out
   }
 
@@ -71,9 +99,6 @@ public enum ForsettiHostCLI {
     case "-h", "--help":
       console.out(overview)
       return ExitCode.success.rawValue
-    case "--version":
-      console.out("\(ForsettiVersion.current)\n")
-      return ExitCode.success.rawValue
     case "help":
       guard args.count > 1 else {
         console.out(overview)
@@ -86,6 +111,14 @@ public enum ForsettiHostCLI {
       return ExitCode.success.rawValue
     default:
       break
+    }
+    if first.hasPrefix("-") {
+      do throws(CommandFailure) {
+        return try topLevel(TopLevelRequest.parse(args, options: options, program: program), console: console)
+          .rawValue
+      } catch {
+        return fail(error, command: nil, console: console)
+      }
     }
     guard let verb = verbs.first(where: { $0.spec.name == first }) else {
       return fail(.usage(unknownCommand(first)), command: nil, console: console)
@@ -110,6 +143,29 @@ public enum ForsettiHostCLI {
     } catch {
       return fail(error, command: verb.spec.name, console: console)
     }
+  }
+
+  /// Does what a top-level option asks: a version, a completion script, the manual pages.
+  static func topLevel(_ request: TopLevelRequest, console: Console) throws(CommandFailure) -> ExitCode {
+    switch request {
+    case .help:
+      console.out(overview)
+    case .version(let json):
+      let identity = BuildIdentity.current()
+      console.out(
+        json
+          ? JSONWriter.string(identity.json(program: program), pretty: true) + "\n"
+          : identity.line(program: program) + "\n")
+    case .completionScript(let shell):
+      console.out(shell.script(for: programSpec))
+    case .manual(nil):
+      console.out(ManualPage.overview(programSpec).text)
+    case .manual(let directory?):
+      for path in try ManualDirectory.write(ManualPage.all(programSpec), into: directory) {
+        console.out(path + "\n")
+      }
+    }
+    return .success
   }
 
   /// A verb's help, with what a running host changes for the verbs it answers.
