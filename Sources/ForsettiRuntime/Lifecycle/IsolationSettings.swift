@@ -28,12 +28,16 @@ public struct IsolationSettings: Sendable {
 
   public init(workerExecutable: String) { self.workerExecutable = workerExecutable }
 
-  /// `forsetti-worker` next to the running executable.
+  /// `forsetti-worker` next to the running executable (a build directory), else where an
+  /// installation keeps it out of `PATH`: `PREFIX/libexec/forsetti/` for `PREFIX/bin/forsetti-host`.
   public static var defaultWorker: String {
     let exe =
       (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
       ?? CommandLine.arguments[0]
-    return PathText.join(PathText.parent(exe), "forsetti-worker")
+    let bin = PathText.parent(exe)
+    let beside = PathText.join(bin, "forsetti-worker")
+    let installed = PathText.join(PathText.parent(bin), "libexec/forsetti/forsetti-worker")
+    return access(beside, X_OK) != 0 && access(installed, X_OK) == 0 ? installed : beside
   }
 
   /// Directories of every shared library mapped into this process, plus the usual system
