@@ -32,6 +32,7 @@ public enum ForsettiHostCLI {
     Verb(spec: KeyCommands.signSpec, run: KeyCommands.sign),
     Verb(spec: KeyCommands.verifySpec, run: KeyCommands.verify),
     Verb(spec: KeyCommands.licenceSpec, run: KeyCommands.licence),
+    Verb(spec: TrustCommand.spec, run: TrustCommand.run),
   ]
 
   static var overview: String {

@@ -24,7 +24,8 @@ enum ExplainCommand {
   {
     let options = try HostOptions.parse(p)
     let wanted = p.positionals[0]
-    let (_, judgements) = try options.judge(laterSteps: "explain does not load modules")
+    let verdicts = try options.verdicts(laterSteps: "explain does not load modules")
+    let judgements = verdicts.judgements
     guard
       let j = judgements.first(where: { $0.moduleID == wanted })
         ?? judgements.first(where: { $0.file == wanted })
@@ -39,11 +40,13 @@ enum ExplainCommand {
     let last = try LastRun.read(stateDirectory: options.stateDirectory)
     let runState = j.moduleID.flatMap { last?.states[$0] }
     let trust = try TrustReport.make(j.manifest, options: options)
+    let signatures = SignatureStepReport.make(j.manifest, index: verdicts.index, options: options)
     if options.json {
       guard case .object(var o) = TraceJSON.judgement(j) else { return .blocked }
       o["entitlement"] = trust?.entitlementJSON ?? .null
       o["approval"] = trust?.approvalJSON ?? .null
       o["licences"] = .strings(trust?.licences ?? [])
+      o["signatures"] = signatures.json
       o["runState"] = .string(orNull: runState?.state)
       o["runReason"] = .string(orNull: runState?.reason)
       o["isolation"] = .string(IsolationSettings.kernelSupport())
@@ -60,6 +63,7 @@ enum ExplainCommand {
           "  \(verdict) \(step) \(e.reason.map { "\($0.rawValue): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
       }
       if let trust { out += trust.text }
+      out += signatures.text
       out += "  isolation available here: \(IsolationSettings.kernelSupport())\n"
       if let last, let runState {
         out += "  in the \(last.label): \(runState.state)\(runState.reason.map { " (\($0))" } ?? "")\n"

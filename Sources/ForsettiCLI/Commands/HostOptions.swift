@@ -16,6 +16,8 @@ struct HostOptions {
   var hostVersion: SemanticVersion
   var stateDirectory: String
   var json: Bool
+  /// Every module binary must be signed by a key in STATE/trusted-keys/modules/.
+  var requireSignatures: Bool
   /// `dev --allow-all-entitlements` only.
   var allowAllEntitlements = false
   /// `run --default-policy` and `dev --default-policy` only.
@@ -36,6 +38,10 @@ struct HostOptions {
       "host-version", "X.Y.Z", "Judge as if the host were this version.",
       default: ForsettiVersion.current.description),
     .value("state", "DIR", "State directory (approvals.json is read from it).", default: ".forsetti"),
+    .flag(
+      "require-signatures",
+      "Refuse a module unless signed by a key in STATE/trusted-keys/modules/ (forsetti-host trust KEY --for modules)."
+    ),
     .flag("json", "Print JSON instead of text."),
   ]
 
@@ -58,12 +64,26 @@ struct HostOptions {
         throw .configuration(.directory(option: "plugins", path: dir, reason: "no such directory"))
       }
     }
+    let state = p.value("state") ?? ".forsetti"
+    if p.flag("require-signatures") { try requireModuleKeys(stateDirectory: state) }
     return HostOptions(
       manifestsDirectory: p.value("manifests") ?? "manifests", pluginDirectories: p.all("plugins"),
       mode: p.flag("strict") ? .strict : .fallback, policy: policy, entitlementsFile: p.value("entitlements"),
-      approveAll: p.flag("approve-all"), hostVersion: hostVersion,
-      stateDirectory: p.value("state") ?? ".forsetti",
-      json: p.flag("json"))
+      approveAll: p.flag("approve-all"), hostVersion: hostVersion, stateDirectory: state,
+      json: p.flag("json"), requireSignatures: p.flag("require-signatures"))
+  }
+
+  /// Requiring signatures with no key to check them against would refuse every module: a
+  /// setting that cannot be what the operator meant, so it stops the command.
+  static func requireModuleKeys(stateDirectory: String) throws(CommandFailure) {
+    guard TrustedKeys.keys(.modules, stateDirectory: stateDirectory).isEmpty else { return }
+    let dir = TrustedKeys.directory(.modules, stateDirectory: stateDirectory)
+    throw .configuration(
+      .directory(
+        option: "require-signatures", path: dir,
+        reason:
+          "no key here is trusted for module signatures, so every module would be refused; trust the vendor's key with `forsetti-host trust VENDOR.pub --for modules --state \(stateDirectory)`, or leave out --require-signatures"
+      ))
   }
 
   static func parsePolicy(_ raw: String) throws(CommandFailure) -> any CapabilityPolicy {
@@ -92,8 +112,8 @@ struct HostOptions {
     HostConfiguration(
       manifestsDirectory: manifestsDirectory, pluginDirectories: pluginDirectories, discoveryMode: mode,
       policy: policy, entitlementsFile: entitlementsFile, approveAll: approveAll, hostVersion: hostVersion,
-      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements, defaultPolicy: defaultPolicy
-    )
+      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements, defaultPolicy: defaultPolicy,
+      requireSignatures: requireSignatures)
   }
 
   /// The runtime's judge (the gate stack with every trust input) for these options.
@@ -115,6 +135,11 @@ struct HostOptions {
   func judge(laterSteps: String) throws(CommandFailure) -> (DiscoveryReport, [ModuleJudgement]) {
     let (report, judgements, _) = try judgeWithBinaries(laterSteps: laterSteps)
     return (report, judgements)
+  }
+
+  /// The runtime's whole verdict (the binary index included), as a command-line failure.
+  func verdicts(laterSteps: String) throws(CommandFailure) -> Judge.Verdicts {
+    do { return try judge.judge(laterSteps: laterSteps) } catch { throw Self.failure(error) }
   }
 
   /// `judge`, and every file in the plugin directories that could not be inspected (named by

@@ -9,7 +9,7 @@ enum KeyCommands {
   static let keygenSpec = CommandSpec(
     name: "keygen", abstract: "Make an Ed25519 key pair: NAME.key (secret, mode 0600) and NAME.pub.",
     discussion:
-      "A host trusts a vendor by copying NAME.pub into STATE/trusted-keys/; from then on it refuses unsigned or altered modules.",
+      "A host trusts a vendor's NAME.pub with `forsetti-host trust NAME.pub --for modules` (module signatures) or `--for licences` (licences it signs), each role on its own.",
     positionals: [PositionalSpec("NAME", "Path prefix of the two files.")])
 
   static let signSpec = CommandSpec(
@@ -19,15 +19,28 @@ enum KeyCommands {
     positionals: [PositionalSpec("FILE.so", "The binary to sign.")])
 
   static let verifySpec = CommandSpec(
-    name: "verify", abstract: "Check a module binary's signature against the trusted keys.",
-    discussion: "EXIT STATUS: 0 signed by a trusted key, 1 unsigned or invalid, 2 usage error.",
-    options: [.value("state", "DIR", "State directory whose trusted-keys/ to use.", default: ".forsetti")],
+    name: "verify", abstract: "Check a module binary's signature against the keys trusted for modules.",
+    discussion: """
+      The keys are those in STATE/trusted-keys/modules/ (forsetti-host trust KEY --for modules); a
+      key trusted for licences only does not count.
+
+      --json prints {"file","signature","keyID","verifiedBy","result","finding","detail"}: the
+      signature file's path, the key it names (null when none), the trusted key file that verified
+      it (null unless valid), result valid | unsigned | untrustedKey | signatureInvalid, finding
+      as in explain's signatures.finding, and the sentence the text form prints.
+
+      EXIT STATUS: 0 signed by a trusted key, 1 unsigned or invalid, 2 usage error.
+      """,
+    options: [
+      .value("state", "DIR", "State directory whose trusted-keys/modules/ to use.", default: ".forsetti"),
+      .flag("json", "Print the result as JSON."),
+    ],
     positionals: [PositionalSpec("FILE.so", "The binary to check.")])
 
   static let licenceSpec = CommandSpec(
     name: "licence", abstract: "Issue a signed licence (vendors): prints it as JSON, or writes --out.",
     discussion:
-      "Install it as STATE/licences/NAME.licence on the host; the vendor's NAME.pub goes to STATE/trusted-keys/.",
+      "Install it as STATE/licences/NAME.licence on the host, and trust the vendor's key for licences: `forsetti-host trust NAME.pub --for licences`.",
     options: [
       .value("key", "FILE", "The vendor's secret key."), .value("product", "ID", "The product it unlocks."),
       .value("licensee", "NAME", "Who it is for."),
@@ -81,19 +94,43 @@ enum KeyCommands {
   }
 
   static func verify(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let keys = Signatures.trustedKeys(
-      in: PathText.join(p.value("state") ?? ".forsetti", "trusted-keys"))
-    switch ModuleSignature.verify(p.positionals[0], trusted: keys) {
-    case .valid(let k):
-      console.out("\(p.positionals[0]): signed by trusted key \(k)\n")
-      return .success
-    case .unsigned:
-      console.out("\(p.positionals[0]): unsigned (no \(ModuleSignature.path(for: p.positionals[0])))\n")
-      return .blocked
-    case .invalid(let why):
-      console.out("\(p.positionals[0]): signatureInvalid: \(why)\n")
-      return .blocked
+    let state = p.value("state") ?? ".forsetti"
+    let file = p.positionals[0]
+    guard FileManager.default.fileExists(atPath: file) else {
+      throw .configuration(.file(option: "verify", path: file, reason: "no such file; give the module's .so"))
     }
+    let finding = SignatureFinding.read(binary: file, trusted: TrustedKeys.keys(.modules, stateDirectory: state))
+    // What a host requiring signatures would say, so the sentence is the one explain prints.
+    let policy = SignaturePolicy(
+      required: true, licenceKeyIDs: Set(TrustedKeys.keys(.licences, stateDirectory: state).keys),
+      modulesDirectory: TrustedKeys.directory(.modules, stateDirectory: state))
+    let (outcome, note) = policy.judge(finding, binary: file)
+    var verifiedBy: String?
+    if case .valid(let k) = finding {
+      verifiedBy = TrustedKeys.files(stateDirectory: state).first { $0.role == .modules && $0.keyID == k }?.path
+    }
+    let result =
+      switch finding {
+      case .valid: "valid"
+      case .unsigned: "unsigned"
+      case .untrustedKey: "untrustedKey"
+      case .malformed, .mismatch, .unreadable: "signatureInvalid"
+      }
+    let detail = outcome.violation?.detail ?? note
+    if p.flag("json") {
+      var o = JSONObject([("file", .string(file)), ("signature", .string(ModuleSignature.path(for: file)))])
+      o["keyID"] = .string(orNull: finding.keyID)
+      o["verifiedBy"] = .string(orNull: verifiedBy)
+      o["result"] = .string(result)
+      o["finding"] = .string(finding.name)
+      o["detail"] = .string(detail)
+      console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
+    } else if let verifiedBy, let k = finding.keyID {
+      console.out("\(file): signed by trusted key \(k) (\(verifiedBy))\n")
+    } else {
+      console.out("\(file): \(result): \(detail)\n")
+    }
+    return outcome.violation == nil ? .success : .blocked
   }
 
   static func licence(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {

@@ -1,3 +1,4 @@
+import ForsettiBinary
 import ForsettiCore
 import ForsettiRuntime
 
@@ -74,5 +75,83 @@ struct TrustReport {
         ("approved", approved.map { .strings($0.sorted().map(\.rawValue)) } ?? .null),
         ("pending", .strings(decision.pending.sorted().map(\.rawValue))), ("approveAll", .bool(approveAll)),
       ]))
+  }
+}
+
+/// What `explain` says about signatures: whether the operator requires them, the keys trusted
+/// for modules (and any trusted for nothing), and what this module's signature is and counted for.
+struct SignatureStepReport {
+  var required: Bool
+  var moduleKeys: [TrustedKeyFile]
+  var roleless: [String]
+  var stateDirectory: String
+  /// The binary the module's entry point was found in; nil when not inspected or not found.
+  var binary: String?
+  var finding: SignatureFinding?
+  var outcome: GateOutcome?
+  var note: String
+
+  static func make(_ m: ModuleManifest?, index: BinaryIndex?, options: HostOptions) -> SignatureStepReport {
+    let judge = options.judge
+    let state = options.stateDirectory
+    var report = SignatureStepReport(
+      required: options.requireSignatures,
+      moduleKeys: TrustedKeys.files(stateDirectory: state).filter { $0.role == .modules && $0.keyID != nil },
+      roleless: TrustedKeys.roleless(stateDirectory: state), stateDirectory: state, note: "")
+    guard let m, let index else {
+      report.note = "binary not inspected (no --plugins directory given)"
+      return report
+    }
+    guard case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
+      report.note = "no binary found for \(m.entryPoint); see the binaryInspection step"
+      return report
+    }
+    let finding = SignatureFinding.read(binary: facts.path, trusted: judge.moduleKeys)
+    let (outcome, note) = judge.signaturePolicy.judge(finding, binary: facts.path)
+    report.binary = facts.path
+    report.finding = finding
+    report.outcome = outcome
+    report.note = outcome.violation.map { "\($0.reason.rawValue): \($0.detail)" } ?? note
+    return report
+  }
+
+  var setting: String {
+    required
+      ? "required (--require-signatures): a module must be signed by a key in \(TrustedKeys.directory(.modules, stateDirectory: stateDirectory))/"
+      : "not required (no --require-signatures): an unsigned module runs; a signature by a key trusted for modules must match"
+  }
+
+  var text: String {
+    let keys =
+      moduleKeys.isEmpty
+      ? "none" : moduleKeys.map { "\($0.keyID ?? "?") (\(PathText.name($0.path)))" }.joined(separator: ", ")
+    var out = "  signatures: \(setting)\n    keys trusted for modules: \(keys)\n"
+    out += "    \(binary.map { "\($0): " } ?? "")\(outcome == nil ? "" : outcome?.violation == nil ? "passed: " : "refused: ")\(LogRecord.streamSafe(note))\n"
+    for path in roleless {
+      out += "    warning: \(TrustedKeys.rolelessWarning(path, stateDirectory: stateDirectory))\n"
+    }
+    return out
+  }
+
+  var json: JSONValue {
+    var o = JSONObject([
+      ("required", .bool(required)),
+      (
+        "moduleKeys",
+        .array(
+          moduleKeys.map {
+            .object(JSONObject([("file", .string($0.path)), ("keyID", .string(orNull: $0.keyID))]))
+          })
+      ),
+      ("rolelessKeys", .strings(roleless)),
+    ])
+    o["binary"] = .string(orNull: binary)
+    o["signaturePath"] = .string(orNull: binary.map(ModuleSignature.path(for:)))
+    o["finding"] = .string(orNull: finding?.name)
+    o["keyID"] = .string(orNull: finding?.keyID)
+    o["passed"] = outcome.map { .bool($0.violation == nil) } ?? .null
+    o["reason"] = .string(orNull: outcome?.violation?.reason.rawValue)
+    o["detail"] = .string(note)
+    return .object(o)
   }
 }

@@ -23,6 +23,8 @@ public final class LiveHost {
   public var onChange: (HostChange) -> Void = { _ in }
   private var lastStates: [String: ModuleState] = [:]
   private var lastSurface = Surface.compose([:])
+  /// The role-less trusted keys already warned of.
+  private var warnedRoleless: Set<String> = []
 
   /// Hot reload: watch manifests and binaries, reload what changes.
   public struct Development: Sendable {
@@ -70,6 +72,7 @@ public final class LiveHost {
   /// so no change made meanwhile is missed.
   public func start() throws(JudgeError) {
     try watch()
+    warnRoleless()
     let verdicts = try judgeAll()
     schedule(verdicts.nextEdge)
     _ = try converge(verdicts, changed: [], since: .now, quiet: true)
@@ -98,11 +101,23 @@ public final class LiveHost {
     defer { announce() }
     guard trust || edge || !changed.isEmpty else { return }
     if edge { nextEdge = nil }
+    if trust { warnRoleless() }
     if !trust && !edge, let verdicts = rejudged(binaries: changed) {
       converge(verdicts, changed: changed, since: since)
     } else {
       reconcile(changed: changed, since: since)
     }
+  }
+
+  /// Warns once of each key directly in `STATE/trusted-keys/`: trusted for nothing, which an
+  /// operator who copied it there meant otherwise.
+  private func warnRoleless() {
+    let state = judge.configuration.stateDirectory
+    let found = Set(TrustedKeys.roleless(stateDirectory: state))
+    for path in found.subtracting(warnedRoleless).sorted() {
+      manager.environment.hostLog(.warning, TrustedKeys.rolelessWarning(path, stateDirectory: state))
+    }
+    warnedRoleless = found
   }
 
   /// Judges everything, and keeps the verdicts for the rounds after (none after a failure: a
@@ -245,7 +260,9 @@ public final class LiveHost {
   private func watch() throws(JudgeError) {
     let c = judge.configuration
     let state = c.stateDirectory.isEmpty ? "." : c.stateDirectory
-    var dirs = [state, state + "/licences", state + "/trusted-keys"]
+    let keys = TrustedKeys.root(stateDirectory: state)
+    let roleDirs = TrustRole.allCases.map { TrustedKeys.directory($0, stateDirectory: state) }
+    var dirs = [state, state + "/licences", keys] + roleDirs
     let entitlements = c.entitlementsFile.map { PathText.name($0) }
     // Any change in the entitlements file's own directory counts (a file swapped through a
     // symbolic link, as Kubernetes mounts do); in the state directory only its name does, or the
@@ -271,7 +288,7 @@ public final class LiveHost {
           let dir = PathText.parent(path)
           let trust = dir == state && (name == "licences" || name == "trusted-keys")
           if names.contains(name) || name == entitlements || dir == entitlementsDir || trust
-            || dir == state + "/licences" || dir == state + "/trusted-keys"
+            || dir == state + "/licences" || dir == keys || roleDirs.contains(dir)
           {
             flag.set()
             wake()

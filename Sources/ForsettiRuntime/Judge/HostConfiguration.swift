@@ -27,6 +27,9 @@ public struct HostConfiguration: Sendable {
   /// The in-memory override provider of both channels, between the persisted store and the
   /// time-frame windows; a reference, so every copy of this configuration sees one table.
   public var inMemoryOverrides: InMemoryOverrides
+  /// The operator's choice: every module binary must carry a matching signature by a key in
+  /// `STATE/trusted-keys/modules/`. Off, an unsigned module is not refused.
+  public var requireSignatures: Bool
 
   public init(
     manifestsDirectory: String, pluginDirectories: [String] = [], discoveryMode: DiscoveryMode = .fallback,
@@ -34,7 +37,7 @@ public struct HostConfiguration: Sendable {
     approveAll: Bool = false, hostVersion: SemanticVersion = ForsettiVersion.current,
     stateDirectory: String, allowAllEntitlements: Bool = false,
     entitlementSource: (any EntitlementProvider)? = nil, defaultPolicy: DefaultPolicy = .allow,
-    inMemoryOverrides: InMemoryOverrides = InMemoryOverrides()
+    inMemoryOverrides: InMemoryOverrides = InMemoryOverrides(), requireSignatures: Bool = false
   ) {
     self.manifestsDirectory = manifestsDirectory
     self.pluginDirectories = pluginDirectories
@@ -48,5 +51,6 @@ public struct HostConfiguration: Sendable {
     self.entitlementSource = entitlementSource
     self.defaultPolicy = defaultPolicy
     self.inMemoryOverrides = inMemoryOverrides
+    self.requireSignatures = requireSignatures
   }
 }

@@ -103,17 +103,42 @@ public struct Judge: Sendable {
     return (context, next)
   }
 
-  /// Keys trusted to sign modules and licences: `STATE/trusted-keys/*.pub`.
-  public var trustedKeys: [String: [UInt8]] {
-    Signatures.trustedKeys(
-      in: PathText.join(configuration.stateDirectory, "trusted-keys"))
+  /// Keys trusted for module signatures: `STATE/trusted-keys/modules/*.pub`.
+  public var moduleKeys: [String: [UInt8]] {
+    TrustedKeys.keys(.modules, stateDirectory: configuration.stateDirectory)
   }
 
-  /// Step 2 as configured: ELF inspection, and the signature when keys are trusted (read once,
-  /// not once per module).
+  /// What the signature check makes of a finding, as configured.
+  public var signaturePolicy: SignaturePolicy {
+    SignaturePolicy(
+      required: configuration.requireSignatures,
+      licenceKeyIDs: Set(TrustedKeys.keys(.licences, stateDirectory: configuration.stateDirectory).keys),
+      modulesDirectory: TrustedKeys.directory(.modules, stateDirectory: configuration.stateDirectory))
+  }
+
+  /// Step 2 as configured: ELF inspection, then the module's signature (`SignaturePolicy`), the
+  /// keys read once, not once per module.
   public func inspect(_ index: BinaryIndex) -> @Sendable (ModuleManifest) -> BinaryInspectionStep {
-    let keys = trustedKeys
-    return { index.inspectionStep(for: $0, trustedKeys: keys) }
+    let keys = moduleKeys
+    let policy = signaturePolicy
+    // Nothing to verify and nothing required: no module can be refused for its signature, so
+    // the signature is read only if the pass line is.
+    let lazy = keys.isEmpty && !policy.required
+    return { m in
+      let step = index.inspectionStep(for: m)
+      guard case .outcome(.pass, let found) = step, case .success(let facts) = index.locate(entryPoint: m.entryPoint)
+      else { return step }
+      let path = facts.path
+      if lazy {
+        return .outcome(
+          .pass,
+          passNote: .deferred {
+            "\(found.text); \(policy.judge(SignatureFinding.read(binary: path, trusted: [:]), binary: path).note)"
+          })
+      }
+      let (outcome, note) = policy.judge(SignatureFinding.read(binary: path, trusted: keys), binary: path)
+      return .outcome(outcome, passNote: .deferred { "\(found.text); \(note)" })
+    }
   }
 
   /// The approvals the user actually gave (`approvals.json`), whatever `approveAll` says.

@@ -35,7 +35,7 @@ public struct Licence: Sendable, Hashable {
       switch self {
       case .valid: "valid"
       case .expired: "expired"
-      case .untrustedKey: "signed by an untrusted key"
+      case .untrustedKey: "signed by a key not trusted for licences (trusted-keys/licences/)"
       case .badSignature: "signature does not match (tampered?)"
       }
     }
@@ -104,7 +104,8 @@ public struct LicenceEntitlementProvider: EntitlementProvider {
 
   public var name: String { "licences (\(licences.count)) + static (\(staticProducts.count))" }
 
-  /// Reads `STATE/licences/*.licence` and `STATE/trusted-keys/*.pub`.
+  /// Reads `STATE/licences/*.licence` and the keys trusted for them,
+  /// `STATE/trusted-keys/licences/*.pub`.
   public static func load(stateDirectory: String, staticProducts: Set<String>, now: Instant)
     -> LicenceEntitlementProvider
   {
@@ -117,8 +118,7 @@ public struct LicenceEntitlementProvider: EntitlementProvider {
         (try? String(contentsOfFile: PathText.join(dir, n), encoding: .utf8)) ?? ""
       return (n, Licence(json: text))
     }
-    let trusted = Signatures.trustedKeys(
-      in: PathText.join(stateDirectory, "trusted-keys"))
+    let trusted = TrustedKeys.keys(.licences, stateDirectory: stateDirectory)
     return LicenceEntitlementProvider(
       licences: licences, trusted: trusted, staticProducts: staticProducts, now: now)
   }
