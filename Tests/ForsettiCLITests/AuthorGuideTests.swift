@@ -70,7 +70,8 @@ import Testing
       if b.kind == "c-functions" {
         let names = GuideSnippets.staticFunctions(in: source)
         #expect(!names.isEmpty, "\(b.location): no static function found")
-        source += "void *const guide_keep_\(n)[] = {\(names.map { "(void *)\($0)" }.joined(separator: ", "))};\n"
+        source +=
+          "void *const guide_keep_\(n)[] = {\(names.map { "(void *)\($0)" }.joined(separator: ", "))};\n"
       }
       try compile(source, as: "\(b.name ?? "block")-\(n)", for: b)
     }
@@ -107,19 +108,24 @@ extension AuthorGuideTests {
     var prefix: String { home + "/forsetti" }
     var project: String { home + "/weather" }
     var environment: [String] {
-      ["HOME=\(home)", "PATH=\(prefix)/bin:\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")"]
+      [
+        "HOME=\(home)",
+        "PATH=\(prefix)/bin:\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")",
+      ]
     }
 
     /// Runs `script` with bash in `directory` (the project by default), stopping at the first
     /// failing command.
     func shell(_ script: String, in directory: String? = nil) throws -> ProcessResult {
       try ProcessRunner.run(
-        "/usr/bin/env", environment + ["bash", "-e", "-o", "pipefail", "-c", script], in: directory ?? project)
+        "/usr/bin/env", environment + ["bash", "-e", "-o", "pipefail", "-c", script], in: directory ?? project
+      )
     }
 
     /// The installed `forsetti-host` with `arguments`, in the project.
     func host(_ arguments: [String]) throws -> ProcessResult {
-      try ProcessRunner.run("/usr/bin/env", environment + [prefix + "/bin/forsetti-host"] + arguments, in: project)
+      try ProcessRunner.run(
+        "/usr/bin/env", environment + [prefix + "/bin/forsetti-host"] + arguments, in: project)
     }
 
     /// `make run` as the guide shows it, stopped after `seconds` instead of by Ctrl-C.
@@ -173,7 +179,8 @@ extension AuthorGuideTests {
     // 1. Install: scripts/install, from the binaries these tests run (a release build takes minutes).
     let bin = (HostBinary.path as NSString).deletingLastPathComponent
     let installed = try ProcessRunner.run(
-      "/usr/bin/env", ["bash", HostBinary.packageRoot + "/scripts/install", "--prefix", reader.prefix, "--bin-dir", bin])
+      "/usr/bin/env",
+      ["bash", HostBinary.packageRoot + "/scripts/install", "--prefix", reader.prefix, "--bin-dir", bin])
     try #require(installed.status == 0, "scripts/install failed: \(installed.stderr)")
 
     // 2. Make a project.
@@ -183,20 +190,25 @@ extension AuthorGuideTests {
     // 3. Build and run it.
     try make(reader, "forsetti-host new")
     let first = try reader.run()
-    #expect(first.contains("hello from com.acme.weather") && first.contains("started com.acme.weather 0.1.0"), "\(first)")
+    #expect(
+      first.contains("hello from com.acme.weather") && first.contains("started com.acme.weather 0.1.0"),
+      "\(first)")
 
     // 4. Live reload, the counter keeping its count: restore_state comes after start.
     let counter = try Self.block("c-file", "counter", in: blocks)
     try counter.text.write(toFile: reader.source, atomically: true, encoding: .utf8)
     try make(reader, "\(counter.location)")
     let dev = try DevHost(
-      reader.environment + [reader.prefix + "/bin/forsetti-host", "dev", "--manifests", "manifests", "--plugins", "build"],
+      reader.environment + [
+        reader.prefix + "/bin/forsetti-host", "dev", "--manifests", "manifests", "--plugins", "build",
+      ],
       verb: nil, executable: "/usr/bin/env", in: reader.project)
     defer { dev.stop() }
     var seen = try #require(dev.await("started com.acme.weather"), "dev did not start it: \(dev.lines)").0
     for n in 1...2 {
       // The reader's edit: any change to the source makes a new binary.
-      try edit(reader.source, { $0.replacingOccurrences(of: "\"hello ", with: "\"hello (edit \(n)) ") }, "an edit")
+      try edit(
+        reader.source, { $0.replacingOccurrences(of: "\"hello ", with: "\"hello (edit \(n)) ") }, "an edit")
       try make(reader, "edit \(n)")
       let line = dev.await("weather reload number", from: seen + 1)
       #expect(
@@ -205,13 +217,19 @@ extension AuthorGuideTests {
       )
       seen = line?.0 ?? seen
     }
-    #expect(dev.lines.contains { $0.contains("reload com.acme.weather 0.1.0 → 0.1.0: reloaded, 1 bytes of state carried") }, "\(dev.lines)")
+    #expect(
+      dev.lines.contains {
+        $0.contains("reload com.acme.weather 0.1.0 → 0.1.0: reloaded, 1 bytes of state carried")
+      }, "\(dev.lines)")
     dev.stop()
 
     // 5. A host service: module_start replaced, as the guide says; built with warnings as errors.
     let storage = try Self.block("c-replace", "storage", in: blocks)
-    try edit(reader.source, { GuideSnippets.replacing(storage.argument ?? "", in: $0, with: storage.text) }, storage.location)
-    try compile(try String(contentsOfFile: reader.source, encoding: .utf8), as: "weather-storage", for: storage)
+    try edit(
+      reader.source, { GuideSnippets.replacing(storage.argument ?? "", in: $0, with: storage.text) },
+      storage.location)
+    try compile(
+      try String(contentsOfFile: reader.source, encoding: .utf8), as: "weather-storage", for: storage)
     try make(reader, storage.location)
     // 6. lint, before the capability is requested.
     let lint = try reader.shell(try Self.block("sh", "lint", in: blocks).text)
@@ -226,7 +244,8 @@ extension AuthorGuideTests {
       #expect(out.contains("weather run number \(n)"), "\(storage.location): run \(n):\n\(out)")
     }
     let clean = try reader.shell(try Self.block("sh", "lint", in: blocks).text)
-    #expect(clean.status == 0 && clean.stdout.contains("0 errors, 0 warnings"), "\(clean.stdout)\(clean.stderr)")
+    #expect(
+      clean.status == 0 && clean.stdout.contains("0 errors, 0 warnings"), "\(clean.stdout)\(clean.stderr)")
 
     // 7. Sign it.
     try step("sign", blocks, reader)
@@ -247,7 +266,9 @@ extension AuthorGuideTests {
     #expect(ran.contains("started com.acme.weather 0.1.0"), "signed, licensed, running?\n\(ran)")
 
     // 7 again: a rebuild after signing is refused by a host that trusts the key.
-    try edit(reader.source, { $0 + "static const char rebuilt[] __attribute__((used)) = \"after signing\";\n" }, "an edit")
+    try edit(
+      reader.source, { $0 + "static const char rebuilt[] __attribute__((used)) = \"after signing\";\n" },
+      "an edit")
     try make(reader, "an edit after signing")
     let stale = try reader.run(["--state", reader.home + "/acme-customer", "--require-signatures"])
     #expect(stale.contains("signatureInvalid"), "\(stale)")
