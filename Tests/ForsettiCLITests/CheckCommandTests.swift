@@ -246,7 +246,8 @@ import Testing
     }
     #expect(try HostBinary.run(["help", "check"]).stdout == help.stdout)
     #expect(
-      try HostBinary.run(["--version"]).stdout.hasPrefix("forsetti-host \(ForsettiVersion.current) (module ABI "))
+      try HostBinary.run(["--version"]).stdout.hasPrefix(
+        "forsetti-host \(ForsettiVersion.current) (module ABI "))
   }
 
   @Test func bundledManifestsAllPass() throws {

@@ -16,7 +16,8 @@ import Testing
       ["bash", HostBinary.packageRoot + "/scripts/install", "--prefix", prefix, "--bin-dir", binDir])
     try #require(r.status == 0, "install failed: \(r.stderr)")
     for file in [
-      "bin/forsetti-host", "libexec/forsetti/forsetti-worker", "include/forsetti.h", "include/forsetti/entry.h",
+      "bin/forsetti-host", "libexec/forsetti/forsetti-worker", "include/forsetti.h",
+      "include/forsetti/entry.h",
       "lib/pkgconfig/forsetti.pc", "share/forsetti/ForsettiSDK/Package.swift",
       "share/forsetti/ForsettiSDK/Sources/ForsettiSDK/Export.swift",
     ] {

@@ -16,9 +16,8 @@ enum RemoteVerbs {
       When a host runs on --state, this asks it through STATE/control.sock (docs/control.md):
       it answers with its own options (--manifests, --plugins, --policy, --entitlements,
       --approve-all, --host-version, --require-signatures: any given here are not used) and its
-      live state, and
-      applies a change at once. Standard error says whether a host answered or the files were
-      used.
+      live state, and applies a change at once. Standard error says whether a host answered or
+      the files were used.
 
     """
 
