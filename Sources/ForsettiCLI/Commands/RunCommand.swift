@@ -81,12 +81,12 @@ enum RunCommand {
       .value(
         "cpu-weight", "[MODULE_ID=]N",
         "A module's CPU share against the others when the CPU is contended, in its cgroup: 1 to 10000; "
-          + "a bare N sets every module's. Repeatable.",
+          + "a bare N sets every module's.",
         default: "100", repeatable: true),
       .value(
         "cpu-max", "[MODULE_ID=]PERCENT",
         "A module's hard CPU ceiling in percent of one CPU (50, 150), in its cgroup; a bare PERCENT sets "
-          + "every module's. Repeatable.",
+          + "every module's.",
         default: "none", repeatable: true),
       .value("max-restarts", "N", "Restarts of a crashed worker before it is quarantined.", default: "3"),
       .value(
