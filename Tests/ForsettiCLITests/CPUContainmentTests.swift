@@ -49,6 +49,7 @@ import Testing
       for: 600,
       extraArguments: [
         "--cpu-weight", "100", "--cpu-weight", "com.test.idle=250", "--cpu-max", "com.test.idle=50",
+        "--cpu-weight", "com.test.typo=5",
       ],
       ready: { Self.pids(in: output).count == 2 && Self.loggedIdle(output) },
       observe: { host in
@@ -71,7 +72,9 @@ import Testing
     let share = spin1 / (spin1 + spin16)
     print("CPUContainmentTests \(identity): spin1 \(spin1) ticks, spin16 \(spin16) ticks: share \(share)")
     if identity == .current && geteuid() == 0 {
-      #expect(start.contains("cpu in ") && start.contains("cpu weight 100 each (com.test.idle 250)"), "\(start)")
+      #expect(
+        start.contains("cpu in ") && start.contains("cpu weight 100 each (com.test.idle 250, com.test.typo 5)"),
+        "\(start)")
       #expect(start.contains("no ceiling (com.test.idle 50%)"), "\(start)")
       // Per module, the one thread gets about as much as the sixteen (two CPUs: up to half, less
       // when the kernel balances shares across CPUs); per thread it would get 1/17.
@@ -98,6 +101,9 @@ import Testing
       #expect(share < 0.2, "spin1 got \(share) without a cpu cgroup: \(facts)")
     }
     #expect(run.lines("com.test.idle") == ["idle started"], "\(run.output)")
+    // A module ID that names no module is said, once.
+    let typo = "names com.test.typo, which is no module found at start"
+    #expect(run.output.components(separatedBy: typo).count == 2, "\(run.output)")
   }
 
   /// The pids the spinners logged, by module ID.
@@ -191,5 +197,30 @@ import Testing
       }
     }
     return files
+  }
+}
+
+/// Bad `--cpu-weight` and `--cpu-max` values are usage errors naming the option, the value and
+/// the range; `--help` says which CPU option is a share, which a ceiling and which a time limit.
+@Suite struct CPUOptionTests {
+  @Test func badValuesAreUsageErrorsNamingTheRange() throws {
+    let dir = TemporaryDirectory("cpu-options")
+    try FileManager.default.createDirectory(atPath: dir.url("plugins"), withIntermediateDirectories: true)
+    let common = ["run", "--plugins", dir.url("plugins"), "--state", dir.url("state"), "--for", "0"]
+    for (option, value, why) in [
+      ("cpu-weight", "0", "from 1 to 10000"), ("cpu-weight", "com.a=10001", "from 1 to 10000"),
+      ("cpu-weight", "heavy", "[MODULE_ID=]N"), ("cpu-max", "0", "from 1 to 100000"),
+      ("cpu-max", "50%", "[MODULE_ID=]N"), ("cpu-max", "=50", "module ID is missing"),
+    ] {
+      let r = try HostBinary.run(common + ["--\(option)", value])
+      #expect(r.status == 2, "--\(option) \(value): \(r.stderr)")
+      #expect(r.stderr.contains("'\(value)'") && r.stderr.contains("'--\(option)'"), "\(r.stderr)")
+      #expect(r.stderr.contains(why), "\(r.stderr)")
+    }
+    let help = try HostBinary.run(["run", "--help"]).stdout
+    #expect(help.contains("--cpu-weight [MODULE_ID=]N") && help.contains("--cpu-max [MODULE_ID=]PERCENT"))
+    #expect(help.contains("(RLIMIT_CPU, at least 1); not a share"), "\(help)")
+    let dev = try HostBinary.run(["dev", "--help"]).stdout
+    #expect(dev.contains("--cpu-weight") && dev.contains("--cpu-max"))
   }
 }

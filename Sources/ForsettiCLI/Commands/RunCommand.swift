@@ -217,6 +217,16 @@ enum RunCommand {
       manager.stopAll()
       throw HostOptions.failure(error)
     }
+    if case .isolated(let settings) = mode {
+      // A module ID mistyped in --cpu-weight or --cpu-max would otherwise go unnoticed.
+      let found = Set(manager.records.compactMap(\.moduleID))
+      for id in settings.cpu.namedModules.subtracting(found).sorted() {
+        environment.hostLog(
+          .warning,
+          "cpu: --cpu-weight or --cpu-max names \(id), which is no module found at start (a typo?); "
+            + "it applies if that module appears")
+      }
+    }
     if !options.json { console.out(RunReport.table(manager.records)) }
     let running = manager.records.filter { $0.state == .started }.count
     ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")

@@ -31,6 +31,9 @@ public struct CPUShares: Sendable, Equatable {
   /// The ceiling of `moduleID` in percent of one CPU; nil: none.
   public func maxPercent(for moduleID: String) -> Int? { maxPercents[moduleID] ?? defaultMaxPercent }
 
+  /// The module IDs named in a weight or a ceiling of their own.
+  public var namedModules: Set<String> { Set(weights.keys).union(maxPercents.keys) }
+
   /// v1 `cpu.shares` for a v2 weight, as systemd maps `CPUWeight=`: 100 is 1024.
   public static func v1Shares(weight: Int) -> Int { weight * 1024 / 100 }
 
