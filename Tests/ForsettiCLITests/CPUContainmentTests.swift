@@ -73,7 +73,8 @@ import Testing
     print("CPUContainmentTests \(identity): spin1 \(spin1) ticks, spin16 \(spin16) ticks: share \(share)")
     if identity == .current && geteuid() == 0 {
       #expect(
-        start.contains("cpu in ") && start.contains("cpu weight 100 each (com.test.idle 250, com.test.typo 5)"),
+        start.contains("cpu in ")
+          && start.contains("cpu weight 100 each (com.test.idle 250, com.test.typo 5)"),
         "\(start)")
       #expect(start.contains("no ceiling (com.test.idle 50%)"), "\(start)")
       // Per module, the one thread gets about as much as the sixteen (two CPUs: up to half, less
@@ -81,9 +82,12 @@ import Testing
       #expect(share >= 0.25, "spin1 got \(share) of the CPU the two used: \(facts)")
       // The weights and the ceiling landed in the workers' cgroups (v1 here, v2 where it is).
       let v1 = facts["com.test.spin1 cpu.shares"] != nil
-      #expect(facts["com.test.spin1 " + (v1 ? "cpu.shares" : "cpu.weight")] == (v1 ? "1024" : "100"), "\(facts)")
-      #expect(facts["com.test.spin16 " + (v1 ? "cpu.shares" : "cpu.weight")] == (v1 ? "1024" : "100"), "\(facts)")
-      #expect(facts["com.test.idle " + (v1 ? "cpu.shares" : "cpu.weight")] == (v1 ? "2560" : "250"), "\(facts)")
+      #expect(
+        facts["com.test.spin1 " + (v1 ? "cpu.shares" : "cpu.weight")] == (v1 ? "1024" : "100"), "\(facts)")
+      #expect(
+        facts["com.test.spin16 " + (v1 ? "cpu.shares" : "cpu.weight")] == (v1 ? "1024" : "100"), "\(facts)")
+      #expect(
+        facts["com.test.idle " + (v1 ? "cpu.shares" : "cpu.weight")] == (v1 ? "2560" : "250"), "\(facts)")
       if v1 {
         #expect(facts["com.test.idle cpu.cfs_quota_us"] == "50000", "\(facts)")
         #expect(facts["com.test.idle cpu.cfs_period_us"] == "100000", "\(facts)")

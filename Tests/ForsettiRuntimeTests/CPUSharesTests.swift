@@ -48,6 +48,8 @@ import Testing
     #expect(throws: CPUSharesError.notANumber(.max, value: "50%", range: 1...100_000)) {
       try shares.setMaxPercent("50%")
     }
-    #expect(CPUSharesError.outOfRange(.max, value: "0", range: 1...100_000).description.contains("percentage of one CPU"))
+    #expect(
+      CPUSharesError.outOfRange(.max, value: "0", range: 1...100_000).description.contains(
+        "percentage of one CPU"))
   }
 }

@@ -376,7 +376,9 @@ import Testing
     #expect(try fs.text(leaf + "/cpu.cfs_period_us", underRoot: true) == "100000")
     #expect(try fs.text(leaf + "/cpu.cfs_quota_us", underRoot: true) == "150000")
     // memory and pids exactly as without cpu.
-    #expect(try fs.text("memory/forsetti-100/com.test.heavy-1/memory.limit_in_bytes", underRoot: true) == "1073741824")
+    #expect(
+      try fs.text("memory/forsetti-100/com.test.heavy-1/memory.limit_in_bytes", underRoot: true)
+        == "1073741824")
     #expect(try fs.text("pids/forsetti-100/com.test.heavy-1/pids.max", underRoot: true) == "128")
     _ = try cgroups.create(moduleID: "com.test.plain", limits: .init(memoryBytes: 1 << 30))
     #expect(try fs.text("\(mount)/forsetti-100/com.test.plain-2/cpu.shares", underRoot: true) == "1024")
@@ -427,16 +429,22 @@ import Testing
     _ = try inV1.create(moduleID: "m", limits: .init(memoryBytes: 1 << 30, cpuWeight: 50))
     #expect(try bound.text("cpu/forsetti-100/m-1/cpu.shares", underRoot: true) == "512")
 
-    let unified = try FakeCgroupFS.v1(memoryCgroup: "/", memsw: true, swapOn: false, unified: "cpu", cpuBound: false)
+    let unified = try FakeCgroupFS.v1(
+      memoryCgroup: "/", memsw: true, swapOn: false, unified: "cpu", cpuBound: false)
     let inV2 = try WorkerCgroups.prepare(files: unified, hostPID: 100)
     #expect(inV2.hasCPU && inV2.notes.isEmpty, "\(inV2.notes)")
-    #expect(inV2.summary == "cgroup v1+v2: memory in \(unified.root)/memory/forsetti-100; pids in \(unified.root)/pids/forsetti-100; cpu in \(unified.mount)/forsetti-100")
+    #expect(
+      inV2.summary
+        == "cgroup v1+v2: memory in \(unified.root)/memory/forsetti-100; pids in \(unified.root)/pids/forsetti-100; cpu in \(unified.mount)/forsetti-100"
+    )
     _ = try inV2.create(moduleID: "m", limits: .init(memoryBytes: 1 << 30, cpuWeight: 50, cpuMaxPercent: 25))
     #expect(try unified.text("forsetti-100/m-1/cpu.weight") == "50")
     #expect(try unified.text("forsetti-100/m-1/cpu.max") == "25000 100000")
-    #expect(try unified.text("memory/forsetti-100/m-1/memory.limit_in_bytes", underRoot: true) == "1073741824")
+    #expect(
+      try unified.text("memory/forsetti-100/m-1/memory.limit_in_bytes", underRoot: true) == "1073741824")
 
-    let bare = try FakeCgroupFS.v1(memoryCgroup: "/", memsw: true, swapOn: false, unified: "", cpuBound: false)
+    let bare = try FakeCgroupFS.v1(
+      memoryCgroup: "/", memsw: true, swapOn: false, unified: "", cpuBound: false)
     let without = try WorkerCgroups.prepare(files: bare, hostPID: 100)
     #expect(!without.hasCPU && without.notes.count == 1, "\(without.notes)")
     #expect(without.notes[0].hasPrefix("no cpu cgroup: \(bare.mount)/cgroup.controllers lists nothing"))
@@ -463,7 +471,8 @@ import Testing
       let w = try cgroups.create(
         moduleID: "m", limits: .init(memoryBytes: 1 << 30, tasks: 32, cpuWeight: 500, cpuMaxPercent: 50))
       #expect(w.directories.count == (fs === notDelegated ? 1 : 2))
-      let memory = fs === notDelegated ? "forsetti-100/m-1/memory.max" : "memory/forsetti-100/m-1/memory.limit_in_bytes"
+      let memory =
+        fs === notDelegated ? "forsetti-100/m-1/memory.max" : "memory/forsetti-100/m-1/memory.limit_in_bytes"
       let pids = fs === notDelegated ? "forsetti-100/m-1/pids.max" : "pids/forsetti-100/m-1/pids.max"
       #expect(try fs.text(memory, underRoot: fs !== notDelegated) == "1073741824")
       #expect(try fs.text(pids, underRoot: fs !== notDelegated) == "32")
@@ -710,7 +719,9 @@ final class FakeCgroupFS: CgroupFiles {
   func unmovable(_ pid: Int32) { state.withLock { _ = $0.unmovable.insert(pid) } }
   func refuseDirectories() { state.withLock { $0.refuseDirectories = true } }
   /// mkdir refused (EACCES) below `relative` only, e.g. one v1 hierarchy.
-  func refuseDirectories(under relative: String) { state.withLock { $0.refusedUnder = root + "/" + relative } }
+  func refuseDirectories(under relative: String) {
+    state.withLock { $0.refusedUnder = root + "/" + relative }
+  }
   var killedThroughCgroupKill: [Int32] { state.withLock { $0.killedThroughCgroupKill } }
   var killedOneByOne: [Int32] { state.withLock { $0.killedOneByOne } }
 
@@ -830,7 +841,8 @@ final class FakeCgroupFS: CgroupFiles {
     var files = ["cgroup.procs": "", "tasks": ""]
     if path.hasPrefix(dir.url("cpu")) {
       // cpu,cpuacct co-mounted shows cpuacct's files too.
-      files.merge(["cpu.shares": "1024", "cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000"]) { a, _ in a }
+      files.merge(["cpu.shares": "1024", "cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000"]) { a, _ in a
+      }
       if path.hasPrefix(dir.url("cpu,cpuacct")) { files["cpuacct.usage"] = "0" }
     } else if path.hasPrefix(dir.url("memory")) {
       files.merge([

@@ -56,11 +56,13 @@ public struct CPUShares: Sendable, Equatable {
   public var summary: String {
     func listed(_ values: [String: Int], _ unit: String) -> String {
       guard !values.isEmpty else { return "" }
-      return " (" + values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\(unit)" }.joined(separator: ", ")
+      return " ("
+        + values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\(unit)" }.joined(separator: ", ")
         + ")"
     }
     let ceiling = defaultMaxPercent.map { "ceiling \($0)% of a CPU each" } ?? "no ceiling"
-    return "cpu weight \(defaultWeight) each" + listed(weights, "") + ", " + ceiling + listed(maxPercents, "%")
+    return "cpu weight \(defaultWeight) each" + listed(weights, "") + ", " + ceiling
+      + listed(maxPercents, "%")
   }
 
   /// `[MODULE_ID=]N` with N a whole number in `range`.
@@ -75,7 +77,9 @@ public struct CPUShares: Sendable, Equatable {
       guard moduleID?.isEmpty == false else { throw .noModuleID(option, value: text) }
     }
     // Digits only: Int("+5") and Int("0x10") are not what an operator means by a number here.
-    guard !number.isEmpty, number.count <= 9, number.allSatisfy({ ("0"..."9").contains($0) }), let value = Int(number) else {
+    guard !number.isEmpty, number.count <= 9, number.allSatisfy({ ("0"..."9").contains($0) }),
+      let value = Int(number)
+    else {
       throw .notANumber(option, value: text, range: range)
     }
     guard range.contains(value) else { throw .outOfRange(option, value: text, range: range) }

@@ -208,7 +208,8 @@ extension ModuleManager {
   /// What the cgroup of a worker of `moduleID` holds it to.
   static func cgroupLimits(_ moduleID: String, _ settings: IsolationSettings) -> WorkerCgroup.Limits {
     .init(
-      memoryBytes: settings.limits.memoryBytes, tasks: workerTasks, cpuWeight: settings.cpu.weight(for: moduleID),
+      memoryBytes: settings.limits.memoryBytes, tasks: workerTasks,
+      cpuWeight: settings.cpu.weight(for: moduleID),
       cpuMaxPercent: settings.cpu.maxPercent(for: moduleID))
   }
 

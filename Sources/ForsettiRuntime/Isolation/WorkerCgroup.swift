@@ -83,7 +83,8 @@ public final class WorkerCgroup: Sendable {
   /// module was known, gets its module's here); nothing where the cpu controller is not had.
   public func setCPU(weight: Int?, maxPercent: Int?) throws(CgroupError) {
     for place in places where place.controllers.contains(.cpu) {
-      try Self.setCPU(weight: weight, maxPercent: maxPercent, version: place.version, in: place.directory, files: files)
+      try Self.setCPU(
+        weight: weight, maxPercent: maxPercent, version: place.version, in: place.directory, files: files)
     }
   }
 

@@ -116,7 +116,9 @@ public final class WorkerCgroups: Sendable {
     if site.version == .v2 {
       try checkOffered(site.hostDirectory, required, files: files)
       for c in site.controllers where c.isOptional {
-        do throws(CgroupError) { try checkOffered(site.hostDirectory, [c], files: files) } catch { drop(c, error) }
+        do throws(CgroupError) { try checkOffered(site.hostDirectory, [c], files: files) } catch {
+          drop(c, error)
+        }
       }
     }
     guard !site.controllers.isEmpty else { return false }
@@ -264,7 +266,8 @@ public final class WorkerCgroups: Sendable {
     }
     if controllers.contains(.cpu) {
       try WorkerCgroup.setCPU(
-        weight: limits.cpuWeight, maxPercent: limits.cpuMaxPercent, version: version, in: directory, files: files)
+        weight: limits.cpuWeight, maxPercent: limits.cpuMaxPercent, version: version, in: directory,
+        files: files)
     }
   }
 
