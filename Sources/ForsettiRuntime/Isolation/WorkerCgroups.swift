@@ -159,9 +159,10 @@ public final class WorkerCgroups: Sendable {
   /// earlier host might carry another). The host's threads that serve workers must never starve
   /// behind modules: on v2 the host's own processes sit in `forsetti-host`, a sibling of
   /// `forsetti-<hostpid>`, so under contention the host gets at least half of its cgroup's CPU
-  /// however many modules spin; on v1 they stay in the host's cgroup, where each host thread
-  /// weighs as much as all workers together (v1 schedules a cgroup's own threads one by one
-  /// beside its child groups). Also says once when the kernel has no ceiling for `--cpu-max`.
+  /// however many modules spin; on v1 they stay in the host's cgroup beside `forsetti-<hostpid>`,
+  /// where each host thread (in the root cgroup with autogroup: the host's session as a whole)
+  /// weighs as much as all workers together, since the kernel schedules a cgroup's own tasks
+  /// beside its child groups. Also says once when the kernel has no ceiling for `--cpu-max`.
   private static func balanceCPU(_ site: Site, files: any CgroupFiles) -> [String] {
     var notes: [String] = []
     var groups = [site.parent]
