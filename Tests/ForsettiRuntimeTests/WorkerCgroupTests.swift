@@ -193,10 +193,11 @@ import Testing
   @Test func v2InTheRootCgroup() throws {
     let fs = try FakeCgroupFS.v2(hostCgroup: "/", offered: "cpu io memory pids", hostProcesses: [100])
     let cgroups = try WorkerCgroups.prepare(files: fs, hostPID: 100)
-    #expect(try fs.text("cgroup.subtree_control") == "memory pids")
-    #expect(try fs.text("forsetti-100/cgroup.subtree_control") == "memory pids")
+    #expect(try fs.text("cgroup.subtree_control") == "cpu memory pids")
+    #expect(try fs.text("forsetti-100/cgroup.subtree_control") == "cpu memory pids")
     #expect(!fs.has("forsetti-host"))
-    #expect(cgroups.summary == "cgroup v2: memory,pids in \(fs.mount)/forsetti-100")
+    #expect(cgroups.summary == "cgroup v2: memory,pids,cpu in \(fs.mount)/forsetti-100")
+    #expect(cgroups.hasCPU && cgroups.notes.isEmpty, "\(cgroups.notes)")
 
     let worker = try cgroups.create(
       moduleID: "com.example/../counter", limits: .init(memoryBytes: 256 << 20, tasks: 64))
@@ -206,6 +207,8 @@ import Testing
     #expect(try fs.text(leaf + "/memory.swap.max") == "0")
     #expect(try fs.text(leaf + "/memory.oom.group") == "1")
     #expect(try fs.text(leaf + "/pids.max") == "64")
+    #expect(try fs.text(leaf + "/cpu.weight") == "100")
+    #expect(try fs.text(leaf + "/cpu.max") == "max 100000")
 
     fs.spawn(200, in: "")
     try worker.add(pid: 200)
@@ -319,7 +322,7 @@ import Testing
     let cgroups = try WorkerCgroups.prepare(files: counted, hostPID: 100)
     #expect(
       cgroups.summary
-        == "cgroup v1: memory in \(counted.root)/memory/process_api/abc/forsetti-100; pids in \(counted.root)/pids/forsetti-100"
+        == "cgroup v1: memory in \(counted.root)/memory/process_api/abc/forsetti-100; pids in \(counted.root)/pids/forsetti-100; cpu in \(counted.root)/cpu/forsetti-100"
     )
     let w = try cgroups.create(moduleID: "m", limits: .init(memoryBytes: 1 << 30, tasks: 32))
     let leaf = "memory/process_api/abc/forsetti-100/m-1"
@@ -351,6 +354,130 @@ import Testing
       expected.description.hasPrefix(
         "no writable memory cgroup: \(fs.root)/memory/user.slice is owned by root"))
     #expect(expected.description.contains("run as root or under systemd with Delegate=yes"))
+  }
+
+  // MARK: - The cpu controller
+
+  /// v1 with cpu mounted alone and co-mounted with cpuacct: the workers' parent has the standard
+  /// shares, each worker the shares of its weight (systemd's mapping, 100 = 1024) and a CFS quota
+  /// for its ceiling (none: -1).
+  @Test(arguments: ["cpu", "cpu,cpuacct"])
+  func v1CPUSharesAndQuota(mount: String) throws {
+    let fs = try FakeCgroupFS.v1(memoryCgroup: "/", memsw: true, swapOn: false, cpu: mount)
+    let cgroups = try WorkerCgroups.prepare(files: fs, hostPID: 100)
+    #expect(cgroups.hasCPU && cgroups.notes.isEmpty, "\(cgroups.notes)")
+    #expect(cgroups.summary.hasSuffix("; cpu in \(fs.root)/\(mount)/forsetti-100"), "\(cgroups.summary)")
+    #expect(try fs.text("\(mount)/forsetti-100/cpu.shares", underRoot: true) == "1024")
+    let heavy = try cgroups.create(
+      moduleID: "com.test.heavy", limits: .init(memoryBytes: 1 << 30, cpuWeight: 300, cpuMaxPercent: 150))
+    let leaf = "\(mount)/forsetti-100/com.test.heavy-1"
+    #expect(heavy.directories.contains(fs.root + "/" + leaf))
+    #expect(try fs.text(leaf + "/cpu.shares", underRoot: true) == "3072")
+    #expect(try fs.text(leaf + "/cpu.cfs_period_us", underRoot: true) == "100000")
+    #expect(try fs.text(leaf + "/cpu.cfs_quota_us", underRoot: true) == "150000")
+    // memory and pids exactly as without cpu.
+    #expect(
+      try fs.text("memory/forsetti-100/com.test.heavy-1/memory.limit_in_bytes", underRoot: true)
+        == "1073741824")
+    #expect(try fs.text("pids/forsetti-100/com.test.heavy-1/pids.max", underRoot: true) == "128")
+    _ = try cgroups.create(moduleID: "com.test.plain", limits: .init(memoryBytes: 1 << 30))
+    #expect(try fs.text("\(mount)/forsetti-100/com.test.plain-2/cpu.shares", underRoot: true) == "1024")
+    #expect(try fs.text("\(mount)/forsetti-100/com.test.plain-2/cpu.cfs_quota_us", underRoot: true) == "-1")
+    // The smallest and largest weights map as systemd maps them.
+    #expect(CPUShares.v1Shares(weight: 1) == 10 && CPUShares.v1Shares(weight: 10_000) == 102_400)
+    fs.spawn(300, in: leaf, underRoot: true)
+    try heavy.release()
+    #expect(fs.killedOneByOne == [300] && !fs.has(leaf, underRoot: true))
+  }
+
+  /// v2: cpu enabled beside memory and pids; the host's processes move into `forsetti-host`, a
+  /// sibling of `forsetti-100` with the same weight, so the host is never behind its modules;
+  /// each worker gets `cpu.weight` and `cpu.max` as "QUOTA PERIOD". A spare's cgroup gets its
+  /// module's share when it is given one.
+  @Test func v2CPUWeightAndCeiling() throws {
+    let service = "system.slice/forsetti.service"
+    let fs = try FakeCgroupFS.v2(hostCgroup: "/" + service, offered: "cpu memory pids", hostProcesses: [100])
+    fs.describe(100, parent: 1, name: "forsetti-host")
+    let cgroups = try WorkerCgroups.prepare(files: fs, hostPID: 100)
+    #expect(try fs.text(service + "/cgroup.subtree_control") == "cpu memory pids")
+    #expect(try fs.text(service + "/forsetti-100/cgroup.subtree_control") == "cpu memory pids")
+    #expect(try fs.text(service + "/forsetti-host/cgroup.procs") == "100")
+    #expect(try fs.text(service + "/forsetti-host/cpu.weight") == "100")
+    #expect(try fs.text(service + "/forsetti-100/cpu.weight") == "100")
+    #expect(cgroups.hasCPU && cgroups.notes.count == 1 && cgroups.notes[0].contains("moved 1 process(es)"))
+    let w = try cgroups.create(
+      moduleID: "com.test.capped", limits: .init(memoryBytes: 1 << 30, cpuWeight: 250, cpuMaxPercent: 50))
+    #expect(try fs.text(service + "/forsetti-100/com.test.capped-1/cpu.weight") == "250")
+    #expect(try fs.text(service + "/forsetti-100/com.test.capped-1/cpu.max") == "50000 100000")
+    #expect(try fs.text(service + "/forsetti-100/com.test.capped-1/memory.max") == "1073741824")
+    try w.release()
+    let spare = try cgroups.create(moduleID: "spare", limits: .init(memoryBytes: 1 << 30))
+    #expect(try fs.text(service + "/forsetti-100/spare-2/cpu.weight") == "100")
+    try spare.setCPU(weight: 40, maxPercent: 200)
+    #expect(try fs.text(service + "/forsetti-100/spare-2/cpu.weight") == "40")
+    #expect(try fs.text(service + "/forsetti-100/spare-2/cpu.max") == "200000 100000")
+    try spare.setCPU(weight: 100, maxPercent: nil)
+    #expect(try fs.text(service + "/forsetti-100/spare-2/cpu.max") == "max 100000")
+  }
+
+  /// Hybrid: cpu bound to a v1 hierarchy is used there; cpu not bound to v1 is looked for in the
+  /// unified tree, used there when offered, and done without (one note) when not.
+  @Test func hybridCPUInV1OrInTheUnifiedTree() throws {
+    let bound = try FakeCgroupFS.v1(memoryCgroup: "/", memsw: true, swapOn: false, unified: "")
+    let inV1 = try WorkerCgroups.prepare(files: bound, hostPID: 100)
+    #expect(inV1.hasCPU && inV1.notes.isEmpty && inV1.summary.hasPrefix("cgroup v1:"), "\(inV1.summary)")
+    _ = try inV1.create(moduleID: "m", limits: .init(memoryBytes: 1 << 30, cpuWeight: 50))
+    #expect(try bound.text("cpu/forsetti-100/m-1/cpu.shares", underRoot: true) == "512")
+
+    let unified = try FakeCgroupFS.v1(
+      memoryCgroup: "/", memsw: true, swapOn: false, unified: "cpu", cpuBound: false)
+    let inV2 = try WorkerCgroups.prepare(files: unified, hostPID: 100)
+    #expect(inV2.hasCPU && inV2.notes.isEmpty, "\(inV2.notes)")
+    #expect(
+      inV2.summary
+        == "cgroup v1+v2: memory in \(unified.root)/memory/forsetti-100; pids in \(unified.root)/pids/forsetti-100; cpu in \(unified.mount)/forsetti-100"
+    )
+    _ = try inV2.create(moduleID: "m", limits: .init(memoryBytes: 1 << 30, cpuWeight: 50, cpuMaxPercent: 25))
+    #expect(try unified.text("forsetti-100/m-1/cpu.weight") == "50")
+    #expect(try unified.text("forsetti-100/m-1/cpu.max") == "25000 100000")
+    #expect(
+      try unified.text("memory/forsetti-100/m-1/memory.limit_in_bytes", underRoot: true) == "1073741824")
+
+    let bare = try FakeCgroupFS.v1(
+      memoryCgroup: "/", memsw: true, swapOn: false, unified: "", cpuBound: false)
+    let without = try WorkerCgroups.prepare(files: bare, hostPID: 100)
+    #expect(!without.hasCPU && without.notes.count == 1, "\(without.notes)")
+    #expect(without.notes[0].hasPrefix("no cpu cgroup: \(bare.mount)/cgroup.controllers lists nothing"))
+    #expect(without.notes[0].contains("--cpu-weight and --cpu-max are not applied"))
+  }
+
+  /// Wherever the cpu controller cannot be had — not mounted, not delegated, not writable —
+  /// workers get memory and pids exactly as before, and one note says why.
+  @Test func missingCPULeavesMemoryAndPidsWithOneNote() throws {
+    let unmounted = try FakeCgroupFS.v1(memoryCgroup: "/", memsw: true, swapOn: false, cpu: nil)
+    let notWritable = try FakeCgroupFS.v1(memoryCgroup: "/", memsw: true, swapOn: false)
+    notWritable.refuseDirectories(under: "cpu")
+    let notDelegated = try FakeCgroupFS.v2(hostCgroup: "/", offered: "memory pids", hostProcesses: [100])
+    try notDelegated.put("cgroup.controllers", "memory pids")
+    let cases: [(FakeCgroupFS, String)] = [
+      (unmounted, "no cpu cgroup: no cgroup v1 hierarchy has the cpu controller"),
+      (notWritable, "no writable cpu cgroup: \(notWritable.root)/cpu is owned by root"),
+      (notDelegated, "no cpu cgroup: \(notDelegated.mount)/cgroup.controllers lists only 'memory pids'"),
+    ]
+    for (fs, why) in cases {
+      let cgroups = try WorkerCgroups.prepare(files: fs, hostPID: 100)
+      #expect(!cgroups.hasCPU && !cgroups.summary.contains("cpu"), "\(cgroups.summary)")
+      #expect(cgroups.notes.count == 1 && cgroups.notes[0].hasPrefix(why), "\(cgroups.notes)")
+      let w = try cgroups.create(
+        moduleID: "m", limits: .init(memoryBytes: 1 << 30, tasks: 32, cpuWeight: 500, cpuMaxPercent: 50))
+      #expect(w.directories.count == (fs === notDelegated ? 1 : 2))
+      let memory =
+        fs === notDelegated ? "forsetti-100/m-1/memory.max" : "memory/forsetti-100/m-1/memory.limit_in_bytes"
+      let pids = fs === notDelegated ? "forsetti-100/m-1/pids.max" : "pids/forsetti-100/m-1/pids.max"
+      #expect(try fs.text(memory, underRoot: fs !== notDelegated) == "1073741824")
+      #expect(try fs.text(pids, underRoot: fs !== notDelegated) == "32")
+    }
+    #expect(!notWritable.has("cpu/forsetti-100", underRoot: true))
   }
 
   // MARK: - Detection
@@ -448,7 +575,8 @@ import Testing
   /// with a reason (never silently absent).
   @Test func detectsThisMachine() throws {
     let h = try CgroupHierarchy.current(files: KernelCgroupFiles())
-    for c in CgroupController.allCases {
+    // cpu is optional: the host does without it (and says so), so it may be refused here.
+    for c in CgroupController.allCases where !c.isOptional {
       switch h.controllers[c] {
       case .found?: break
       case .unavailable(let why)?:
@@ -479,6 +607,9 @@ final class FakeCgroupFS: CgroupFiles {
     var refuseDirectories = false
     var killedThroughCgroupKill: [Int32] = []
     var killedOneByOne: [Int32] = []
+    var hybrid = false
+    var refusedUnder: String?
+    var v1Hierarchies: [String] = []
   }
 
   var root: String { dir.path }
@@ -486,6 +617,19 @@ final class FakeCgroupFS: CgroupFiles {
   var mount: String { dir.url("cgroup") }
 
   private init(version: Version) { self.version = version }
+
+  /// A hybrid tree: v1 hierarchies, and cgroup2 at `mount` (v2 rules apply there).
+  private var hybrid: Bool {
+    get { state.withLock { $0.hybrid } }
+    set { state.withLock { $0.hybrid = newValue } }
+  }
+  /// The v1 hierarchies' directory names (`cpu,cpuacct` for co-mounted ones).
+  private var v1Hierarchies: [String] {
+    get { state.withLock { $0.v1Hierarchies } }
+    set { state.withLock { $0.v1Hierarchies = newValue } }
+  }
+  /// Whether `path` follows cgroup v2's rules.
+  private func isV2(_ path: String) -> Bool { version == .v2 || (hybrid && path.hasPrefix(mount)) }
 
   /// The texts of /proc/self/mountinfo, /proc/self/cgroup and /proc/swaps this tree answers with.
   var proc: [String: String] {
@@ -515,18 +659,42 @@ final class FakeCgroupFS: CgroupFiles {
     return fs
   }
 
-  static func v1(memoryCgroup: String, memsw: Bool, swapOn: Bool) throws -> FakeCgroupFS {
+  /// v1 hierarchies for memory, pids and (unless nil) `cpu`, mounted alone ("cpu") or co-mounted
+  /// ("cpu,cpuacct"); with `unified`, also a cgroup2 tree (hybrid) whose root offers those
+  /// controllers, the host in its root. `cpuBound` false leaves cpu out of /proc/self/cgroup's
+  /// v1 lines, so it is looked for in the unified tree.
+  static func v1(
+    memoryCgroup: String, memsw: Bool, swapOn: Bool, cpu: String? = "cpu", unified: String? = nil,
+    cpuBound: Bool = true
+  ) throws -> FakeCgroupFS {
     let fs = FakeCgroupFS(version: .v1)
-    let mountinfo = """
+    fs.hybrid = unified != nil
+    var mountinfo = """
       35 31 0:32 / \(fs.root)/memory rw,relatime - cgroup cgroup rw,memory
       39 31 0:36 / \(fs.root)/pids rw,relatime - cgroup cgroup rw,pids
       """
+    var cgroup = "8:pids:/\n4:memory:\(memoryCgroup)\n"
+    var hierarchies = ["memory", "pids"]
+    if let cpu {
+      mountinfo += "\n32 31 0:29 / \(fs.root)/\(cpu) rw,relatime - cgroup cgroup rw,\(cpu)"
+      if cpuBound { cgroup += "1:\(cpu):/\n" }
+      hierarchies.append(cpu)
+    }
+    if let unified {
+      mountinfo += "\n41 31 0:38 / \(fs.mount) rw,relatime - cgroup2 cgroup2 rw"
+      cgroup += "0::/\n"
+      try FileManager.default.createDirectory(atPath: fs.mount, withIntermediateDirectories: true)
+      try fs.put("cgroup.controllers", unified)
+      try fs.put("cgroup.subtree_control", "")
+      try fs.put("cgroup.procs", "")
+    }
     fs.proc = [
-      "/proc/self/mountinfo": mountinfo, "/proc/self/cgroup": "8:pids:/\n4:memory:\(memoryCgroup)\n",
+      "/proc/self/mountinfo": mountinfo + "\n", "/proc/self/cgroup": cgroup,
       "/proc/swaps": "Filename\tType\tSize\tUsed\tPriority\n"
         + (swapOn ? "/swapfile file 1048576 0 -2\n" : ""),
     ]
-    for hierarchy in ["memory", "pids"] {
+    fs.v1Hierarchies = hierarchies
+    for hierarchy in hierarchies {
       try FileManager.default.createDirectory(
         atPath: fs.dir.url(hierarchy), withIntermediateDirectories: true)
       try fs.v1Files(fs.dir.url(hierarchy), memsw: memsw)
@@ -550,6 +718,10 @@ final class FakeCgroupFS: CgroupFiles {
   func setAlive(_ pid: Int32) { state.withLock { _ = $0.alive.insert(pid) } }
   func unmovable(_ pid: Int32) { state.withLock { _ = $0.unmovable.insert(pid) } }
   func refuseDirectories() { state.withLock { $0.refuseDirectories = true } }
+  /// mkdir refused (EACCES) below `relative` only, e.g. one v1 hierarchy.
+  func refuseDirectories(under relative: String) {
+    state.withLock { $0.refusedUnder = root + "/" + relative }
+  }
   var killedThroughCgroupKill: [Int32] { state.withLock { $0.killedThroughCgroupKill } }
   var killedOneByOne: [Int32] { state.withLock { $0.killedOneByOne } }
 
@@ -587,7 +759,7 @@ final class FakeCgroupFS: CgroupFiles {
     let directory = (path as NSString).deletingLastPathComponent
     let name = (path as NSString).lastPathComponent
     guard exists(path) else { throw CgroupFileError("open", path, code: ENOENT) }
-    let isRoot = directory == mount || directory == dir.url("memory") || directory == dir.url("pids")
+    let isRoot = directory == mount || v1Hierarchies.contains { directory == dir.url($0) }
     switch name {
     case "cgroup.subtree_control":
       let offered = words(directory + "/cgroup.controllers")
@@ -601,9 +773,15 @@ final class FakeCgroupFS: CgroupFiles {
         if token.hasPrefix("+") { enabled.append(c) } else { enabled.removeAll { $0 == c } }
       }
       store(path, Array(Set(enabled)).sorted().joined(separator: " "))
+      // As the kernel does, existing children get the newly enabled controllers' files.
+      for child in (try? subdirectories(directory)) ?? [] {
+        for (name, text) in Self.v2Files(enabled) where !exists(directory + "/" + child + "/" + name) {
+          store(directory + "/" + child + "/" + name, text)
+        }
+      }
     case "cgroup.procs":
       guard let pid = Int32(text) else { throw CgroupFileError("write", path, code: EINVAL) }
-      if version == .v2 && !isRoot && !words(directory + "/cgroup.subtree_control").isEmpty {
+      if isV2(path) && !isRoot && !words(directory + "/cgroup.subtree_control").isEmpty {
         throw CgroupFileError("write", path, code: EBUSY)
       }
       if state.withLock({ $0.unmovable.contains(pid) }) { throw CgroupFileError("write", path, code: EPERM) }
@@ -619,38 +797,54 @@ final class FakeCgroupFS: CgroupFiles {
   }
 
   func makeDirectory(_ path: String) throws(CgroupFileError) {
-    if state.withLock({ $0.refuseDirectories }) { throw CgroupFileError("mkdir", path, code: EACCES) }
+    if state.withLock({ $0.refuseDirectories || $0.refusedUnder.map { path.hasPrefix($0 + "/") } == true }) {
+      throw CgroupFileError("mkdir", path, code: EACCES)
+    }
     guard !exists(path) else { throw CgroupFileError("mkdir", path, code: EEXIST) }
     do {
       try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
       let parent = (path as NSString).deletingLastPathComponent
-      if version == .v1 {
+      if !isV2(path) {
         try v1Files(path, memsw: exists(parent + "/memory.memsw.limit_in_bytes"))
         return
       }
       let enabled = words(parent + "/cgroup.subtree_control")
-      var files = [
+      let files = [
         "cgroup.procs": "", "cgroup.subtree_control": "", "cgroup.kill": "",
         "cgroup.controllers": enabled.joined(separator: " "),
-      ]
-      if enabled.contains("memory") {
-        files.merge([
-          "memory.max": "max", "memory.swap.max": "max", "memory.oom.group": "0", "memory.peak": "0",
-          "memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n",
-        ]) { a, _ in a }
-      }
-      if enabled.contains("pids") {
-        files.merge(["pids.max": "max", "pids.events": "max 0\n"]) { a, _ in a }
-      }
+      ].merging(Self.v2Files(enabled)) { a, _ in a }
       for (name, text) in files { store(path + "/" + name, text) }
     } catch {
       throw CgroupFileError("mkdir", path, code: EIO)
     }
   }
 
+  /// v2: the interface files `controllers` add to a cgroup whose parent enables them.
+  private static func v2Files(_ controllers: [String]) -> [String: String] {
+    var files: [String: String] = [:]
+    if controllers.contains("memory") {
+      files.merge([
+        "memory.max": "max", "memory.swap.max": "max", "memory.oom.group": "0", "memory.peak": "0",
+        "memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n",
+      ]) { a, _ in a }
+    }
+    if controllers.contains("pids") {
+      files.merge(["pids.max": "max", "pids.events": "max 0\n"]) { a, _ in a }
+    }
+    if controllers.contains("cpu") {
+      files.merge(["cpu.weight": "100", "cpu.max": "max 100000", "cpu.stat": "usage_usec 0\n"]) { a, _ in a }
+    }
+    return files
+  }
+
   fileprivate func v1Files(_ path: String, memsw: Bool) throws {
     var files = ["cgroup.procs": "", "tasks": ""]
-    if path.hasPrefix(dir.url("memory")) {
+    if path.hasPrefix(dir.url("cpu")) {
+      // cpu,cpuacct co-mounted shows cpuacct's files too.
+      files.merge(["cpu.shares": "1024", "cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000"]) { a, _ in a
+      }
+      if path.hasPrefix(dir.url("cpu,cpuacct")) { files["cpuacct.usage"] = "0" }
+    } else if path.hasPrefix(dir.url("memory")) {
       files.merge([
         "memory.limit_in_bytes": "9223372036854771712", "memory.swappiness": "60",
         "memory.failcnt": "0", "memory.max_usage_in_bytes": "0",

@@ -74,7 +74,20 @@ enum RunCommand {
         "memory-limit", "MiB",
         "Memory of each worker: every kind, in its cgroup (address space only where there is none).",
         default: "2048"),
-      .value("cpu-limit", "SECONDS", "CPU-time limit of each worker (at least 1).", default: "600"),
+      .value(
+        "cpu-limit", "SECONDS",
+        "Total CPU time a worker may use before the kernel kills it (RLIMIT_CPU, at least 1); not a share.",
+        default: "600"),
+      .value(
+        "cpu-weight", "[MODULE_ID=]N",
+        "A module's CPU share against the others when the CPU is contended, in its cgroup: 1 to 10000; "
+          + "a bare N sets every module's.",
+        default: "100", repeatable: true),
+      .value(
+        "cpu-max", "[MODULE_ID=]PERCENT",
+        "A module's hard CPU ceiling in percent of one CPU (50, 150), in its cgroup; a bare PERCENT sets "
+          + "every module's.",
+        default: "none", repeatable: true),
       .value("max-restarts", "N", "Restarts of a crashed worker before it is quarantined.", default: "3"),
       .value(
         "log-rate", "LINES",
@@ -134,6 +147,7 @@ enum RunCommand {
         settings.limits.cpuSeconds = UInt64(max(1, cpu))
       }
       if let n = try bounded(p, "max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
+      settings.cpu = try cpuShares(p)
       settings.zygote = !p.flag("no-zygote")
       mode = .isolated(settings)
     }
@@ -178,9 +192,9 @@ enum RunCommand {
     // (and dev) may replace the file while the loaded version must stay reachable for a rollback.
     manager.versionCopies = true
     manager.keepsSpareWorker = development != nil
-    if case .isolated = mode {
+    if case .isolated(let settings) = mode {
       environment.hostLog(.info, "isolation: \(IsolationSettings.kernelSupport())")
-      environment.hostLog(.info, "cgroups: \(ModuleManager.cgroupSupport)")
+      environment.hostLog(.info, "cgroups: \(ModuleManager.cgroupSupport(cpu: settings.cpu))")
     }
 
     let loop = SignalWaiter()
@@ -202,6 +216,16 @@ enum RunCommand {
     do { try host.start() } catch {
       manager.stopAll()
       throw HostOptions.failure(error)
+    }
+    if case .isolated(let settings) = mode {
+      // A module ID mistyped in --cpu-weight or --cpu-max would otherwise go unnoticed.
+      let found = Set(manager.records.compactMap(\.moduleID))
+      for id in settings.cpu.namedModules.subtracting(found).sorted() {
+        environment.hostLog(
+          .warning,
+          "cpu: --cpu-weight or --cpu-max names \(id), which is no module found at start (a typo?); "
+            + "it applies if that module appears")
+      }
     }
     if !options.json { console.out(RunReport.table(manager.records)) }
     let running = manager.records.filter { $0.state == .started }.count
@@ -307,6 +331,19 @@ private func exportDirectory(_ p: ParsedArguments) throws(CommandFailure) -> Str
     throw .configuration(.directory(option: "export-dir", path: path, reason: "not a directory"))
   }
   return path
+}
+
+/// `--cpu-weight` and `--cpu-max`, each value `[MODULE_ID=]N`, in the order given (a later value
+/// for the same module wins).
+private func cpuShares(_ p: ParsedArguments) throws(CommandFailure) -> CPUShares {
+  var shares = CPUShares()
+  do {
+    for v in p.all("cpu-weight") { try shares.setWeight(v) }
+    for v in p.all("cpu-max") { try shares.setMaxPercent(v) }
+  } catch {
+    throw .usage(.invalidValue(option: error.option, value: error.value, why: error.description))
+  }
+  return shares
 }
 
 /// The log limits of `--log-rate`, `--log-burst`, `--log-file-size` and `--log-files`, checked.

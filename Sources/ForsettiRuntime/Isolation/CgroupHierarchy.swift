@@ -1,6 +1,12 @@
 /// A controller the host limits each worker with.
 public enum CgroupController: String, Sendable, CaseIterable, Comparable {
-  case memory, pids
+  // memory first: it names an error about a site that holds several.
+  case memory, pids, cpu
+
+  /// Whether workers still get cgroups without it: memory and pids are the containment the
+  /// host promises; cpu (fair shares per module) is had where the kernel and delegation allow,
+  /// and its absence is said once at start.
+  public var isOptional: Bool { self == .cpu }
 
   /// By name, for a stable order in messages.
   public static func < (a: CgroupController, b: CgroupController) -> Bool { a.rawValue < b.rawValue }

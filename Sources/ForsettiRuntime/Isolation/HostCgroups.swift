@@ -11,14 +11,21 @@ extension ModuleManager {
 
   /// One line for the start of `run`: the workers' cgroups, or why there are none and what
   /// that costs (`--memory-limit` is then an address-space limit, and memfds are refused).
-  public static var cgroupSupport: String {
+  public static var cgroupSupport: String { cgroupSupport(cpu: CPUShares()) }
+
+  /// The start line with the CPU shares in force (`--cpu-weight`, `--cpu-max`) where the cpu
+  /// controller is had.
+  public static func cgroupSupport(cpu: CPUShares) -> String {
     switch workerCgroups {
     case .success(let c):
-      return ([c.summary + " (memory limit = --memory-limit, \(workerTasks) tasks)"] + c.notes).joined(
-        separator: "; ")
+      let shares = c.hasCPU ? ", \(cpu.summary)" : ""
+      return ([c.summary + " (memory limit = --memory-limit, \(workerTasks) tasks\(shares))"] + c.notes)
+        .joined(separator: "; ")
     case .failure(let e):
       return
-        "NO cgroup for workers: \(e); --memory-limit holds address space only, and workers are refused memfd_create"
+        "NO cgroup for workers: \(e); --memory-limit holds address space only, and workers are refused "
+        + "memfd_create; no cpu controller either: the threads of all modules compete for the CPU one "
+        + "by one (--cpu-weight and --cpu-max are not applied)"
     }
   }
 }

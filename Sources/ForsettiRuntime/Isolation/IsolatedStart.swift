@@ -180,11 +180,20 @@ extension ModuleManager {
     _ started: StartedWorker, _ a: Activation, _ settings: IsolationSettings, placed: WorkerCgroup? = nil
   ) -> WorkerProcess? {
     var cgroup = placed
-    if placed == nil, case .success(let cgroups) = Self.workerCgroups {
+    let id = a.manifest.moduleID
+    if let placed {
+      // A spare's cgroup was made before its module was known: the module's CPU share now.
       do {
-        cgroup = try cgroups.create(
-          moduleID: a.manifest.moduleID,
-          limits: .init(memoryBytes: settings.limits.memoryBytes, tasks: Self.workerTasks))
+        try placed.setCPU(weight: settings.cpu.weight(for: id), maxPercent: settings.cpu.maxPercent(for: id))
+      } catch {
+        started.discard()
+        WorkerProcess.release(placed)
+        fail(a.slot, .load, .loadFailed, "could not give the worker its CPU share: \(error)")
+        return nil
+      }
+    } else if case .success(let cgroups) = Self.workerCgroups {
+      do {
+        cgroup = try cgroups.create(moduleID: id, limits: Self.cgroupLimits(id, settings))
       } catch {
         started.discard()
         fail(a.slot, .load, .loadFailed, "could not make the worker a cgroup of its own: \(error)")
@@ -196,13 +205,20 @@ extension ModuleManager {
       joined: placed != nil, environment: environment, onExit: exitHandler)
   }
 
+  /// What the cgroup of a worker of `moduleID` holds it to.
+  static func cgroupLimits(_ moduleID: String, _ settings: IsolationSettings) -> WorkerCgroup.Limits {
+    .init(
+      memoryBytes: settings.limits.memoryBytes, tasks: workerTasks,
+      cpuWeight: settings.cpu.weight(for: moduleID),
+      cpuMaxPercent: settings.cpu.maxPercent(for: moduleID))
+  }
+
   /// A cgroup of its own for the spare worker `pid`, with every worker's limits, and the spare
   /// in it; nil without cgroups or when that fails (the worker is then placed when it is given
   /// its module, as any other).
   static func placeSpare(_ pid: Int32, _ settings: IsolationSettings) -> WorkerCgroup? {
     guard case .success(let cgroups) = workerCgroups,
-      let cgroup = try? cgroups.create(
-        moduleID: "spare", limits: .init(memoryBytes: settings.limits.memoryBytes, tasks: workerTasks))
+      let cgroup = try? cgroups.create(moduleID: "spare", limits: cgroupLimits("spare", settings))
     else { return nil }
     do throws(CgroupError) {
       try cgroup.add(pid: pid)

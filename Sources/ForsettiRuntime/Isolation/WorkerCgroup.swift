@@ -3,7 +3,8 @@ import Synchronization
 
 /// The cgroup of one worker (one directory per hierarchy used): resident memory of every kind
 /// (anonymous, shmem and memfd, page cache), with swap forbidden, and the number of tasks
-/// (threads count) are held by the kernel whatever the module does.
+/// (threads count) are held by the kernel whatever the module does; where the cpu controller is
+/// had, its threads also share one CPU weight (and ceiling) instead of competing one by one.
 public final class WorkerCgroup: Sendable {
   /// What a worker may hold.
   public struct Limits: Sendable, Equatable {
@@ -11,15 +12,24 @@ public final class WorkerCgroup: Sendable {
     public var memoryBytes: UInt64?
     /// Tasks: the worker's threads, and any process it could start; nil leaves it unlimited.
     public var tasks: Int?
+    /// CPU weight against the other workers (v2 terms, `CPUShares`); nil leaves the kernel's.
+    public var cpuWeight: Int?
+    /// Hard CPU ceiling in percent of one CPU; nil: none.
+    public var cpuMaxPercent: Int?
 
     /// Far above what a module's threads and the worker's own two need, low enough that a
     /// thread bomb stops at it.
     public static let defaultTasks = 128
 
     /// Limits for one worker (`bytes(mebibytes:)` converts `--memory-limit`).
-    public init(memoryBytes: UInt64?, tasks: Int? = Limits.defaultTasks) {
+    public init(
+      memoryBytes: UInt64?, tasks: Int? = Limits.defaultTasks, cpuWeight: Int? = CPUShares.standardWeight,
+      cpuMaxPercent: Int? = nil
+    ) {
       self.memoryBytes = memoryBytes
       self.tasks = tasks
+      self.cpuWeight = cpuWeight
+      self.cpuMaxPercent = cpuMaxPercent
     }
 
     /// `mebibytes` as bytes; nil when that does not fit in 64 bits.
@@ -66,6 +76,47 @@ public final class WorkerCgroup: Sendable {
       } catch {
         throw CgroupError.refused(place.controllers.first ?? .memory, place.directory, error, files: files)
       }
+    }
+  }
+
+  /// Gives the worker `weight` and `maxPercent` (a spare worker's cgroup, made before its
+  /// module was known, gets its module's here); nothing where the cpu controller is not had.
+  public func setCPU(weight: Int?, maxPercent: Int?) throws(CgroupError) {
+    for place in places where place.controllers.contains(.cpu) {
+      try Self.setCPU(
+        weight: weight, maxPercent: maxPercent, version: place.version, in: place.directory, files: files)
+    }
+  }
+
+  /// Writes a CPU weight and ceiling into `directory`: v2 `cpu.weight` and `cpu.max`
+  /// ("QUOTA PERIOD", or "max PERIOD" for none); v1 `cpu.shares`, `cpu.cfs_period_us` and
+  /// `cpu.cfs_quota_us` (-1 for none). A kernel without CFS bandwidth control has no ceiling
+  /// files: the ceiling is skipped (preparation said so once).
+  static func setCPU(
+    weight: Int?, maxPercent: Int?, version: CgroupPlacement.Version, in directory: String,
+    files: any CgroupFiles
+  ) throws(CgroupError) {
+    func set(_ file: String, _ value: String) throws(CgroupError) {
+      do {
+        try files.write(CgroupHierarchy.join(directory, file), value)
+      } catch {
+        throw CgroupError.refused(.cpu, directory, error, files: files)
+      }
+    }
+    func has(_ file: String) -> Bool { files.exists(CgroupHierarchy.join(directory, file)) }
+    let period = CPUShares.periodMicroseconds
+    let quota = maxPercent.map { CPUShares.quotaMicroseconds(percent: $0) }
+    switch version {
+    case .v1:
+      if let weight { try set("cpu.shares", String(CPUShares.v1Shares(weight: weight))) }
+      if has("cpu.cfs_quota_us") {
+        // The period before the quota: the kernel checks the quota against the period in force.
+        if quota != nil { try set("cpu.cfs_period_us", String(period)) }
+        try set("cpu.cfs_quota_us", quota.map(String.init) ?? "-1")
+      }
+    case .v2:
+      if let weight { try set("cpu.weight", String(weight)) }
+      if has("cpu.max") { try set("cpu.max", (quota.map(String.init) ?? "max") + " " + String(period)) }
     }
   }
 

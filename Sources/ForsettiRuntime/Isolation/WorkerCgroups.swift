@@ -3,7 +3,8 @@ import Synchronization
 
 /// The cgroups of one host's workers: `forsetti-<hostpid>` beneath the host's own cgroup in each
 /// hierarchy used (one for cgroup v2; one per controller, or per group of co-mounted controllers,
-/// for v1), prepared once at start, and one child `<module>-<n>` per worker.
+/// for v1), prepared once at start, and one child `<module>-<n>` per worker. memory and pids are
+/// required; cpu is used where it can be had.
 public final class WorkerCgroups: Sendable {
   /// One hierarchy the workers' cgroups live in.
   struct Site: Sendable, Equatable {
@@ -41,16 +42,26 @@ public final class WorkerCgroups: Sendable {
     self.notes = notes
   }
 
-  /// Finds where memory and pids live, removes what hosts that died left behind, and makes
-  /// `forsetti-<hostpid>` with both controllers available to its children; the error says in
-  /// plain words why the host cannot (print it once, then run workers without cgroups).
+  /// Finds where memory and pids (and cpu) live, removes what hosts that died left behind, and
+  /// makes `forsetti-<hostpid>` with the controllers available to its children; the error says in
+  /// plain words why the host cannot (print it once, then run workers without cgroups). The cpu
+  /// controller is optional: where it cannot be had, a note says why and workers get memory and
+  /// pids as before.
   public static func prepare(files: any CgroupFiles = KernelCgroupFiles(), hostPID: Int32 = getpid())
     throws(CgroupError) -> WorkerCgroups
   {
     let hierarchy = try CgroupHierarchy.current(files: files)
     var sites: [Site] = []
+    var notes: [String] = []
     for controller in CgroupController.allCases {
-      var p = try hierarchy.placement(controller)
+      var p: CgroupPlacement
+      do {
+        p = try hierarchy.placement(controller)
+      } catch {
+        guard controller.isOptional else { throw error }
+        notes.append(without(controller, error))
+        continue
+      }
       // A host that moved itself into its leaf earlier (a second preparation) still owns the
       // cgroup above it: workers go beside the leaf, never beneath it.
       if p.version == .v2, p.directory.hasSuffix("/" + hostLeaf) {
@@ -64,24 +75,17 @@ public final class WorkerCgroups: Sendable {
           Site(version: p.version, hostDirectory: p.directory, parent: parent, controllers: [controller]))
       }
     }
-    var notes: [String] = []
-    for site in sites {
-      try checkOffered(site, files: files)
-      notes += removeStale(in: site, files: files, hostPID: hostPID)
-      if site.version == .v2 {
-        notes += try enable(site.controllers, in: site.hostDirectory, hostPID: hostPID, files: files)
-      }
-      do {
-        try files.makeDirectory(site.parent)
-      } catch  where error.code == EEXIST {
-        // A second preparation in the same process (tests) shares the directory.
+    var prepared: [Site] = []
+    for var site in sites {
+      do throws(CgroupError) {
+        if try prepare(&site, hostPID: hostPID, files: files, notes: &notes) { prepared.append(site) }
       } catch {
-        throw CgroupError.refused(site.lead, site.hostDirectory, error, files: files)
-      }
-      if site.version == .v2 {
-        _ = try enable(site.controllers, in: site.parent, hostPID: hostPID, files: files)
+        // A hierarchy of optional controllers only (v1 `cpu`) is done without; any other stops all.
+        guard site.controllers.allSatisfy(\.isOptional) else { throw error }
+        for c in site.controllers { notes.append(without(c, error)) }
       }
     }
+    sites = prepared
     let swapUncounted = swapIsOn(files) && !swapIsCounted(sites, files: files)
     if swapUncounted {
       notes.append(
@@ -96,8 +100,102 @@ public final class WorkerCgroups: Sendable {
       sites: sites, files: files, hostPID: hostPID, swapUncounted: swapUncounted, notes: notes)
   }
 
+  /// Prepares one site: the required controllers exactly as ever (any failure is thrown), the
+  /// optional ones where they can be had (dropped from `site` with a note where not). false
+  /// when nothing is left of the site.
+  private static func prepare(
+    _ site: inout Site, hostPID: Int32, files: any CgroupFiles, notes: inout [String]
+  ) throws(CgroupError) -> Bool {
+    let required = site.controllers.filter { !$0.isOptional }
+    var dropped: [String] = []
+    func drop(_ c: CgroupController, _ why: CgroupError) {
+      site.controllers.removeAll { $0 == c }
+      dropped.append(without(c, why))
+    }
+    defer { notes += dropped }
+    if site.version == .v2 {
+      try checkOffered(site.hostDirectory, required, files: files)
+      for c in site.controllers where c.isOptional {
+        do throws(CgroupError) { try checkOffered(site.hostDirectory, [c], files: files) } catch {
+          drop(c, error)
+        }
+      }
+    }
+    guard !site.controllers.isEmpty else { return false }
+    notes += removeStale(in: site, files: files, hostPID: hostPID)
+    if site.version == .v2 {
+      notes += try enable(required, in: site.hostDirectory, hostPID: hostPID, files: files)
+      for c in site.controllers where c.isOptional {
+        do throws(CgroupError) {
+          notes += try enable([c], in: site.hostDirectory, hostPID: hostPID, files: files)
+        } catch {
+          drop(c, error)
+        }
+      }
+      guard !site.controllers.isEmpty else { return false }
+    }
+    do {
+      try files.makeDirectory(site.parent)
+    } catch  where error.code == EEXIST {
+      // A second preparation in the same process (tests) shares the directory.
+    } catch {
+      throw CgroupError.refused(site.lead, site.hostDirectory, error, files: files)
+    }
+    if site.version == .v2 {
+      _ = try enable(required, in: site.parent, hostPID: hostPID, files: files)
+      for c in site.controllers where c.isOptional {
+        do throws(CgroupError) {
+          _ = try enable([c], in: site.parent, hostPID: hostPID, files: files)
+        } catch {
+          drop(c, error)
+        }
+      }
+    }
+    if site.controllers.contains(.cpu) { notes += balanceCPU(site, files: files) }
+    return !site.controllers.isEmpty
+  }
+
+  /// Gives the workers' parent and the host the same weight, explicitly (a leaf left by an
+  /// earlier host might carry another). The host's threads that serve workers must never starve
+  /// behind modules: on v2 the host's own processes sit in `forsetti-host`, a sibling of
+  /// `forsetti-<hostpid>`, so under contention the host gets at least half of its cgroup's CPU
+  /// however many modules spin; on v1 they stay in the host's cgroup beside `forsetti-<hostpid>`,
+  /// where each host thread (in the root cgroup with autogroup: the host's session as a whole)
+  /// weighs as much as all workers together, since the kernel schedules a cgroup's own tasks
+  /// beside its child groups. Also says once when the kernel has no ceiling for `--cpu-max`.
+  private static func balanceCPU(_ site: Site, files: any CgroupFiles) -> [String] {
+    var notes: [String] = []
+    var groups = [site.parent]
+    let leaf = CgroupHierarchy.join(site.hostDirectory, hostLeaf)
+    if site.version == .v2, files.exists(CgroupHierarchy.join(leaf, "cpu.weight")) { groups.append(leaf) }
+    for group in groups {
+      do throws(CgroupError) {
+        try WorkerCgroup.setCPU(
+          weight: CPUShares.standardWeight, maxPercent: nil, version: site.version, in: group, files: files)
+      } catch {
+        notes.append("could not set the standard cpu weight of \(group): \(error)")
+      }
+    }
+    let ceiling = site.version == .v1 ? "cpu.cfs_quota_us" : "cpu.max"
+    if !files.exists(CgroupHierarchy.join(site.parent, ceiling)) {
+      notes.append(
+        "no CPU ceiling: \(site.parent) has no \(ceiling) (a kernel without CFS bandwidth control), "
+          + "so --cpu-max is not applied; weights are")
+    }
+    return notes
+  }
+
+  /// The note for an optional controller the host does without.
+  private static func without(_ c: CgroupController, _ why: CgroupError) -> String {
+    "\(why); the threads of all modules then compete for the CPU one by one, not per module "
+      + "(--cpu-weight and --cpu-max are not applied)"
+  }
+
   /// `forsetti-<hostpid>` in each hierarchy used.
   public var parentDirectories: [String] { sites.map(\.parent) }
+
+  /// Whether workers get the cpu controller (a weight, and a ceiling where the kernel has one).
+  public var hasCPU: Bool { sites.contains { $0.controllers.contains(.cpu) } }
 
   /// One line for the start report: where the workers' cgroups are.
   public var summary: String {
@@ -167,6 +265,11 @@ public final class WorkerCgroups: Sendable {
     if controllers.contains(.pids), let tasks = limits.tasks {
       try set("pids.max", String(tasks), .pids)
     }
+    if controllers.contains(.cpu) {
+      try WorkerCgroup.setCPU(
+        weight: limits.cpuWeight, maxPercent: limits.cpuMaxPercent, version: version, in: directory,
+        files: files)
+    }
   }
 
   /// A module id as a directory name: letters, digits, `.`, `_`, `-`; never `.` or `..`.
@@ -183,18 +286,19 @@ public final class WorkerCgroups: Sendable {
   }
 
   /// cgroup v2: the host's cgroup must offer the controllers to its children.
-  private static func checkOffered(_ site: Site, files: any CgroupFiles) throws(CgroupError) {
-    guard site.version == .v2 else { return }
+  private static func checkOffered(
+    _ hostDirectory: String, _ controllers: [CgroupController], files: any CgroupFiles
+  ) throws(CgroupError) {
     let listed: String
     do {
-      listed = try files.read(CgroupHierarchy.join(site.hostDirectory, "cgroup.controllers"))
+      listed = try files.read(CgroupHierarchy.join(hostDirectory, "cgroup.controllers"))
     } catch {
       throw .file(error)
     }
     let offered = Set(listed.split(whereSeparator: \.isWhitespace).map(String.init))
-    for c in site.controllers where !offered.contains(c.rawValue) {
+    for c in controllers where !offered.contains(c.rawValue) {
       throw .notDelegated(
-        c, directory: site.hostDirectory,
+        c, directory: hostDirectory,
         available: listed.split(whereSeparator: \.isWhitespace).joined(separator: " "))
     }
   }

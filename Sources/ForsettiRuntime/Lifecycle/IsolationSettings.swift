@@ -14,6 +14,8 @@ public enum ExecutionMode: Sendable {
 public struct IsolationSettings: Sendable {
   public var workerExecutable: String
   public var limits = ResourceLimits()
+  /// Each module's CPU weight and ceiling in its cgroup (`--cpu-weight`, `--cpu-max`).
+  public var cpu = CPUShares()
   /// Seconds a worker may take to confine, load and return from `start`.
   public var startTimeout: Double = 5
   /// Seconds `stop` may take before the worker is killed.
