@@ -74,7 +74,9 @@ import Testing
     let output = h.dir.url("host-output.txt")
     let run = try h.run(
       for: 120,
-      extraArguments: ["--worker-env", "FORSETTI_TEST_PASSED", "--worker-env", "FORSETTI_TEST_SET=given=literally"]
+      extraArguments: [
+        "--worker-env", "FORSETTI_TEST_PASSED", "--worker-env", "FORSETTI_TEST_SET=given=literally",
+      ]
         + (zygote ? [] : ["--no-zygote"]),
       environment: [Self.secretName: Self.secret, "FORSETTI_TEST_PASSED": "from-the-host"],
       ready: {
@@ -86,7 +88,8 @@ import Testing
         for (role, last) in [("zygote", "--zygote"), ("worker", zygote ? "--worker" : "--await-config")] {
           for pid in Self.children(of: host, endingWith: last) {
             let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
-            seen[role] = String(decoding: environ, as: UTF8.self).contains(Self.secret) ? "holds the secret" : "clean"
+            seen[role] =
+              String(decoding: environ, as: UTF8.self).contains(Self.secret) ? "holds the secret" : "clean"
           }
         }
         kill(host, SIGTERM)

@@ -60,7 +60,9 @@ import Testing
     }
     // One line says the zygote was replaced, naming why and its successor.
     let why = signal == SIGSTOP ? "did not answer within 1.0 s" : "had ended"
-    let replaced = run.hostLines.filter { $0.contains("zygote pid \(zygote) \(why)") && $0.contains(": replaced by zygote pid ") }
+    let replaced = run.hostLines.filter {
+      $0.contains("zygote pid \(zygote) \(why)") && $0.contains(": replaced by zygote pid ")
+    }
     #expect(replaced.count == 1, "\(run.hostLines)")
     let successor = replaced.first.flatMap { $0.components(separatedBy: "replaced by zygote pid ").last }
     #expect(successor.flatMap { Int32($0.prefix { $0.isNumber }) }.map { String($0) != zygote } == true)

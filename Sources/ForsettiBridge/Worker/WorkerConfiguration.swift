@@ -45,7 +45,10 @@ public struct WorkerConfiguration: Sendable, Hashable {
             ]))
         ),
         ("parent", .number(String(parent))),
-        ("environment", .object(JSONObject(environment.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))),
+        (
+          "environment",
+          .object(JSONObject(environment.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))
+        ),
       ]))
   }
 

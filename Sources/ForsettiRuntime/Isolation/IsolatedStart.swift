@@ -159,7 +159,8 @@ extension ModuleManager {
       moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
       sandbox: sandbox, granted: table[a.slot].record.granted, serves: a.manifest.defaultModuleRole,
       calls: StartOrder.consumedRoles(a.manifest), policy: policy, parent: getpid(),
-      environment: settings.workerEnvironment.module(sandbox: sandbox, host: ProcessInfo.processInfo.environment))
+      environment: settings.workerEnvironment.module(
+        sandbox: sandbox, host: ProcessInfo.processInfo.environment))
   }
 
   /// A new worker process, waiting for its configuration; nil after recording why none started.

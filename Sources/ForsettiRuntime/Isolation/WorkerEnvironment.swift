@@ -96,7 +96,8 @@ public struct WorkerEnvironment: Sendable, Equatable {
     }
     return s.utf8.allSatisfy { c in
       c == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c)
-        || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
+        || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c)
+        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
     }
   }
 }

@@ -185,7 +185,8 @@ extension WorkerProcess {
     // wrote it while `start` ran on.
     let unconfirmed =
       switch session.phase {
-      case .returned, .confirming: " (a startResult came, but the worker's main thread never returned from start)"
+      case .returned, .confirming:
+        " (a startResult came, but the worker's main thread never returned from start)"
       default: ""
       }
     end()

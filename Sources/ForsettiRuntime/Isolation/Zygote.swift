@@ -126,7 +126,8 @@ final class Zygote: Sendable {
       guard sent == 4 else {
         // Its end of the socket closed: it ended (killed, say) since the last fork.
         let ended = errno == EPIPE || errno == ECONNRESET
-        let e = ForkError.gone(ended ? "had ended" : "could not be asked: \(String(cString: strerror(errno)))")
+        let e = ForkError.gone(
+          ended ? "had ended" : "could not be asked: \(String(cString: strerror(errno)))")
         state.broken = e
         return .failure(e)
       }
