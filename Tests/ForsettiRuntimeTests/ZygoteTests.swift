@@ -111,6 +111,46 @@ import Testing
     #expect(m.workerSource?.zygoteUnavailable == nil)
   }
 
+  /// Each zygote lost is replaced, saying so; the third is not, and from then on workers are
+  /// spawned, which the log says once. Every restart still starts its module.
+  @Test func aZygoteLostThreeTimesGivesWayToSpawnedWorkersAndTheLogSaysSo() throws {
+    let h = RuntimeHarness()
+    try IsolationTests.fixture("com.test.steady", "steady_entry").install(in: h.dir)
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 10, backoff: 0.05))
+    defer { m.stopAll() }
+    var lost: [Int32] = []
+    for round in 1...WorkerSource.zygoteRestarts {
+      let zygote = try #require(m.workerSource?.zygotePID, "round \(round): no zygote")
+      let worker = try #require(m.workerPID("com.test.steady"))
+      lost.append(zygote)
+      kill(zygote, SIGKILL)
+      // The module's next worker is asked of the dead zygote.
+      kill(worker, SIGKILL)
+      #expect(
+        h.supervise(timeout: 20) {
+          h.state("com.test.steady") == .started
+            && m.workerPID("com.test.steady").map { $0 != worker } == true
+        }, "round \(round): \(h.lines(nil))")
+    }
+    let said = h.lines(nil).filter { $0.hasPrefix("zygote pid ") }
+    #expect(said.count == lost.count, "\(said)")
+    for (i, zygote) in lost.enumerated() {
+      let line = said.first { $0.hasPrefix("zygote pid \(zygote) had ended: ") } ?? ""
+      if i < lost.count - 1 {
+        #expect(
+          line.hasPrefix("zygote pid \(zygote) had ended: replaced by zygote pid \(lost[i + 1])"), "\(said)")
+      } else {
+        #expect(
+          line.hasSuffix("not replaced, 3 zygotes were lost; workers are spawned from now on (posix_spawn)"),
+          "\(said)")
+      }
+    }
+    #expect(m.workerSource?.zygotePID == nil)
+    #expect(m.workerSource?.zygoteUnavailable?.contains("(3 times)") == true)
+    let spawned = try #require(m.workerPID("com.test.steady"))
+    #expect(Self.commandLine(spawned).last == "--await-config")
+  }
+
   /// A hostile module looks for any process it may signal — the zygote that forked it, its
   /// sibling workers, the host — by trying every pid: it finds only itself, and the zygote
   /// goes on forking.

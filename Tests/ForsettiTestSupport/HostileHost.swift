@@ -68,8 +68,10 @@ public final class HostileHost: Sendable {
 
   /// Runs `forsetti-host run --for seconds`. Once `ready` holds (polled while the host runs), calls
   /// `observe` with the host's pid, so the test can look at the live host from outside.
+  /// `environment` is added to the host's (the test runner's) environment.
   public func run(
-    for seconds: Double, extraArguments: [String] = [], ready: @escaping @Sendable () -> Bool = { false },
+    for seconds: Double, extraArguments: [String] = [], environment: [String: String] = [:],
+    ready: @escaping @Sendable () -> Bool = { false },
     observe: @escaping @Sendable (Int32) -> [String: String] = { _ in [:] }
   ) throws -> Run {
     let host = HostBinary.path
@@ -102,6 +104,9 @@ public final class HostileHost: Sendable {
     p.standardOutput = out
     p.standardError = err
     p.standardInput = FileHandle.nullDevice
+    if !environment.isEmpty {
+      p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    }
     try p.run()
     var observed: [String: String]?
     // A host that does not stop by itself is a finding, not a test that hangs: it is killed a

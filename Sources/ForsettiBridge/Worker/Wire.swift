@@ -28,6 +28,11 @@ public enum WireKind: UInt32, Sendable {
   /// calls arrive on, labelled with that consumer's module ID (the host's binding); to the
   /// consumer's worker, the end it calls its provider on, labelled with the role.
   case roleChannel = 9
+  /// After a `startResult` of FORSETTI_OK, under a fresh unguessable `id`: answered by
+  /// `startConfirmed` from the worker's main thread, which reads its commands again only once
+  /// the module's `start` has returned. Until then the start deadline stays armed, so a frame a
+  /// module's thread forges gets it no more time than returning would.
+  case confirmStart = 10
   // worker → host
   case confined = 100
   case loaded = 101
@@ -45,6 +50,8 @@ public enum WireKind: UInt32, Sendable {
   /// On the call ring: one call of a service beyond the first four (`ServiceRequest`),
   /// answered by `response(status, length, bytes)` (`ServiceReply`).
   case service = 113
+  /// The answer to `confirmStart`, under its `id`.
+  case startConfirmed = 114
 }
 
 /// One frame.

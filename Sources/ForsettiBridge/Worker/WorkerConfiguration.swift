@@ -17,6 +17,9 @@ public struct WorkerConfiguration: Sendable, Hashable {
   public var policy: ConfinementPolicy
   /// The host's PID: a worker whose parent is not this host exits at once.
   public var parent: Int32
+  /// The worker's whole process environment, set before the module is loaded: nothing else of
+  /// what the worker was started with remains (the rule: `WorkerEnvironment` in the host).
+  public var environment: [String: String]
 
   public var json: JSONValue {
     let l = policy.limits
@@ -42,14 +45,20 @@ public struct WorkerConfiguration: Sendable, Hashable {
             ]))
         ),
         ("parent", .number(String(parent))),
+        (
+          "environment",
+          .object(JSONObject(environment.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))
+        ),
       ]))
   }
 
   public init(
     moduleID: String, library: String, entryPoint: String, isSwift: Bool, sandbox: String,
     granted: Set<Capability>, serves: DefaultModuleRole? = nil, calls: Set<DefaultModuleRole> = [],
-    policy: ConfinementPolicy, parent: Int32, protocolVersion: Int = ProtocolVersion.current
+    policy: ConfinementPolicy, parent: Int32, environment: [String: String] = [:],
+    protocolVersion: Int = ProtocolVersion.current
   ) {
+    self.environment = environment
     self.serves = serves
     self.calls = calls
     self.protocolVersion = protocolVersion
@@ -71,6 +80,11 @@ public struct WorkerConfiguration: Sendable, Hashable {
     else { return nil }
     func strings(_ k: String) -> [String] { o[k]?.arrayValue?.compactMap(\.stringValue) ?? [] }
     func num(_ k: String) -> UInt64? { o["limits"]?.objectValue?[k]?.integerValue.map { UInt64(max(0, $0)) } }
+    var environment: [String: String] = [:]
+    for (k, v) in o["environment"]?.objectValue?.members ?? [] {
+      guard let value = v.stringValue else { return nil }
+      environment[k] = value
+    }
     var limits = ResourceLimits()
     limits.memoryBytes = num("memoryBytes")
     limits.cpuSeconds = num("cpuSeconds")
@@ -87,6 +101,6 @@ public struct WorkerConfiguration: Sendable, Hashable {
         networking: o["networking"]?.boolValue ?? false,
         limits: limits, memoryAccounted: o["memoryAccounted"]?.boolValue ?? false,
         networkNamespace: o["networkNamespace"]?.boolValue ?? false),
-      parent: parent, protocolVersion: o[ProtocolVersion.member]?.integerValue ?? 0)
+      parent: parent, environment: environment, protocolVersion: o[ProtocolVersion.member]?.integerValue ?? 0)
   }
 }

@@ -136,7 +136,7 @@ package final class WorkerLink: HostBackend {
           }
         }
       }
-    case .start, .stop, .saveState:
+    case .start, .stop, .saveState, .confirmStart:
       commands.post(f)
     default:
       break

@@ -45,6 +45,9 @@ public enum WorkerMain {
     }
     guard let config = WorkerConfiguration(json: text) else { return startedByHand() }
     guard getppid() == config.parent else { return 70 }
+    // Before anything of a module runs, while this is the process's only thread: exactly the
+    // environment the host chose, nothing of what this process (or the zygote) started with.
+    adopt(config.environment)
 
     // MARK: Confine (host: Confined, loaded)
     let report: ConfinementReport
@@ -126,6 +129,10 @@ public enum WorkerMain {
     // MARK: Save state, stop (host: Save state, Stop); events and messages arrive meanwhile
     // on `link`'s reader thread (host: Run-time traffic)
     while let cmd = link.commands.next(timeout: nil) {
+      // Only this thread answers, and only once `start` returned (host: Start).
+      if cmd.kind == .confirmStart {
+        socket.send(WireFrame(.startConfirmed, id: cmd.id))
+      }
       if cmd.kind == .saveState {
         socket.send(WireFrame(.stateSaved, id: cmd.id, [.bytes(StateTransfer.save(loaded.table) ?? [])]))
       }
@@ -150,6 +157,12 @@ extension WorkerMain {
     defer { buffer.deallocate() }
     guard case .frame(let f) = socket.receive(into: buffer), f.kind == .configure else { return nil }
     return f.string(0)
+  }
+
+  /// Replaces the whole process environment with `environment`.
+  static func adopt(_ environment: [String: String]) {
+    clearenv()
+    for (name, value) in environment { setenv(name, value, 1) }
   }
 
   /// Run without a host's configuration: says so, and exits 64 (EX_USAGE).

@@ -66,6 +66,10 @@ enum RunCommand {
         "Spawn each worker instead of forking it from the zygote: slower, but no two share an address-space layout."
       ),
       .value(
+        "worker-env", "NAME[=VALUE]",
+        "Pass this variable to every worker (NAME alone: the host's value); workers get no other of the host's but PATH, LANG, LC_*.",
+        repeatable: true),
+      .value(
         "start-timeout", "SECONDS",
         "Kill a worker whose confining and loading, or whose start, takes longer.",
         default: "5"),
@@ -149,6 +153,13 @@ enum RunCommand {
       if let n = try bounded(p, "max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
       settings.cpu = try cpuShares(p)
       settings.zygote = !p.flag("no-zygote")
+      for argument in p.all("worker-env") {
+        do throws(WorkerEnvironment.Refusal) {
+          try settings.workerEnvironment.pass(argument, host: ProcessInfo.processInfo.environment)
+        } catch {
+          throw .usage(.invalidValue(option: "worker-env", value: argument, why: error.description))
+        }
+      }
       mode = .isolated(settings)
     }
     let limits = try logLimits(p)

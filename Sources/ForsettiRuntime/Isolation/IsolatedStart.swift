@@ -119,6 +119,8 @@ extension ModuleManager {
       fail(i, .load, .loadFailed, error.description)
       return nil
     }
+    // The module's TMPDIR (`WorkerEnvironment`); a module that removed it may make it again.
+    mkdir(sandbox + "/" + WorkerEnvironment.temporaryDirectory, 0o700)
     let began = ContinuousClock.now
     var fromSpare = false
     let started: StartedWorker
@@ -132,9 +134,11 @@ extension ModuleManager {
       started = s
     }
     guard let worker = configure(started, a, settings, placed: placed) else { return nil }
+    // From the moment the worker exists: the time the host took to get one (a stuck zygote
+    // replaced, `WorkerSource`) is the host's, not the module's.
     return IsolatedStart(
       activation: a, worker: worker, fromSpare: fromSpare, began: began,
-      deadline: began + .wait(settings.startTimeout))
+      deadline: .now + .wait(settings.startTimeout))
   }
 
   private var exitHandler: @Sendable (String, Int32) -> Void {
@@ -154,7 +158,9 @@ extension ModuleManager {
     return WorkerConfiguration(
       moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
       sandbox: sandbox, granted: table[a.slot].record.granted, serves: a.manifest.defaultModuleRole,
-      calls: StartOrder.consumedRoles(a.manifest), policy: policy, parent: getpid())
+      calls: StartOrder.consumedRoles(a.manifest), policy: policy, parent: getpid(),
+      environment: settings.workerEnvironment.module(
+        sandbox: sandbox, host: ProcessInfo.processInfo.environment))
   }
 
   /// A new worker process, waiting for its configuration; nil after recording why none started.

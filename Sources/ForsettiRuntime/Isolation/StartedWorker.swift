@@ -131,8 +131,8 @@ final class StartedWorker: Sendable {
   }
 
   /// posix_spawn of `executable` with /dev/null on 0, each of `channels` (descriptor, number)
-  /// at its number and nothing else open, in a process group of its own, with the host's
-  /// environment less what belongs to the host alone. Shared by workers and the zygote.
+  /// at its number and nothing else open, in a process group of its own, with the base
+  /// environment of every worker (`WorkerEnvironment.base`). Shared by workers and the zygote.
   static func spawnProcess(executable: String, arguments: [String], channels: [(Int32, Int32)])
     throws(WorkerProcess.SpawnError) -> pid_t
   {
@@ -148,17 +148,8 @@ final class StartedWorker: Sendable {
     guard closed == 0 else { throw .spawn(closed) }
     var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
-    // The Swift backtracer would try to exec a helper on a crash, which the worker may not do;
-    // and what a service manager hands the host (its notify socket, its journal stream, sockets
-    // it activated) is the host's, never a confined module's.
-    let withheld: Set<String> = [
-      "SWIFT_BACKTRACE", "NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS",
-      "LISTEN_FDNAMES", "JOURNAL_STREAM",
-    ]
-    var envStrings = ProcessInfo.processInfo.environment.filter { !withheld.contains($0.key) }.map {
-      "\($0.key)=\($0.value)"
-    }
-    envStrings.append("SWIFT_BACKTRACE=enable=no")
+    // Chosen, never inherited (`WorkerEnvironment`): what the host was given is not a module's.
+    let envStrings = WorkerEnvironment.spawnStrings(host: ProcessInfo.processInfo.environment)
     var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map { strdup($0) } + [nil]
     defer { for e in envp { free(e) } }
     // Each worker gets a process group of its own, so a Ctrl-C at the terminal (sent to the

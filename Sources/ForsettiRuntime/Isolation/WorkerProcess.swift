@@ -183,6 +183,13 @@ final class WorkerProcess: Sendable {
     return true
   }
 
+  /// Sends `confirmStart` under a fresh nonce, once `startResult(OK)` came; false otherwise.
+  func confirmStart() -> Bool {
+    guard let nonce = session.confirmStart() else { return false }
+    send(WireFrame(.confirmStart, id: nonce))
+    return true
+  }
+
   /// Sends `stop`; false if the module is not running.
   func stop() -> Bool {
     guard session.stop() else { return false }

@@ -33,8 +33,13 @@ import Synchronization
 //                                     after `loaded`: no call ring, no thread
 //     the host judges the descriptor (step 8) and releases `start` in module-ID order
 //   start(state bytes)                                                 starting
-//                                   startResult(FORSETTI_OK)           started
+//                                   startResult(FORSETTI_OK)           returned
 //                                   | startResult(other status)        finished
+//   confirmStart(id: a fresh random nonce)                             confirming(id)
+//                                   startConfirmed(id)                 started
+//     only the worker's main thread answers, once `start` returned: a `startResult` a
+//     module's thread forged while `start` runs leaves the start deadline armed (the real one
+//     that follows is a violation), so forging buys no time
 //   saveState(id), any number of times while started                   saving(id)
 //                                   stateSaved(id, bytes)              started
 //     not answered in time: the host goes on without the state, and drops the late answer
@@ -68,8 +73,8 @@ import Synchronization
 //
 // How a worker ends. After its last word (`loadFailed`, a failed `startResult`, `stopped`) or a
 // closed socket it gets `exitGrace` to exit by itself, then is killed. Loading, start and stop
-// each have a deadline (the start timeout, the start timeout again from `start`, the stop
-// timeout): past it the worker is killed. Save state has one too, past which only the state is
+// each have a deadline (the start timeout, the start timeout again from `start` until
+// `startConfirmed`, the stop timeout): past it the worker is killed. Save state has one too, past which only the state is
 // given up. The worker, for its part, exits as soon as the host's end of the socket closes,
 // and dies with the host (parent-death signal).
 
@@ -119,7 +124,7 @@ enum WorkerStartStep: Sendable, Equatable {
   case confined(String)
   /// Loaded, describing itself so: the host judges the descriptor (step 8) before `start`.
   case loaded(ModuleDescriptor, UIContributions?)
-  /// `start` returned FORSETTI_OK.
+  /// `start` returned FORSETTI_OK and the worker's main thread confirmed it.
   case started
   /// Ended at a gate step for a reason, with the record's detail; `restart` is the failure to
   /// count against the module (a crash or a violation), nil when it is not restarted.
@@ -168,6 +173,7 @@ extension WorkerProcess {
       return .failed(.load, reason, f.string(1) ?? "the worker could not load the module", restart: nil)
     case .loaded: return loaded(f)
     case .startResult: return startResult(f)
+    case .startConfirmed: return .started
     // The session lets no other lifecycle frame through before the module runs.
     default: return .nothing
     }
@@ -175,10 +181,18 @@ extension WorkerProcess {
 
   /// The start did not get past `p` within `seconds`: the worker is killed.
   func startTimedOut(_ p: WorkerStartProgress, after seconds: Double) -> WorkerStartStep {
+    // A `startResult` came but the main thread never confirmed it: a thread of the module
+    // wrote it while `start` ran on.
+    let unconfirmed =
+      switch session.phase {
+      case .returned, .confirming:
+        " (a startResult came, but the worker's main thread never returned from start)"
+      default: ""
+      }
     end()
     return .failed(
       p.step, .startTimedOut,
-      "\(p.loaded ? "start" : "loading") did not finish within \(seconds) s; the worker was killed",
+      "\(p.loaded ? "start" : "loading") did not finish within \(seconds) s\(unconfirmed); the worker was killed",
       restart: nil)
   }
 
@@ -215,7 +229,10 @@ extension WorkerProcess {
         .start, .startFailed, "start returned \(StatusName.of(Int32(truncatingIfNeeded: status)))",
         restart: nil)
     }
-    return .started
+    // Not started yet: only the main thread's answer says `start` returned (a module's thread
+    // may have written this frame). False only if the worker broke off: its next event says how.
+    _ = confirmStart()
+    return .nothing
   }
 }
 
@@ -453,6 +470,10 @@ final class WorkerSession: Sendable {
     case loaded
     /// `start` sent: waiting for `startResult`.
     case starting
+    /// `startResult(FORSETTI_OK)` came: the host has not sent `confirmStart` yet.
+    case returned
+    /// `confirmStart` with this nonce sent: waiting for `startConfirmed`.
+    case confirming(UInt64)
     case started
     /// `saveState` with this request ID sent: waiting for `stateSaved`.
     case saving(UInt64)
@@ -469,6 +490,8 @@ final class WorkerSession: Sendable {
       case .loading: "loading (waiting for loaded)"
       case .loaded: "loaded (before start)"
       case .starting: "starting (waiting for startResult)"
+      case .returned: "start returned (before confirmStart)"
+      case .confirming: "confirming start (waiting for startConfirmed)"
       case .started: "started"
       case .saving(let id): "saving state (waiting for stateSaved \(id))"
       case .stopping: "stopping (waiting for stopped)"
@@ -549,7 +572,10 @@ final class WorkerSession: Sendable {
       return .lifecycle
     case (.startResult, .starting):
       guard let status = f.int(0) else { return violation("without a status") }
-      s.phase = status == Int64(FORSETTI_OK) ? .started : .finished
+      s.phase = status == Int64(FORSETTI_OK) ? .returned : .finished
+      return .lifecycle
+    case (.startConfirmed, .confirming(let nonce)) where f.id == nonce:
+      s.phase = .started
       return .lifecycle
     case (.stateSaved, .saving(let id)) where f.id == id:
       guard f.bytes(0) != nil else { return violation("without state bytes") }
@@ -576,6 +602,17 @@ final class WorkerSession: Sendable {
 
   /// Before sending `start`; false unless the worker is loaded.
   func start() -> Bool { move(from: [.loaded], to: .starting) }
+
+  /// Before sending `confirmStart`: its nonce (never 0, never guessable), or nil unless
+  /// `startResult(FORSETTI_OK)` just came.
+  func confirmStart() -> UInt64? {
+    inner.withLock { s in
+      guard s.phase == .returned else { return nil }
+      let nonce = UInt64.random(in: 1...UInt64.max)
+      s.phase = .confirming(nonce)
+      return nonce
+    }
+  }
 
   /// Before sending `saveState`: the request's ID, or nil unless the module runs.
   func saveState() -> UInt64? {

@@ -5,9 +5,16 @@ import Synchronization
 /// Where new worker processes come from: forked by the zygote (`Zygote`), or spawned one by one
 /// when there is none (`IsolationSettings.zygote` off, or a zygote that cannot fork here). Either
 /// way the worker starts knowing no module and awaits its configuration (`StartedWorker`).
+///
+/// The zygote is supervised here. A fork it does not answer within `Zygote.forkTimeout` (a
+/// zygote stopped, say), or a zygote found gone, costs that zygote: it is killed and replaced,
+/// and the start is tried once more through the new one, else spawned. After
+/// `zygoteRestarts` losses workers are spawned from then on. Each replacement and each fall
+/// back to posix_spawn is one line of the host's log (`log`).
 final class WorkerSource: Sendable {
   let executable: String
   let forks: Bool
+  private let log: @Sendable (String) -> Void
   private let state = Mutex<State>(.notStarted(failures: 0))
 
   private enum State {
@@ -21,9 +28,11 @@ final class WorkerSource: Sendable {
   /// A zygote that ends this many times is not started again.
   static let zygoteRestarts = 3
 
-  init(executable: String, forks: Bool) {
+  /// `log` receives the host's lines about its zygote (a replacement, a fall back to spawning).
+  init(executable: String, forks: Bool, log: @escaping @Sendable (String) -> Void = { _ in }) {
     self.executable = executable
     self.forks = forks
+    self.log = log
   }
 
   /// Starts the zygote ahead of the first worker, so its start overlaps the host's own work
@@ -32,21 +41,35 @@ final class WorkerSource: Sendable {
 
   /// A new worker awaiting its configuration.
   func start() throws(WorkerProcess.SpawnError) -> StartedWorker {
-    // A zygote found gone is replaced at once (once per worker): the next try forks from the new one.
+    // What happened to the zygote last tried, said once the next one is known.
+    var lostOne: String?
     for _ in 0..<2 {
       guard let z = zygote() else { break }
-      do throws(Zygote.ForkError) {
-        return try StartedWorker.fork(from: z)
-      } catch {
-        switch error {
-        case .channels(let e): throw e
-        case .fork:
-          // This one fork failed (out of processes, say): a spawn may still succeed.
-          return try StartedWorker.spawn(executable: executable)
-        case .unsupported, .gone:
-          lost(z, error)
-        }
+      let forked: Result<StartedWorker, Zygote.ForkError>
+      do throws(Zygote.ForkError) { forked = .success(try StartedWorker.fork(from: z)) } catch {
+        forked = .failure(error)
       }
+      // Said now: the replacement's pid is known once it greeted, at its first fork.
+      if let lostOne { log("\(lostOne): replaced by \(z.name)") }
+      lostOne = nil
+      switch forked {
+      case .success(let worker): return worker
+      case .failure(.channels(let e)): throw e
+      case .failure(let error) where error.isForkOnly:
+        // This one fork failed (out of processes, say): a spawn may still succeed.
+        log("\(z.name) could not fork a worker (\(error)): this one is spawned (posix_spawn)")
+        return try StartedWorker.spawn(executable: executable)
+      case .failure(let error):
+        let name = z.name
+        if let gaveUp = lost(z, error) {
+          log("\(name) \(error.detail): \(gaveUp); workers are spawned from now on (posix_spawn)")
+          return try StartedWorker.spawn(executable: executable)
+        }
+        lostOne = "\(name) \(error.detail)"
+      }
+    }
+    if let lostOne {
+      log("\(lostOne): this worker is spawned (posix_spawn)")
     }
     return try StartedWorker.spawn(executable: executable)
   }
@@ -96,33 +119,39 @@ final class WorkerSource: Sendable {
 
   private func zygote() -> Zygote? {
     guard forks else { return nil }
-    return state.withLock { s -> Zygote? in
+    let (z, failed) = state.withLock { s -> (Zygote?, String?) in
       switch s {
-      case .running(let z, _): return z
-      case .unavailable, .shutDown: return nil
+      case .running(let z, _): return (z, nil)
+      case .unavailable, .shutDown: return (nil, nil)
       case .notStarted(let failures):
         do throws(WorkerProcess.SpawnError) {
           let z = try Zygote.start(executable: executable)
           s = .running(z, failures: failures)
-          return z
+          return (z, nil)
         } catch {
           s = .unavailable("the zygote could not be started: \(error)")
-          return nil
+          return (nil, "\(error)")
         }
       }
     }
+    if let failed { log("the zygote could not be started (\(failed)): workers are spawned (posix_spawn)") }
+    return z
   }
 
-  private func lost(_ z: Zygote, _ error: Zygote.ForkError) {
+  /// Ends `z` after `error`: nil when a new zygote is to replace it, else why none will.
+  private func lost(_ z: Zygote, _ error: Zygote.ForkError) -> String? {
     z.shutdown()
-    state.withLock { s in
-      guard case .running(let current, let failures) = s, current === z else { return }
+    return state.withLock { s -> String? in
+      guard case .running(let current, let failures) = s, current === z else { return nil }
       if case .unsupported = error {
         s = .unavailable(error.description)
+        return "not replaced, it cannot fork here"
       } else if failures + 1 >= Self.zygoteRestarts {
         s = .unavailable("\(error) (\(failures + 1) times)")
+        return "not replaced, \(failures + 1) zygotes were lost"
       } else {
         s = .notStarted(failures: failures + 1)
+        return nil
       }
     }
   }

@@ -32,8 +32,17 @@ final class Zygote: Sendable {
   /// The zygote's pid, once it has greeted (for tests and `status`).
   var pid: pid_t? { turn.withLock { $0.pid } }
 
-  /// Seconds to wait for the zygote's reply before giving up on it.
-  static let replyTimeout: Int32 = 5
+  /// Seconds the zygote has to greet: its own start-up (posix_spawn, exec, the Swift runtime),
+  /// waited for at the first fork only.
+  static let greetingTimeout = 5.0
+  /// Seconds the zygote has to answer a fork with a pid. A fork takes a millisecond or so; a
+  /// zygote slower than this is stuck (stopped, say) and is replaced (`WorkerSource`). This is
+  /// the zygote's deadline, not the module's: the module's start timeout runs from when its
+  /// worker exists.
+  static let forkTimeout = 1.0
+
+  /// How the host names this zygote in its log: its pid once it greeted, else the process spawned.
+  var name: String { "zygote pid \(pid ?? spawned)" }
 
   enum ForkError: Error, CustomStringConvertible, Equatable {
     case channels(WorkerProcess.SpawnError)
@@ -50,6 +59,18 @@ final class Zygote: Sendable {
       case .unsupported(let e): "the zygote cannot fork under this C library: \(String(cString: strerror(e)))"
       case .fork(let e): "the zygote's fork: \(String(cString: strerror(e)))"
       case .gone(let detail): "the zygote \(detail)"
+      }
+    }
+
+    /// Only this one fork failed; the zygote itself is fine.
+    var isForkOnly: Bool { if case .fork = self { true } else { false } }
+
+    /// What happened, after the zygote's name ("did not answer within 1.0 s", "ended").
+    var detail: String {
+      switch self {
+      case .gone(let detail): detail
+      case .unsupported(let e): "cannot fork under this C library (\(String(cString: strerror(e))))"
+      default: description
       }
     }
 
@@ -103,11 +124,14 @@ final class Zygote: Sendable {
         "fork".withCString { forsetti_send_with_fds(control, $0, 4, p.baseAddress, 3) }
       }
       guard sent == 4 else {
-        let e = ForkError.gone("could not be asked: \(String(cString: strerror(errno)))")
+        // Its end of the socket closed: it ended (killed, say) since the last fork.
+        let ended = errno == EPIPE || errno == ECONNRESET
+        let e = ForkError.gone(
+          ended ? "had ended" : "could not be asked: \(String(cString: strerror(errno)))")
         state.broken = e
         return .failure(e)
       }
-      switch readReply() {
+      switch readReply(within: Self.forkTimeout) {
       case .failure(let e):
         state.broken = e
         return .failure(e)
@@ -135,7 +159,7 @@ final class Zygote: Sendable {
 
   /// Reads the zygote's greeting and reaps the process spawned: nil once `state.pid` is set.
   private func greet(_ state: inout State) -> ForkError? {
-    let greeting = readReply()
+    let greeting = readReply(within: Self.greetingTimeout)
     // The process spawned ends once it has handed over (or failed to).
     if case .success = greeting {
       var status: Int32 = 0
@@ -155,12 +179,16 @@ final class Zygote: Sendable {
     }
   }
 
-  /// One Int64 reply, waiting at most `replyTimeout` seconds.
-  private func readReply() -> Result<Int64, ForkError> {
+  /// One Int64 reply, waiting at most `seconds` (a signal does not extend the wait).
+  private func readReply(within seconds: Double) -> Result<Int64, ForkError> {
     var poll = pollfd(fd: control, events: Int16(POLLIN), revents: 0)
+    let end = ContinuousClock.now + .wait(seconds)
     var ready: Int32
-    repeat { ready = Glibc.poll(&poll, 1, Self.replyTimeout * 1000) } while ready < 0 && errno == EINTR
-    guard ready > 0 else { return .failure(.gone("did not answer within \(Self.replyTimeout) s")) }
+    repeat {
+      let left = WorkerEvents.nanoseconds(end - .now) / 1_000_000
+      ready = Glibc.poll(&poll, 1, Int32(clamping: left))
+    } while ready < 0 && errno == EINTR
+    guard ready > 0 else { return .failure(.gone("did not answer within \(seconds) s")) }
     var value: Int64 = 0
     let n = withUnsafeMutableBytes(of: &value) { recv(control, $0.baseAddress, $0.count, Int32(MSG_TRUNC)) }
     guard n == MemoryLayout<Int64>.size else {

@@ -27,6 +27,9 @@ public struct IsolationSettings: Sendable {
   /// Fork workers from a zygote (`Zygote`) rather than spawn each: faster and smaller, at the
   /// price of one address-space layout shared by all workers (docs/architecture.md says more).
   public var zygote = true
+  /// The variables the operator passes to every worker (`--worker-env`); the rest of a worker's
+  /// environment is fixed (`WorkerEnvironment`).
+  public var workerEnvironment = WorkerEnvironment()
 
   public init(workerExecutable: String) { self.workerExecutable = workerExecutable }
 

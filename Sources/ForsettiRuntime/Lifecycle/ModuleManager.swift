@@ -67,7 +67,9 @@ public final class ModuleManager {
     self.mode = mode
     quarantine = QuarantineStore(stateDirectory: environment.stateDirectory)
     if case .isolated(let settings) = mode {
-      let source = WorkerSource(executable: settings.workerExecutable, forks: settings.zygote)
+      let source = WorkerSource(executable: settings.workerExecutable, forks: settings.zygote) {
+        [environment] line in environment.hostLog(.warning, line)
+      }
       // Now, so its start overlaps the judging that comes before the first worker; here, on the
       // thread that starts workers, whose death the zygote and its workers share.
       source.prepare()
