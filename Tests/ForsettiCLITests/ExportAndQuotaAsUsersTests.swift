@@ -86,14 +86,45 @@ import Testing
     // Nothing was created under a refused name.
     let made = try FileManager.default.contentsOfDirectory(atPath: own).sorted()
     #expect(made == ["abs.txt", "link.txt", "mine.txt", "secret.txt"], "\(made)")
-    #expect(try FileManager.default.contentsOfDirectory(atPath: export).sorted() == ["com.test.thief", "com.test.victim"])
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: export).sorted() == [
+        "com.test.thief", "com.test.victim",
+      ])
     // The operator is told which rule refused which name, shown escaped.
     for shown in [
       #""bad\nname": it holds a control character"#, #""esc\u{1b}[31m": it holds a control character"#,
-      #""gpj\u{202e}.exe": it holds a bidirectional control"#, #""b\xff\xfe": it holds bytes that are not UTF-8"#,
+      #""gpj\u{202e}.exe": it holds a bidirectional control"#,
+      #""b\xff\xfe": it holds bytes that are not UTF-8"#,
     ] {
       #expect(run.output.contains("refused the name " + shown), "\(shown): \(run.output)")
     }
+  }
+
+  @Test func quotaOptionsAreCheckedAndListed() throws {
+    let dir = TemporaryDirectory("quota-options")
+    for d in ["manifests", "plugins", "state"] {
+      try FileManager.default.createDirectory(atPath: dir.url(d), withIntermediateDirectories: true)
+    }
+    let common = [
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"),
+      "--for", "0",
+    ]
+    for (option, value, why) in [
+      ("storage-quota", "lots", "expected a non-negative number"),
+      ("export-quota", "-1", "expected a non-negative number"),
+      ("storage-quota", "2000000", "at most 1048576 MiB"), ("export-quota", "1e300", "at most 16777216 MiB"),
+    ] {
+      let r = try HostBinary.run(common + ["--\(option)", value])
+      #expect(r.status == 2, "--\(option) \(value): \(r.stderr)")
+      #expect(r.stderr.contains("--\(option)") && r.stderr.contains(why), "\(r.stderr)")
+    }
+    // A positive control: the same host starts with good values.
+    let good = try HostBinary.run(common + ["--storage-quota", "0.5", "--export-quota", "1024"])
+    #expect(good.status == 0, "\(good.stderr)")
+    let help = try HostBinary.run(["run", "--help"])
+    #expect(
+      help.stdout.contains("--storage-quota") && help.stdout.contains("--export-quota"), "\(help.stdout)")
   }
 
   /// Fills secure storage and its export directory from 8 threads until refused, then frees room
@@ -206,7 +237,8 @@ import Testing
     #expect(first.output.components(separatedBy: storageLine).count == 2, "\(first.output)")
     #expect(first.output.components(separatedBy: exportLine).count == 2, "\(first.output)")
     #expect(first.lines("com.test.calm").contains("calm store -> 0"), "\(first.output)")
-    let mode = try FileManager.default.attributesOfItem(atPath: export + "/com.test.hog")[.posixPermissions] as? Int
+    let mode =
+      try FileManager.default.attributesOfItem(atPath: export + "/com.test.hog")[.posixPermissions] as? Int
     #expect(mode == 0o750)
 
     // Started again on the same state: the hog is still at both quotas from its first call, and

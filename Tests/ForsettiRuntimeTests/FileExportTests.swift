@@ -182,6 +182,34 @@ import Testing
     #expect(FileManager.default.fileExists(atPath: export + "/com.test.x/a.txt"))
   }
 
+  /// A module's directory replaced by a link to a neighbour's (as a module in the host could):
+  /// the host refuses to write through it, and the neighbour's file stays as it was.
+  @Test func aModulesDirectoryThatIsALinkIsRefused() throws {
+    let dir = TemporaryDirectory("export-dir-link")
+    let export = dir.url("export")
+    try FileManager.default.createDirectory(atPath: export + "/com.test.y", withIntermediateDirectories: true)
+    try "mine".write(toFile: export + "/com.test.y/a.txt", atomically: false, encoding: .utf8)
+    try FileManager.default.createSymbolicLink(
+      atPath: export + "/com.test.x", withDestinationPath: "com.test.y")
+    let log = MemoryLogSink()
+    let services = HostServices(stateDirectory: dir.url("state"), exportDirectory: export, log: log)
+    for flags: Int64 in [0, Int64(FORSETTI_FILE_EXPORT_APPEND)] {
+      let r = services.answer(
+        ServiceRequest(.exportWrite, number: flags, [Array("a.txt".utf8), Array("theirs".utf8)]),
+        from: ModuleCaller(moduleID: "com.test.x", granted: [.fileExport]))
+      #expect(r.status == FORSETTI_ERR_DENIED)
+    }
+    #expect(try String(contentsOfFile: export + "/com.test.y/a.txt", encoding: .utf8) == "mine")
+    #expect(
+      log.all.contains { $0.message.contains("\(export)/com.test.x is a symbolic link or not a directory") })
+    // The neighbour itself still writes (positive control).
+    let ok = services.answer(
+      ServiceRequest(.exportWrite, [Array("a.txt".utf8), Array("new".utf8)]),
+      from: ModuleCaller(moduleID: "com.test.y", granted: [.fileExport]))
+    #expect(ok.status == FORSETTI_OK)
+    #expect(try String(contentsOfFile: export + "/com.test.y/a.txt", encoding: .utf8) == "new")
+  }
+
   @Test func namesAreTheLastComponentAsUpstreamHasThem() throws {
     #expect(try FileExportService.fileName(Array("../../etc/passwd".utf8)) == "passwd")
     #expect(try FileExportService.fileName(Array("dir/file.txt/".utf8)) == "file.txt")
@@ -193,7 +221,8 @@ import Testing
     for bad: [UInt8] in [
       Array("a\nb".utf8), Array("\u{1b}[31m".utf8), Array("x\u{7f}".utf8), Array("csi\u{9b}".utf8),
       Array("nel\u{85}".utf8), Array("ls\u{2028}".utf8), Array("ps\u{2029}".utf8),
-      Array("rlo\u{202e}txt.exe".utf8), Array("fsi\u{2068}".utf8), Array("bad\n/ok.txt".utf8), [0x66, 0xFF, 0x6F],
+      Array("rlo\u{202e}txt.exe".utf8), Array("fsi\u{2068}".utf8), Array("bad\n/ok.txt".utf8),
+      [0x66, 0xFF, 0x6F],
     ] {
       #expect(throws: FileExportService.Failure.self) { try FileExportService.fileName(bad) }
     }

@@ -29,11 +29,14 @@ import Testing
     ).status
   }
 
-  static func export(_ s: HostServices, _ id: String, _ name: String, _ data: [UInt8] = big, append: Bool = false)
+  static func export(
+    _ s: HostServices, _ id: String, _ name: String, _ data: [UInt8] = big, append: Bool = false
+  )
     -> Int32
   {
     s.answer(
-      ServiceRequest(.exportWrite, number: append ? Int64(FORSETTI_FILE_EXPORT_APPEND) : 0, [Array(name.utf8), data]),
+      ServiceRequest(
+        .exportWrite, number: append ? Int64(FORSETTI_FILE_EXPORT_APPEND) : 0, [Array(name.utf8), data]),
       from: ModuleCaller(moduleID: id, granted: [.fileExport])
     ).status
   }
@@ -73,7 +76,8 @@ import Testing
       "secure storage quota of 256 KiB reached for com.test.hog (--storage-quota); the write was refused with FORSETTI_ERR_QUOTA. Removing or overwriting its files frees room, or start the host with a larger --storage-quota MiB"
     #expect(lines.filter { $0 == storageLine }.count == 1, "\(lines)")
     #expect(
-      lines.filter { $0.hasPrefix("file export quota of 256 KiB reached for com.test.hog (--export-quota)") }.count
+      lines.filter { $0.hasPrefix("file export quota of 256 KiB reached for com.test.hog (--export-quota)") }
+        .count
         == 1, "\(lines)")
     // The neighbour stores and exports its full share while the hog is at its quota.
     for i in 0..<4 {
@@ -101,12 +105,14 @@ import Testing
     #expect(Self.store(s, "com.test.a", "k0") == FORSETTI_OK)
     #expect(Self.export(s, "com.test.a", "f0.bin") == FORSETTI_OK)
     let remove = ServiceRequest(.secureRemove, [Array("k0".utf8)])
-    #expect(s.answer(remove, from: ModuleCaller(moduleID: "com.test.a", granted: [.secureStorage])).status == 0)
+    #expect(
+      s.answer(remove, from: ModuleCaller(moduleID: "com.test.a", granted: [.secureStorage])).status == 0)
     #expect(Self.store(s, "com.test.a", "k4") == FORSETTI_OK)
     #expect(Self.export(s, "com.test.a", "f0.bin", [1]) == FORSETTI_OK)
     #expect(Self.export(s, "com.test.a", "f4.bin") == FORSETTI_OK)
     // Appending grows a file by what it adds: 4 KiB more fits, a second value does not.
-    #expect(Self.export(s, "com.test.a", "f0.bin", [UInt8](repeating: 1, count: 4000), append: true) == FORSETTI_OK)
+    #expect(
+      Self.export(s, "com.test.a", "f0.bin", [UInt8](repeating: 1, count: 4000), append: true) == FORSETTI_OK)
     #expect(Self.export(s, "com.test.a", "f0.bin", Self.big, append: true) == FORSETTI_ERR_QUOTA)
 
     // A new host counts from disk: still full.
@@ -144,10 +150,13 @@ import Testing
     ]
     for (name, expected) in cases {
       let r = s.answer(
-        ServiceRequest(.exportWrite, [name, [1]]), from: ModuleCaller(moduleID: "com.test.n", granted: [.fileExport]))
+        ServiceRequest(.exportWrite, [name, [1]]),
+        from: ModuleCaller(moduleID: "com.test.n", granted: [.fileExport]))
       #expect(r.status == FORSETTI_ERR_INVALID_ARGUMENT)
       #expect(
-        log.all.contains { $0.moduleID == "com.test.n" && $0.message.contains("refused the name " + expected) },
+        log.all.contains {
+          $0.moduleID == "com.test.n" && $0.message.contains("refused the name " + expected)
+        },
         "\(expected): \(log.all.map(\.message))")
     }
     // Nothing made, not even the module's directory; a good name still works (positive control).

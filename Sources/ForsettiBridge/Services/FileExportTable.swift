@@ -50,6 +50,8 @@ extension HostFunctions {
   static func rawName(_ p: UnsafePointer<CChar>) -> [UInt8]? {
     let n = strnlen(p, maxExportInput + 1)
     guard n <= maxExportInput else { return nil }
-    return p.withMemoryRebound(to: UInt8.self, capacity: n) { Array(UnsafeBufferPointer(start: $0, count: n)) }
+    return p.withMemoryRebound(to: UInt8.self, capacity: n) {
+      Array(UnsafeBufferPointer(start: $0, count: n))
+    }
   }
 }

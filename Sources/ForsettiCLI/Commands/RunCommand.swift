@@ -94,7 +94,8 @@ enum RunCommand {
         "storage-quota", "MiB", "Secure storage each module may fill, all its sealed values together.",
         default: "16"),
       .value(
-        "export-quota", "MiB", "What each module may keep in its directory under --export-dir, all files together.",
+        "export-quota", "MiB",
+        "What each module may keep in its directory under --export-dir, all files together.",
         default: "256"),
       .flag("ui", "Serve the debug screen on 127.0.0.1 and print its address with a one-time token."),
       .value("ui-port", "PORT", "The debug screen's port (0: any free one).", default: "0"),

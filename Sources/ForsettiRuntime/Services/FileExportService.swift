@@ -30,7 +30,8 @@ final class FileExportService: Sendable {
     let directory = directory.map(Self.normalised)
     self.directory = directory
     self.warn = warn
-    quota = QuotaLedger(Quota(service: "file export", bytes: quotaBytes, option: "export-quota")) { moduleID in
+    quota = QuotaLedger(Quota(service: "file export", bytes: quotaBytes, option: "export-quota")) {
+      moduleID in
       directory.map { QuotaLedger.bytes(in: Self.join($0, moduleID)) } ?? 0
     }
   }
@@ -118,7 +119,8 @@ final class FileExportService: Sendable {
     let append = flags & UInt32(FORSETTI_FILE_EXPORT_APPEND) != 0
     let (failure, tell): (Failure?, Bool) = quota.withMeter(caller.moduleID) { meter in
       do throws(Failure) {
-        try Self.write(data, name: name, in: directory, moduleID: caller.moduleID, append: append, meter: &meter)
+        try Self.write(
+          data, name: name, in: directory, moduleID: caller.moduleID, append: append, meter: &meter)
         return (nil, false)
       } catch {
         // A module hammering at its quota is told of once, not once a call.

@@ -13,7 +13,8 @@ public final class HostServices: Sendable {
   let diagnostics: DiagnosticsBoard
   private let log: any LogSink
 
-  init(stateDirectory: String, exportDirectory: String?, quotas: ServiceQuotas = .standard, log: any LogSink) {
+  init(stateDirectory: String, exportDirectory: String?, quotas: ServiceQuotas = .standard, log: any LogSink)
+  {
     self.log = log
     let warn: @Sendable (String, String) -> Void = { moduleID, line in
       log.write(LogRecord(level: .warning, moduleID: moduleID, message: line, origin: .host))

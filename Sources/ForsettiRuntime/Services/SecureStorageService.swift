@@ -24,7 +24,8 @@ final class SecureStorageService: Sendable {
   static let maxFile = magic.count + nonceBytes + maxValue + tagBytes
 
   init(
-    stateDirectory: String, keys: ModuleKeys, quotaBytes: Int, warn: @escaping @Sendable (String, String) -> Void
+    stateDirectory: String, keys: ModuleKeys, quotaBytes: Int,
+    warn: @escaping @Sendable (String, String) -> Void
   ) {
     self.stateDirectory = stateDirectory
     self.keys = keys

@@ -57,7 +57,9 @@ final class QuotaLedger: Sendable {
   }
 
   /// Runs `body` with `moduleID`'s meter, no other change of that module's usage running meanwhile.
-  func withMeter<R: Sendable, E: Error>(_ moduleID: String, _ body: (inout Meter) throws(E) -> R) throws(E) -> R {
+  func withMeter<R: Sendable, E: Error>(_ moduleID: String, _ body: (inout Meter) throws(E) -> R) throws(E)
+    -> R
+  {
     let account = accounts.withLock { all in
       if let existing = all[moduleID] { return existing }
       let made = Account()
