@@ -36,7 +36,7 @@ typedef int32_t forsetti_status;
 #define FORSETTI_ERR_INVALID_DATA (-12)
 /* The write would take the module beyond a quota the operator set (secure storage:
  * --storage-quota; file export: --export-quota). Nothing was written; removing or overwriting
- * the module's own values or files frees room. (-13 is FORSETTI_ERR_CALL_CYCLE.) */
+ * the module's own values or files frees room. */
 #define FORSETTI_ERR_QUOTA (-14)
 
 #endif
