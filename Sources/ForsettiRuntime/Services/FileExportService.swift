@@ -67,7 +67,7 @@ final class FileExportService: Sendable {
       switch self {
       case .refusedName(let n): "file export: refused the name \"\(LogRecord.streamSafe(n))\""
       case .refusedCharacters(let shown, let why):
-        "file export: refused the name \"\(shown)\": \(why); export names may not hold control characters (C0, DEL, C1), line or paragraph separators, bidirectional controls or bytes that are not UTF-8"
+        "file export: refused the name \"\(shown)\": \(why); nothing was written. Export names may hold no control characters, line or paragraph separators, bidirectional controls or bytes that are not UTF-8"
       case .notADirectory(let path):
         "file export: \(path) is a symbolic link or not a directory; remove it so that the host can make the module's export directory"
       case .quota(let q, let moduleID): q.reached(by: moduleID)
