@@ -19,18 +19,21 @@ public final class HostEnvironment: Sendable {
   /// The services of ABI 1.1: secure storage, crypto, file export, diagnostics, roles.
   public let services: HostServices
 
-  /// `exportDirectory` is where modules export files (`--export-dir`; nil for none). `log`
+  /// `exportDirectory` is where modules export files (`--export-dir`; nil for none), each in
+  /// its own subdirectory; `quotas` bound what each module stores and exports. `log`
   /// receives what passes the limits; `limits` also sets the rotation of
   /// `logs/telemetry.jsonl` (the sink for `host.log` is made by the caller, see `FileLogSink`).
   public init(
-    stateDirectory: String, log: any LogSink, limits: LogLimits = .standard, exportDirectory: String? = nil
+    stateDirectory: String, log: any LogSink, limits: LogLimits = .standard, exportDirectory: String? = nil,
+    quotas: ServiceQuotas = .standard
   ) {
     self.stateDirectory = stateDirectory
     self.limits = limits
     limiter = ModuleRateLimiter(limits: limits) { log.write($0) }
     self.log = RateLimitedLogSink(log, limiter: limiter)
     // Refusals are the host's own lines: never rate-limited away.
-    services = HostServices(stateDirectory: stateDirectory, exportDirectory: exportDirectory, log: log)
+    services = HostServices(
+      stateDirectory: stateDirectory, exportDirectory: exportDirectory, quotas: quotas, log: log)
     events = EventBus()
     messages = MessageRouter()
     telemetry = TelemetryRecorder(

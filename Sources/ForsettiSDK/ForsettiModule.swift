@@ -58,6 +58,7 @@ public struct ForsettiError: Error, Sendable, Equatable, CustomStringConvertible
   public static let tooLarge = ForsettiError(FORSETTI_ERR_TOO_LARGE)
   public static let communicationDenied = ForsettiError(FORSETTI_ERR_COMMUNICATION_DENIED)
   public static let startFailed = ForsettiError(FORSETTI_ERR_START_FAILED)
+  public static let quota = ForsettiError(FORSETTI_ERR_QUOTA)
 
   public var description: String { "forsetti status \(status)" }
 

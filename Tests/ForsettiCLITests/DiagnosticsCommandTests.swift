@@ -65,7 +65,7 @@ import Testing
     let end = Date().addingTimeInterval(5)
     while !FileManager.default.fileExists(atPath: socket) && Date() < end { usleep(20_000) }
 
-    let exported = dir.url("out/exports") + "/cli.txt"
+    let exported = dir.url("out/exports") + "/com.test.sick/cli.txt"
     #expect(host.await("export r=0 path=\(exported)") != nil, "\(host.lines.suffix(20))")
     #expect(try String(contentsOfFile: exported, encoding: .utf8) == "exported")
 

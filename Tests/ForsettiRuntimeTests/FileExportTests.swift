@@ -9,7 +9,8 @@ import Testing
 @testable import ForsettiRuntime
 
 /// forsetti/services/file_export.h with real modules, in the host and in a worker: the file
-/// lands in the export directory under the last component of its name, and nowhere else.
+/// lands in the module's own subdirectory of the export directory under the last component of
+/// its name, and nowhere else.
 @Suite struct FileExportTests {
   /// A module that writes in `start` (`steps`, C calls of `ex(label, name, data, flags, cap)`)
   /// and logs each outcome as `LABEL r=STATUS path=PATH`.
@@ -58,7 +59,9 @@ import Testing
   @Test(arguments: [false, true])
   func writesReplaceAppendAndRefuseBadNames(isolated: Bool) throws {
     let h = RuntimeHarness()
-    let export = h.dir.url("export")
+    let top = h.dir.url("export")
+    // The module's own directory: made by the host when missing, taken as it is when present.
+    let export = top + "/com.test.exporter"
     try FileManager.default.createDirectory(atPath: export, withIntermediateDirectories: true)
     // A link planted under each name a module will use, pointing outside the export directory.
     let outside = try h.dir.write("outside.txt", "outside")
@@ -86,7 +89,7 @@ import Testing
       ex("nopath", "nopath.txt", "quiet", 0, 0);
       """
     ).install(in: h.dir, capabilities: ["file_export"])
-    let m = try Self.start(h, export: export, isolated: isolated)
+    let m = try Self.start(h, export: top, isolated: isolated)
     defer { m.stopAll() }
     #expect(h.waitForLine("com.test.exporter") { $0 == "exports done" } != nil, "\(h.log.all.map(\.message))")
 
@@ -171,11 +174,40 @@ import Testing
       .exportWrite, capacity: 4096, number: HostFunctions.exportWantsPath, [Array("a.txt".utf8), [1, 2]])
     let denied = services.answer(request, from: ModuleCaller(moduleID: "com.test.x", granted: [.storage]))
     #expect(denied.status == FORSETTI_ERR_DENIED)
-    #expect(!FileManager.default.fileExists(atPath: export + "/a.txt"))
+    #expect(!FileManager.default.fileExists(atPath: export + "/com.test.x/a.txt"))
     #expect(log.all.contains { $0.message.contains("capability file_export was not granted") })
     let allowed = services.answer(request, from: ModuleCaller(moduleID: "com.test.x", granted: [.fileExport]))
     #expect(allowed.status == FORSETTI_OK)
-    #expect(allowed.bytes == Array("\(export)/a.txt".utf8) + [0])
+    #expect(allowed.bytes == Array("\(export)/com.test.x/a.txt".utf8) + [0])
+    #expect(FileManager.default.fileExists(atPath: export + "/com.test.x/a.txt"))
+  }
+
+  /// A module's directory replaced by a link to a neighbour's (as a module in the host could):
+  /// the host refuses to write through it, and the neighbour's file stays as it was.
+  @Test func aModulesDirectoryThatIsALinkIsRefused() throws {
+    let dir = TemporaryDirectory("export-dir-link")
+    let export = dir.url("export")
+    try FileManager.default.createDirectory(atPath: export + "/com.test.y", withIntermediateDirectories: true)
+    try "mine".write(toFile: export + "/com.test.y/a.txt", atomically: false, encoding: .utf8)
+    try FileManager.default.createSymbolicLink(
+      atPath: export + "/com.test.x", withDestinationPath: "com.test.y")
+    let log = MemoryLogSink()
+    let services = HostServices(stateDirectory: dir.url("state"), exportDirectory: export, log: log)
+    for flags: Int64 in [0, Int64(FORSETTI_FILE_EXPORT_APPEND)] {
+      let r = services.answer(
+        ServiceRequest(.exportWrite, number: flags, [Array("a.txt".utf8), Array("theirs".utf8)]),
+        from: ModuleCaller(moduleID: "com.test.x", granted: [.fileExport]))
+      #expect(r.status == FORSETTI_ERR_DENIED)
+    }
+    #expect(try String(contentsOfFile: export + "/com.test.y/a.txt", encoding: .utf8) == "mine")
+    #expect(
+      log.all.contains { $0.message.contains("\(export)/com.test.x is a symbolic link or not a directory") })
+    // The neighbour itself still writes (positive control).
+    let ok = services.answer(
+      ServiceRequest(.exportWrite, [Array("a.txt".utf8), Array("new".utf8)]),
+      from: ModuleCaller(moduleID: "com.test.y", granted: [.fileExport]))
+    #expect(ok.status == FORSETTI_OK)
+    #expect(try String(contentsOfFile: export + "/com.test.y/a.txt", encoding: .utf8) == "new")
   }
 
   @Test func namesAreTheLastComponentAsUpstreamHasThem() throws {
@@ -185,5 +217,18 @@ import Testing
       #expect(throws: FileExportService.Failure.self) { try FileExportService.fileName(Array(bad.utf8)) }
     }
     #expect(FileExportService.normalised("/a/./b/../c//") == "/a/c")
+    // Refused whole, before the name is cut to its last component.
+    for bad: [UInt8] in [
+      Array("a\nb".utf8), Array("\u{1b}[31m".utf8), Array("x\u{7f}".utf8), Array("csi\u{9b}".utf8),
+      Array("nel\u{85}".utf8), Array("ls\u{2028}".utf8), Array("ps\u{2029}".utf8),
+      Array("rlo\u{202e}txt.exe".utf8), Array("fsi\u{2068}".utf8), Array("bad\n/ok.txt".utf8),
+      [0x66, 0xFF, 0x6F],
+    ] {
+      #expect(throws: FileExportService.Failure.self) { try FileExportService.fileName(bad) }
+    }
+    #expect(try FileExportService.fileName(Array("résumé 2026 – ok.txt".utf8)) == "résumé 2026 – ok.txt")
+    #expect(ExportNameRule.shown(Array("a\nb\u{1b}".utf8)) == "a\\nb\\u{1b}")
+    #expect(ExportNameRule.shown([0x66, 0xFF, 0x6F]) == "f\\xffo")
+    #expect(ExportNameRule.shown(Array("rlo\u{202e}x".utf8)) == "rlo\\u{202e}x")
   }
 }

@@ -816,6 +816,9 @@ import Testing
     let outside = h.dir.url("outside.txt")
     try "outside".write(toFile: outside, atomically: true, encoding: .utf8)
     let id = "com.test.redteam.exporter"
+    // The module's own directory, where the swaps happen.
+    let own = export + "/" + id
+    try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
     var f = ModuleFixture(moduleID: id, entryPoint: "rt_export_entry")
     f.prelude = """
       #include <pthread.h>
@@ -857,7 +860,7 @@ import Testing
       var i = 0
       while !stop.load(ordering: .relaxed) {
         for name in ["swap-append", "swap-replace"] {
-          let path = export + "/" + name
+          let path = own + "/" + name
           unlink(path)
           switch i % 3 {
           case 0: symlink(outside, path)

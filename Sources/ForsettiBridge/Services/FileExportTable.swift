@@ -2,6 +2,7 @@ import CFFI
 import CForsetti
 import ForsettiBinary
 import ForsettiCore
+import Glibc
 
 extension HostFunctions {
   /// Set in an `exportWrite` request's number, beside the flags, when the module passed a
@@ -20,7 +21,8 @@ extension HostFunctions {
       FFIType.int32
     ) { a in
       guard !b.isRevoked else { return revoked }
-      guard let p = a.cString(0), let name = CString.read(p, max: maxExportInput) else { return invalid }
+      // Raw bytes: the host judges the name (UTF-8, characters) and tells the operator why.
+      guard let p = a.cString(0), let name = rawName(p) else { return invalid }
       guard a.size(2) <= Int(FORSETTI_FILE_EXPORT_MAX_DATA) else { return .int32(FORSETTI_ERR_TOO_LARGE) }
       guard let data = buffer(a, 1, 2) else { return invalid }
       let out = a.pointer(4)
@@ -29,7 +31,7 @@ extension HostFunctions {
       let capacity = out == nil ? 0 : min(a.size(5), Int(FORSETTI_FILE_EXPORT_MAX_PATH))
       let number = Int64(a.uint32(3)) | (out == nil ? 0 : exportWantsPath)
       let reply = b.backend.service(
-        ServiceRequest(.exportWrite, capacity: capacity, number: number, [Array(name.utf8), Array(data)]),
+        ServiceRequest(.exportWrite, capacity: capacity, number: number, [name, Array(data)]),
         from: b.caller)
       return .int32(reply.deliver(into: out, capacity: capacity, length: nil))
     }
@@ -42,5 +44,14 @@ extension HostFunctions {
       to: forsetti_file_export(
         struct_size: UInt32(MemoryLayout<forsetti_file_export>.size), write: write.function(as: Write.self)))
     return UnsafeMutableRawPointer(t)
+  }
+
+  /// The bytes of the C string at `p`, nil when longer than `maxExportInput`.
+  static func rawName(_ p: UnsafePointer<CChar>) -> [UInt8]? {
+    let n = strnlen(p, maxExportInput + 1)
+    guard n <= maxExportInput else { return nil }
+    return p.withMemoryRebound(to: UInt8.self, capacity: n) {
+      Array(UnsafeBufferPointer(start: $0, count: n))
+    }
   }
 }

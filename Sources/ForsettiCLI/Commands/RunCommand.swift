@@ -44,10 +44,13 @@ enum RunCommand {
       STATE/logs/host.log; STATE/runtime.json and STATE/surface.json show this host's modules and UI
       surface to `forsetti-host list` and `forsetti-host surface`.
 
-      With --export-dir, a module granted file_export writes files into DIR, the host doing the
-      writing (for a worker too): under the last component of the name the module gives, never
-      through a symbolic link, mode 0640, owned by the host's user (root when it runs as root).
-      Without it those writes fail with FORSETTI_ERR_UNAVAILABLE and the log says so.
+      With --export-dir, a module granted file_export writes files into DIR/<module ID>/ (made
+      0750 by the host), the host doing the writing (for a worker too): under the last component
+      of the name the module gives, never through a symbolic link, mode 0640, owned by the host's
+      user (root when it runs as root). Without it those writes fail with FORSETTI_ERR_UNAVAILABLE
+      and the log says so. What each module keeps in secure storage and in its export directory
+      is bounded (--storage-quota, --export-quota); a write beyond fails with FORSETTI_ERR_QUOTA
+      and the log names the quota.
 
       EXIT STATUS:
         0  stopped by SIGINT or SIGTERM; or, after --for, no module was blocked or failed
@@ -104,6 +107,13 @@ enum RunCommand {
       .value(
         "export-dir", "DIR", "Where modules granted file_export write files; created (0750) if missing."
       ),
+      .value(
+        "storage-quota", "MiB", "Secure storage each module may fill, all its sealed values together.",
+        default: "16"),
+      .value(
+        "export-quota", "MiB",
+        "What each module may keep in its directory under --export-dir, all files together.",
+        default: "256"),
       .flag("ui", "Serve the debug screen on 127.0.0.1 and print its address with a one-time token."),
       .value("ui-port", "PORT", "The debug screen's port (0: any free one).", default: "0"),
     ])
@@ -164,6 +174,7 @@ enum RunCommand {
     }
     let limits = try logLimits(p)
     let exportDirectory = try exportDirectory(p)
+    let quotas = try quotas(p)
     // One host per state directory, decided before anything in it is touched.
     try? FileManager.default.createDirectory(
       atPath: options.stateDirectory, withIntermediateDirectories: true)
@@ -194,9 +205,10 @@ enum RunCommand {
     }
     let environment = HostEnvironment(
       stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks), limits: limits,
-      exportDirectory: exportDirectory)
+      exportDirectory: exportDirectory, quotas: quotas)
     if let exportDirectory {
-      environment.hostLog(.info, "file export: modules granted file_export write into \(exportDirectory)")
+      environment.hostLog(
+        .info, "file export: modules granted file_export write into \(exportDirectory)/<module ID>/")
     }
     let manager = ModuleManager(environment: environment, mode: mode)
     // From a copy always (in memory in-process, under STATE/versions/ for a worker): `reload ID`
@@ -355,6 +367,19 @@ private func cpuShares(_ p: ParsedArguments) throws(CommandFailure) -> CPUShares
     throw .usage(.invalidValue(option: error.option, value: error.value, why: error.description))
   }
   return shares
+}
+
+/// `--storage-quota` and `--export-quota` in bytes, checked.
+private func quotas(_ p: ParsedArguments) throws(CommandFailure) -> ServiceQuotas {
+  var quotas = ServiceQuotas.standard
+  // Clamped by `bounded` before conversion: Int of a larger Double would trap.
+  if let mib = try bounded(p, "storage-quota", atMost: 1_048_576, "MiB (1 TiB)") {
+    quotas.secureStorageBytes = Int(mib * 1_048_576)
+  }
+  if let mib = try bounded(p, "export-quota", atMost: 16_777_216, "MiB (16 TiB)") {
+    quotas.exportBytes = Int(mib * 1_048_576)
+  }
+  return quotas
 }
 
 /// The log limits of `--log-rate`, `--log-burst`, `--log-file-size` and `--log-files`, checked.

@@ -6,28 +6,48 @@ import Glibc
 import Synchronization
 
 /// forsetti/services/file_export.h on the host's side, as upstream's `LocalFileExportService`:
-/// a module names a file, the host keeps its last path component and writes it beneath the
-/// operator's export directory. Every open is relative to a descriptor of that directory, of
+/// a module names a file, the host keeps its last path component and writes it in the module's
+/// own subdirectory of the operator's export directory, `EXPORT/<moduleID>/`. Every open is
+/// relative to a descriptor of that subdirectory (itself opened without following a link), of
 /// one component that is neither `.` nor `..`, and never follows a symbolic link: a link planted
-/// under the name is replaced (atomic write) or refused (append), its target left untouched.
+/// under the name is replaced (atomic write) or refused (append), its target left untouched. So
+/// no name reaches another module's files. What a module's files take is bounded by `quota`.
 final class FileExportService: Sendable {
   /// The operator's export directory (`--export-dir`); nil when none was given.
   let directory: String?
   let warn: @Sendable (String, String) -> Void
+  /// The bytes of each module's files in its subdirectory (`--export-quota`).
+  let quota: QuotaLedger
   /// Modules already told there is no export directory: one line each, not one a call.
   private let warnedUnavailable = Mutex<Set<String>>([])
 
   /// Mode of every exported file: the operator's group may read what modules hand out.
   static let fileMode: mode_t = 0o640
+  /// Mode of a module's subdirectory the host makes, as `--export-dir`'s own.
+  static let directoryMode: mode_t = 0o750
 
-  init(directory: String?, warn: @escaping @Sendable (String, String) -> Void) {
-    self.directory = directory.map(Self.normalised)
+  init(directory: String?, quotaBytes: Int, warn: @escaping @Sendable (String, String) -> Void) {
+    let directory = directory.map(Self.normalised)
+    self.directory = directory
     self.warn = warn
+    quota = QuotaLedger(Quota(service: "file export", bytes: quotaBytes, option: "export-quota")) {
+      moduleID in
+      directory.map { QuotaLedger.bytes(in: Self.join($0, moduleID)) } ?? 0
+    }
+  }
+
+  /// `name` beneath `directory`, as text.
+  static func join(_ directory: String, _ name: String) -> String {
+    directory == "/" ? "/" + name : directory + "/" + name
   }
 
   /// Why a write was refused or failed, with the offending value.
   enum Failure: Error, Equatable, CustomStringConvertible {
     case refusedName(String)
+    /// The name holds what `ExportNameRule` refuses; `shown` is the name escaped.
+    case refusedCharacters(shown: String, ExportNameRule.Refusal)
+    case notADirectory(String)
+    case quota(Quota, moduleID: String)
     case unknownFlags(UInt32)
     case tooLarge(Int)
     case notRegularFile(name: String)
@@ -35,9 +55,10 @@ final class FileExportService: Sendable {
 
     var status: Int32 {
       switch self {
-      case .refusedName, .unknownFlags: FORSETTI_ERR_INVALID_ARGUMENT
+      case .refusedName, .refusedCharacters, .unknownFlags: FORSETTI_ERR_INVALID_ARGUMENT
       case .tooLarge: FORSETTI_ERR_TOO_LARGE
-      case .notRegularFile: FORSETTI_ERR_DENIED
+      case .notRegularFile, .notADirectory: FORSETTI_ERR_DENIED
+      case .quota: FORSETTI_ERR_QUOTA
       case .system: FORSETTI_ERR_IO
       }
     }
@@ -45,6 +66,11 @@ final class FileExportService: Sendable {
     var description: String {
       switch self {
       case .refusedName(let n): "file export: refused the name \"\(LogRecord.streamSafe(n))\""
+      case .refusedCharacters(let shown, let why):
+        "file export: refused the name \"\(shown)\": \(why); nothing was written. Export names may hold no control characters, line or paragraph separators, bidirectional controls or bytes that are not UTF-8"
+      case .notADirectory(let path):
+        "file export: \(path) is a symbolic link or not a directory; remove it so that the host can make the module's export directory"
+      case .quota(let q, let moduleID): q.reached(by: moduleID)
       case .unknownFlags(let f): "file export: unknown flags 0x\(String(f, radix: 16))"
       case .tooLarge(let n): "file export: \(n) bytes is more than one write takes"
       case .notRegularFile(let n):
@@ -76,23 +102,35 @@ final class FileExportService: Sendable {
         r.number & ~(Int64(UInt32.max) | HostFunctions.exportWantsPath) == 0
       else { throw .unknownFlags(flags) }
       name = try Self.fileName(r.argument(0) ?? [])
+      // The ID names a directory: one component, never `.` or `..` (the manifest's rule already).
+      guard SandboxStorage.isValidKey(caller.moduleID) else { throw .refusedName(caller.moduleID) }
     } catch {
+      if case .refusedCharacters = error { warn(caller.moduleID, error.description) }
       return .status(error.status)
     }
     let data = r.argument(1) ?? []
     guard data.count <= Int(FORSETTI_FILE_EXPORT_MAX_DATA) else { return .status(FORSETTI_ERR_TOO_LARGE) }
-    let path = directory == "/" ? "/" + name : directory + "/" + name
+    let path = Self.join(Self.join(directory, caller.moduleID), name)
     let reply = Array(path.utf8) + [0]
     // Nothing is written when the module could not learn where it went.
     if wantsPath, reply.count > r.capacity {
       return ServiceReply(FORSETTI_ERR_BUFFER_TOO_SMALL, length: reply.count)
     }
-    do throws(Failure) {
-      try Self.write(
-        data, name: name, in: directory, append: flags & UInt32(FORSETTI_FILE_EXPORT_APPEND) != 0)
-    } catch {
-      warn(caller.moduleID, error.description)
-      return .status(error.status)
+    let append = flags & UInt32(FORSETTI_FILE_EXPORT_APPEND) != 0
+    let (failure, tell): (Failure?, Bool) = quota.withMeter(caller.moduleID) { meter in
+      do throws(Failure) {
+        try Self.write(
+          data, name: name, in: directory, moduleID: caller.moduleID, append: append, meter: &meter)
+        return (nil, false)
+      } catch {
+        // A module hammering at its quota is told of once, not once a call.
+        if case .quota = error { return (error, meter.tellRefusal()) }
+        return (error, true)
+      }
+    }
+    if let failure {
+      if tell { warn(caller.moduleID, failure.description) }
+      return .status(failure.status)
     }
     return wantsPath ? ServiceReply(FORSETTI_OK, reply) : .status(FORSETTI_OK)
   }
@@ -100,9 +138,11 @@ final class FileExportService: Sendable {
   /// The name a module's `file_name` stands for: its last path component, as upstream
   /// (`URL(fileURLWithPath:).lastPathComponent`: trailing slashes do not count).
   static func fileName(_ raw: [UInt8]) throws(Failure) -> String {
+    // A NUL too (a C name ends at its NUL; one inside could only come in a forged frame).
+    if let why = ExportNameRule.refusal(raw) {
+      throw .refusedCharacters(shown: ExportNameRule.shown(raw), why)
+    }
     guard let text = String(validating: raw, as: UTF8.self) else { throw .refusedName("<not UTF-8>") }
-    // A C name ends at its NUL; one inside could only come in a forged frame.
-    guard !raw.contains(0) else { throw .refusedName(text.replacing("\0", with: "\\0")) }
     let last = text.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
     guard !last.isEmpty, last != ".", last != "..", last.utf8.count <= Int(FORSETTI_FILE_EXPORT_MAX_NAME)
     else { throw .refusedName(text) }
@@ -119,13 +159,24 @@ final class FileExportService: Sendable {
     return "/" + parts.joined(separator: "/")
   }
 
-  /// Writes `data` as `name` in `directory`: a temporary file renamed over the name (the
-  /// rename replaces a symbolic link rather than following it), or an append to a regular file
-  /// opened without following links.
-  static func write(_ data: [UInt8], name: String, in directory: String, append: Bool) throws(Failure) {
-    let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard dir >= 0 else { throw .system(step: "open the export directory for", name: name, errno: errno) }
+  /// Writes `data` as `name` in `moduleID`'s subdirectory of `directory` (made, mode 0750, when
+  /// missing): a temporary file renamed over the name (the rename replaces a symbolic link rather
+  /// than following it), or an append to a regular file opened without following links. The
+  /// write happens only when `meter` admits the file's new size.
+  static func write(
+    _ data: [UInt8], name: String, in directory: String, moduleID: String, append: Bool, meter: inout Meter
+  ) throws(Failure) {
+    let top = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard top >= 0 else { throw .system(step: "open the export directory for", name: name, errno: errno) }
+    defer { close(top) }
+    let dir = try moduleDirectory(moduleID, in: top, path: join(directory, moduleID))
     defer { close(dir) }
+    var before = stat()
+    let existed = fstatat(dir, name, &before, AT_SYMLINK_NOFOLLOW) == 0 && before.st_mode & S_IFMT == S_IFREG
+    let old = existed ? Int(before.st_size) : nil
+    let new = append ? Meter.add(old ?? 0, data.count) : data.count
+    // Refused before anything is opened: an append at the quota creates no empty file.
+    guard meter.admits(old: old, new: new) else { throw .quota(meter.quota, moduleID: moduleID) }
     if append {
       // O_NONBLOCK: a FIFO planted under the name fails instead of blocking the host.
       let fd = openat(
@@ -148,9 +199,12 @@ final class FileExportService: Sendable {
       guard fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) == 0, named.st_dev == st.st_dev,
         named.st_ino == st.st_ino, named.st_nlink == 1
       else { throw .notRegularFile(name: name) }
-      guard FileDescriptor.writeAll(fd, data) else {
-        throw .system(step: "append to", name: name, errno: errno)
-      }
+      let written = FileDescriptor.writeAll(fd, data)
+      let e = errno
+      // What the file holds now, whatever part of the write landed.
+      var after = stat()
+      meter.record(old: old, new: fstat(fd, &after) == 0 ? Int(after.st_size) : new)
+      guard written else { throw .system(step: "append to", name: name, errno: e) }
       return
     }
     let tmp = ".forsetti-export-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
@@ -169,6 +223,25 @@ final class FileExportService: Sendable {
       unlinkat(dir, tmp, 0)
       throw .system(step: "rename into place", name: name, errno: e)
     }
+    meter.record(old: old, new: new)
     fsync(dir)
+  }
+
+  /// A descriptor of `moduleID`'s subdirectory of `top`, made (mode 0750) when missing; never
+  /// a symbolic link followed. `path` is for the message.
+  static func moduleDirectory(_ moduleID: String, in top: Int32, path: String) throws(Failure) -> Int32 {
+    let made = mkdirat(top, moduleID, directoryMode) == 0
+    guard made || errno == EEXIST else {
+      throw .system(step: "make the module's export directory for", name: moduleID, errno: errno)
+    }
+    let dir = openat(top, moduleID, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    guard dir >= 0 else {
+      let e = errno
+      if e == ELOOP || e == ENOTDIR { throw .notADirectory(path) }
+      throw .system(step: "open the module's export directory for", name: moduleID, errno: e)
+    }
+    // The umask may have taken bits away from a directory made here; one the operator changed is theirs.
+    if made { _ = fchmod(dir, directoryMode) }
+    return dir
   }
 }

@@ -13,16 +13,18 @@ public final class HostServices: Sendable {
   let diagnostics: DiagnosticsBoard
   private let log: any LogSink
 
-  init(stateDirectory: String, exportDirectory: String?, log: any LogSink) {
+  init(stateDirectory: String, exportDirectory: String?, quotas: ServiceQuotas = .standard, log: any LogSink)
+  {
     self.log = log
     let warn: @Sendable (String, String) -> Void = { moduleID, line in
       log.write(LogRecord(level: .warning, moduleID: moduleID, message: line, origin: .host))
     }
     roles = RoleRegistry(warn: warn)
     let keys = ModuleKeys(stateDirectory: stateDirectory)
-    secureStorage = SecureStorageService(stateDirectory: stateDirectory, keys: keys, warn: warn)
+    secureStorage = SecureStorageService(
+      stateDirectory: stateDirectory, keys: keys, quotaBytes: quotas.secureStorageBytes, warn: warn)
     crypto = CryptoService(keys: keys, warn: warn)
-    fileExport = FileExportService(directory: exportDirectory, warn: warn)
+    fileExport = FileExportService(directory: exportDirectory, quotaBytes: quotas.exportBytes, warn: warn)
     diagnostics = DiagnosticsBoard()
   }
 

@@ -9,10 +9,13 @@ import Glibc
 /// A value lives in `secure/<moduleID>/<key>` beneath the state directory (outside every
 /// sandbox) as `magic ‖ nonce ‖ XChaCha20-Poly1305(value)`, with the magic, the module ID and
 /// the key as associated data: a file moved to another key or module does not authenticate.
+/// The files of one module together are bounded by `quota`.
 final class SecureStorageService: Sendable {
   let stateDirectory: String
   let keys: ModuleKeys
   let warn: @Sendable (String, String) -> Void
+  /// The bytes of each module's sealed files (`--storage-quota`).
+  let quota: QuotaLedger
 
   static let magic: [UInt8] = Array("FSS1".utf8)
   static let nonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
@@ -20,10 +23,16 @@ final class SecureStorageService: Sendable {
   static let maxValue = Int(FORSETTI_SECURE_STORAGE_MAX_VALUE)
   static let maxFile = magic.count + nonceBytes + maxValue + tagBytes
 
-  init(stateDirectory: String, keys: ModuleKeys, warn: @escaping @Sendable (String, String) -> Void) {
+  init(
+    stateDirectory: String, keys: ModuleKeys, quotaBytes: Int,
+    warn: @escaping @Sendable (String, String) -> Void
+  ) {
     self.stateDirectory = stateDirectory
     self.keys = keys
     self.warn = warn
+    quota = QuotaLedger(Quota(service: "secure storage", bytes: quotaBytes, option: "storage-quota")) {
+      QuotaLedger.bytes(in: "\(stateDirectory)/secure/\($0)")
+    }
   }
 
   /// `secure/<moduleID>` beneath the state directory.
@@ -42,10 +51,13 @@ final class SecureStorageService: Sendable {
       return .status(set(value, at: path, key: key, caller.moduleID))
     case .secureGet: return get(path, key: key, capacity: r.capacity, caller.moduleID)
     case .secureRemove:
-      guard unlink(path) == 0 else {
-        return .status(errno == ENOENT ? FORSETTI_ERR_NOT_FOUND : FORSETTI_ERR_IO)
-      }
-      return .status(FORSETTI_OK)
+      return .status(
+        quota.withMeter(caller.moduleID) { meter in
+          let old = Self.size(of: path)
+          guard unlink(path) == 0 else { return errno == ENOENT ? FORSETTI_ERR_NOT_FOUND : FORSETTI_ERR_IO }
+          meter.record(old: old, new: nil)
+          return FORSETTI_OK
+        })
     default: return .status(FORSETTI_ERR_INVALID_ARGUMENT)
     }
   }
@@ -66,13 +78,30 @@ final class SecureStorageService: Sendable {
     let rc = crypto_aead_xchacha20poly1305_ietf_encrypt(
       &sealed, &sealedLength, value, UInt64(value.count), ad, UInt64(ad.count), nil, nonce, k.storageKey)
     guard rc == 0 else { return FORSETTI_ERR_IO }
-    do {
-      try AtomicFile.write(Self.magic + nonce + sealed, to: path, mode: 0o600)
-    } catch {
-      warn(moduleID, "secure value \(key) was not stored: \(error.description)")
-      return FORSETTI_ERR_IO
+    let file = Self.magic + nonce + sealed
+    return quota.withMeter(moduleID) { meter in
+      let old = Self.size(of: path)
+      guard meter.admits(old: old, new: file.count) else {
+        // A module hammering at its quota is told of once, not once a call.
+        if meter.tellRefusal() { warn(moduleID, meter.quota.reached(by: moduleID)) }
+        return FORSETTI_ERR_QUOTA
+      }
+      do throws(AtomicFile.WriteError) {
+        try AtomicFile.write(file, to: path, mode: 0o600)
+      } catch {
+        warn(moduleID, "secure value \(key) was not stored: \(error.description)")
+        return FORSETTI_ERR_IO
+      }
+      meter.record(old: old, new: file.count)
+      return FORSETTI_OK
     }
-    return FORSETTI_OK
+  }
+
+  /// The size of the regular file at `path`, nil when there is none (a link is not followed).
+  static func size(of path: String) -> Int? {
+    var st = stat()
+    guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+    return Int(st.st_size)
   }
 
   private func get(_ path: String, key: String, capacity: Int, _ moduleID: String) -> ServiceReply {

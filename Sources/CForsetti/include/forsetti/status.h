@@ -34,5 +34,9 @@ typedef int32_t forsetti_status;
 /* Data failed its check: sealed bytes that do not authenticate, a signature that does not
  * verify, a stored secret that was tampered with. */
 #define FORSETTI_ERR_INVALID_DATA (-12)
+/* The write would take the module beyond a quota the operator set (secure storage:
+ * --storage-quota; file export: --export-quota). Nothing was written; removing or overwriting
+ * the module's own values or files frees room. */
+#define FORSETTI_ERR_QUOTA (-14)
 
 #endif

@@ -19,14 +19,18 @@ extern "C" {
 #endif
 
 /* Keys as for forsetti_storage (1–128 bytes of [A-Za-z0-9._-], not starting with "."); values
- * at most 64 KiB. */
+ * at most 64 KiB. All of a module's values together are bounded by the operator's
+ * `--storage-quota` (16 MiB by default; each value counted as its sealed file, 44 bytes more
+ * than the value, in whole 4 KiB blocks). */
 #define FORSETTI_SECURE_STORAGE_MAX_KEY 128u
 #define FORSETTI_SECURE_STORAGE_MAX_VALUE (64u * 1024u)
 
 typedef struct forsetti_secure_storage {
   uint32_t struct_size;
 
-  /* Seals `length` bytes and stores them under `key`, replacing any value, atomically. */
+  /* Seals `length` bytes and stores them under `key`, replacing any value, atomically.
+   * FORSETTI_ERR_QUOTA, with nothing stored, when it would take the module beyond its quota
+   * (replacing a value with one no larger always fits; removing one frees room). */
   forsetti_status (*set)(const char *key, const void *value, size_t length);
 
   /* Opens the value of `key` into `buffer`, as forsetti_storage.get does (NOT_FOUND,
