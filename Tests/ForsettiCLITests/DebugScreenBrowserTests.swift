@@ -72,7 +72,8 @@ import Testing
     try FileManager.default.createDirectory(atPath: h.dir.url("state"), withIntermediateDirectories: true)
     var runAs: [String] = []
     if identity == .unprivileged {
-      let chown = try ProcessRunner.run("/bin/chown", ["-R", "\(HostileHost.nobody):\(HostileHost.nobody)", h.dir.path])
+      let chown = try ProcessRunner.run(
+        "/bin/chown", ["-R", "\(HostileHost.nobody):\(HostileHost.nobody)", h.dir.path])
       try #require(chown.status == 0, "\(chown.stderr)")
       runAs = ["--run-as", String(HostileHost.nobody)]
     }

@@ -11,32 +11,40 @@ import Testing
 @Suite struct ModuleTextEverywhereTests {
   static let id = "com.test.hostile"
   static let crashID = "com.test.hostile.crash"
+  static let uiID = "com.test.hostile.ui"
   /// Between a command's standard output and error in what `observe` keeps.
   static let stderrMark = "\n--- stderr ---\n"
 
   /// Every character's escape appears in `text`.
-  static func expectEveryEscape(in text: String, _ place: String, sourceLocation: SourceLocation = #_sourceLocation)
-  {
+  static func expectEveryEscape(
+    in text: String, _ place: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     let missing = HostileText.scalars.map(HostileText.shown).filter { !text.contains($0) }
     #expect(missing.isEmpty, "\(place): missing escapes \(missing)", sourceLocation: sourceLocation)
-    #expect(text.contains(HostileText.escaped), "\(place): the whole text escaped", sourceLocation: sourceLocation)
+    #expect(
+      text.contains(HostileText.escaped), "\(place): the whole text escaped", sourceLocation: sourceLocation)
   }
 
   /// No character of the rule appears raw in `text` (LF only as its own line ends).
-  static func expectNoneRaw(in text: String, _ place: String, sourceLocation: SourceLocation = #_sourceLocation) {
+  static func expectNoneRaw(
+    in text: String, _ place: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     let raw = HostileText.raw(in: text)
     #expect(raw.isEmpty, "\(place): raw \(Set(raw).sorted())", sourceLocation: sourceLocation)
   }
 
   /// Every line showing the forged text names a module of ours before it: none passes for the host's.
-  static func expectForgedLinesMarked(in text: String, _ place: String, sourceLocation: SourceLocation = #_sourceLocation)
-  {
+  static func expectForgedLinesMarked(
+    in text: String, _ place: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     let lines = text.split(separator: "\n").filter { $0.contains(HostileText.forged) }
     #expect(!lines.isEmpty, "\(place): the forged text is shown", sourceLocation: sourceLocation)
     for line in lines {
       let forged = line.range(of: HostileText.forged)?.lowerBound ?? line.startIndex
       #expect(line[..<forged].contains(id), "\(place): \(line)", sourceLocation: sourceLocation)
-      #expect(!line.hasPrefix(HostileText.forged) && !line.contains("[host]"), "\(place): \(line)", sourceLocation: sourceLocation)
+      #expect(
+        !line.hasPrefix(HostileText.forged) && !line.contains("[host]"), "\(place): \(line)",
+        sourceLocation: sourceLocation)
     }
   }
 
@@ -46,6 +54,9 @@ import Testing
     try #require(h.isAvailable, "running as another user needs root")
     try h.install(HostileText.module(Self.id), capabilities: HostileText.capabilities)
     try h.install(HostileText.crasher(Self.crashID))
+    try HostileText.uiModule(Self.uiID).install(
+      in: h.dir, capabilities: HostileText.uiCapabilities, manifestExtra: HostileText.uiManifestExtra,
+      ccFlags: ["-D_GNU_SOURCE"])
     let state = h.dir.url("state")
     let output = h.dir.url("host-output.txt")
     @Sendable func ask(_ args: [String]) -> String {
@@ -57,6 +68,7 @@ import Testing
       ready: {
         let out = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         return out.contains("[module=\(Self.id)] ready") && out.contains("[module=\(Self.id)] hostile #2 ")
+          && out.contains("[host] started \(Self.uiID) ")
       },
       observe: { pid in
         var seen: [String: String] = [:]
@@ -64,6 +76,8 @@ import Testing
         seen["list --json"] = ask(["list", "--json"])
         seen["explain"] = ask(["explain", Self.id])
         seen["explain --json"] = ask(["explain", "--json", Self.id])
+        seen["surface"] = ask(["surface"])
+        seen["surface --json"] = ask(["surface", "--json"])
         kill(pid, SIGTERM)
         return seen
       })
@@ -75,8 +89,11 @@ import Testing
     Self.expectNoneRaw(in: run.stderr, "run stderr")
     Self.expectEveryEscape(in: run.output, "run output")
     Self.expectForgedLinesMarked(in: run.output, "run output")
-    #expect(run.output.contains("[module=\(Self.id)] hostile #0 \(HostileText.escaped)"), "\(run.output.suffix(3000))")
-    #expect(run.output.contains("[module=\(Self.id) stream=output] stdout hostile["), "\(run.output.suffix(3000))")
+    #expect(
+      run.output.contains("[module=\(Self.id)] hostile #0 \(HostileText.escaped)"),
+      "\(run.output.suffix(3000))")
+    #expect(
+      run.output.contains("[module=\(Self.id) stream=output] stdout hostile["), "\(run.output.suffix(3000))")
     #expect(run.output.contains("[module=\(Self.crashID)"), "the crash is reported")
     #expect(!run.hostLines.contains { $0.contains(HostileText.forged) }, "\(run.hostLines)")
 
@@ -87,7 +104,8 @@ import Testing
     Self.expectForgedLinesMarked(in: hostLog, "host.log")
 
     // telemetry.jsonl: the value kept, its bytes holding none raw.
-    let telemetry = (try? String(contentsOfFile: h.dir.url("state/logs/telemetry.jsonl"), encoding: .utf8)) ?? ""
+    let telemetry =
+      (try? String(contentsOfFile: h.dir.url("state/logs/telemetry.jsonl"), encoding: .utf8)) ?? ""
     Self.expectNoneRaw(in: telemetry, "telemetry.jsonl")
     let event = try #require(
       telemetry.split(separator: "\n").first { $0.contains("hostile.event") }, "telemetry: \(telemetry)")
@@ -109,6 +127,16 @@ import Testing
     #expect(explain.hasPrefix("status 0"), "\(explain)")
     Self.expectNoneRaw(in: explain, "explain")
     #expect(explain.contains("    summary: \(HostileText.escaped)\n"), "\(explain)")
+    // surface: the UI module's toolbar title.
+    let surface = try #require(observed["surface"])
+    #expect(surface.hasPrefix("status 0"), "\(surface)")
+    Self.expectNoneRaw(in: surface, "surface")
+    #expect(
+      surface.contains("  toolbar  t.hostile  \"\(HostileText.escaped)\"  from \(Self.uiID)\n"), "\(surface)")
+    let surfaceJSON = try #require(observed["surface --json"])
+    Self.expectNoneRaw(in: surfaceJSON, "surface --json")
+    #expect(surfaceJSON.contains(HostileText.json(0x9B)) && surfaceJSON.contains(HostileText.json(0x202E)))
+
     for verb in ["list --json", "explain --json"] {
       let answer = try #require(observed[verb])
       #expect(answer.hasPrefix("status 0"), "\(verb): \(answer)")

@@ -22,9 +22,11 @@ import Testing
     if escaped {
       #expect(!shown.unicodeScalars.contains(u))
       #expect(
-        ["a\\n", "a\\r", "a\\t", "a\\u{\(String(value, radix: 16))}"].contains { shown == $0 + "b" }, "\(shown)")
+        ["a\\n", "a\\r", "a\\t", "a\\u{\(String(value, radix: 16))}"].contains { shown == $0 + "b" },
+        "\(shown)")
       let hex = String(value, radix: 16)
-      #expect(JSONWriter.string(.string(text)) == "\"a\\u\(String(repeating: "0", count: 4 - hex.count))\(hex)b\"")
+      #expect(
+        JSONWriter.string(.string(text)) == "\"a\\u\(String(repeating: "0", count: 4 - hex.count))\(hex)b\"")
     } else {
       #expect(shown == text)
       #expect(!JSONWriter.string(.string(text)).contains("\\u"))

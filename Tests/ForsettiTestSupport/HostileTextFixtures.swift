@@ -144,6 +144,24 @@ public enum HostileText {
     return f
   }
 
+  /// A UI module whose toolbar item's title is the text (`surface` shows it).
+  public static func uiModule(_ moduleID: String = "com.test.hostile.ui") -> ModuleFixture {
+    var f = ModuleFixture(moduleID: moduleID, entryPoint: "hostile_ui_entry")
+    f.type = "ui"
+    f.prelude = """
+      static const forsetti_toolbar_item items[] = {{"t.hostile", \(cLiteral(text)), NULL}};
+      static const forsetti_ui_contributions ui = {
+        sizeof(forsetti_ui_contributions), items, 1, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0 };
+      """
+    f.uiContributions = "&ui"
+    return f
+  }
+
+  /// What `uiModule`'s manifest adds, and the capability it needs.
+  public static let uiManifestExtra =
+    #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"private_to_module"},"ui":{"toolbarItemIDs":["t.hostile"],"viewIDs":[],"slotIDs":[],"routeIDs":[],"themeIDs":[]}}"#
+  public static let uiCapabilities = ["toolbar_items"]
+
   /// The capabilities `module` needs.
   public static let capabilities = ["diagnostics", "telemetry"]
 }
