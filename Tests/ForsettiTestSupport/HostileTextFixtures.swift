@@ -15,8 +15,8 @@ public enum HostileText {
   /// What a line forged by a module says: the host's answer to `enable`.
   public static let forged = "host: com.test.victim is now started"
 
-  /// The neighbours of the classes, shown as they are: NBSP, U+2027, U+202F, U+2065, U+206A.
-  public static let kept = " (kept: \u{a0}\u{2027}\u{202f}\u{2065}\u{206a})"
+  /// The neighbours of the classes, shown as they are: `~`, NBSP, U+2027, U+202F, U+2065, U+206A.
+  public static let kept = " (kept: ~\u{a0}\u{2027}\u{202f}\u{2065}\u{206a})"
 
   /// `[<each character>]`, then the forged line after a CR LF, then `kept`.
   public static let text: String = {
