@@ -57,4 +57,36 @@ import Testing
     #expect(r.status == 0, "debug_screen.py exited \(r.status):\n\(r.stdout)\n\(r.stderr)")
     if r.status == 0 { #expect(r.stdout.contains("PASS: the debug screen works"), "\(r.stdout)") }
   }
+
+  /// A hostile module's log lines and health on the page: each log call one event line, marked
+  /// as the module's, every character of the module-text rule escaped and none raw.
+  @Test(arguments: HostileHost.Identity.allCases)
+  func aHostileModulesTextIsEscapedAndMarkedAsItsOwn(as identity: HostileHost.Identity) throws {
+    let missing = try Self.missingPrerequisites()
+    #expect(missing.isEmpty, "the browser test needs \(missing.joined(separator: ", ")); \(Self.install)")
+    guard missing.isEmpty else { return }
+    let h = HostileHost(identity)
+    try #require(h.isAvailable, "running as another user needs root")
+    let id = "com.test.hostile"
+    try h.install(HostileText.module(id), capabilities: HostileText.capabilities)
+    try FileManager.default.createDirectory(atPath: h.dir.url("state"), withIntermediateDirectories: true)
+    var runAs: [String] = []
+    if identity == .unprivileged {
+      let chown = try ProcessRunner.run(
+        "/bin/chown", ["-R", "\(HostileHost.nobody):\(HostileHost.nobody)", h.dir.path])
+      try #require(chown.status == 0, "\(chown.stderr)")
+      runAs = ["--run-as", String(HostileHost.nobody)]
+    }
+    let root = HostBinary.packageRoot as NSString
+    let r = try ProcessRunner.run(
+      "/usr/bin/env",
+      [
+        "python3", root.appendingPathComponent("Tests/browser/debug_screen.py"),
+        "--host", HostBinary.path, "--manifests", h.dir.url("manifests"), "--plugins", h.dir.url("plugins"),
+        "--state", h.dir.url("state"), "--chromium", Self.chromium, "--chromedriver", Self.chromedriver,
+        "--hostile", id, "--expect", HostileText.escaped,
+      ] + runAs)
+    #expect(r.status == 0, "debug_screen.py exited \(r.status):\n\(r.stdout)\n\(r.stderr)")
+    if r.status == 0 { #expect(r.stdout.contains("PASS: module text is escaped and marked"), "\(r.stdout)") }
+  }
 }

@@ -10,6 +10,12 @@ the CSRF header -> 403, no CORS header in any answer. It saves a screenshot, sto
 SIGTERM and expects exit status 0. Exits 0 when every check passes, 1 on a failed check, 3 when
 a prerequisite (chromium, chromedriver, selenium) is missing.
 
+With --hostile MODULE_ID it checks instead that a hostile module's text is escaped and marked on
+the page: the host runs with --approve-all (as --run-as UID if given), the module logs
+`hostile #N TEXT` repeatedly, and each such line must be one event line, marked as the module's,
+showing --expect (TEXT escaped by the module-text rule) and no raw character of the rule; its
+health summary likewise.
+
 Run by Tests/ForsettiCLITests/DebugScreenBrowserTests.swift; by hand:
   python3 Tests/browser/debug_screen.py --host .build/debug/forsetti-host \
     --manifests manifests --plugins .build/plugins --state /tmp/ds --screenshot docs/debug-screen.png
@@ -389,6 +395,85 @@ def drive_page(driver, url, args, ids):
 
 
 # ---------------------------------------------------------------------------------------------
+# A hostile module's text (--hostile)
+
+# The module-text rule's classes (Sources/ForsettiCore/Text/ModuleText.swift), written again here
+# so the page is checked against the rule, not against itself.
+RAW = re.compile("[\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]")
+FORGED = "is now started"
+
+
+def raw_in(text):
+    return sorted({f"U+{ord(c):04x}" for c in RAW.findall(text or "")})
+
+
+def check_hostile(driver, url, module_id, expected):
+    step(f"open the page: {url.split('?')[0]}?token=…")
+    driver.get(url)
+    check(driver.title == "Forsetti debug screen", f"the page loads (title {driver.title!r})")
+    eventually(
+        "the live-event stream connects",
+        lambda: (lambda t: (t == "live", t))(driver.execute_script("return document.getElementById('live').textContent")),
+    )
+    ok("the page is live")
+
+    step(f"the hostile module's log lines ({module_id})")
+    events_js = """
+        return [...document.querySelectorAll('#events li')].map(l => ({
+          text: l.textContent, origin: l.dataset.origin || '', module: l.dataset.module || '',
+          cls: l.className }))"""
+
+    def numbered():
+        lines = driver.execute_script(events_js)
+        numbers = sorted({int(m.group(1)) for l in lines for m in [re.search(r"hostile #(\d+) ", l["text"])] if m})
+        return (len(numbers) >= 2, lines, numbers)
+
+    _, lines, numbers = eventually("two numbered hostile lines arrive", numbered)
+    n = numbers[0]
+    mine = [l for l in lines if f"hostile #{n} " in l["text"]]
+    check(len(mine) == 1, f"`hostile #{n}` (one log call holding LF, CR, U+2028 …) is one event line, not {len(mine)}")
+    line = mine[0]
+    check(line["origin"] == "module" and "from-module" in line["cls"], f"it is marked as the module's: {line['cls']}")
+    check(f"[module={module_id}]" in line["text"], f"it carries the module's ID: {line['text'][:80]}…")
+    check(expected in line["text"], "it shows every character escaped, as the CLI does")
+    check(not raw_in(line["text"]), f"no raw character of the rule in it: {raw_in(line['text'])}")
+    forged = [l for l in lines if FORGED in l["text"]]
+    check(
+        forged and all(l["origin"] == "module" and l["module"] == module_id for l in forged),
+        f"every event line holding `{FORGED}` ({len(forged)}) is marked as {module_id}'s",
+    )
+    all_events = driver.execute_script("return document.getElementById('events').textContent")
+    check(not raw_in(all_events), f"no raw character of the rule in the event list: {raw_in(all_events)}")
+
+    step("its health, as the module reported it")
+    driver.execute_script(
+        """const tr=[...document.querySelectorAll('#modules tbody tr')].find(r=>r.dataset.module===arguments[0]);
+           if (!tr) throw new Error('no row for ' + arguments[0]);
+           tr.querySelector('button[data-action=trace]').click();""",
+        module_id,
+    )
+    health = eventually(
+        "the trace shows the module's health summary",
+        lambda: (
+            lambda t: (bool(t) and expected.split("\\r\\n")[0] in t, t)
+        )(driver.execute_script("const h=document.getElementById('health'); return h ? h.textContent : ''")),
+    )[1]
+    check(expected in health, "the summary shows every character escaped")
+    check(not raw_in(health), f"no raw character of the rule in the health section: {raw_in(health)}")
+    badge = driver.execute_script(
+        """const tr=[...document.querySelectorAll('#modules tbody tr')].find(r=>r.dataset.module===arguments[0]);
+           const b = tr && tr.querySelector('.health'); return b ? [b.textContent, b.title] : null;""",
+        module_id,
+    )
+    check(badge is not None and "degraded" in badge[0], f"the row's badge says what the module claims: {badge and badge[0]}")
+    check(not raw_in(badge[1]) and "\\u{9b}" in badge[1], "its tooltip shows the summary escaped")
+    page = driver.execute_script(
+        "return ['modules','trace','events','status'].map(i => document.getElementById(i).textContent).join('\\n')"
+    )
+    check(not raw_in(page.replace("\n", "")), f"no raw character of the rule anywhere module text is shown: {raw_in(page.replace(chr(10), ''))}")
+
+
+# ---------------------------------------------------------------------------------------------
 # The guards, without the browser
 
 
@@ -505,6 +590,9 @@ def main():
     p.add_argument("--screenshot", help="where to save the screenshot (PNG)")
     p.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     p.add_argument("--chromedriver", default=shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    p.add_argument("--hostile", metavar="MODULE_ID", help="check that module's text instead (see above)")
+    p.add_argument("--expect", help="with --hostile: the module's text as the page must show it")
+    p.add_argument("--run-as", type=int, metavar="UID", help="run the host as UID (and its group) via setpriv")
     args = p.parse_args()
 
     missing = missing_prerequisites(args.chromium, args.chromedriver)
@@ -517,6 +605,10 @@ def main():
     argv = [
         args.host, "run", "--ui", "--state", args.state, "--manifests", args.manifests, "--plugins", args.plugins,
     ]
+    if args.hostile:
+        argv.append("--approve-all")
+    if args.run_as is not None:
+        argv = ["setpriv", f"--reuid={args.run_as}", f"--regid={args.run_as}", "--clear-groups", "--"] + argv
     step("start the host: " + " ".join(argv))
     host = Host(argv)
     driver = None
@@ -531,8 +623,11 @@ def main():
         step("start headless Chromium")
         driver = start_browser(args.chromium, args.chromedriver)
         ok(f"{driver.capabilities.get('browserName')} {driver.capabilities.get('browserVersion')}")
-        drive_page(driver, url, args, ids)
-        check_guards(url)
+        if args.hostile:
+            check_hostile(driver, url, args.hostile, args.expect or "")
+        else:
+            drive_page(driver, url, args, ids)
+            check_guards(url)
     except CheckFailed as e:
         failed = str(e)
     except Exception as e:  # noqa: BLE001 - any error is a failed run, reported with its context
@@ -565,7 +660,10 @@ def main():
     if failed:
         print(f"\nFAIL: {failed}\n\nhost output (last lines):\n{host.output_tail()}", flush=True)
         return 1
-    print("\nPASS: the debug screen works in a real browser and refuses what it must", flush=True)
+    if args.hostile:
+        print("\nPASS: module text is escaped and marked as the module's on the debug page", flush=True)
+    else:
+        print("\nPASS: the debug screen works in a real browser and refuses what it must", flush=True)
     return 0
 
 

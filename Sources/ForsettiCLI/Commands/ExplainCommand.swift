@@ -69,7 +69,9 @@ enum ExplainCommand {
       out += signatures.text
       out += "  isolation available here: \(IsolationSettings.kernelSupport())\n"
       if let last, let runState {
-        out += "  in the \(last.label): \(runState.state)\(runState.reason.map { " (\($0))" } ?? "")\n"
+        // runtime.json is a file: whatever it holds is shown by the module-text rule.
+        out +=
+          "  in the \(last.label): \(LogRecord.streamSafe(runState.state + (runState.reason.map { " (\($0))" } ?? "")))\n"
       }
       out += health.text(j.moduleID)
       console.out(out)

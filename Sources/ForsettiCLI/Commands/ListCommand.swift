@@ -54,7 +54,8 @@ enum ListCommand {
       for j in judgements {
         let gate = j.passed ? "pass" : "blocked: \(j.reason?.rawValue ?? "?")"
         let run =
-          j.moduleID.flatMap { last?.states[$0] }.map { s in s.reason.map { "\(s.state) (\($0))" } ?? s.state
+          j.moduleID.flatMap { last?.states[$0] }.map { s in
+            LogRecord.streamSafe(s.reason.map { "\(s.state) (\($0))" } ?? s.state)
           } ?? "-"
         rows.append([
           j.moduleID ?? j.file, j.manifest?.moduleVersion.description ?? "-",

@@ -45,18 +45,22 @@ enum SurfaceCommand {
       var out =
         alive
         ? "surface of the running host (pid \(pid))\n" : "last surface (pid \(pid), no longer running)\n"
+      // Titles and IDs are the UI modules' text: each line shown by the module-text rule.
+      func line(_ text: String) { out += LogRecord.streamSafe(text) + "\n" }
       for case .object(let t) in o["toolbarItems"]?.arrayValue ?? [] {
-        out +=
-          "  toolbar  \(t["itemID"]?.stringValue ?? "?")  \"\(t["title"]?.stringValue ?? "")\"  from \(t["moduleID"]?.stringValue ?? "?")\n"
+        line(
+          "  toolbar  \(t["itemID"]?.stringValue ?? "?")  \"\(t["title"]?.stringValue ?? "")\"  from \(t["moduleID"]?.stringValue ?? "?")"
+        )
       }
       for case .object(let v) in o["viewInjections"]?.arrayValue ?? [] {
-        out +=
-          "  view     \(v["viewID"]?.stringValue ?? "?") in \(v["slotID"]?.stringValue ?? "?") (priority \(v["priority"].map { JSONWriter.string($0) } ?? "0"))  from \(v["moduleID"]?.stringValue ?? "?")\n"
+        line(
+          "  view     \(v["viewID"]?.stringValue ?? "?") in \(v["slotID"]?.stringValue ?? "?") (priority \(v["priority"].map { JSONWriter.string($0) } ?? "0"))  from \(v["moduleID"]?.stringValue ?? "?")"
+        )
       }
       for r in o["overlay"]?.objectValue?["routes"]?.arrayValue ?? [] {
-        out += "  route    \(r.stringValue ?? "?")\n"
+        line("  route    \(r.stringValue ?? "?")")
       }
-      if let t = o["strippedThemeID"]?.stringValue { out += "  theme mask \(t) validated and stripped\n" }
+      if let t = o["strippedThemeID"]?.stringValue { line("  theme mask \(t) validated and stripped") }
       console.out(out)
     }
     return alive ? .success : .blocked

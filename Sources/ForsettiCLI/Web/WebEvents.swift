@@ -73,7 +73,9 @@ final class WebEvents: Sendable {
   }
 }
 
-/// Log lines to the debug screen's pages.
+/// Log lines to the debug screen's pages: the message escaped by the module-text rule, as the
+/// host's log shows it, and `origin` saying whose text it is (`module` for a module's own line,
+/// `host` for the host's), decided by the host, so the page can mark a module's line as its.
 final class WebLogSink: LogSink {
   let events: WebEvents
   init(_ events: WebEvents) { self.events = events }
@@ -84,7 +86,8 @@ final class WebLogSink: LogSink {
       .object(
         JSONObject([
           ("moduleID", .string(orNull: record.moduleID)), ("level", .string(record.level.name)),
-          ("message", .string(record.message)),
+          ("origin", .string(record.origin == .module ? "module" : "host")),
+          ("message", .string(ModuleText.visible(record.message))),
         ])))
   }
 }

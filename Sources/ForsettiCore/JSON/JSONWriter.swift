@@ -62,7 +62,9 @@ public enum JSONWriter {
       case "\u{08}": out += "\\b"
       case "\u{0C}": out += "\\f"
       default:
-        if scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 {
+        // Every character of the module-text rule as `\uXXXX` (all are in the BMP): the value is
+        // kept, and the file's bytes hold none of them raw for a terminal or an editor to act on.
+        if ModuleText.isEscaped(scalar) {
           let hex = String(scalar.value, radix: 16)
           out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
         } else {

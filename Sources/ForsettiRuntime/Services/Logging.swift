@@ -1,4 +1,5 @@
 import ForsettiBridge
+import ForsettiCore
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -47,23 +48,11 @@ public struct LogRecord: Sendable, Hashable {
 
   /// Module text made safe for a line of standard output or error outside a log record (a
   /// report's detail quoting a module's last lines): control characters escaped, so it cannot
-  /// start a line, and a priority prefix neutralised (``StreamLogSink/neutralised(_:)``).
+  /// start a line or reorder one (`ModuleText`), and a priority prefix neutralised (``StreamLogSink/neutralised(_:)``).
   public static func streamSafe(_ s: String) -> String { StreamLogSink.neutralised(escaped(s)) }
 
-  /// Control characters as visible escapes (`\n`, `\u{1b}`).
-  static func escaped(_ s: String) -> String {
-    guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return s }
-    var out = ""
-    for u in s.unicodeScalars {
-      switch u {
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      default: out += u.value < 0x20 || u.value == 0x7F ? "\\u{\(String(u.value, radix: 16))}" : String(u)
-      }
-    }
-    return out
-  }
+  /// Module text as visible escapes, by the one rule (`ModuleText`).
+  static func escaped(_ s: String) -> String { ModuleText.visible(s) }
 
   /// A metadata value, in quotes when it holds anything but a plain word.
   static func quoted(_ v: String) -> String {

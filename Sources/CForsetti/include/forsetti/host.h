@@ -58,7 +58,8 @@ typedef struct forsetti_host {
 
   /* Writes one line to the host log, stamped by the host with the module ID and level.
    * `message` is UTF-8 of at most 16 KiB (longer or invalid text is replaced by a note);
-   * control characters are shown escaped. The host copies it. Thread-safe. */
+   * control characters (C0, DEL, C1), U+2028/U+2029 and bidirectional controls are shown
+   * escaped. The host copies it. Thread-safe. */
   void (*log)(int32_t level, const char *message);
 
   /* Looks up a service table by ID (FORSETTI_SERVICE_*; IDs, event and message types are at

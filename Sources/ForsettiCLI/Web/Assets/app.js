@@ -1,5 +1,7 @@
 // The Forsetti debug screen. Every string a module or a manifest supplies is untrusted: it is
-// put on the page with textContent only, never parsed as HTML.
+// put on the page with textContent only, never parsed as HTML, and with the characters of the
+// module-text rule (Sources/ForsettiCore/Text/ModuleText.swift) shown as escapes, as the CLI
+// shows them: `el` applies it to every text it writes.
 "use strict";
 
 (function () {
@@ -21,9 +23,28 @@
     return document.getElementById(id);
   }
 
+  // The module-text rule's classes (ModuleText.isEscaped): C0, DEL, C1, U+2028-U+202E (the
+  // separators, embeddings and overrides) and the isolates U+2066-U+2069.
+  const ESCAPED = /[\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]/g;
+
+  // Text with those characters as visible escapes (`\n`, `\u{9b}`), as ModuleText.visible.
+  function visible(text) {
+    return String(text).replace(ESCAPED, function (c) {
+      if (c === "\n") return "\\n";
+      if (c === "\r") return "\\r";
+      if (c === "\t") return "\\t";
+      return "\\u{" + c.charCodeAt(0).toString(16) + "}";
+    });
+  }
+
+  // A command's answer: its lines kept as lines, each shown by the rule.
+  function visibleLines(text) {
+    return String(text).split("\n").map(visible).join("\n");
+  }
+
   function el(tag, text, className) {
     const e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (text !== undefined && text !== null) e.textContent = visible(text);
     if (className) e.className = className;
     return e;
   }
@@ -77,18 +98,24 @@
     out.className = "status " + (error || (answer && answer.status !== 0) ? "failed" : "ok");
     out.appendChild(el("div", title, "status-title"));
     if (error) {
-      out.appendChild(el("div", String(error), "stderr"));
+      const d = el("div", null, "stderr");
+      d.textContent = visibleLines(String(error));
+      out.appendChild(d);
       return;
     }
     out.appendChild(el("div", "exit status " + answer.status, "status-code"));
-    if (answer.stdout) out.appendChild(el("div", answer.stdout, "stdout"));
-    if (answer.stderr) out.appendChild(el("div", answer.stderr, "stderr"));
+    for (const [key, text] of [["stdout", answer.stdout], ["stderr", answer.stderr]]) {
+      if (!text) continue;
+      const d = el("div", null, key);
+      d.textContent = visibleLines(text);
+      out.appendChild(d);
+    }
   }
 
   // Runs an action the user asked for, shows its answer, and refreshes what it may have changed.
   async function act(verb, args) {
     const title = "$ forsetti-host " + verb + " " + args.join(" ");
-    $("status").textContent = title + " …";
+    $("status").textContent = visible(title + " …");
     try {
       const answer = await api(verb, args);
       showStatus(title, answer, null);
@@ -158,7 +185,7 @@
       tr.dataset.module = id;
       if (id === state.selected) tr.className = "selected";
       const idCell = el("td", id, "module-id");
-      idCell.title = m.file || "";
+      idCell.title = visible(m.file || "");
       tr.appendChild(idCell);
       tr.appendChild(el("td", m.version || "-"));
       tr.appendChild(el("td", m.type || "-"));
@@ -190,16 +217,6 @@
       });
       body.appendChild(tr);
     }
-  }
-
-  // Module text (a health summary) with its control characters made visible, as the CLI shows it.
-  function visible(text) {
-    return String(text).replace(/[\u0000-\u001f\u007f]/g, function (c) {
-      if (c === "\n") return "\\n";
-      if (c === "\r") return "\\r";
-      if (c === "\t") return "\\t";
-      return "\\u{" + c.charCodeAt(0).toString(16) + "}";
-    });
   }
 
   // What a module said about its own health (diagnostics), marked as its words; null if nothing.
@@ -237,7 +254,7 @@
     const box = $("trace");
     clear(box);
     const id = state.selected;
-    $("trace-title").textContent = id ? id : "(click a module)";
+    $("trace-title").textContent = id ? visible(id) : "(click a module)";
     if (!id) return;
     box.dataset.module = id;
     const x = state.explains[id];
@@ -326,9 +343,9 @@
       const st = kv(health, "status", x.health.status || "none (counters only)");
       st.className = "health";
       st.dataset.health = x.health.status || "";
-      kv(health, "summary", x.health.summary ? visible(x.health.summary) : "none");
+      kv(health, "summary", x.health.summary || "none");
       const counters = x.health.counters && typeof x.health.counters === "object" ? x.health.counters : {};
-      for (const name of Object.keys(counters)) kv(health, "counter " + visible(name), String(counters[name]));
+      for (const name of Object.keys(counters)) kv(health, "counter " + name, String(counters[name]));
       kv(health, "reported at", x.health.updated || "-");
     } else {
       kv(health, "status", "nothing reported");
@@ -338,9 +355,16 @@
     box.appendChild(el("h3", "Recent log lines"));
     const logs = el("ol", null, "module-log");
     logs.id = "module-log";
-    for (const line of state.logs[id] || []) logs.appendChild(el("li", line));
+    for (const entry of state.logs[id] || []) logs.appendChild(logLine(entry));
     if (!state.logs[id] || state.logs[id].length === 0) logs.appendChild(el("li", "(none since the page opened)", "muted"));
     box.appendChild(logs);
+  }
+
+  // One of a module's recent log lines, marked as the module's own or as the host's about it.
+  function logLine(entry) {
+    const li = el("li", entry.text, "from-" + entry.origin);
+    li.dataset.origin = entry.origin;
+    return li;
   }
 
   function renderProducts() {
@@ -414,7 +438,7 @@
     if (items.length === 0) toolbar.appendChild(el("span", "(empty)", "muted"));
     for (const t of items) {
       const item = el("span", t.title || t.itemID || "?", "toolbar-item");
-      item.title = (t.itemID || "") + " from " + (t.moduleID || "?") + (t.actionRouteID ? " → " + t.actionRouteID : "");
+      item.title = visible((t.itemID || "") + " from " + (t.moduleID || "?") + (t.actionRouteID ? " → " + t.actionRouteID : ""));
       toolbar.appendChild(item);
     }
     shell.appendChild(toolbar);
@@ -538,13 +562,19 @@
     }, 200);
   }
 
-  function addEvent(kind, text, moduleID) {
+  // One event line. A module's own text (origin "module") is marked as that module's, as the
+  // host's log does (`[module=ID]`), so that nothing a module writes can pass for a host line.
+  function addEvent(kind, text, moduleID, origin) {
     const ol = $("events");
-    const li = el("li", null, "event " + kind);
+    const fromModule = origin === "module";
+    const li = el("li", null, "event " + kind + (fromModule ? " from-module" : " from-host"));
+    li.dataset.origin = fromModule ? "module" : "host";
+    if (moduleID) li.dataset.module = moduleID;
     li.appendChild(el("span", new Date().toLocaleTimeString() + " ", "time"));
-    li.appendChild(el("span", kind + " ", "kind"));
-    if (moduleID) li.appendChild(el("span", "[" + moduleID + "] ", "module"));
-    li.appendChild(el("span", text));
+    li.appendChild(el("span", (fromModule ? "module" : kind) + " ", "kind"));
+    if (fromModule) li.appendChild(el("span", "[module=" + (moduleID || "?") + "] ", "module says"));
+    else if (moduleID) li.appendChild(el("span", "[" + moduleID + "] ", "module"));
+    li.appendChild(el("span", text, fromModule ? "module-text" : "host-text"));
     ol.insertBefore(li, ol.firstChild);
     while (ol.childNodes.length > MAX_EVENTS) ol.removeChild(ol.lastChild);
   }
@@ -573,7 +603,7 @@
     source.addEventListener("state", function (ev) {
       const d = parseEvent(ev);
       if (!d) return;
-      addEvent("state", d.state + (d.reason ? " (" + d.reason + ")" : ""), d.moduleID);
+      addEvent("state", d.state + (d.reason ? " (" + d.reason + ")" : ""), d.moduleID, "host");
       // Show the new state at once; the refresh that follows brings the rest.
       for (const m of state.modules) {
         if (m.moduleID === d.moduleID) {
@@ -588,17 +618,20 @@
       const d = parseEvent(ev);
       if (!d) return;
       const line = (d.level ? d.level + ": " : "") + d.message;
-      addEvent("log", line, d.moduleID);
+      // Only a line the server marks as the host's is shown as the host's.
+      const origin = d.origin === "host" ? "host" : "module";
+      addEvent("log", line, d.moduleID, origin);
       if (d.moduleID) {
+        const entry = { origin: origin, text: (origin === "module" ? "[module=" + d.moduleID + "] " : "[host] ") + line };
         const lines = (state.logs[d.moduleID] = state.logs[d.moduleID] || []);
-        lines.push(line);
+        lines.push(entry);
         while (lines.length > MAX_MODULE_LOG) lines.shift();
         if (d.moduleID === state.selected) {
           const ol = $("module-log");
           if (ol) {
             const muted = ol.querySelector(".muted");
             if (muted) ol.removeChild(muted);
-            ol.appendChild(el("li", line));
+            ol.appendChild(logLine(entry));
             while (ol.childNodes.length > MAX_MODULE_LOG) ol.removeChild(ol.firstChild);
           }
         }
@@ -607,7 +640,7 @@
     source.addEventListener("reload", function (ev) {
       const d = parseEvent(ev);
       if (!d) return;
-      addEvent("reload", d.line, null);
+      addEvent("reload", d.line, null, "host");
       scheduleRefresh();
     });
   }
