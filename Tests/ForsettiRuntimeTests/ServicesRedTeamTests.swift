@@ -477,11 +477,12 @@ import Testing
   // MARK: - 5. Cycles
 
   /// A holds shared_database and consumes authentication; B the other way round. The consumer
-  /// calls A, whose handler calls B, whose handler calls A back: the inner call waits for A's
-  /// turn (held by the outer call) and ends with FORSETTI_ERR_TIMEOUT; nothing deadlocks, and the
-  /// next direct call is answered. One 10 s wait.
+  /// calls A, whose handler calls B, whose handler calls A back: that inner call would close a
+  /// cycle and is refused at once with FORSETTI_ERR_CALL_CYCLE (before anything is sent), so
+  /// the outer call is answered; nothing waits for a timeout, and the next direct call of A is
+  /// answered.
   @Test(.timeLimit(.minutes(2)), arguments: Mode.allCases)
-  func aCycleOfTwoRolesEndsInATimeoutNotADeadlock(_ mode: Mode) throws {
+  func aCycleOfTwoRolesIsRefusedAtOnce(_ mode: Mode) throws {
     let h = RuntimeHarness()
     func member(
       _ id: String, _ entry: String, serves: String, servesID: String, calls: String, callsID: String
@@ -529,7 +530,7 @@ import Testing
     try Self.installConsumer(
       h,
       Self.consumerFixture(
-        body: #"usleep(300000); call("cycle"); sleep(12); call("direct"); fixture_log("cycle done");"#))
+        body: #"usleep(300000); call("cycle"); call("direct"); fixture_log("cycle done");"#))
     let m = try h.start(mode: mode.execution)
     defer { m.stopAll() }
     #expect(
@@ -538,13 +539,19 @@ import Testing
     #expect(
       h.waitForLine(Self.consumer, timeout: 40) { $0 == "cycle done" } != nil, "\(h.lines(Self.consumer))")
     let lines = h.lines(Self.consumer)
-    // Isolated, the outer call's own deadline may pass first; in-process it runs to the end.
+    // The status, not the time: the outer call is answered, with B's refusal inside it.
     let cycle = Self.status(lines.first { $0.hasPrefix("cycle -> ") })
-    #expect([FORSETTI_OK, FORSETTI_ERR_TIMEOUT].contains(cycle), "\(lines)")
+    #expect(cycle == FORSETTI_OK, "\(lines)")
     #expect(
       h.waitForLine("com.test.redteam.b", timeout: 15) {
-        $0.hasPrefix("com.test.redteam.b from com.test.redteam.a: inner \(FORSETTI_ERR_TIMEOUT)")
+        $0.hasPrefix("com.test.redteam.b from com.test.redteam.a: inner \(FORSETTI_ERR_CALL_CYCLE)")
       } != nil, "\(h.lines("com.test.redteam.b"))")
+    #expect(
+      h.lines("com.test.redteam.a").contains {
+        $0.hasPrefix("com.test.redteam.a from \(Self.consumer): inner \(FORSETTI_OK)")
+      }, "\(h.lines("com.test.redteam.a"))")
+    // Nothing timed out on the way.
+    #expect(!(h.lines(nil) + h.lines("com.test.redteam.a")).contains { $0.contains("timed out") })
     #expect(Self.status(lines.first { $0.hasPrefix("direct -> ") }) == FORSETTI_OK, "\(lines)")
   }
 

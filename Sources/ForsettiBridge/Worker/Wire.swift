@@ -28,6 +28,10 @@ public enum WireKind: UInt32, Sendable {
   /// calls arrive on, labelled with that consumer's module ID (the host's binding); to the
   /// consumer's worker, the end it calls its provider on, labelled with the role.
   case roleChannel = 9
+  /// On the serve ring, no values: answered by `response(FORSETTI_OK)` once the worker had its
+  /// role handler's turn (and ran nothing in it). The host probes a provider so after a call of
+  /// it timed out: a probe not answered in time means the provider is hung.
+  case probe = 10
   // worker → host
   case confined = 100
   case loaded = 101
