@@ -138,7 +138,8 @@ import Testing
     let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 1, backoff: 0.1))
     defer { m.stopAll() }
     let quarantined = h.supervise(timeout: 120) { h.state(Self.provider) == .failed(.quarantined) }
-    #expect(quarantined, "\(String(describing: h.state(Self.provider))) / \(h.lines(Self.provider).suffix(8))")
+    #expect(
+      quarantined, "\(String(describing: h.state(Self.provider))) / \(h.lines(Self.provider).suffix(8))")
     let lines = h.lines(Self.provider)
     #expect(lines.filter { $0.hasPrefix("crashed: hung: ") }.count == 2, "\(lines)")
     #expect(lines.contains { $0.contains("\(ReasonCode.quarantined.rawValue): 2 crashes") }, "\(lines)")
@@ -217,10 +218,12 @@ import Testing
     let pid = try #require(m.workerPID(Self.provider))
     #expect(h.lines(Self.consumer).contains("echo before -> 0"), "\(h.lines(Self.consumer))")
     #expect(
-      h.lines(Self.consumer).contains("forged 20 reports, last -> \(FORSETTI_OK)"), "\(h.lines(Self.consumer))")
+      h.lines(Self.consumer).contains("forged 20 reports, last -> \(FORSETTI_OK)"),
+      "\(h.lines(Self.consumer))")
     // The host acted on the reports: it probed, and the provider answered.
     let probed = h.waitForLine(Self.provider, timeout: 20) { $0.hasPrefix("answered the host's probe") }
-    #expect(probed?.contains("a call from \(Self.consumer) on its channel timed out") == true, "\(probed ?? "")")
+    #expect(
+      probed?.contains("a call from \(Self.consumer) on its channel timed out") == true, "\(probed ?? "")")
     h.supervise(timeout: 0.5) { false }
     #expect(m.workerPID(Self.provider) == pid)
     #expect(h.state(Self.provider) == .started)

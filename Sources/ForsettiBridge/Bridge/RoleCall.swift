@@ -54,7 +54,8 @@ package struct RoleCall: Sendable {
       return nil
     }
     self.init(
-      caller: caller, method: method, request: Array(frame.request), capacity: frame.capacity, path: frame.path)
+      caller: caller, method: method, request: Array(frame.request), capacity: frame.capacity,
+      path: frame.path)
   }
 
   /// A `serveCall` frame's parts, read in place: the one reader of that frame, for the worker

@@ -209,8 +209,9 @@ package final class WorkerLink: HostBackend {
       return FORSETTI_ERR_INVALID_ARGUMENT
     }
     let path = RolePath.current
-    guard !path.contains(index) else { return FORSETTI_ERR_CALL_CYCLE }
     let r = DefaultModuleRole.allCases[index]
+    // Its own role is refused by the host as in-process (FORSETTI_ERR_DENIED), not as a cycle.
+    guard !path.contains(index) || caller.serves == r else { return FORSETTI_ERR_CALL_CYCLE }
     // Twice at most: a channel closed under the call (the provider stopped) is asked for again,
     // and the host says what became of the role.
     for _ in 0..<2 {

@@ -23,6 +23,10 @@ final class WorkerProcess: Sendable {
   private let serveTurn = Mutex<Void>(())
   /// Whether a probe of the module's role handler is under way (one at a time).
   private let probing = Atomic<Bool>(false)
+  /// When the last probe ended (CLOCK_MONOTONIC nanoseconds): the next waits `probeSpacing`
+  /// after it, so a consumer reporting timeouts without end costs the host one thread a second.
+  private let lastProbe = Atomic<UInt64>(0)
+  static let probeSpacing: UInt64 = 1_000_000_000
   /// Why the host killed the worker as hung (its probe timed out), for the crash report.
   private let hungVerdict = Mutex<String?>(nil)
   /// The role channels this worker is an end of.
@@ -438,16 +442,26 @@ final class WorkerProcess: Sendable {
       probing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     else { return }
     _ = DetachedThread.start { [self] in
-      defer { probing.store(false, ordering: .releasing) }
-      guard let ring = calls.serves else { return }
+      defer {
+        lastProbe.store(CallRing.nanoseconds(), ordering: .relaxed)
+        probing.store(false, ordering: .releasing)
+      }
+      let due = lastProbe.load(ordering: .relaxed) &+ Self.probeSpacing
+      let now = CallRing.nanoseconds()
+      if due > now { usleep(UInt32(clamping: (due - now) / 1000)) }
+      guard let ring = calls.serves, !isClosed else { return }
       // After a call still under way on the serve ring (which ends by its own deadline).
       let (answered, waited) = serveTurn.withLock { _ -> (Bool, UInt64) in
         let id = nextServeID.add(1, ordering: .relaxed).newValue
         let start = CallRing.nanoseconds()
+        let buffer = serveResponse.bytes
         let n = ring.call(
-          encoding: { slot in WireWriter(into: slot, kind: .probe, id: id).length }, response: serveResponse.bytes,
+          encoding: { slot in WireWriter(into: slot, kind: .probe, id: id).length }, response: buffer,
           deadline: start &+ RoleCall.timeoutNanoseconds)
-        return (n != nil, (CallRing.nanoseconds() &- start) / 1_000_000)
+        // Any answer with the probe's ID counts: one the worker forged while its handler hangs
+        // spares it, but its consumers' calls still end at their deadlines.
+        let answered = n.flatMap { try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<$0])) }?.id == id
+        return (answered, (CallRing.nanoseconds() &- start) / 1_000_000)
       }
       guard !answered, !isClosed else {
         if answered {

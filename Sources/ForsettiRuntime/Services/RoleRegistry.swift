@@ -112,7 +112,8 @@ final class RoleRegistry: Sendable {
   }
 
   /// The role `number` names, if `caller` may call it (a refusal is logged against it).
-  private func callable(_ number: Int64, by caller: ModuleCaller) -> Result<(DefaultModuleRole, Int), Refusal> {
+  private func callable(_ number: Int64, by caller: ModuleCaller) -> Result<(DefaultModuleRole, Int), Refusal>
+  {
     guard let index = Int(exactly: number), DefaultModuleRole.allCases.indices.contains(index) else {
       return .failure(Refusal(FORSETTI_ERR_INVALID_ARGUMENT))
     }
