@@ -474,7 +474,7 @@ final class WorkerProcess: Sendable {
         "hung: \(why), and the host's probe of its role handler was not answered within \(waited) ms"
       hungVerdict.withLock { $0 = verdict }
       backend.environment.hostLog(
-        .error, about: moduleID, "\(verdict); killing its worker (pid \(pid))", ["reason": "hung"])
+        .error, about: moduleID, "\(verdict); killing its worker (pid \(pid))")
       kill()
     }
   }

@@ -96,7 +96,7 @@ extension ModuleManager {
       let status = worker.end(grace: WorkerProcess.exitGrace)
       failure = "\(hung); worker \(worker.describeExit(status)) \(when)"
       _ = table[i].release(as: .failed(.crashed))
-      environment.hostLog(.error, about: id, "crashed: \(failure)", ["reason": "hung"])
+      environment.hostLog(.error, about: id, "crashed: \(failure)")
     } else {
       let status = worker.end(grace: WorkerProcess.exitGrace)
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
