@@ -143,6 +143,9 @@ import Testing
     let lines = h.lines(Self.provider)
     #expect(lines.filter { $0.hasPrefix("crashed: hung: ") }.count == 2, "\(lines)")
     #expect(lines.contains { $0.contains("\(ReasonCode.quarantined.rawValue): 2 crashes") }, "\(lines)")
+    // The quarantine record says why: the load step quotes it when the module is next refused.
+    let record = try String(contentsOfFile: h.dir.url("state/quarantine.json"), encoding: .utf8)
+    #expect(record.contains("hung: "), "\(record)")
     // The consumer was never held past its own deadline, and runs on.
     #expect(h.state(Self.consumer) == .started)
   }

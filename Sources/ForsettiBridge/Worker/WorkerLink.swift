@@ -419,6 +419,9 @@ final class RoleChannel: Sendable {
   ) -> Outcome {
     guard !ring.isClosed else { return .closed }
     return turn.withLock { _ -> Outcome in
+      // Its time went waiting behind this module's own calls: not sent (the provider would run
+      // a call nobody waits for), and not the provider's fault, so not reported.
+      guard CallRing.nanoseconds() < path.deadline else { return .answered(FORSETTI_ERR_TIMEOUT) }
       let id = nextID.add(1, ordering: .relaxed).newValue
       let buffer = self.response.bytes
       let n = ring.call(
