@@ -7,9 +7,9 @@ import Synchronization
 /// The worker's side of the host API: the same `HostBackend` the in-process bridge uses, but
 /// every call crosses to the host on the call ring, which attributes it to this worker's module
 /// by the connection alone — except a role call of a provider in another worker, which goes on
-/// the channel the host opened to that worker, so it never holds the ring. Calls go over their own channel and are answered in order; events and
-/// messages from the host arrive on the other and are delivered on a separate queue, so a
-/// handler may call the host in turn.
+/// the channel the host opened to that worker, so it never holds the ring. Calls go over their
+/// own channel and are answered in order; events and messages from the host arrive on the other
+/// and are delivered on a separate queue, so a handler may call the host in turn.
 package final class WorkerLink: HostBackend {
   package let socket: WireSocket
   private let nextID = Atomic<UInt64>(1)
