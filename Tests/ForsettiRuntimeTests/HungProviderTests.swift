@@ -193,21 +193,32 @@ import Testing
     }
     """
 
-  /// A consumer reports, through its own call ring, timeouts that never happened: the host
-  /// probes the provider (the log says it answered: the reports were acted on) and does not
-  /// kill it; the provider keeps its pid and answers the consumer's next call.
+  /// A consumer scribbles on its channel's words (the provider's thread serves its last request
+  /// again and again, its own calls read garbage) and reports, through its own call ring,
+  /// timeouts that never happened: the host probes the provider (the log says it answered: the
+  /// reports were acted on) and does not kill it; the provider keeps its pid and answers.
   @Test(.timeLimit(.minutes(1)))
   func aConsumerLyingAboutTimeoutsDoesNotGetAHealthyProviderKilled() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
     var liar = ModuleFixture(moduleID: Self.consumer, entryPoint: "liar_entry")
-    liar.prelude = Self.forgery
+    liar.prelude = ServicesRedTeamTests.ringAccess + "\n" + Self.forgery
     liar.start = """
       const forsetti_role_service *db = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
       if (!db) return FORSETTI_ERR_START_FAILED;
       char out[16], line[96]; size_t n = 0;
       snprintf(line, sizeof line, "echo before -> %d", db->call("echo", "", 0, out, sizeof out, &n));
       fixture_log(line);
+      unsigned char *channel = rt_map_method("echo");
+      if (channel && channel != rt_serve_ring) {
+        for (uint32_t i = 0; i < 2000; i++) {
+          __atomic_store_n(rt_word(RT_RESP_SEQ), i * 7919u, __ATOMIC_SEQ_CST);
+          __atomic_add_fetch(rt_word(RT_REQ_SEQ), 1, __ATOMIC_SEQ_CST);
+          syscall(SYS_futex, rt_word(RT_REQ_SEQ), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        }
+        snprintf(line, sizeof line, "scribbled; echo -> %d", db->call("echo", "", 0, out, sizeof out, &n));
+        fixture_log(line);
+      }
       int64_t s = 0;
       for (int i = 0; i < 20; i++) s = forge_stalled(0x7000000000000000ull + (uint64_t)i);
       snprintf(line, sizeof line, "forged 20 reports, last -> %lld", (long long)s);
@@ -220,6 +231,8 @@ import Testing
     #expect(m.records.allSatisfy { $0.state == .started }, "\(m.records.map { ($0.moduleID, $0.state) })")
     let pid = try #require(m.workerPID(Self.provider))
     #expect(h.lines(Self.consumer).contains("echo before -> 0"), "\(h.lines(Self.consumer))")
+    #expect(
+      h.lines(Self.consumer).contains { $0.hasPrefix("scribbled; echo -> ") }, "\(h.lines(Self.consumer))")
     #expect(
       h.lines(Self.consumer).contains("forged 20 reports, last -> \(FORSETTI_OK)"),
       "\(h.lines(Self.consumer))")
