@@ -22,8 +22,8 @@ import Testing
       static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
                                     size_t len, void *resp, size_t cap, size_t *rlen) {
         (void)ctx;
-        /* Each new thread the handler runs on is told: a worker's first call comes through the
-         * host's serve ring, the next ones on the consumer's channel. */
+        /* Each new thread the handler runs on is told: between workers every call comes on the
+         * consumer's channel (one thread), in-process on the caller's thread. */
         static pid_t seen[8]; static int threads;
         pid_t me = gettid();
         int known = 0;

@@ -117,8 +117,9 @@ import Testing
 
   /// A provider of `shared_database` whose handler does what the method says: `echo`, `big`
   /// (5000 bytes), `hang` (never returns), `crash`, `huge-need` (asks for an absurd buffer), and
-  /// in a worker the `forge-*` answers written straight into its serve ring, and `spin`, which
-  /// keeps changing the ring's response word for `spinSeconds` without ever answering.
+  /// in a worker the `forge-*` answers written straight into the ring the call came on, and
+  /// `spin`, which keeps changing the ring's response word for `spinSeconds` without ever
+  /// answering.
   static func hostileProvider(id: String = provider, entry: String = "rt_db_entry", spinSeconds: Int = 13)
     -> ModuleFixture
   {
@@ -292,7 +293,7 @@ import Testing
     #expect(m.records.allSatisfy { $0.state != .started }, "\(m.records.map { ($0.moduleID, $0.state) })")
   }
 
-  // MARK: - 2. A provider writing its own answers into the serve ring
+  // MARK: - 2. A provider writing its own answers into the ring
 
   /// Answers with another request's ID, another kind, more bytes than the caller has room for,
   /// an absurd length word or garbage: the caller gets an error, its buffer is not overrun, the
@@ -363,7 +364,7 @@ import Testing
     #expect(status != FORSETTI_OK || (length.flatMap { Int($0) } ?? .max) <= 256, "\(line ?? "no line")")
   }
 
-  /// Was a finding (fixed): a provider that keeps changing its serve ring's response word (never to the
+  /// Was a finding (fixed): a provider that keeps changing its ring's response word (never to the
   /// awaited number) keeps the host's calling thread spinning past FORSETTI_ROLE_CALL_TIMEOUT_MS:
   /// `CallRing.wait` only looks at the deadline once the word stood still, and `CallRing.call`
   /// waits again after every change. The consumer is held for as long as the provider likes
