@@ -134,6 +134,7 @@ static inline const char *sdb_status_name(forsetti_status s) {
   case FORSETTI_ERR_UNAVAILABLE: return "UNAVAILABLE";
   case FORSETTI_ERR_TIMEOUT: return "TIMEOUT";
   case FORSETTI_ERR_INVALID_DATA: return "INVALID_DATA";
+  case FORSETTI_ERR_CALL_CYCLE: return "CALL_CYCLE";
   default: return "error";
   }
 }

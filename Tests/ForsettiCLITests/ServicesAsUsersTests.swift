@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The ABI 1.1 services through a real `forsetti-host run`, as root and as an unprivileged user:
-/// a consumer calls its provider between two workers (through the host, then on a channel), keeps
+/// a consumer calls its provider between two workers (on a channel the host opened), keeps
 /// a secret, seals and signs; a module without the capabilities gets nothing.
 @Suite struct ServicesAsUsersTests {
   static let consumes =
@@ -28,8 +28,8 @@ import Testing
     return f
   }
 
-  /// Calls the provider three times from a thread of its own (the first through the host, the
-  /// next on a channel), keeps and reads back a secret, seals, opens, signs and verifies.
+  /// Calls the provider three times from a thread of its own (on the channel the host opens
+  /// at the first), keeps and reads back a secret, seals, opens, signs and verifies.
   static func consumer(id: String, entry: String) -> ModuleFixture {
     var f = ModuleFixture(moduleID: id, entryPoint: entry)
     f.prelude = """
@@ -97,7 +97,7 @@ import Testing
       "public key -> 0",
       // -12 is FORSETTI_ERR_INVALID_DATA, fixed by the ABI.
       "verify -> 0", "verify altered -> -12",
-      // The provider names the caller the host bound, through the host and on the channel.
+      // The provider names the caller the host bound (the channel's label), every time.
       "call 0 -> 0 com.test.app|echo|hi", "call 1 -> 0 com.test.app|echo|hi",
       "call 2 -> 0 com.test.app|echo|hi",
     ] {

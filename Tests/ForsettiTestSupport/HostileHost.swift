@@ -68,11 +68,14 @@ public final class HostileHost: Sendable {
 
   /// Runs `forsetti-host run --for seconds`. Once `ready` holds (polled while the host runs), calls
   /// `observe` with the host's pid, so the test can look at the live host from outside.
-  /// `environment` is added to the host's (the test runner's) environment.
+  /// `environment` is added to the host's (the test runner's) environment. With `stopWhen`, the
+  /// host is sent SIGTERM as soon as its output so far satisfies it: `seconds` is then only an
+  /// upper bound, and the test waits on the event rather than a time.
   public func run(
     for seconds: Double, extraArguments: [String] = [], environment: [String: String] = [:],
     ready: @escaping @Sendable () -> Bool = { false },
-    observe: @escaping @Sendable (Int32) -> [String: String] = { _ in [:] }
+    observe: @escaping @Sendable (Int32) -> [String: String] = { _ in [:] },
+    stopWhen: (@Sendable (String) -> Bool)? = nil
   ) throws -> Run {
     let host = HostBinary.path
     var executable = host
@@ -113,7 +116,18 @@ public final class HostileHost: Sendable {
     // generous minute after it should have stopped, and the run says so.
     let watchdog = Date().addingTimeInterval(seconds + 60)
     var killedByWatchdog = false
+    var stopped = false
+    var looked = Date()
     while p.isRunning {
+      if let stopWhen, !stopped, Date().timeIntervalSince(looked) > 0.25 {
+        looked = Date()
+        let so = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let se = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        if stopWhen(so + se) {
+          kill(p.processIdentifier, SIGTERM)
+          stopped = true
+        }
+      }
       if observed == nil && ready() {
         observed = observe(p.processIdentifier)
       }

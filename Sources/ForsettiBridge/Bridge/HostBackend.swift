@@ -54,13 +54,16 @@ extension HostBackend {
       from: caller)
   }
 
-  /// The role call as a `ServiceRequest` the host answers.
+  /// The role call as a `ServiceRequest` the host answers, with the path of the call this
+  /// thread answers, if any (`RolePath`: the host refuses a cycle).
   package func relayRoleCall(
     _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
     capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
   ) -> Int32 {
     let reply = service(
-      ServiceRequest(.roleCall, capacity: capacity, number: role, [Array(method.utf8), Array(request)]),
+      ServiceRequest(
+        .roleCall, capacity: capacity, number: role,
+        [Array(method.utf8), Array(request), RolePath.current.bytes]),
       from: caller)
     return reply.deliver(into: response, capacity: capacity, length: length)
   }

@@ -11,34 +11,40 @@ package struct RoleCall: Sendable {
   package var method: String
   package var request: [UInt8]
   package var capacity: Int
+  /// The roles on the call's path and its deadline, for the handler's own calls (`RolePath`).
+  package var path: RolePath = .none
 
   /// Requests and responses at most FORSETTI_ROLE_MAX_PAYLOAD bytes.
   package static let maxPayload = Int(FORSETTI_ROLE_MAX_PAYLOAD)
   /// How long a caller waits for a provider in a worker (FORSETTI_ROLE_CALL_TIMEOUT_MS).
   package static let timeoutNanoseconds = UInt64(FORSETTI_ROLE_CALL_TIMEOUT_MS) * 1_000_000
 
-  package init(caller: String, method: String, request: [UInt8], capacity: Int) {
+  package init(caller: String, method: String, request: [UInt8], capacity: Int, path: RolePath = .none) {
     self.caller = caller
     self.method = method
     self.request = request
     self.capacity = max(0, min(capacity, Self.maxPayload))
+    self.path = path
   }
 
   /// Writes the call as a `serveCall` frame.
   package func write(_ w: inout WireWriter) {
     request.withUnsafeBytes {
-      Self.write(&w, capacity: capacity, caller: caller, method: method, request: $0)
+      Self.write(&w, capacity: capacity, caller: caller, method: method, request: $0, path: path)
     }
   }
 
   /// Writes a `serveCall` frame from the caller's own buffers (a consumer on its channel).
   package static func write(
-    _ w: inout WireWriter, capacity: Int, caller: String, method: String, request: UnsafeRawBufferPointer
+    _ w: inout WireWriter, capacity: Int, caller: String, method: String, request: UnsafeRawBufferPointer,
+    path: RolePath
   ) {
     w.int(Int64(capacity))
     w.string(caller)
     w.string(method)
     w.bytes(request)
+    w.int(Int64(path.roles))
+    w.int(Int64(bitPattern: path.deadline))
   }
 
   /// The call a `serveCall` frame carries, copied out of it (read by `Frame`).
@@ -47,7 +53,9 @@ package struct RoleCall: Sendable {
     else {
       return nil
     }
-    self.init(caller: caller, method: method, request: Array(frame.request), capacity: frame.capacity)
+    self.init(
+      caller: caller, method: method, request: Array(frame.request), capacity: frame.capacity,
+      path: frame.path)
   }
 
   /// A `serveCall` frame's parts, read in place: the one reader of that frame, for the worker
@@ -60,6 +68,8 @@ package struct RoleCall: Sendable {
     package let caller: UnsafeRawBufferPointer
     package let method: UnsafeRawBufferPointer
     package let request: UnsafeRawBufferPointer
+    /// The path the caller claims (none when the frame carries none).
+    package let path: RolePath
 
     package init?(_ f: WireView) {
       guard f.kind == .serveCall, let room = f.int(0), let caller = f.bytes(1), let method = f.bytes(2),
@@ -70,17 +80,20 @@ package struct RoleCall: Sendable {
       self.caller = caller
       self.method = method
       self.request = request
+      path = RolePath(
+        roles: UInt8(truncatingIfNeeded: f.int(4) ?? 0), deadline: UInt64(bitPattern: f.int(5) ?? 0))
     }
   }
 
-  /// Runs `handler` on this call (in-process: the registry calls it on the caller's thread).
-  package func run(_ handler: ModuleCallback<forsetti_role_handler>) -> ServiceReply {
+  /// Runs `handler` on this call (in-process: the registry calls it on the caller's thread) as
+  /// the provider of the role of index `role`.
+  package func run(_ handler: ModuleCallback<forsetti_role_handler>, serving role: Int) -> ServiceReply {
     var response = [UInt8](repeating: 0, count: capacity)
     let (status, length) = caller.withCString { c in
       method.withCString { m in
         request.withUnsafeBytes { req in
           response.withUnsafeMutableBytes { out in
-            Self.run(handler, caller: c, method: m, request: req, into: out)
+            Self.run(handler, caller: c, method: m, request: req, into: out, path: path.adding(role))
           }
         }
       }
@@ -93,17 +106,20 @@ package struct RoleCall: Sendable {
   /// place a handler is called and its answer judged. A handler that claims to have written more
   /// than the room it had, or asks for more room than it had while answering
   /// FORSETTI_ERR_BUFFER_TOO_SMALL, or more than any response may hold, is answered
-  /// FORSETTI_ERR_IO: its lengths are not passed on.
+  /// FORSETTI_ERR_IO: its lengths are not passed on. The handler runs with `path` (which holds
+  /// its own role) as its thread's: its own role calls are judged by it.
   package static func run(
     _ handler: ModuleCallback<forsetti_role_handler>, caller: UnsafePointer<CChar>,
     method: UnsafePointer<CChar>,
-    request: UnsafeRawBufferPointer, into response: UnsafeMutableRawBufferPointer
+    request: UnsafeRawBufferPointer, into response: UnsafeMutableRawBufferPointer, path: RolePath
   ) -> (status: Int32, length: Int) {
     var length = 0
     let capacity = min(response.count, maxPayload)
-    let status = handler.function(
-      handler.context, caller, method, request.baseAddress, request.count, response.baseAddress, capacity,
-      &length)
+    let status = RolePath.with(path.forCall()) {
+      handler.function(
+        handler.context, caller, method, request.baseAddress, request.count, response.baseAddress, capacity,
+        &length)
+    }
     if status == FORSETTI_ERR_BUFFER_TOO_SMALL {
       guard length > capacity, length <= maxPayload else { return (FORSETTI_ERR_IO, 0) }
       return (status, length)

@@ -16,6 +16,14 @@ package enum ServiceOperation: Int64, Sendable, CaseIterable {
   case roleCall = 40
   /// The worker's module installed (`number` 1) or removed (0) the handler of the role it holds.
   case roleServe
+  /// From a worker: give me a channel to the provider of the role `number` names (no call is
+  /// made). FORSETTI_OK once the channel was sent on the socket (or one is open already);
+  /// FORSETTI_ERR_NOT_FOUND when the provider runs in the host (relay the call: `roleCall`);
+  /// otherwise the status the call would get (UNAVAILABLE, DENIED).
+  case roleConnect
+  /// From a worker: a call on the channel to the provider of the role `number` names was not
+  /// answered by its deadline. A claim: the host probes the provider itself (`WireKind.probe`).
+  case roleStalled
 
   /// The capability the operation needs; the role operations need the role's own (checked
   /// with the role, `RoleRules`).
@@ -26,7 +34,7 @@ package enum ServiceOperation: Int64, Sendable, CaseIterable {
     case .cryptoRandom, .cryptoHash, .cryptoSeal, .cryptoOpen, .cryptoSign, .cryptoVerify, .cryptoPublicKey:
       .cryptoUtilities
     case .diagnosticsReport, .diagnosticsCounter: .diagnostics
-    case .roleCall, .roleServe: nil
+    case .roleCall, .roleServe, .roleConnect, .roleStalled: nil
     }
   }
 }

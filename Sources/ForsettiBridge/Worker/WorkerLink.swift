@@ -5,17 +5,19 @@ import Glibc
 import Synchronization
 
 /// The worker's side of the host API: the same `HostBackend` the in-process bridge uses, but
-/// every call crosses to the host (on the call ring; a role call, after the first, on the
-/// channel the host opened to the provider's worker), which attributes it to this worker's module by the
-/// connection alone. Calls go over their own channel and are answered in order; events and
-/// messages from the host arrive on the other and are delivered on a separate queue, so a
-/// handler may call the host in turn.
+/// every call crosses to the host on the call ring, which attributes it to this worker's module
+/// by the connection alone — except a role call of a provider in another worker, which goes on
+/// the channel the host opened to that worker, so it never holds the ring. Calls go over their
+/// own channel and are answered in order; events and messages from the host arrive on the other
+/// and are delivered on a separate queue, so a handler may call the host in turn.
 package final class WorkerLink: HostBackend {
   package let socket: WireSocket
   private let nextID = Atomic<UInt64>(1)
   private let eventHandlers = Mutex<[Int64: ModuleCallback<forsetti_event_handler>]>([:])
   private let messageHandler = Mutex<ModuleCallback<forsetti_message_handler>?>(nil)
   private let roleHandler = Mutex<ModuleCallback<forsetti_role_handler>?>(nil)
+  /// The index of the role this module serves (`DefaultModuleRole.allCases`), once it serves.
+  private let servedRole = Atomic<Int>(-1)
   /// Held while the role handler runs: calls from the host's serve ring and from every
   /// channel take turns.
   private let handlerTurn = Mutex<Void>(())
@@ -193,25 +195,63 @@ package final class WorkerLink: HostBackend {
     return Int32(truncatingIfNeeded: status(.setHandler) { $0.int(handler == nil ? 0 : 1) })
   }
 
+  /// A role call holds only its caller's thread: it goes on the consumer's own channel to the
+  /// provider's worker, which the host opens on a quick `roleConnect` (never waiting on the
+  /// provider), so the call ring, and with it the module's other host calls, is never held for
+  /// a provider's answer. Only a provider in the host's process is called through the host.
+  /// A role already on the path of the call this thread answers is refused before anything is
+  /// sent: a cycle.
   package func callRole(
     _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
     capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
   ) -> Int32 {
-    if let index = Int(exactly: role), DefaultModuleRole.allCases.indices.contains(index) {
-      let r = DefaultModuleRole.allCases[index]
-      if let channel = channels.withLock({ $0[r] }) {
-        if let status = channel.call(
-          method: method, request: request, response: response, capacity: capacity, length: length)
-        {
-          return status
-        }
-        // Closed: the provider stopped. The host answers for itself (and may open another).
-        channels.withLock { if $0[r] === channel { $0[r] = nil } }
-      }
+    guard let index = Int(exactly: role), DefaultModuleRole.allCases.indices.contains(index) else {
+      return FORSETTI_ERR_INVALID_ARGUMENT
     }
-    return relayRoleCall(
-      role, method: method, request: request, response: response, capacity: capacity, length: length,
-      from: caller)
+    let path = RolePath.current
+    let r = DefaultModuleRole.allCases[index]
+    // Its own role is refused by the host as in-process (FORSETTI_ERR_DENIED), not as a cycle.
+    guard !path.contains(index) || caller.serves == r else { return FORSETTI_ERR_CALL_CYCLE }
+    // Twice at most: a channel closed under the call (the provider stopped) is asked for again,
+    // and the host says what became of the role.
+    for _ in 0..<2 {
+      if let channel = channels.withLock({ $0[r] }) {
+        switch channel.call(
+          method: method, request: request, response: response, capacity: capacity, length: length,
+          path: path.forCall())
+        {
+        case .answered(let status):
+          return status
+        case .timedOut:
+          // The host probes the provider itself; this report is only a hint.
+          _ = service(ServiceRequest(.roleStalled, number: role), from: caller)
+          return FORSETTI_ERR_TIMEOUT
+        case .closed:
+          channels.withLock { if $0[r] === channel { $0[r] = nil } }
+        }
+      }
+      let status = service(ServiceRequest(.roleConnect, number: role), from: caller).status
+      if status == FORSETTI_ERR_NOT_FOUND {
+        return relayRoleCall(
+          role, method: method, request: request, response: response, capacity: capacity, length: length,
+          from: caller)
+      }
+      guard status == FORSETTI_OK else { return status }
+      guard awaitChannel(r, until: path.deadlineFromNow()) else { return FORSETTI_ERR_UNAVAILABLE }
+    }
+    return FORSETTI_ERR_UNAVAILABLE
+  }
+
+  /// Waits for the reader thread to map the channel to `role` the host has just sent (it went
+  /// on the socket before the host's answer on the ring): a short poll, once per channel.
+  private func awaitChannel(_ role: DefaultModuleRole, until deadline: UInt64) -> Bool {
+    var pause: UInt32 = 20
+    while true {
+      if let c = channels.withLock({ $0[role] }), !c.isClosed { return true }
+      if CallRing.nanoseconds() >= deadline { return false }
+      usleep(pause)
+      pause = min(pause * 2, 2000)
+    }
   }
 
   package func service(_ request: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
@@ -234,6 +274,7 @@ package final class WorkerLink: HostBackend {
         .roleServe, number: handler == nil ? 0 : 1, [Array(role.rawValue.utf8), [UInt8(index)]]),
       from: caller)
     if let handler, reply.status == FORSETTI_OK {
+      servedRole.store(index, ordering: .relaxed)
       roleHandler.withLock { $0 = handler }
       startServing()
     }
@@ -265,6 +306,11 @@ package final class WorkerLink: HostBackend {
   private func answerRoleCall(
     _ bytes: UnsafeRawBufferPointer, into slot: UnsafeMutableRawBufferPointer, caller: String? = nil
   ) -> Int {
+    // The host's probe (only on its serve ring): answered once the turn is this call's.
+    if caller == nil, let f = try? WireView(bytes), f.kind == .probe {
+      handlerTurn.withLock { _ in }
+      return Self.respond(slot, f.id, ServiceReply(FORSETTI_OK))
+    }
     guard let f = try? WireView(bytes), let call = RoleCall.Frame(f) else {
       return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
     }
@@ -280,7 +326,8 @@ package final class WorkerLink: HostBackend {
       }
       let out = UnsafeMutableRawBufferPointer(rebasing: scratch.response[0..<call.capacity])
       let (status, length) = RoleCall.run(
-        h, caller: callerC, method: methodC, request: call.request, into: out)
+        h, caller: callerC, method: methodC, request: call.request, into: out,
+        path: call.path.adding(servedRole.load(ordering: .relaxed)))
       var w = WireWriter(into: slot, kind: .response, id: f.id)
       w.int(Int64(status))
       w.int(Int64(length))
@@ -352,35 +399,48 @@ final class RoleChannel: Sendable {
 
   init(_ ring: CallRing) { self.ring = ring }
 
-  /// Calls the provider with the caller's own buffers: its status, FORSETTI_ERR_TIMEOUT after
-  /// FORSETTI_ROLE_CALL_TIMEOUT_MS, FORSETTI_ERR_IO for an answer that is not one; nil when
-  /// the channel is closed (the call was not made, or was cut off: the host decides again).
+  var isClosed: Bool { ring.isClosed }
+
+  /// How a call on the channel ended.
+  enum Outcome {
+    /// The provider's status (FORSETTI_ERR_IO for an answer that is not one).
+    case answered(Int32)
+    /// Not answered by the call's deadline (`path.deadline`).
+    case timedOut
+    /// The channel is closed: the call was not made, or was cut off (the host decides again).
+    case closed
+  }
+
+  /// Calls the provider with the caller's own buffers, passing on `path` (the roles on the
+  /// call's path and its deadline).
   func call(
     method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?, capacity: Int,
-    length: UnsafeMutablePointer<Int>
-  ) -> Int32? {
-    guard !ring.isClosed else { return nil }
-    return turn.withLock { _ -> Int32? in
-      let deadline = CallRing.nanoseconds() &+ RoleCall.timeoutNanoseconds
+    length: UnsafeMutablePointer<Int>, path: RolePath
+  ) -> Outcome {
+    guard !ring.isClosed else { return .closed }
+    return turn.withLock { _ -> Outcome in
+      // Its time went waiting behind this module's own calls: not sent (the provider would run
+      // a call nobody waits for), and not the provider's fault, so not reported.
+      guard CallRing.nanoseconds() < path.deadline else { return .answered(FORSETTI_ERR_TIMEOUT) }
       let id = nextID.add(1, ordering: .relaxed).newValue
       let buffer = self.response.bytes
       let n = ring.call(
         encoding: { slot in
           var w = WireWriter(into: slot, kind: .serveCall, id: id)
           // No caller: the provider's end of a channel is labelled with it by the host.
-          RoleCall.write(&w, capacity: capacity, caller: "", method: method, request: request)
+          RoleCall.write(&w, capacity: capacity, caller: "", method: method, request: request, path: path)
           return w.length
-        }, response: buffer, deadline: deadline)
-      guard let n else { return ring.isClosed ? nil : FORSETTI_ERR_TIMEOUT }
+        }, response: buffer, deadline: path.deadline)
+      guard let n else { return ring.isClosed ? .closed : .timedOut }
       guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id,
         let (status, count, bytes) = ServiceReply.check(f, capacity: capacity)
-      else { return FORSETTI_ERR_IO }
+      else { return .answered(FORSETTI_ERR_IO) }
       if !bytes.isEmpty {
-        guard let response, let src = bytes.baseAddress else { return FORSETTI_ERR_IO }
+        guard let response, let src = bytes.baseAddress else { return .answered(FORSETTI_ERR_IO) }
         response.copyMemory(from: src, byteCount: bytes.count)
       }
       length.pointee = count
-      return status
+      return .answered(status)
     }
   }
 }

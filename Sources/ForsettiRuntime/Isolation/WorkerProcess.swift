@@ -21,6 +21,14 @@ final class WorkerProcess: Sendable {
   /// The answer of the call on the serve ring; used only under `serveTurn`.
   private let serveResponse = ReplyBuffer(byteCount: CallRing.capacity)
   private let serveTurn = Mutex<Void>(())
+  /// Whether a probe of the module's role handler is under way (one at a time).
+  private let probing = Atomic<Bool>(false)
+  /// When the last probe ended (CLOCK_MONOTONIC nanoseconds): the next waits `probeSpacing`
+  /// after it, so a consumer reporting timeouts without end costs the host one thread a second.
+  private let lastProbe = Atomic<UInt64>(0)
+  static let probeSpacing: UInt64 = 1_000_000_000
+  /// Why the host killed the worker as hung (its probe timed out), for the crash report.
+  private let hungVerdict = Mutex<String?>(nil)
   /// The role channels this worker is an end of.
   private let channels = Mutex(Channels())
 
@@ -416,12 +424,70 @@ final class WorkerProcess: Sendable {
         call.write(&w)
         return w.length
       }, response: buffer, deadline: deadline)
-    guard let n else { return .status(isClosed ? FORSETTI_ERR_UNAVAILABLE : FORSETTI_ERR_TIMEOUT) }
+    guard let n else {
+      guard !isClosed else { return .status(FORSETTI_ERR_UNAVAILABLE) }
+      probe("\(call.caller)'s call \"\(call.method)\" timed out")
+      return .status(FORSETTI_ERR_TIMEOUT)
+    }
     guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id else {
       return .status(FORSETTI_ERR_IO)
     }
     return ServiceReply(f, capacity: call.capacity)
   }
+
+  /// A call of this worker's role handler timed out (`why` says which; perhaps only a
+  /// consumer's claim): the host sends its own `probe` on the serve ring, which the worker can
+  /// answer only once it has the handler's turn, and kills the worker as hung if that is not
+  /// answered within FORSETTI_ROLE_CALL_TIMEOUT_MS either. Only what the host measures itself
+  /// decides: a consumer that lies about a timeout, or scribbles on a channel's words, costs
+  /// the provider a probe its handler's turn answers at once, never its life. What a consumer
+  /// can do is keep a call of its own running in the handler, as any caller can; a handler
+  /// that holds the turn past the deadline is hung whoever called it. One probe at a time, on
+  /// a thread of its own (never the thread serving any worker's call ring).
+  func probe(_ why: String) {
+    guard calls.serves != nil, !isClosed,
+      probing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    else { return }
+    _ = DetachedThread.start { [self] in
+      defer {
+        lastProbe.store(CallRing.nanoseconds(), ordering: .relaxed)
+        probing.store(false, ordering: .releasing)
+      }
+      let due = lastProbe.load(ordering: .relaxed) &+ Self.probeSpacing
+      let now = CallRing.nanoseconds()
+      if due > now { usleep(UInt32(clamping: (due - now) / 1000)) }
+      guard let ring = calls.serves, !isClosed else { return }
+      // After a call still under way on the serve ring (which ends by its own deadline).
+      let (answered, waited) = serveTurn.withLock { _ -> (Bool, UInt64) in
+        let id = nextServeID.add(1, ordering: .relaxed).newValue
+        let start = CallRing.nanoseconds()
+        let buffer = serveResponse.bytes
+        let n = ring.call(
+          encoding: { slot in WireWriter(into: slot, kind: .probe, id: id).length }, response: buffer,
+          deadline: start &+ RoleCall.timeoutNanoseconds)
+        // Any answer with the probe's ID counts: one the worker forged while its handler hangs
+        // spares it, but its consumers' calls still end at their deadlines.
+        let answered = n.flatMap { try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<$0])) }?.id == id
+        return (answered, (CallRing.nanoseconds() &- start) / 1_000_000)
+      }
+      guard !answered, !isClosed else {
+        if answered {
+          backend.environment.hostLog(
+            .info, about: moduleID, "answered the host's probe after \(waited) ms (\(why)): not hung")
+        }
+        return
+      }
+      let verdict =
+        "hung: \(why), and the host's probe of its role handler was not answered within \(waited) ms"
+      hungVerdict.withLock { $0 = verdict }
+      backend.environment.hostLog(
+        .error, about: moduleID, "\(verdict); killing its worker (pid \(pid))")
+      kill()
+    }
+  }
+
+  /// Why the host killed the worker as hung, if it did.
+  var hung: String? { hungVerdict.withLock { $0 } }
 
   private func captureOutput(_ fd: Int32) {
     defer { Glibc.close(fd) }

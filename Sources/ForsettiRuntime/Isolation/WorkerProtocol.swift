@@ -59,11 +59,13 @@ import Synchronization
 //   - a module that serves a role (`service(roleServe)`): the host's calls of other modules
 //     come as `serveCall(room, caller, method, request)` on the serve ring (the second ring of
 //     fd 4's mapping), answered by `response(id, status, length, bytes)`.
-//   - role channels: once the host has answered a consumer's call of a role whose provider is
-//     in a worker, it sends the provider's worker `roleChannel(0, consumer)` and the consumer's
-//     `roleChannel(1, role)` on the socket, each with the descriptor of one new ring attached;
-//     the consumer's later calls of the role go on it as `serveCall`s, the host closes it when
-//     either module stops.
+//   - role channels: a consumer asks for one with `service(roleConnect)`; when the role's
+//     provider is in a worker the host sends the provider's worker `roleChannel(0, consumer)`
+//     and the consumer's `roleChannel(1, role)` on the socket, each with the descriptor of one
+//     new ring attached, then answers; every call of the role goes on it as a `serveCall`, the
+//     host closes it when either module stops. A call on it not answered in time is reported
+//     (`service(roleStalled)`); the host then sends its own `probe` on the provider's serve
+//     ring, and kills the provider as hung if that is not answered in time either.
 //
 // Anything else from the worker — a kind the worker never sends (every host → worker kind, an
 // unknown kind), a kind not valid in the current phase (a second `startResult`, `stopped`
@@ -397,15 +399,12 @@ extension WorkerProcess {
   /// module as its role's provider, reached through the worker's serve ring.
   func answerService(_ f: WireView) -> ServiceReply {
     guard let r = ServiceRequest(f) else { return .status(FORSETTI_ERR_INVALID_ARGUMENT) }
-    guard r.operation == .roleServe else {
-      let reply = backend.service(r, from: caller)
-      if r.operation == .roleCall, reply.status != FORSETTI_ERR_DENIED,
-        reply.status != FORSETTI_ERR_UNAVAILABLE,
-        reply.status != FORSETTI_ERR_INVALID_ARGUMENT
-      {
-        openChannel(r)
-      }
-      return reply
+    let roles = backend.environment.services.roles
+    switch r.operation {
+    case .roleServe: break
+    case .roleConnect: return .status(connect(r.number, roles))
+    case .roleStalled: return .status(roles.stalled(r.number, from: caller))
+    default: return backend.service(r, from: caller)
     }
     guard r.number != 0 else { return .status(backend.serveRole(caller, remote: nil)) }
     // Weak: the registry must not keep a dead worker (and its rings) alive.
@@ -415,23 +414,29 @@ extension WorkerProcess {
         return self.callRole(call, deadline: deadline)
       },
       connect: { [weak self] consumer in self?.acceptChannel(from: consumer) },
-      disconnect: { [weak self] in self?.closeServingChannels() })
+      disconnect: { [weak self] in self?.closeServingChannels() },
+      suspect: { [weak self] why in self?.probe(why) })
     return .status(backend.serveRole(caller, remote: remote))
   }
 
-  /// After a call of a role judged by the host, gives this consumer's worker a channel of its
-  /// own to the provider's worker, unless it has one open.
-  private func openChannel(_ r: ServiceRequest) {
-    guard let index = Int(exactly: r.number), DefaultModuleRole.allCases.indices.contains(index) else {
-      return
+  /// `roleConnect`: gives this consumer's worker a channel of its own to the provider's worker
+  /// (unless it has one open), sent on the socket before the answer, so the worker finds it
+  /// mapped (or about to be) when the answer comes. Never waits on the provider.
+  private func connect(_ number: Int64, _ roles: RoleRegistry) -> Int32 {
+    switch roles.route(number, for: caller) {
+    case .refused(let status): return status
+    case .relay: return FORSETTI_ERR_NOT_FOUND
+    case .channel(let role, let open):
+      if hasChannel(to: role) { return FORSETTI_OK }
+      guard let (ring, fd) = open() else { return FORSETTI_ERR_UNAVAILABLE }
+      defer { close(fd) }
+      keepChannel(ring, for: role)
+      guard send(WireFrame(.roleChannel, [.int(1), .string(role.rawValue)]), attaching: fd) else {
+        ring.close()
+        return FORSETTI_ERR_UNAVAILABLE
+      }
+      return FORSETTI_OK
     }
-    let role = DefaultModuleRole.allCases[index]
-    guard !hasChannel(to: role),
-      let (ring, fd) = backend.environment.services.roles.channel(to: role, for: caller)
-    else { return }
-    defer { close(fd) }
-    keepChannel(ring, for: role)
-    send(WireFrame(.roleChannel, [.int(1), .string(role.rawValue)]), attaching: fd)
   }
 
   /// The provider's end of a new channel from `consumer`: sent to this worker, labelled with

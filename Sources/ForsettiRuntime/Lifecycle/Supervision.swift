@@ -90,6 +90,13 @@ extension ModuleManager {
         .error, about: id, "\(ReasonCode.protocolViolation.rawValue) \(when): \(v)",
         ["reason": ReasonCode.protocolViolation.rawValue])
       failure = v.description
+    } else if let hung = worker.hung {
+      // Counted like a crash: killed by the host because its role handler held its turn past
+      // the deadline (`WorkerProcess.probe`).
+      let status = worker.end(grace: WorkerProcess.exitGrace)
+      failure = "\(hung); worker \(worker.describeExit(status)) \(when)"
+      _ = table[i].release(as: .failed(.crashed))
+      environment.hostLog(.error, about: id, "crashed: \(failure)")
     } else {
       let status = worker.end(grace: WorkerProcess.exitGrace)
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")

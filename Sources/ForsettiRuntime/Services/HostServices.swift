@@ -48,7 +48,8 @@ public final class HostServices: Sendable {
     case .diagnosticsReport, .diagnosticsCounter: return diagnostics.answer(r, from: caller)
     case .roleCall: return roles.call(r, from: caller)
     // Installing a handler is `HostBackend.serveRole`; a worker's arrives in `WorkerProcess`.
-    case .roleServe: return .status(FORSETTI_ERR_INVALID_ARGUMENT)
+    // So are a worker's own channel requests (`WorkerProcess.answerService`).
+    case .roleServe, .roleConnect, .roleStalled: return .status(FORSETTI_ERR_INVALID_ARGUMENT)
     }
   }
 

@@ -31,6 +31,9 @@ final class RoleRegistry: Sendable {
     /// Closes the provider's ends of every channel: it serves the role no more, and its
     /// consumers' next calls must come to the host, which knows who serves it now.
     let disconnect: @Sendable () -> Void
+    /// A call of the provider timed out (`why` says which): the host probes it itself and
+    /// kills it only if the probe times out too (`WorkerProcess.probe`).
+    let suspect: @Sendable (_ why: String) -> Void
   }
 
   final class Provider: Sendable {
@@ -55,6 +58,10 @@ final class RoleRegistry: Sendable {
 
     func disconnect() {
       if case .remote(let remote) = target { remote.disconnect() }
+    }
+
+    func suspect(_ why: String) {
+      if case .remote(let remote) = target { remote.suspect(why) }
     }
   }
 
@@ -104,18 +111,40 @@ final class RoleRegistry: Sendable {
     return FORSETTI_OK
   }
 
-  /// Calls the provider of the role `r.number` names for `caller`.
-  func call(_ r: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
-    guard let index = Int(exactly: r.number), DefaultModuleRole.allCases.indices.contains(index) else {
-      return .status(FORSETTI_ERR_INVALID_ARGUMENT)
+  /// The role `number` names, if `caller` may call it (a refusal is logged against it).
+  private func callable(_ number: Int64, by caller: ModuleCaller) -> Result<(DefaultModuleRole, Int), Refusal>
+  {
+    guard let index = Int(exactly: number), DefaultModuleRole.allCases.indices.contains(index) else {
+      return .failure(Refusal(FORSETTI_ERR_INVALID_ARGUMENT))
     }
     let role = DefaultModuleRole.allCases[index]
     if let problem = RoleRules.callProblem(caller, role) {
       warn(
         caller.moduleID,
         "\(ReasonCode.moduleCommunicationDenied.rawValue): call of role \(role.rawValue) refused: \(problem)")
-      return .status(FORSETTI_ERR_DENIED)
+      return .failure(Refusal(FORSETTI_ERR_DENIED))
     }
+    return .success((role, index))
+  }
+
+  /// A status a call is refused with before it reaches a provider.
+  struct Refusal: Error {
+    let status: Int32
+    init(_ status: Int32) { self.status = status }
+  }
+
+  /// Calls the provider of the role `r.number` names for `caller`. The call's path (argument 2,
+  /// `RolePath`) is the caller's claim: a role already on it is refused (a cycle), and the
+  /// call gets no more time than the path's deadline leaves.
+  func call(_ r: ServiceRequest, from caller: ModuleCaller) -> ServiceReply {
+    let role: DefaultModuleRole
+    let index: Int
+    switch callable(r.number, by: caller) {
+    case .failure(let refusal): return .status(refusal.status)
+    case .success(let found): (role, index) = found
+    }
+    let path = RolePath(bytes: r.argument(2))
+    guard !path.contains(index) else { return .status(FORSETTI_ERR_CALL_CYCLE) }
     // A C method name ends at its NUL; one inside could only come in a forged frame.
     guard let method = r.text(0), !method.isEmpty, !method.utf8.contains(0), let request = r.argument(1)
     else {
@@ -123,9 +152,11 @@ final class RoleRegistry: Sendable {
     }
     guard request.count <= RoleCall.maxPayload else { return .status(FORSETTI_ERR_TOO_LARGE) }
     guard let provider = providers.withLock({ $0[role] }) else { return .status(FORSETTI_ERR_UNAVAILABLE) }
-    let deadline = CallRing.nanoseconds() &+ RoleCall.timeoutNanoseconds
-    guard provider.turn.wait(timeout: .now() + .nanoseconds(Int(RoleCall.timeoutNanoseconds))) == .success
-    else {
+    let deadline = path.deadlineFromNow()
+    let wait = Int(clamping: deadline &- min(deadline, CallRing.nanoseconds()))
+    guard provider.turn.wait(timeout: .now() + .nanoseconds(wait)) == .success else {
+      // Another call held the turn that long: the provider is probed (in a worker).
+      provider.suspect("\(caller.moduleID)'s call \"\(method)\" waited for its turn in vain")
       return .status(FORSETTI_ERR_TIMEOUT)
     }
     defer { provider.turn.signal() }
@@ -134,10 +165,12 @@ final class RoleRegistry: Sendable {
     guard let current = providers.withLock({ $0[role] }), current.instance == provider.instance,
       current.turn === provider.turn
     else { return .status(FORSETTI_ERR_UNAVAILABLE) }
-    let call = RoleCall(caller: caller.moduleID, method: method, request: request, capacity: r.capacity)
+    let call = RoleCall(
+      caller: caller.moduleID, method: method, request: request, capacity: r.capacity,
+      path: RolePath(roles: path.roles, deadline: deadline))
     let reply: ServiceReply
     switch current.target {
-    case .local(let handler): reply = call.run(handler)
+    case .local(let handler): reply = call.run(handler, serving: index)
     case .remote(let remote): reply = remote.call(call, deadline)
     }
     if reply.status == FORSETTI_ERR_IO {
@@ -148,16 +181,43 @@ final class RoleRegistry: Sendable {
     return reply
   }
 
-  /// A channel from `caller`, a consumer in a worker, straight to the worker of its provider of
-  /// `role`, once the host has judged a call of the role through itself: the two workers then
-  /// talk without the host in between (`RoleChannel`). The checks are the call's own; a
-  /// module's grant cannot change while it runs (a new grant is a new instance), and the host
-  /// closes the channel when either module stops. nil for an in-process provider or none.
-  func channel(to role: DefaultModuleRole, for caller: ModuleCaller) -> (ring: CallRing, fd: Int32)? {
-    guard RoleRules.callProblem(caller, role) == nil, let provider = providers.withLock({ $0[role] }),
-      case .remote(let remote) = provider.target
-    else { return nil }
-    return remote.connect(caller.moduleID)
+  /// Where a consumer in a worker is to call the role `number` names (`roleConnect`).
+  enum Route {
+    /// On a channel of its own, straight to the provider's worker (`RoleChannel`); `open`
+    /// makes one (its ring and the descriptor to pass on) unless the caller has one already.
+    case channel(DefaultModuleRole, open: @Sendable () -> (ring: CallRing, fd: Int32)?)
+    /// Through the host (`roleCall`): the provider runs in the host's process.
+    case relay
+    /// Nowhere: the status the call gets.
+    case refused(Int32)
+  }
+
+  /// How `caller`, a consumer in a worker, is to call the role `number` names. The checks are
+  /// a call's own, made once: the two workers then talk without the host in between. A module's
+  /// grant cannot change while it runs (a new grant is a new instance), and the host closes the
+  /// channel when either module stops, after which the consumer asks again.
+  func route(_ number: Int64, for caller: ModuleCaller) -> Route {
+    switch callable(number, by: caller) {
+    case .failure(let refusal): return .refused(refusal.status)
+    case .success(let (role, _)):
+      guard let provider = providers.withLock({ $0[role] }) else { return .refused(FORSETTI_ERR_UNAVAILABLE) }
+      switch provider.target {
+      case .local: return .relay
+      case .remote(let remote): return .channel(role, open: { remote.connect(caller.moduleID) })
+      }
+    }
+  }
+
+  /// `caller` says a call on its channel to the provider of the role `number` names timed out.
+  /// Not believed: the provider in force is probed by the host, which kills it only if its own
+  /// probe times out too.
+  func stalled(_ number: Int64, from caller: ModuleCaller) -> Int32 {
+    switch callable(number, by: caller) {
+    case .failure(let refusal): return refusal.status
+    case .success(let (role, _)):
+      providers.withLock { $0[role] }?.suspect("a call from \(caller.moduleID) on its channel timed out")
+      return FORSETTI_OK
+    }
   }
 
   /// Withdraws whatever `moduleID`'s `instance` serves, then waits (at most `limit` seconds) for

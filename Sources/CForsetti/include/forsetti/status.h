@@ -34,6 +34,10 @@ typedef int32_t forsetti_status;
 /* Data failed its check: sealed bytes that do not authenticate, a signature that does not
  * verify, a stored secret that was tampered with. */
 #define FORSETTI_ERR_INVALID_DATA (-12)
+/* A role call that would close a cycle: the role called is already on the path of the call
+ * being answered (A's handler calls B, whose handler calls A). Refused before anything was
+ * sent; nothing was done. */
+#define FORSETTI_ERR_CALL_CYCLE (-13)
 /* The write would take the module beyond a quota the operator set (secure storage:
  * --storage-quota; file export: --export-quota). Nothing was written; removing or overwriting
  * the module's own values or files frees room. */

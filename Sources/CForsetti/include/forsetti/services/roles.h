@@ -16,14 +16,23 @@
  *    FORSETTI_ROLE_CALL_TIMEOUT_MS, counting the wait behind other calls, with
  *    FORSETTI_ERR_TIMEOUT (an in-process provider runs on the caller's thread: only the wait
  *    for its turn is bounded there);
- *  - a handler may call other host services, but not its own role (FORSETTI_ERR_DENIED).
+ *  - a handler may call other host services, but not its own role (FORSETTI_ERR_DENIED), nor a
+ *    role already on the path of the call it answers: a cycle (A's handler calls B, whose
+ *    handler calls A, or longer) is refused at once with FORSETTI_ERR_CALL_CYCLE, before
+ *    anything is sent; a call from a handler gets no more time than the call it answers has left;
+ *  - a call holds only its caller's thread: the module's other host calls go on meanwhile.
  * The status the handler returns reaches the caller as it is.
  *
- * Between two workers, the host judges a consumer's first call of the role itself and relays
- * it; it then gives the two workers a shared-memory channel of that consumer's own, labelled
- * with its module ID, so later calls do not wait on the host. The checks do not lapse: a running
- * module's grant cannot change (a new grant is a new instance), and the host closes the channel
- * when either module stops, after which calls go through the host again. */
+ * Between two workers, the host judges a consumer's first call of the role itself, then gives
+ * the two workers a shared-memory channel of that consumer's own, labelled with its module ID,
+ * and every call goes on it: no host thread waits on a provider. The checks do not lapse: a
+ * running module's grant cannot change (a new grant is a new instance), and the host closes the
+ * channel when either module stops, after which the next call is judged again.
+ *
+ * A provider in a worker that does not answer within FORSETTI_ROLE_CALL_TIMEOUT_MS is probed by
+ * the host (a probe that waits for the handler's turn); if the probe is not answered within
+ * FORSETTI_ROLE_CALL_TIMEOUT_MS either, the provider is hung: its worker is killed and restarted,
+ * counted like a crash. */
 #ifndef FORSETTI_SERVICES_ROLES_H
 #define FORSETTI_SERVICES_ROLES_H
 
@@ -55,7 +64,8 @@ typedef struct forsetti_role_service {
   /* Calls the role's provider. The response is copied into `response` (capacity `capacity`,
    * at most FORSETTI_ROLE_MAX_PAYLOAD is used) and `*response_length` set. Returns the
    * handler's status, or FORSETTI_ERR_UNAVAILABLE, FORSETTI_ERR_TIMEOUT,
-   * FORSETTI_ERR_DENIED (this module holds the role: it serves, it does not call itself). */
+   * FORSETTI_ERR_DENIED (this module holds the role: it serves, it does not call itself),
+   * FORSETTI_ERR_CALL_CYCLE (from a handler: the role is on the path of the call it answers). */
   forsetti_status (*call)(const char *method, const void *request, size_t request_length,
                           void *response, size_t capacity, size_t *response_length);
 

@@ -1,0 +1,250 @@
+import CForsetti
+import ForsettiBridge
+import ForsettiCore
+import ForsettiTestSupport
+import Foundation
+import Glibc
+import Testing
+
+@testable import ForsettiRuntime
+
+/// A role provider that hangs (issue 25): its consumer's other host calls keep flowing while
+/// a call of it waits, the host kills it as hung (only on its own probe, never on a consumer's
+/// word) and supervision restarts it like a crash, up to quarantine. Real `.so` fixtures in
+/// real workers, run by a real `ModuleManager`.
+@Suite struct HungProviderTests {
+  static let provider = "com.test.hang.db"
+  static let consumer = "com.test.hang.app"
+  static let consumes = Placement.consumesSharedDatabase
+
+  /// A provider of shared_database: `hang` publishes `test.hang.entered` from inside its handler,
+  /// then never returns; anything else is echoed.
+  static func providerFixture() -> ModuleFixture {
+    var f = ModuleFixture(moduleID: provider, entryPoint: "hang_db_entry")
+    f.prelude = """
+      static const forsetti_events *g_events;
+      static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
+                                    size_t len, void *resp, size_t cap, size_t *rlen) {
+        (void)ctx; (void)caller; (void)req; (void)len;
+        if (strcmp(method, "hang") == 0) {
+          fixture_log("hanging");
+          g_events->publish("test.hang.entered", "", 0);
+          for (;;) sleep(1000);
+        }
+        if (cap < 2) return FORSETTI_ERR_BUFFER_TOO_SMALL;
+        memcpy(resp, "ok", 2); *rlen = 2;
+        return FORSETTI_OK;
+      }
+      """
+    f.start = """
+      g_events = host->resolve(FORSETTI_SERVICE_EVENTS);
+      const forsetti_role_service *r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      if (!g_events || !r) return FORSETTI_ERR_START_FAILED;
+      return r->serve(handle, NULL) == FORSETTI_OK ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """
+    return f
+  }
+
+  static func installProvider(_ h: RuntimeHarness) throws {
+    try providerFixture().install(
+      in: h.dir, capabilities: ["shared_database"], manifestExtra: #","defaultModuleRole":"shared_database""#)
+  }
+
+  /// A consumer whose thread calls `hang` (its first call of the role) `times` times in a row,
+  /// logging each status. When the provider says it is inside the handler (the event), the
+  /// consumer publishes 50 events from its delivery thread and logs whether its role call was
+  /// still outstanding when the last one was answered.
+  static func consumerFixture(times: Int) -> ModuleFixture {
+    var f = ModuleFixture(moduleID: consumer, entryPoint: "hang_app_entry")
+    f.prelude = """
+      #include <pthread.h>
+      static const forsetti_role_service *g_db;
+      static const forsetti_events *g_events;
+      static volatile int g_outstanding, g_run, g_rounds;
+      static pthread_t g_thread;
+      static void entered(void *c, const char *s, const char *t, const void *p, size_t n) {
+        (void)c; (void)s; (void)t; (void)p; (void)n;
+        if (g_rounds++) return;
+        int ok = 0;
+        for (int i = 0; i < 50; i++) ok += g_events->publish("test.hang.tick", "", 0) == FORSETTI_OK;
+        char line[128];
+        snprintf(line, sizeof line, "published %d of 50; call outstanding=%d", ok, g_outstanding);
+        fixture_log(line);
+      }
+      static void *loop(void *arg) {
+        (void)arg;
+        char out[16]; size_t n = 0; char line[64];
+        for (int i = 0; g_run && i < \(times); i++) {
+          g_outstanding = 1;
+          forsetti_status s = g_db->call("hang", "", 0, out, sizeof out, &n);
+          g_outstanding = 0;
+          snprintf(line, sizeof line, "hang -> %d", s); fixture_log(line);
+          if (s == FORSETTI_ERR_UNAVAILABLE) { usleep(100000); i--; }
+        }
+        return NULL;
+      }
+      """
+    f.start = """
+      g_db = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      g_events = host->resolve(FORSETTI_SERVICE_EVENTS);
+      if (!g_db || !g_events || g_events->subscribe("test.hang.entered", entered, NULL) <= 0)
+        return FORSETTI_ERR_START_FAILED;
+      g_run = 1;
+      return pthread_create(&g_thread, NULL, loop, NULL) == 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """
+    f.stop = "g_run = 0;"
+    return f
+  }
+
+  /// While the consumer's call waits on the hung provider, its publishes are answered (the
+  /// call ring is not held by the role call); the call itself then ends, so "outstanding" could
+  /// have read 0. The host kills the provider as hung, and supervision restarts it: a new pid,
+  /// and a host line saying it was hung, which call, and how long the probe waited.
+  @Test(.timeLimit(.minutes(2)))
+  func aConsumerKeepsCallingTheHostWhileItsRoleCallHangsAndTheHungProviderIsRestarted() throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h)
+    try Self.consumerFixture(times: 1).install(
+      in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 0.1))
+    defer { m.stopAll() }
+    #expect(m.records.allSatisfy { $0.state == .started }, "\(m.records.map { ($0.moduleID, $0.state) })")
+    let firstPID = try #require(m.workerPID(Self.provider))
+    let published = h.waitForLine(Self.consumer, timeout: 20) { $0.hasPrefix("published ") }
+    #expect(published == "published 50 of 50; call outstanding=1", "\(h.lines(Self.consumer))")
+    // Positive control: the call does end (timed out), so the line above could have said 0.
+    let ended = h.waitForLine(Self.consumer, timeout: 30) { $0.hasPrefix("hang -> ") }
+    #expect(ended == "hang -> \(FORSETTI_ERR_TIMEOUT)", "\(h.lines(Self.consumer))")
+    // Killed as hung (on the host's own probe), then restarted under a new pid.
+    let restarted = h.supervise(timeout: 40) {
+      m.workerPID(Self.provider).map { $0 != firstPID } ?? false && h.state(Self.provider) == .started
+    }
+    #expect(restarted, "\(h.lines(Self.provider).suffix(6)) / \(h.lines(nil).suffix(6))")
+    let hung = h.lines(Self.provider).first { $0.hasPrefix("hung: ") && $0.contains("killing its worker") }
+    #expect(hung != nil, "\(h.lines(Self.provider))")
+    #expect(hung?.contains("timed out") == true && hung?.contains(" ms") == true, "\(hung ?? "")")
+    #expect(
+      h.lines(Self.provider).contains { $0.hasPrefix("crashed: hung: ") }, "\(h.lines(Self.provider))")
+  }
+
+  /// Hung on every call: killed each time, restarted with the crash backoff, and quarantined
+  /// once it has used up `maxRestarts`, as a crashing module is.
+  @Test(.timeLimit(.minutes(3)))
+  func aProviderHungAgainAndAgainIsQuarantinedLikeACrash() throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h)
+    try Self.consumerFixture(times: 10).install(
+      in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 1, backoff: 0.1))
+    defer { m.stopAll() }
+    let quarantined = h.supervise(timeout: 120) { h.state(Self.provider) == .failed(.quarantined) }
+    #expect(
+      quarantined, "\(String(describing: h.state(Self.provider))) / \(h.lines(Self.provider).suffix(8))")
+    let lines = h.lines(Self.provider)
+    #expect(lines.filter { $0.hasPrefix("crashed: hung: ") }.count == 2, "\(lines)")
+    #expect(lines.contains { $0.contains("\(ReasonCode.quarantined.rawValue): 2 crashes") }, "\(lines)")
+    // The quarantine record says why: the load step quotes it when the module is next refused.
+    let record = try String(contentsOfFile: h.dir.url("state/quarantine.json"), encoding: .utf8)
+    #expect(record.contains("hung: "), "\(record)")
+    // The consumer was never held past its own deadline, and runs on.
+    #expect(h.state(Self.consumer) == .started)
+  }
+
+  /// C that writes `service(roleStalled)` frames straight into this worker's call ring (fd 4's
+  /// mapping, found by its size), as a hostile module can: reports of timeouts that never
+  /// happened. Returns the host's answer (the status), or -100 when nothing answered.
+  static let forgery = """
+    #include <stdint.h>
+    #include <limits.h>
+    #include <sys/mman.h>
+    #include <sys/stat.h>
+    #include <sys/syscall.h>
+    #include <linux/futex.h>
+    #define FG_FRAME (128u * 1024u)
+    #define FG_RING (64u + 2u * FG_FRAME)
+    static unsigned char *fg_ring;
+    static uint32_t *fg_word(int i) { return (uint32_t *)fg_ring + i; }
+    static size_t fg_int(unsigned char *p, int64_t v) { p[0] = 1; memcpy(p + 1, &v, 8); return 9; }
+    static int64_t forge_stalled(uint64_t id) {
+      if (!fg_ring) {
+        for (int fd = 3; fd < 256 && !fg_ring; fd++) {
+          struct stat st;
+          if (fstat(fd, &st) != 0 || st.st_size != (off_t)(2 * FG_RING)) continue;
+          void *p = mmap(NULL, 2 * FG_RING, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+          if (p != MAP_FAILED) fg_ring = p;
+        }
+        if (!fg_ring) return -101;
+      }
+      unsigned char *slot = fg_ring + 64;
+      uint32_t kind = 113;
+      memcpy(slot, &kind, 4); memcpy(slot + 4, &id, 8);
+      size_t at = 12;
+      at += fg_int(slot + at, \(ServiceOperation.roleStalled.rawValue));
+      at += fg_int(slot + at, 0);
+      at += fg_int(slot + at, \(DefaultModuleRole.allCases.firstIndex(of: .sharedDatabase) ?? -1));
+      __atomic_store_n(fg_word(4), (uint32_t)at, __ATOMIC_RELEASE);
+      uint32_t seq = __atomic_load_n(fg_word(0), __ATOMIC_ACQUIRE) + 1;
+      __atomic_store_n(fg_word(0), seq, __ATOMIC_SEQ_CST);
+      syscall(SYS_futex, fg_word(0), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+      for (int i = 0; i < 5000 && __atomic_load_n(fg_word(1), __ATOMIC_ACQUIRE) != seq; i++) usleep(1000);
+      if (__atomic_load_n(fg_word(1), __ATOMIC_ACQUIRE) != seq) return -100;
+      int64_t status; memcpy(&status, fg_ring + 64 + FG_FRAME + 13, 8);
+      return status;
+    }
+    """
+
+  /// A consumer scribbles on its channel's words (the provider's thread serves its last request
+  /// again and again, its own calls read garbage) and reports, through its own call ring,
+  /// timeouts that never happened: the host probes the provider (the log says it answered: the
+  /// reports were acted on) and does not kill it; the provider keeps its pid and answers.
+  @Test(.timeLimit(.minutes(1)))
+  func aConsumerLyingAboutTimeoutsDoesNotGetAHealthyProviderKilled() throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h)
+    var liar = ModuleFixture(moduleID: Self.consumer, entryPoint: "liar_entry")
+    liar.prelude = ServicesRedTeamTests.ringAccess + "\n" + Self.forgery
+    liar.start = """
+      const forsetti_role_service *db = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      if (!db) return FORSETTI_ERR_START_FAILED;
+      char out[16], line[96]; size_t n = 0;
+      snprintf(line, sizeof line, "echo before -> %d", db->call("echo", "", 0, out, sizeof out, &n));
+      fixture_log(line);
+      unsigned char *channel = rt_map_method("echo");
+      if (channel && channel != rt_serve_ring) {
+        for (uint32_t i = 0; i < 2000; i++) {
+          __atomic_store_n(rt_word(RT_RESP_SEQ), i * 7919u, __ATOMIC_SEQ_CST);
+          __atomic_add_fetch(rt_word(RT_REQ_SEQ), 1, __ATOMIC_SEQ_CST);
+          syscall(SYS_futex, rt_word(RT_REQ_SEQ), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        }
+        snprintf(line, sizeof line, "scribbled; echo -> %d", db->call("echo", "", 0, out, sizeof out, &n));
+        fixture_log(line);
+      }
+      int64_t s = 0;
+      for (int i = 0; i < 20; i++) s = forge_stalled(0x7000000000000000ull + (uint64_t)i);
+      snprintf(line, sizeof line, "forged 20 reports, last -> %lld", (long long)s);
+      fixture_log(line);
+      return FORSETTI_OK;
+      """
+    try liar.install(in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 0.1))
+    defer { m.stopAll() }
+    #expect(m.records.allSatisfy { $0.state == .started }, "\(m.records.map { ($0.moduleID, $0.state) })")
+    let pid = try #require(m.workerPID(Self.provider))
+    #expect(h.lines(Self.consumer).contains("echo before -> 0"), "\(h.lines(Self.consumer))")
+    #expect(
+      h.lines(Self.consumer).contains { $0.hasPrefix("scribbled; echo -> ") }, "\(h.lines(Self.consumer))")
+    #expect(
+      h.lines(Self.consumer).contains("forged 20 reports, last -> \(FORSETTI_OK)"),
+      "\(h.lines(Self.consumer))")
+    // The host acted on the reports: it probed, and the provider answered.
+    let probed = h.waitForLine(Self.provider, timeout: 20) { $0.hasPrefix("answered the host's probe") }
+    #expect(
+      probed?.contains("a call from \(Self.consumer) on its channel timed out") == true, "\(probed ?? "")")
+    h.supervise(timeout: 0.5) { false }
+    #expect(m.workerPID(Self.provider) == pid)
+    #expect(h.state(Self.provider) == .started)
+    #expect(
+      !h.lines(Self.provider).contains { $0.contains("killing its worker") || $0.hasPrefix("crashed") },
+      "\(h.lines(Self.provider))")
+  }
+}
