@@ -201,7 +201,8 @@ enum NeighbourBench {
     var f = Figures()
     f.work = neighbourIDs.map { id in
       let v = samples(state + "/sandboxes/\(id)/ops.txt")
-      let rate = v.count == 2 && v[0] > 0 ? String(format: "%.3g/s", v[0] / (v[1] / 1e9)) : "none"
+      guard v.count == 3, v[0] > 0 else { return "\(id.split(separator: ".").last ?? ""): none" }
+      let rate = String(format: "%.3g/s", v[0] / (v[1] / 1e9)) + (v[2] > 0 ? " over \(Int(v[2])) MiB" : "")
       return "\(id.split(separator: ".").last ?? ""): \(rate)"
     }.joined(separator: ", ")
     if !exited { stop(pid) }

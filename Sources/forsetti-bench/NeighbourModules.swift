@@ -118,25 +118,27 @@ enum NeighbourModules {
       """)
 
   /// What every hostile module adds: a count of its operations, written with the time since its
-  /// start to ops.txt four times a second, so the bench shows that the neighbour was at work.
+  /// start (and the hog's MiB) to ops.txt four times a second, so the bench shows that the
+  /// neighbour was at work.
   static let counted =
     common + """
 
-      static uint64_t ops;
+      static uint64_t ops, mib;
       static void *report(void *arg) {
         (void)arg;
         uint64_t t0 = now_ns();
         for (;;) {
           pause_ms(250);
-          uint64_t v[2] = { __atomic_load_n(&ops, __ATOMIC_RELAXED), now_ns() - t0 };
-          write_samples("ops.txt", v, 2);
+          uint64_t v[3] = { __atomic_load_n(&ops, __ATOMIC_RELAXED), now_ns() - t0, mib };
+          write_samples("ops.txt", v, 3);
         }
         return NULL;
       }
 
       """
 
-  /// A hostile module: `threads` threads running `prepare` once, then `op` forever, counting it.
+  /// A hostile module: `threads` threads running `prepare` once, then `op` forever, counting each
+  /// begun (a call that blocks counts once it is made).
   static func hostile(
     _ id: String, threads: Int, globals: String = "", setup: String = "", prepare: String = "", op: String
   ) -> Fixtures.Module {
@@ -155,8 +157,8 @@ enum NeighbourModules {
           (void)arg;
           \(prepare)
           for (;;) {
-            \(op)
             __atomic_fetch_add(&ops, 1, __ATOMIC_RELAXED);
+            \(op)
           }
           return NULL;
         }
@@ -179,8 +181,7 @@ enum NeighbourModules {
         while (bytes > 16u << 20 && (p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
           bytes -= 8u << 20;
         if (p == MAP_FAILED) { h->log(FORSETTI_LOG_ERROR, "bench: the hog could not map"); return NULL; }
-        char line[64]; snprintf(line, sizeof line, "hog: touching %zu MiB", bytes >> 20);
-        h->log(FORSETTI_LOG_INFO, line);
+        mib = bytes >> 20;
         """,
       op: """
         for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
