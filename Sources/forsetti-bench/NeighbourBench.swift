@@ -168,7 +168,8 @@ enum NeighbourBench {
     try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
     if unprivileged { chown(state, 65534, 65534) }
     defer { try? FileManager.default.removeItem(atPath: state) }
-    // A publish may wait out a hung role call (10 s) before the last tick and before bench.done.
+    // A publish may wait out a hung role call (FORSETTI_ROLE_CALL_TIMEOUT_MS, 10 s) before the last
+    // tick and again before bench.done; 25 s covers both.
     let budget = Double(warmupMS + windowMS) / 1000 + 25
     var arguments = [
       host, "run", "--manifests", dir + "/manifests", "--plugins", dir + "/plugins", "--state", state,
