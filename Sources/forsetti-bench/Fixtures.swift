@@ -180,6 +180,8 @@ enum Report {
           s +=
             ",\"baseline\":{\"name\":\"\(b.name)\",\"median\":\(b.median),\"min\":\(b.min),\"max\":\(b.max)},\"ratio\":\(r.figure.median / b.median)"
         }
+        // The note carries a target's verdict (the neighbours section's "met" or "missed").
+        s += ",\"note\":\"\(r.note.replacingOccurrences(of: "\"", with: "\\\""))\""
         return s + "}"
       }.joined(separator: ",")
       Swift.print(out + "]}")

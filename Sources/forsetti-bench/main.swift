@@ -444,4 +444,15 @@ if only == "peers" || args.contains("--peers") {
     goPlugin: dir, work: work, include: include, mode: mode, rounds: rounds, calls: quick ? 500 : 2000)
 }
 
+// 8. Issue 25: a healthy module alone and beside each hostile neighbour, under a real
+// `forsetti-host run`, as root and as uid 65534 (NeighbourBench).
+var neighbourTable = ""
+if section("neighbours") {
+  progress("a healthy module beside hostile neighbours")
+  let neighbours = try NeighbourBench.run(
+    work: work, include: include, rounds: quick ? 1 : 3, windowMS: quick ? 1000 : 1500)
+  if json { rows += neighbours.rows } else { neighbourTable = neighbours.table }
+}
+
 Report.print(rows, json: json)
+if !neighbourTable.isEmpty { print("\n" + neighbourTable) }
