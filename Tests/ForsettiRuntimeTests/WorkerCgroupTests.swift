@@ -213,7 +213,9 @@ import Testing
     fs.spawn(200, in: "")
     try worker.add(pid: 200)
     #expect(try fs.text(leaf + "/cgroup.procs") == "200")
-    #expect(try fs.text("cgroup.procs") == "100")
+    // The host runs beside its workers for the cpu controller, at a module's weight.
+    #expect(try fs.text("forsetti-100/forsetti-host/cgroup.procs") == "100")
+    #expect(try fs.text("forsetti-100/forsetti-host/cpu.weight") == "100")
     try fs.put(leaf + "/memory.events", "low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\noom_group_kill 1\n")
     try fs.put(leaf + "/memory.peak", "268435456\n")
     try fs.put(leaf + "/memory.max", "268435456\n")
@@ -401,7 +403,10 @@ import Testing
     let cgroups = try WorkerCgroups.prepare(files: fs, hostPID: 100)
     #expect(try fs.text(service + "/cgroup.subtree_control") == "cpu memory pids")
     #expect(try fs.text(service + "/forsetti-100/cgroup.subtree_control") == "cpu memory pids")
-    #expect(try fs.text(service + "/forsetti-host/cgroup.procs") == "100")
+    // Moved out of the service's cgroup into a leaf (no internal processes), then beside its
+    // workers for the cpu controller, at a module's weight.
+    #expect(try fs.text(service + "/forsetti-100/forsetti-host/cgroup.procs") == "100")
+    #expect(try fs.text(service + "/forsetti-100/forsetti-host/cpu.weight") == "100")
     #expect(try fs.text(service + "/forsetti-host/cpu.weight") == "100")
     #expect(try fs.text(service + "/forsetti-100/cpu.weight") == "100")
     #expect(cgroups.hasCPU && cgroups.notes.count == 1 && cgroups.notes[0].contains("moved 1 process(es)"))
@@ -418,6 +423,16 @@ import Testing
     #expect(try fs.text(service + "/forsetti-100/spare-2/cpu.max") == "200000 100000")
     try spare.setCPU(weight: 100, maxPercent: nil)
     #expect(try fs.text(service + "/forsetti-100/spare-2/cpu.max") == "max 100000")
+    // Prepared again with the host in its cpu leaf: the workers stay in the same parent, never
+    // beneath the host's leaf; at close the host goes back beside it and both leave.
+    fs.proc["/proc/self/cgroup"] = "0::/\(service)/forsetti-100/forsetti-host\n"
+    let again = try WorkerCgroups.prepare(files: fs, hostPID: 100)
+    #expect(again.parentDirectories == [fs.mount + "/" + service + "/forsetti-100"])
+    #expect(!fs.has(service + "/forsetti-100/forsetti-host/forsetti-100"))
+    try spare.release()
+    cgroups.close()
+    #expect(try fs.text(service + "/forsetti-host/cgroup.procs") == "100")
+    #expect(!fs.has(service + "/forsetti-100"))
   }
 
   /// Hybrid: cpu bound to a v1 hierarchy is used there; cpu not bound to v1 is looked for in the
