@@ -192,7 +192,10 @@ import Testing
       return parts.count == 3 && (v1 ? parts[1].split(separator: ",").contains("cpu") : parts[0] == "0")
     }
     guard let path = line?.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).last,
-      path.contains("/forsetti-")
+      path.contains("/forsetti-"),
+      // A host's own leaf (the test runner's, when a test in it prepared worker cgroups) is not a
+      // worker's cgroup: an unprivileged host's workers stay in whatever cgroup they were born in.
+      path.split(separator: "/").last.map(String.init) != "forsetti-host"
     else { return [:] }
     var files: [String: String] = [:]
     for name in v1 ? ["cpu.shares", "cpu.cfs_quota_us", "cpu.cfs_period_us"] : ["cpu.weight", "cpu.max"] {

@@ -197,7 +197,7 @@ import Testing
   /// again and again, its own calls read garbage) and reports, through its own call ring,
   /// timeouts that never happened: the host probes the provider (the log says it answered: the
   /// reports were acted on) and does not kill it; the provider keeps its pid and answers.
-  @Test(.timeLimit(.minutes(1)))
+  @Test(.timeLimit(.minutes(5)))
   func aConsumerLyingAboutTimeoutsDoesNotGetAHealthyProviderKilled() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)

@@ -12,7 +12,7 @@ import Testing
 /// healthy module beside it keeps being served.
 // One test at a time: each starts tens of workers at once (and compiles as many fixtures), and
 // suites beside it (a 512 MiB memset under a start deadline) share the machine.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct ProtocolViolationTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ProtocolViolationTests {
   /// Where the forging module's code runs when it writes its frame.
   enum Moment: String, CaseIterable, Sendable {
     /// A constructor, run at dlopen: the worker is confined and waits to report `loaded`.

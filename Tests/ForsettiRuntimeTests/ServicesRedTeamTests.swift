@@ -298,7 +298,7 @@ import Testing
   /// Answers with another request's ID, another kind, more bytes than the caller has room for,
   /// an absurd length word or garbage: the caller gets an error, its buffer is not overrun, the
   /// host lives on, and the next honest answer arrives.
-  @Test(.timeLimit(.minutes(1))) func forgedChannelAnswersAreRefused() throws {
+  @Test(.timeLimit(.minutes(5))) func forgedChannelAnswersAreRefused() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
     // Every call goes on a channel of the consumer's own, which a confined provider finds by
@@ -347,7 +347,7 @@ import Testing
   /// the consumer as FORSETTI_OK with `*response_length` = 2^40 (its 256-byte buffer untouched):
   /// a consumer that trusts the length it was given reads far past its buffer. In-process the
   /// host never lets that happen (`RoleCall.run` takes the length from the bytes).
-  @Test(.timeLimit(.minutes(1)))
+  @Test(.timeLimit(.minutes(5)))
   func aForgedLengthNeverReachesTheConsumerAsSuccess() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
@@ -369,7 +369,7 @@ import Testing
   /// `CallRing.wait` only looks at the deadline once the word stood still, and `CallRing.call`
   /// waits again after every change. The consumer is held for as long as the provider likes
   /// (13 s here, then it answers "late"), and the host burns a CPU meanwhile.
-  @Test(.timeLimit(.minutes(1)))
+  @Test(.timeLimit(.minutes(5)))
   func aProviderChurningItsRingWordStillTimesOut() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
@@ -384,7 +384,7 @@ import Testing
 
   /// Sixteen threads of one consumer call as fast as they can for 4 s; a second consumer calling
   /// every 20 ms is still answered every time (no timeout), and so is the bystander.
-  @Test(.timeLimit(.minutes(1)), arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: Mode.allCases)
   func aFloodingConsumerDoesNotStarveAnother(_ mode: Mode) throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
@@ -451,7 +451,7 @@ import Testing
   /// A capacity larger than the real buffer is the module's own fault (the host writes up to
   /// that many bytes into it); here the buffer is larger than what the provider answers, and a
   /// canary behind the answer shows the host wrote exactly the answer, no more.
-  @Test(.timeLimit(.minutes(1)), arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: Mode.allCases)
   func lyingLengthsAreRefusedOrAreTheCallersOwnFault(_ mode: Mode) throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
@@ -620,7 +620,7 @@ import Testing
   /// ID, over-long), races set and get on its own key from two threads (never a torn or
   /// unauthenticated value), plants a symlink to the victim's sealed file in its own sandbox and
   /// opens it (refused), and in a worker cannot open the state directory at all.
-  @Test(.timeLimit(.minutes(1)), arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: Mode.allCases)
   func aModuleCannotReachAnotherModulesSecrets(_ mode: Mode) throws {
     let h = RuntimeHarness()
     let state = h.dir.url("state")
@@ -725,7 +725,7 @@ import Testing
 
   /// Crypto at its limits: 64 KiB in, sealed, opened and hashed; a byte more is TOO_LARGE; the
   /// same in a worker, where the whole call crosses in one frame.
-  @Test(.timeLimit(.minutes(1)), arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: Mode.allCases)
   func cryptoAtItsLimits(_ mode: Mode) throws {
     let h = RuntimeHarness()
     var f = ModuleFixture(moduleID: "com.test.redteam.crypto", entryPoint: "rt_crypto_entry")
@@ -828,7 +828,7 @@ import Testing
   /// While the module writes and appends the same two names hundreds of times, the test swaps
   /// a symbolic link to a file outside and a regular file in and out under those names:
   /// the outside file is never written; long names are taken to 255 bytes and refused beyond.
-  @Test(.timeLimit(.minutes(1)), arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: Mode.allCases)
   func symlinkSwapsInTheExportDirectoryNeverWriteOutside(_ mode: Mode) throws {
     try Self.swapRace(mode, hardLinks: false)
   }
@@ -836,7 +836,7 @@ import Testing
   /// Was a finding (fixed): the same race with a hard link to the outside file swapped in and removed again.
   /// An append opens the name while it is a second link to the outside file, the link goes,
   /// and `fstat` then sees one link: the host appends to the outside file ("outsideAAAAA").
-  @Test(.timeLimit(.minutes(1)), arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: Mode.allCases)
   func hardLinkSwapsInTheExportDirectoryNeverWriteOutside(_ mode: Mode) throws {
     try Self.swapRace(mode, hardLinks: true)
   }
@@ -928,7 +928,7 @@ import Testing
   /// 40 counters (32 kept), a re-set beyond the limit, a 257-byte or non-UTF-8 summary, an
   /// unknown health, and 4 threads reporting 2000 times each: refusals with the named status,
   /// the board bounded and consistent, and the host still serving.
-  @Test(.timeLimit(.minutes(1)), arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: Mode.allCases)
   func diagnosticsFloodsAndOversizeAreBounded(_ mode: Mode) throws {
     let h = RuntimeHarness()
     let id = "com.test.redteam.diag"

@@ -10,7 +10,7 @@ import Testing
 
 /// The host's half of the worker protocol (`WorkerProtocol.swift`) against the real
 /// forsetti-worker serving real modules: stopping and saving state as the host's callers see it.
-@Suite(.timeLimit(.minutes(1))) struct WorkerProtocolTests {
+@Suite(.timeLimit(.minutes(5))) struct WorkerProtocolTests {
   static var workerExecutable: String {
     ((HostBinary.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
       "forsetti-worker")
