@@ -12,62 +12,13 @@ import Testing
 
   /// `hang` publishes `test.hang.entered` from inside the handler, then never returns.
   static var hungProvider: ModuleFixture {
-    var f = ModuleFixture(moduleID: "com.test.hung", entryPoint: "hung_entry")
-    f.prelude = """
-      static const forsetti_events *g_events;
-      static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
-                                    size_t len, void *resp, size_t cap, size_t *rlen) {
-        (void)ctx; (void)caller; (void)method; (void)req; (void)len; (void)resp; (void)cap; (void)rlen;
-        g_events->publish("test.hang.entered", "", 0);
-        for (;;) sleep(1000);
-      }
-      """
-    f.start = """
-      g_events = host->resolve(FORSETTI_SERVICE_EVENTS);
-      const forsetti_role_service *r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
-      if (!g_events || !r) return FORSETTI_ERR_START_FAILED;
-      return r->serve(handle, NULL) == FORSETTI_OK ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
-      """
-    return f
+    HungRoleFixtures.provider(moduleID: "com.test.hung", entryPoint: "hung_entry")
   }
 
   /// Calls `hang` once from a thread; told the provider is inside the handler, publishes 50
   /// events from its delivery thread and says whether the role call was still outstanding.
   static var consumer: ModuleFixture {
-    var f = ModuleFixture(moduleID: "com.test.waiter", entryPoint: "waiter_entry")
-    f.prelude = """
-      #include <pthread.h>
-      static const forsetti_role_service *g_db;
-      static const forsetti_events *g_events;
-      static volatile int g_outstanding, g_rounds;
-      static pthread_t g_thread;
-      static void entered(void *c, const char *s, const char *t, const void *p, size_t n) {
-        (void)c; (void)s; (void)t; (void)p; (void)n;
-        if (g_rounds++) return;
-        int ok = 0;
-        for (int i = 0; i < 50; i++) ok += g_events->publish("test.hang.tick", "", 0) == FORSETTI_OK;
-        char line[128];
-        snprintf(line, sizeof line, "published %d of 50; call outstanding=%d", ok, g_outstanding);
-        fixture_log(line);
-      }
-      static void *call(void *arg) {
-        (void)arg;
-        char out[16], line[64]; size_t n = 0;
-        g_outstanding = 1;
-        forsetti_status s = g_db->call("hang", "", 0, out, sizeof out, &n);
-        g_outstanding = 0;
-        snprintf(line, sizeof line, "hang -> %d", s); fixture_log(line);
-        return NULL;
-      }
-      """
-    f.start = """
-      g_db = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
-      g_events = host->resolve(FORSETTI_SERVICE_EVENTS);
-      if (!g_db || !g_events || g_events->subscribe("test.hang.entered", entered, NULL) <= 0)
-        return FORSETTI_ERR_START_FAILED;
-      return pthread_create(&g_thread, NULL, call, NULL) == 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
-      """
-    return f
+    HungRoleFixtures.consumer(moduleID: "com.test.waiter", entryPoint: "waiter_entry", times: 1)
   }
 
   @Test(.timeLimit(.minutes(3)), arguments: HostileHost.Identity.allCases)

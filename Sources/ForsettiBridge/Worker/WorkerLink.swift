@@ -306,12 +306,15 @@ package final class WorkerLink: HostBackend {
   private func answerRoleCall(
     _ bytes: UnsafeRawBufferPointer, into slot: UnsafeMutableRawBufferPointer, caller: String? = nil
   ) -> Int {
+    guard let f = try? WireView(bytes) else {
+      return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
+    }
     // The host's probe (only on its serve ring): answered once the turn is this call's.
-    if caller == nil, let f = try? WireView(bytes), f.kind == .probe {
+    if caller == nil, f.kind == .probe {
       handlerTurn.withLock { _ in }
       return Self.respond(slot, f.id, ServiceReply(FORSETTI_OK))
     }
-    guard let f = try? WireView(bytes), let call = RoleCall.Frame(f) else {
+    guard let call = RoleCall.Frame(f) else {
       return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
     }
     // In place, without copies: the scratch memory is this link's, used only under the turn.
