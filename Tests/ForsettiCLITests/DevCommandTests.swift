@@ -8,25 +8,35 @@ import Testing
 final class DevHost: Sendable {
   let process: Process
   private let output = LineBuffer()
+  /// Standard error on its own, when launched with `separateErrors`; else it is in `lines`.
+  private let errors = LineBuffer()
 
   /// Any verb, e.g. `run`.
-  static func launch(_ args: [String]) throws -> DevHost { try DevHost(args, verb: nil) }
+  static func launch(_ args: [String], separateErrors: Bool = false) throws -> DevHost {
+    try DevHost(args, verb: nil, separateErrors: separateErrors)
+  }
 
   convenience init(_ args: [String]) throws { try self.init(args, verb: "dev") }
 
-  init(_ args: [String], verb: String?, executable: String = HostBinary.path, in directory: String? = nil)
-    throws
-  {
+  init(
+    _ args: [String], verb: String?, executable: String = HostBinary.path, in directory: String? = nil,
+    separateErrors: Bool = false
+  ) throws {
     process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = (verb.map { [$0] } ?? []) + args
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     let pipe = Pipe()
     process.standardOutput = pipe
-    process.standardError = pipe
+    let errorPipe = separateErrors ? Pipe() : pipe
+    process.standardError = errorPipe
     try process.run()
-    let handle = pipe.fileHandleForReading
-    let output = self.output
+    Self.pump(pipe.fileHandleForReading, into: output)
+    if separateErrors { Self.pump(errorPipe.fileHandleForReading, into: errors) }
+  }
+
+  /// Reads `handle` to its end on a thread of its own, a line at a time into `buffer`.
+  private static func pump(_ handle: FileHandle, into buffer: LineBuffer) {
     Thread {
       var pending = Data()
       while true {
@@ -36,20 +46,33 @@ final class DevHost: Sendable {
         while let nl = pending.firstIndex(of: 0x0A) {
           let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
           pending.removeSubrange(pending.startIndex...nl)
-          output.value.withLock { $0.append(line) }
+          buffer.value.withLock { $0.append(line) }
         }
       }
     }.start()
   }
 
   var lines: [String] { output.value.withLock { $0 } }
+  /// Standard error's lines when launched with `separateErrors`, else none.
+  var errorLines: [String] { errors.value.withLock { $0 } }
 
   /// The first line after index `from` containing `text`, waiting up to `timeout` seconds.
   func await(_ text: String, from: Int = 0, timeout: Double = 10) -> (Int, String)? {
+    awaitAny([text], from: from, timeout: timeout, in: { self.lines })
+  }
+
+  /// The first line of `stream` after index `from` containing any of `texts`, waiting up to
+  /// `timeout` seconds.
+  func awaitAny(
+    _ texts: [String], from: Int = 0, timeout: Double = 10, in stream: (() -> [String])? = nil
+  ) -> (Int, String)? {
+    let read = stream ?? { self.lines }
     let end = Date().addingTimeInterval(timeout)
     while Date() < end {
-      let l = lines
-      if from < l.count, let i = l[from...].firstIndex(where: { $0.contains(text) }) { return (i, l[i]) }
+      let l = read()
+      if from < l.count, let i = l[from...].firstIndex(where: { line in texts.contains { line.contains($0) } }) {
+        return (i, l[i])
+      }
       usleep(10_000)
     }
     return nil
