@@ -6,7 +6,7 @@ import ForsettiRuntime
 enum ActivationCommands {
   static let common: [OptionSpec] = [
     .value("manifests", "DIR", "Where the module's manifest is.", default: "manifests"),
-    .value("state", "DIR", "State directory.", default: ".forsetti"),
+    .state("State directory."),
     .flag("json", "Print the resulting activation state as JSON instead of text."),
   ]
 
@@ -100,7 +100,7 @@ enum ActivationCommands {
   static func update(_ p: ParsedArguments, _ change: (inout ActivationState) -> Void) throws(CommandFailure)
     -> ActivationState
   {
-    let store = ActivationStore(stateDirectory: p.value("state") ?? ".forsetti")
+    let store = ActivationStore(stateDirectory: p.stateDirectory)
     do { return try store.update(change) } catch {
       throw .configuration(.file(option: "state", path: error.path, reason: error.reason))
     }

@@ -6,7 +6,7 @@ enum ApproveCommand {
   static let options: [OptionSpec] = [
     .value("capabilities", "CAP,CAP…", "Only these capabilities (default: all the manifest requests)."),
     .value("manifests", "DIR", "Where the module's manifest is.", default: "manifests"),
-    .value("state", "DIR", "State directory.", default: ".forsetti"),
+    .state("State directory."),
     .flag("json", "Print JSON instead of text."),
   ]
 
@@ -39,7 +39,7 @@ enum ApproveCommand {
 
   static func approve(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     let id = p.positionals[0]
-    let store = ApprovalStore(stateDirectory: p.value("state") ?? ".forsetti")
+    let store = ApprovalStore(stateDirectory: p.stateDirectory)
     let report: DiscoveryReport
     do {
       report = try ManifestDiscovery.discover(
@@ -74,7 +74,7 @@ enum ApproveCommand {
 
   static func revoke(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     let id = p.positionals[0]
-    let store = ApprovalStore(stateDirectory: p.value("state") ?? ".forsetti")
+    let store = ApprovalStore(stateDirectory: p.stateDirectory)
     do {
       let left = try store.revoke(id, try capabilities(p))
       console.out(

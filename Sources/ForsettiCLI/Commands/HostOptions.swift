@@ -37,7 +37,7 @@ struct HostOptions {
     .value(
       "host-version", "X.Y.Z", "Judge as if the host were this version.",
       default: ForsettiVersion.current.description),
-    .value("state", "DIR", "State directory (approvals.json is read from it).", default: ".forsetti"),
+    .state("State directory (approvals.json is read from it)."),
     .flag(
       "require-signatures",
       "Refuse a module unless signed by a key in STATE/trusted-keys/modules/ (forsetti-host trust KEY --for modules)."
@@ -64,7 +64,7 @@ struct HostOptions {
         throw .configuration(.directory(option: "plugins", path: dir, reason: "no such directory"))
       }
     }
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     if p.flag("require-signatures") { try requireModuleKeys(stateDirectory: state) }
     return HostOptions(
       manifestsDirectory: p.value("manifests") ?? "manifests", pluginDirectories: p.all("plugins"),

@@ -32,7 +32,7 @@ enum KeyCommands {
       EXIT STATUS: 0 signed by a trusted key, 1 unsigned or invalid, 2 usage error.
       """,
     options: [
-      .value("state", "DIR", "State directory whose trusted-keys/modules/ to use.", default: ".forsetti"),
+      .state("State directory whose trusted-keys/modules/ to use."),
       .flag("json", "Print the result as JSON."),
     ],
     positionals: [PositionalSpec("FILE.so", "The binary to check.")])
@@ -94,7 +94,7 @@ enum KeyCommands {
   }
 
   static func verify(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     let file = p.positionals[0]
     guard FileManager.default.fileExists(atPath: file) else {
       throw .configuration(.file(option: "verify", path: file, reason: "no such file; give the module's .so"))

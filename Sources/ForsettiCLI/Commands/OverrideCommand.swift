@@ -38,7 +38,7 @@ enum OverrideCommand {
       .flag("windows", "With clear: clear only the time-frame windows."),
       .flag("in-memory", "Set or clear the running host's in-memory override (gone when it stops)."),
       .flag("json", "Print the result as JSON."),
-      .value("state", "DIR", "State directory.", default: ".forsetti"),
+      .state("State directory."),
     ],
     positionals: [
       PositionalSpec("module|product|list", "Which channel, or list."),
@@ -47,7 +47,7 @@ enum OverrideCommand {
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     let store = OverrideStore(stateDirectory: state)
     if p.positionals[0] == "list" { return try list(p, store: store, console: console) }
     if p.flag("in-memory") {

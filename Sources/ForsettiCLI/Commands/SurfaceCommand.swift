@@ -16,12 +16,12 @@ enum SurfaceCommand {
         2  usage error
       """,
     options: [
-      .value("state", "DIR", "State directory of the host.", default: ".forsetti"),
+      .state("State directory of the host."),
       .flag("json", "Print JSON instead of text."),
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     guard
       let value = try HostOptions.readJSON(
         RuntimeStateFile.surfacePath(state), option: "state", missingOK: true),

@@ -33,13 +33,13 @@ enum TrustCommand {
     options: [
       .value("for", "licences|modules", "The role the key is trusted for."),
       .flag("list", "List the trusted keys by role."),
-      .value("state", "DIR", "State directory whose trusted-keys/ to use.", default: ".forsetti"),
+      .state("State directory whose trusted-keys/ to use."),
       .flag("json", "Print the result as JSON."),
     ],
     positionals: [PositionalSpec("FILE.pub", "The vendor's public key.", optional: true)])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     if p.flag("list") {
       if let extra = p.positionals.first { throw .usage(.unexpectedArgument(extra)) }
       if p.value("for") != nil { throw .usage(.unexpectedArgument("--for")) }

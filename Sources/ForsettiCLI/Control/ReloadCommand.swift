@@ -18,12 +18,12 @@ enum ReloadCommand {
         1  refused by a gate, or rolled back
         2  usage error, no such module, or no host running on --state
       """,
-    options: [.value("state", "DIR", "State directory.", default: ".forsetti")],
+    options: [.state("State directory.")],
     positionals: [PositionalSpec("MODULE_ID", "The module to reload.")])
 
   /// Runs only when no host answered.
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     throw .configuration(
       .directory(
         option: "state", path: state, reason: "no host is running on it; reload needs a running host"))

@@ -44,7 +44,7 @@ enum RemoteVerbs {
   /// Asks the host running on the state directory of `p`. nil: none runs (run the verb on the
   /// files); otherwise the exit status, its answer printed.
   static func ask(_ verb: String, _ p: ParsedArguments, spec: CommandSpec, console: Console) -> Int32? {
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     let request = ControlRequest(verb: verb, arguments: clientArguments(p, spec: spec))
     switch ControlClient.ask(request, stateDirectory: state) {
     case .answered(let r):
@@ -62,7 +62,7 @@ enum RemoteVerbs {
 
   /// The note after a verb ran on the files because no host runs.
   static func noHost(_ verb: String, _ p: ParsedArguments) -> String {
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     let writes = writing.contains(verb) && p.positionals.first != "list"
     return
       "forsetti-host: no host is running on \(state); \(writes ? "wrote the files" : "read from the files")\n"

@@ -17,13 +17,13 @@ enum StatusCommand {
         3  no host is running on it (as `systemctl is-active`)
       """,
     options: [
-      .value("state", "DIR", "State directory.", default: ".forsetti"),
+      .state("State directory."),
       .flag("json", "Print JSON instead of text."),
     ])
 
   /// Runs only when no host answered: nothing runs.
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.value("state") ?? ".forsetti"
+    let state = p.stateDirectory
     let last = try LastRun.read(stateDirectory: state)
     if p.flag("json") {
       var o = JSONObject([("running", .bool(false)), ("state", .string(state))])

@@ -1,0 +1,36 @@
+import Glibc
+
+/// Where the state lives when no `--state` is given: a place no other user can create first.
+///
+/// `./.forsetti` (the default before) let anyone who could write the working directory plant a
+/// state directory, or a control socket the CLI would then talk to; root's default is therefore
+/// `/var/lib/forsetti` (what the systemd unit uses, writable by root alone), and any other user's
+/// is under their own home, as the XDG base directory rules put state.
+public enum DefaultStateDirectory {
+  /// How `--help` and the manual say it.
+  public static let described = "/var/lib/forsetti as root, else $XDG_STATE_HOME/forsetti"
+
+  /// The rule: root's system directory, else `$XDG_STATE_HOME/forsetti` when that is absolute
+  /// (the XDG rule ignores a relative one), else `HOME/.local/state/forsetti`.
+  public static func path(effectiveUID: UInt32, xdgStateHome: String?, home: String) -> String {
+    if effectiveUID == 0 { return "/var/lib/forsetti" }
+    if let x = xdgStateHome, x.hasPrefix("/") { return join(x, "forsetti") }
+    return join(home, ".local/state/forsetti")
+  }
+
+  /// This process's default: its effective uid, its environment, and its home as the user
+  /// database says when `HOME` is unset or relative.
+  public static var current: String {
+    let uid = geteuid()
+    let xdg = getenv("XDG_STATE_HOME").map { String(cString: $0) }
+    var home = getenv("HOME").map { String(cString: $0) } ?? ""
+    if !home.hasPrefix("/") {
+      home = getpwuid(uid).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } } ?? "/nonexistent"
+    }
+    return path(effectiveUID: uid, xdgStateHome: xdg, home: home)
+  }
+
+  private static func join(_ a: String, _ b: String) -> String {
+    a.hasSuffix("/") ? a + b : a + "/" + b
+  }
+}
