@@ -127,6 +127,8 @@ extension AuthorGuideTests {
     var environment: [String] {
       [
         "HOME=\(home)",
+        // The host's default state directory, here in the reader's home even as root.
+        "XDG_STATE_HOME=\(home)/.local/state",
         "PATH=\(prefix)/bin:\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")",
       ]
     }

@@ -29,7 +29,9 @@ import Testing
   /// Runs the installed host on the project in `project` and expects `id` to start and stop.
   func expectRuns(_ id: String, prefix: String, project: String, plugins: String) throws {
     let r = try ProcessRunner.run(
-      prefix + "/bin/forsetti-host", ["run", "--manifests", "manifests", "--plugins", plugins, "--for", "1"],
+      prefix + "/bin/forsetti-host", [
+        "run", "--manifests", "manifests", "--plugins", plugins, "--state", project + "/.forsetti", "--for", "1",
+      ],
       in: project)
     let all = r.stdout + r.stderr
     #expect(r.status == 0, "run failed: \(all)")
@@ -55,7 +57,7 @@ import Testing
 
     // Under `dev`, the project's next `make` is picked up by the running host.
     let dev = try DevHost(
-      ["--manifests", "manifests", "--plugins", "build"], verb: "dev",
+      ["--manifests", "manifests", "--plugins", "build", "--state", project + "/.forsetti"], verb: "dev",
       executable: prefix + "/bin/forsetti-host",
       in: project)
     defer { dev.stop() }

@@ -89,7 +89,7 @@ struct ModuleTemplate {
   var runCommands: String {
     language == .c
       ? "make dev        # build, then run under forsetti-host dev: rebuilds are picked up live"
-      : "swift build && \(host) dev --manifests manifests --plugins \(pluginsDirectory) --state .forsetti"
+      : "swift build && \(host) dev --manifests manifests --plugins \(pluginsDirectory)"
   }
 
   var readme: String {
@@ -131,8 +131,6 @@ struct ModuleTemplate {
     FORSETTI_PREFIX ?= \(prefix)
     PKG_CONFIG := PKG_CONFIG_PATH=$(FORSETTI_PREFIX)/lib/pkgconfig pkg-config
     FORSETTI_HOST ?= $(FORSETTI_PREFIX)/bin/forsetti-host
-    # This project's own state (approvals, sandboxes, logs), beside its sources.
-    STATE ?= .forsetti
 
     ifneq ($(shell $(PKG_CONFIG) --exists forsetti && echo yes),yes)
     $(error forsetti.pc not found in $(FORSETTI_PREFIX)/lib/pkgconfig: install Forsetti with scripts/install --prefix DIR, then make FORSETTI_PREFIX=DIR)
@@ -155,10 +153,10 @@ struct ModuleTemplate {
     \t$(FORSETTI_HOST) lint \(manifestPath) --plugin $(LIB)
 
     run: $(LIB)
-    \t$(FORSETTI_HOST) run --manifests manifests --plugins build --state $(STATE)
+    \t$(FORSETTI_HOST) run --manifests manifests --plugins build
 
     dev: $(LIB)
-    \t$(FORSETTI_HOST) dev --manifests manifests --plugins build --state $(STATE)
+    \t$(FORSETTI_HOST) dev --manifests manifests --plugins build
 
     clean:
     \trm -rf build

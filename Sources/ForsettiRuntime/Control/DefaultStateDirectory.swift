@@ -3,18 +3,21 @@ import Glibc
 /// Where the state lives when no `--state` is given: a place no other user can create first.
 ///
 /// `./.forsetti` (the default before) let anyone who could write the working directory plant a
-/// state directory, or a control socket the CLI would then talk to; root's default is therefore
-/// `/var/lib/forsetti` (what the systemd unit uses, writable by root alone), and any other user's
-/// is under their own home, as the XDG base directory rules put state.
+/// state directory, or a control socket the CLI would then talk to. The default is now under the
+/// caller's own control: `$XDG_STATE_HOME/forsetti` when the caller set that (their own
+/// environment, which no other user writes), else root's `/var/lib/forsetti` (what the systemd
+/// unit uses, writable by root alone), else `~/.local/state/forsetti`, as the XDG base directory
+/// rules put a user's state.
 public enum DefaultStateDirectory {
   /// How `--help` and the manual say it.
-  public static let described = "/var/lib/forsetti as root, else $XDG_STATE_HOME/forsetti"
+  public static let described =
+    "$XDG_STATE_HOME/forsetti if set, else /var/lib/forsetti as root, else ~/.local/state/forsetti"
 
-  /// The rule: root's system directory, else `$XDG_STATE_HOME/forsetti` when that is absolute
-  /// (the XDG rule ignores a relative one), else `HOME/.local/state/forsetti`.
+  /// The rule: `$XDG_STATE_HOME/forsetti` when that is absolute (the XDG rule ignores a relative
+  /// one), else root's system directory, else `HOME/.local/state/forsetti`.
   public static func path(effectiveUID: UInt32, xdgStateHome: String?, home: String) -> String {
-    if effectiveUID == 0 { return "/var/lib/forsetti" }
     if let x = xdgStateHome, x.hasPrefix("/") { return join(x, "forsetti") }
+    if effectiveUID == 0 { return "/var/lib/forsetti" }
     return join(home, ".local/state/forsetti")
   }
 
