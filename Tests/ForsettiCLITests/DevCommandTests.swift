@@ -70,7 +70,9 @@ final class DevHost: Sendable {
     let end = Date().addingTimeInterval(timeout)
     while Date() < end {
       let l = read()
-      if from < l.count, let i = l[from...].firstIndex(where: { line in texts.contains { line.contains($0) } }) {
+      if from < l.count,
+        let i = l[from...].firstIndex(where: { line in texts.contains { line.contains($0) } })
+      {
         return (i, l[i])
       }
       usleep(10_000)

@@ -29,8 +29,10 @@ import Testing
   /// Runs the installed host on the project in `project` and expects `id` to start and stop.
   func expectRuns(_ id: String, prefix: String, project: String, plugins: String) throws {
     let r = try ProcessRunner.run(
-      prefix + "/bin/forsetti-host", [
-        "run", "--manifests", "manifests", "--plugins", plugins, "--state", project + "/.forsetti", "--for", "1",
+      prefix + "/bin/forsetti-host",
+      [
+        "run", "--manifests", "manifests", "--plugins", plugins, "--state", project + "/.forsetti", "--for",
+        "1",
       ],
       in: project)
     let all = r.stdout + r.stderr

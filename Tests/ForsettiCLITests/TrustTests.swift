@@ -240,7 +240,8 @@ import Testing
     var stoppedByExpiry = false
     for expiresIn in [3.0, 15, 60] {
       try issue(
-        vendor, product: "com.vendor.pro", expires: Self.instant(expiresIn), to: state + "/licences/pro.licence")
+        vendor, product: "com.vendor.pro", expires: Self.instant(expiresIn),
+        to: state + "/licences/pro.licence")
       let host = try DevHost.launch(
         [
           "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state,
@@ -260,7 +261,8 @@ import Testing
         "standard error: \(host.errorLines.suffix(20)); standard output: \(host.lines.suffix(20))")
       // What an operator's tooling reads says why it is no longer running.
       let published = LiveHost.wait(
-        stateDirectory: state, pid: host.process.processIdentifier, for: ["com.test.app": "blocked/moduleLocked"],
+        stateDirectory: state, pid: host.process.processIdentifier,
+        for: ["com.test.app": "blocked/moduleLocked"],
         timeout: 60, isRunning: { host.process.isRunning })
       #expect(published.reached, "\(published)")
       stoppedByExpiry = true
