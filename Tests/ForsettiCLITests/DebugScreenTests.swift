@@ -4,9 +4,9 @@ import Foundation
 import Glibc
 import Testing
 
-/// The debug screen's walls, over real TCP to a real `forsetti-host run --ui`: the token, the
-/// Host header, the CSRF header, the security headers; and the page the host carries is the one
-/// in Sources/ForsettiCLI/Web/Assets.
+/// The debug screen's walls, over real TCP to a real `forsetti-host run --ui`: the token (a
+/// header, never a cookie), the Host header, the CSRF header, the security headers; and the page
+/// the host carries is the one in Sources/ForsettiCLI/Web/Assets.
 @Suite(.serialized) struct DebugScreenTests {
   let dir = TemporaryDirectory("ui")
 
@@ -44,11 +44,11 @@ import Testing
   }
 
   static func request(
-    _ method: String, _ path: String, host: String, cookie: String? = nil, csrf: Bool = false,
+    _ method: String, _ path: String, host: String, token: String? = nil, csrf: Bool = false,
     body: String = ""
   ) -> String {
     var r = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
-    if let cookie { r += "Cookie: forsetti_token=\(cookie)\r\n" }
+    if let token { r += "X-Forsetti-Token: \(token)\r\n" }
     if csrf { r += "X-Forsetti-Request: 1\r\n" }
     if !body.isEmpty { r += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
     return r + "\r\n" + body
@@ -69,64 +69,82 @@ import Testing
     let token = try #require(url.split(separator: "=").last.map(String.init))
     let me = "127.0.0.1:\(port)"
 
+    // The page holds nothing of the host: it loads without the token, and sets no cookie (a
+    // browser would send a cookie to every port of 127.0.0.1).
     let first = try Self.exchange(port, Self.request("GET", "/?token=\(token)", host: me))
     #expect(first.status == 200)
-    #expect(first.text.contains("Set-Cookie: forsetti_token=\(token); HttpOnly; SameSite=Strict; Path=/"))
+    #expect(!first.text.lowercased().contains("set-cookie"), "\(first.text.prefix(800))")
     #expect(first.text.contains("Content-Security-Policy: default-src 'none'; script-src 'self'"))
     #expect(first.text.contains("X-Content-Type-Options: nosniff"))
     #expect(!first.text.lowercased().contains("access-control-allow"))
+    #expect(try Self.exchange(port, Self.request("GET", "/", host: me)).status == 200)
 
-    #expect(try Self.exchange(port, Self.request("GET", "/", host: me)).status == 401)
+    // What is the host's needs the token, in its header; a cookie of that name is nothing.
+    let status = #"{"verb":"status","arguments":["--json"]}"#
+    let cookie =
+      "POST /api HTTP/1.1\r\nHost: \(me)\r\nConnection: close\r\nCookie: forsetti_token=\(token)\r\n"
+      + "X-Forsetti-Request: 1\r\nContent-Length: \(status.utf8.count)\r\n\r\n\(status)"
+    #expect(try Self.exchange(port, cookie).status == 401)
+    #expect(
+      try Self.exchange(port, Self.request("POST", "/api", host: me, csrf: true, body: status)).status == 401)
+    #expect(try Self.exchange(port, Self.request("GET", "/api/events", host: me)).status == 401)
     // One character changed, whatever the token starts with.
     let forged = (token.first == "0" ? "1" : "0") + token.dropFirst()
-    #expect(try Self.exchange(port, Self.request("GET", "/", host: me, cookie: forged)).status == 401)
+    let wrong = try Self.exchange(
+      port, Self.request("POST", "/api", host: me, token: forged, csrf: true, body: status))
+    #expect(wrong.status == 401)
+    #expect(wrong.text.contains("open the address the host printed"))
     #expect(
-      try Self.exchange(port, Self.request("GET", "/", host: "localhost:\(port)", cookie: token)).status
+      try Self.exchange(port, Self.request("GET", "/", host: "localhost:\(port)", token: token)).status
         == 200)
     // DNS rebinding: a name that resolves here is still not this page's name.
     #expect(
-      try Self.exchange(port, Self.request("GET", "/", host: "evil.example:\(port)", cookie: token)).status
+      try Self.exchange(port, Self.request("GET", "/", host: "evil.example:\(port)", token: token)).status
         == 421)
     #expect(
-      try Self.exchange(port, Self.request("GET", "/", host: "127.0.0.1:1", cookie: token)).status == 421)
-
-    let status = #"{"verb":"status","arguments":["--json"]}"#
+      try Self.exchange(port, Self.request("GET", "/", host: "127.0.0.1:1", token: token)).status == 421)
     #expect(
-      try Self.exchange(port, Self.request("POST", "/api", host: me, cookie: token, body: status)).status
+      try Self.exchange(
+        port,
+        Self.request("POST", "/api", host: "evil.example:\(port)", token: token, csrf: true, body: status)
+      ).status == 421)
+
+    #expect(
+      try Self.exchange(port, Self.request("POST", "/api", host: me, token: token, body: status)).status
         == 403)
     let answered = try Self.exchange(
-      port, Self.request("POST", "/api", host: me, cookie: token, csrf: true, body: status))
+      port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: status))
     #expect(answered.status == 200)
     #expect(answered.text.contains(#"\"running\":true"#), "\(answered.text)")
     let bad = #"{"verb":"rm","arguments":[]}"#
     #expect(
-      try Self.exchange(port, Self.request("POST", "/api", host: me, cookie: token, csrf: true, body: bad))
+      try Self.exchange(port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: bad))
         .status == 400)
     #expect(
-      try Self.exchange(port, Self.request("DELETE", "/api", host: me, cookie: token, csrf: true)).status
+      try Self.exchange(port, Self.request("DELETE", "/api", host: me, token: token, csrf: true)).status
         == 405)
     // Oversized: a body past 1 MiB is refused, not gathered.
     let huge = #"{"verb":"status","arguments":[""# + String(repeating: "x", count: 2 << 20) + #""]}"#
     let refused = try Self.exchange(
-      port, Self.request("POST", "/api", host: me, cookie: token, csrf: true, body: huge))
+      port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: huge))
     #expect(refused.status == 413)
     // Truncated: a request that promises more than it sends, then goes away, costs nothing.
     let cut =
-      "POST /api HTTP/1.1\r\nHost: \(me)\r\nCookie: forsetti_token=\(token)\r\n"
+      "POST /api HTTP/1.1\r\nHost: \(me)\r\nX-Forsetti-Token: \(token)\r\n"
       + "X-Forsetti-Request: 1\r\nContent-Length: 1000\r\n\r\n{\"verb\""
     _ = try? Self.exchange(port, cut, readTimeout: 1)
     let after = try Self.exchange(
-      port, Self.request("POST", "/api", host: me, cookie: token, csrf: true, body: status))
+      port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: status))
     #expect(after.status == 200)
 
     // The page's files, byte for byte as they are in Sources/ForsettiCLI/Web/Assets.
-    let js = try Self.exchange(port, Self.request("GET", "/app.js", host: me, cookie: token))
+    let js = try Self.exchange(port, Self.request("GET", "/app.js", host: me, token: token))
     #expect(js.status == 200)
     #expect(js.text.contains("Content-Type: text/javascript"))
     let assets = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("Sources/ForsettiCLI/Web/Assets")
     for (path, file) in [("/", "index.html"), ("/app.js", "app.js"), ("/app.css", "app.css")] {
-      let served = try Self.exchange(port, Self.request("GET", path, host: me, cookie: token)).text
+      let served = try Self.exchange(port, Self.request("GET", path, host: me, token: token)).text
       let body = served.range(of: "\r\n\r\n").map { String(served[$0.upperBound...]) } ?? ""
       let source = try String(contentsOf: assets.appendingPathComponent(file), encoding: .utf8)
       #expect(body == source, "\(path) is not \(file) as it is in the sources")

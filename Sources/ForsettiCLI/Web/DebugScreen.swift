@@ -5,12 +5,16 @@ import FoundationEssentials
 import Glibc
 
 /// The debug screen: a page on 127.0.0.1 for the running host (`run --ui`, `dev --ui`), served by
-/// libmicrohttpd (no parser of ours reads network input). Every request must carry the one-time
-/// token (`?token=` on the first visit, then a `SameSite=Strict` cookie) and name the loopback
-/// address in its `Host` header (no DNS rebinding); a `POST` must carry `X-Forsetti-Request: 1`,
-/// which no other site's page can send without a CORS answer we never give. `POST /api` takes
-/// the control socket's requests (`docs/control.md`) and the host's thread serves them;
-/// `GET /api/events` streams what happens (server-sent events).
+/// libmicrohttpd (no parser of ours reads network input). The page itself (`/`, `app.js`,
+/// `app.css`) is the same for every host and holds nothing of it; everything about the host
+/// (`/api`, `/api/events`) needs the one-time token in the header `X-Forsetti-Token`, never a
+/// cookie: a browser sends a cookie to every port of 127.0.0.1, a header only where the page
+/// puts it. The page takes the token from the address the host printed (`?token=`) and keeps it
+/// in its tab's `sessionStorage`, which is per origin, port included, so pages of several hosts
+/// live side by side. Every request must name the loopback address in its `Host` header (no DNS
+/// rebinding); a `POST` must carry `X-Forsetti-Request: 1` besides. `POST /api` takes the control
+/// socket's requests (`docs/control.md`) and the host's thread serves them; `GET /api/events`
+/// streams what happens (server-sent events), at most `WebLimits.streams` at once.
 ///
 /// `@unchecked Sendable`: `daemon` and `port` are set once in `init` (before any request can
 /// arrive: the daemon's threads read them only after it started) and `daemon` is cleared by
@@ -42,14 +46,16 @@ final class DebugScreen: @unchecked Sendable {
     self.events = events
     self.ask = ask
     let context = Unmanaged.passUnretained(self).toOpaque()
-    guard let d = forsetti_web_start(port, Self.onRequest, Self.onRead, Self.onClosed, context) else {
+    let limits = forsetti_web_limits(
+      connections: WebLimits.connections, idle_seconds: WebLimits.idleSeconds, threads: WebLimits.threads)
+    guard let d = forsetti_web_start(port, limits, Self.onRequest, Self.onRead, Self.onClosed, context) else {
       throw StartError(port: port)
     }
     daemon = d
     self.port = forsetti_web_port(d)
   }
 
-  /// The address to open, token included.
+  /// The address to open, token included (the page moves it out of the address bar at once).
   var url: String { "http://127.0.0.1:\(port)/?token=\(token)" }
 
   func stop() {
@@ -60,12 +66,12 @@ final class DebugScreen: @unchecked Sendable {
 
   // MARK: - Requests
 
-  /// An answer: status, content type, body, and a cookie to set.
+  /// An answer: status, content type, body, and headers of its own.
   struct Reply {
     var status: UInt32
     var type: String
     var body: [UInt8]
-    var cookie: String? = nil
+    var headers: [(String, String)] = []
 
     static func json(_ status: UInt32, _ v: JSONValue) -> Reply {
       Reply(status: status, type: "application/json", body: Array(JSONWriter.string(v).utf8))
@@ -86,6 +92,9 @@ final class DebugScreen: @unchecked Sendable {
     ("X-Frame-Options", "DENY"),
   ]
 
+  /// The header that carries the token.
+  static let tokenHeader = "X-Forsetti-Token"
+
   /// What a request gets, before any body is read into a verb: the checks, then the route.
   func route(method: String, path: String, value: (Int32, String) -> String?, body: [UInt8], tooLarge: Bool)
     -> Reply
@@ -94,32 +103,49 @@ final class DebugScreen: @unchecked Sendable {
     guard host == "127.0.0.1:\(port)" || host == "localhost:\(port)" else {
       return .refusal(421, "this page answers only http://127.0.0.1:\(port) and http://localhost:\(port)")
     }
-    let offered = value(2, "token") ?? value(1, "forsetti_token") ?? ""
-    guard Self.equal(offered, token) else {
-      return .refusal(401, "the token is missing or wrong: open the address the host printed")
-    }
-    let fromQuery = value(2, "token") != nil
     switch (method, path) {
+    // The page: the same for every host, nothing of this one in it, so it loads without the
+    // token and can say itself what is wrong when the token is (a restarted host).
     case ("GET", "/"), ("GET", "/index.html"):
-      var r = Reply(status: 200, type: "text/html; charset=utf-8", body: WebAssets.indexHTML)
-      if fromQuery { r.cookie = "forsetti_token=\(token); HttpOnly; SameSite=Strict; Path=/" }
-      return r
+      return Reply(status: 200, type: "text/html; charset=utf-8", body: WebAssets.indexHTML)
     case ("GET", "/app.js"):
       return Reply(status: 200, type: "text/javascript; charset=utf-8", body: WebAssets.appJS)
     case ("GET", "/app.css"):
       return Reply(status: 200, type: "text/css; charset=utf-8", body: WebAssets.appCSS)
-    case ("POST", "/api"):
-      guard value(0, "X-Forsetti-Request") == "1" else {
-        return .refusal(403, "a POST needs the header X-Forsetti-Request: 1")
-      }
-      guard !tooLarge else { return .refusal(413, "a request larger than 1 MiB") }
-      return api(body)
-    case (_, "/"), (_, "/api"), (_, "/app.js"), (_, "/app.css"), (_, "/api/events"):
+    case (_, "/"), (_, "/index.html"), (_, "/app.js"), (_, "/app.css"):
       return .refusal(405, "\(method) is not allowed here")
+    case (_, "/api"), (_, "/api/events"):
+      guard Self.equal(value(0, Self.tokenHeader) ?? "", token) else {
+        return .refusal(
+          401, "the token is missing or not this host's (restarted?): open the address the host printed")
+      }
+      switch (method, path) {
+      case ("GET", "/api/events"):
+        // Answered by `onRequest` with a stream; here only the checks.
+        return Reply(status: 200, type: "text/event-stream", body: [])
+      case ("POST", "/api"):
+        guard value(0, "X-Forsetti-Request") == "1" else {
+          return .refusal(403, "a POST needs the header X-Forsetti-Request: 1")
+        }
+        guard !tooLarge else { return .refusal(413, "a request larger than 1 MiB") }
+        return api(body)
+      default:
+        return .refusal(405, "\(method) is not allowed here")
+      }
     default:
       return .refusal(404, "no such page: \(path)")
     }
   }
+
+  /// The answer to one stream too many: text the page shows as it is, and the connection closed
+  /// so its slot is free at once.
+  static let streamsFull = Reply(
+    status: 503, type: "text/plain; charset=utf-8",
+    body: Array(
+      ("live events refused: this host already serves \(WebLimits.streams) event streams, its most. "
+        + "Close another page of this host (a closed page is noticed within \(2 * WebEvents.keepAlive) s); "
+        + "the page retries by itself.").utf8),
+    headers: [("Connection", "close"), ("Retry-After", "10")])
 
   /// `{"verb":…,"arguments":[…]}`: a control request, served by the host's thread.
   private func api(_ body: [UInt8]) -> Reply {
@@ -148,8 +174,7 @@ final class DebugScreen: @unchecked Sendable {
   }
 
   private static func send(_ r: Reply, _ connection: OpaquePointer?) -> Int32 {
-    var headers = securityHeaders + [("Content-Type", r.type)]
-    if let c = r.cookie { headers.append(("Set-Cookie", c)) }
+    let headers = securityHeaders + [("Content-Type", r.type)] + r.headers
     return withHeaders(headers) { h in
       r.body.withUnsafeBufferPointer { b in
         b.withMemoryRebound(to: CChar.self) {
@@ -183,11 +208,13 @@ final class DebugScreen: @unchecked Sendable {
       forsetti_web_value(connection, kind, name).map { String(cString: $0) }
     }
     if m == "GET" && path == "/api/events" {
-      let reply = screen.route(method: "GET", path: "/", value: value, body: [], tooLarge: false)
+      let reply = screen.route(method: m, path: path, value: value, body: [], tooLarge: false)
       guard reply.status == 200 else { return send(reply, connection) }
-      let id = screen.events.subscribe()
+      guard let id = screen.events.subscribe() else { return send(streamsFull, connection) }
       let headers = securityHeaders + [("Content-Type", "text/event-stream")]
-      return withHeaders(headers) { forsetti_web_reply_stream(connection, id, $0) }
+      return withHeaders(headers) {
+        forsetti_web_reply_stream(connection, id, WebLimits.streamIdleSeconds, $0)
+      }
     }
     let bytes =
       body.map { Array(UnsafeRawBufferPointer(start: $0, count: length).bindMemory(to: UInt8.self)) } ?? []
@@ -195,10 +222,15 @@ final class DebugScreen: @unchecked Sendable {
       screen.route(method: m, path: path, value: value, body: bytes, tooLarge: tooLarge != 0), connection)
   }
 
-  private static let onRead: forsetti_web_stream_reader = { context, id, buffer, max in
-    guard let context, let buffer else { return -1 }
+  private static let onRead: forsetti_web_stream_reader = { context, id, connection, buffer, max in
+    guard let context, let connection, let buffer else { return -1 }
     let screen = Unmanaged<DebugScreen>.fromOpaque(context).takeUnretainedValue()
-    guard let chunk = screen.events.next(id, max: max) else { return -1 }
+    let chunk: [UInt8]
+    switch screen.events.next(id, connection: connection, max: max) {
+    case .end: return -1
+    case .suspended: return 0
+    case .bytes(let b): chunk = b
+    }
     let n = Swift.min(chunk.count, max)
     chunk.withUnsafeBytes { src in
       if let base = src.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: n) }
