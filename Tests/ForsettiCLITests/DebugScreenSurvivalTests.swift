@@ -82,6 +82,7 @@ import Testing
       ])
     #expect(r.status == 0, "debug_screen_survival.py exited \(r.status):\n\(r.stdout)\n\(r.stderr)")
     if r.status == 0 { #expect(r.stdout.contains("PASS: the page survives"), "\(r.stdout)") }
+    // FORSETTI_SHOW=1 prints the script's report (its checks and the numbers it measured).
     if ProcessInfo.processInfo.environment["FORSETTI_SHOW"] == "1" { print(r.stdout) }
   }
 }
