@@ -16,10 +16,14 @@ struct server {
 };
 
 struct pending {
+  uint64_t id;
   char *body;
   size_t length;
   int too_large;
 };
+
+// Names each request, so one answered later (after a suspension) is found again.
+static _Atomic uint64_t next_request = 1;
 
 struct stream {
   struct server *server;
@@ -40,6 +44,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
   if (p == NULL) {
     p = calloc(1, sizeof *p);
     if (p == NULL) return MHD_NO;
+    p->id = next_request++;
     *con_cls = p;
     return MHD_YES;
   }
@@ -59,7 +64,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return MHD_YES;
   }
   current_server = s;
-  int ok = s->handler(s->ctx, connection, method, url, p->body ? p->body : "", p->length, p->too_large);
+  int ok = s->handler(s->ctx, connection, p->id, method, url, p->body ? p->body : "", p->length, p->too_large);
   current_server = NULL;
   return ok ? MHD_YES : MHD_NO;
 }

@@ -9,10 +9,13 @@
 struct MHD_Daemon;
 struct MHD_Connection;
 
-/// A whole request (body gathered, at most 1 MiB; `too_large` set past that). Returns an
-/// MHD_Result (1 yes, 0 no) after queuing an answer with forsetti_web_reply(_stream).
-typedef int (*forsetti_web_handler)(void *ctx, struct MHD_Connection *connection, const char *method,
-                                    const char *url, const char *body, size_t length, int too_large);
+/// A whole request, `request` naming it (body gathered, at most 1 MiB; `too_large` set past
+/// that). Returns an MHD_Result (1 yes, 0 no) after queuing an answer with
+/// forsetti_web_reply(_stream), or after suspending the connection (forsetti_web_suspend) to
+/// answer later: once resumed, the handler is called again for the same `request`.
+typedef int (*forsetti_web_handler)(void *ctx, struct MHD_Connection *connection, uint64_t request,
+                                    const char *method, const char *url, const char *body, size_t length,
+                                    int too_large);
 /// Fills `buffer` with the next bytes of stream `id` on `connection`: their count; 0 after
 /// suspending the connection (forsetti_web_suspend) until there is more; -1 to end.
 typedef ssize_t (*forsetti_web_stream_reader)(void *ctx, uint64_t id, struct MHD_Connection *connection,
@@ -48,7 +51,7 @@ int forsetti_web_reply(struct MHD_Connection *connection, unsigned int status, c
 int forsetti_web_reply_stream(struct MHD_Connection *connection, uint64_t id, unsigned int idle_seconds,
                               const char *const *headers);
 
-/// Takes a stream's connection out of the event loop (from the stream reader only).
+/// Takes a connection out of the event loop (from the handler or the stream reader only).
 void forsetti_web_suspend(struct MHD_Connection *connection);
 /// Puts a suspended connection back (from any thread).
 void forsetti_web_resume(struct MHD_Connection *connection);

@@ -24,6 +24,7 @@ final class DebugScreen: @unchecked Sendable {
   private(set) var port: UInt16 = 0
   let token: String
   let events: WebEvents
+  private let asks = WebAsks()
   private let ask: @Sendable (ControlRequest) -> ControlResponse
   private var daemon: OpaquePointer?
 
@@ -60,6 +61,7 @@ final class DebugScreen: @unchecked Sendable {
 
   func stop() {
     events.stop()
+    asks.stop()
     if let d = daemon { forsetti_web_stop(d) }
     daemon = nil
   }
@@ -95,45 +97,72 @@ final class DebugScreen: @unchecked Sendable {
   /// The header that carries the token.
   static let tokenHeader = "X-Forsetti-Token"
 
+  /// What the server does with a request.
+  enum Routed {
+    case reply(Reply)
+    /// A control request for the host's thread.
+    case ask(ControlRequest)
+    /// The event stream.
+    case stream
+  }
+
   /// What a request gets, before any body is read into a verb: the checks, then the route.
   func route(method: String, path: String, value: (Int32, String) -> String?, body: [UInt8], tooLarge: Bool)
-    -> Reply
+    -> Routed
   {
+    switch check(method: method, path: path, value: value, body: body, tooLarge: tooLarge) {
+    case .success(let r): return r
+    case .failure(let refusal): return .reply(refusal.reply)
+    }
+  }
+
+  /// A refusal, as the error of `check`.
+  struct Refusal: Error { var reply: Reply }
+
+  private func check(
+    method: String, path: String, value: (Int32, String) -> String?, body: [UInt8], tooLarge: Bool
+  ) -> Result<Routed, Refusal> {
     let host = value(0, "Host") ?? ""
     guard host == "127.0.0.1:\(port)" || host == "localhost:\(port)" else {
-      return .refusal(421, "this page answers only http://127.0.0.1:\(port) and http://localhost:\(port)")
+      return .failure(
+        Refusal(
+          reply: .refusal(421, "this page answers only http://127.0.0.1:\(port) and http://localhost:\(port)")
+        ))
     }
     switch (method, path) {
     // The page: the same for every host, nothing of this one in it, so it loads without the
     // token and can say itself what is wrong when the token is (a restarted host).
     case ("GET", "/"), ("GET", "/index.html"):
-      return Reply(status: 200, type: "text/html; charset=utf-8", body: WebAssets.indexHTML)
+      return .success(.reply(Reply(status: 200, type: "text/html; charset=utf-8", body: WebAssets.indexHTML)))
     case ("GET", "/app.js"):
-      return Reply(status: 200, type: "text/javascript; charset=utf-8", body: WebAssets.appJS)
+      return .success(
+        .reply(Reply(status: 200, type: "text/javascript; charset=utf-8", body: WebAssets.appJS)))
     case ("GET", "/app.css"):
-      return Reply(status: 200, type: "text/css; charset=utf-8", body: WebAssets.appCSS)
+      return .success(.reply(Reply(status: 200, type: "text/css; charset=utf-8", body: WebAssets.appCSS)))
     case (_, "/"), (_, "/index.html"), (_, "/app.js"), (_, "/app.css"):
-      return .refusal(405, "\(method) is not allowed here")
+      return .failure(Refusal(reply: .refusal(405, "\(method) is not allowed here")))
     case (_, "/api"), (_, "/api/events"):
       guard Self.equal(value(0, Self.tokenHeader) ?? "", token) else {
-        return .refusal(
-          401, "the token is missing or not this host's (restarted?): open the address the host printed")
+        return .failure(
+          Refusal(
+            reply: .refusal(
+              401, "the token is missing or not this host's (restarted?): open the address the host printed"))
+        )
       }
       switch (method, path) {
       case ("GET", "/api/events"):
-        // Answered by `onRequest` with a stream; here only the checks.
-        return Reply(status: 200, type: "text/event-stream", body: [])
+        return .success(.stream)
       case ("POST", "/api"):
         guard value(0, "X-Forsetti-Request") == "1" else {
-          return .refusal(403, "a POST needs the header X-Forsetti-Request: 1")
+          return .failure(Refusal(reply: .refusal(403, "a POST needs the header X-Forsetti-Request: 1")))
         }
-        guard !tooLarge else { return .refusal(413, "a request larger than 1 MiB") }
-        return api(body)
+        guard !tooLarge else { return .failure(Refusal(reply: .refusal(413, "a request larger than 1 MiB"))) }
+        return api(body).map { .ask($0) }
       default:
-        return .refusal(405, "\(method) is not allowed here")
+        return .failure(Refusal(reply: .refusal(405, "\(method) is not allowed here")))
       }
     default:
-      return .refusal(404, "no such page: \(path)")
+      return .failure(Refusal(reply: .refusal(404, "no such page: \(path)")))
     }
   }
 
@@ -147,21 +176,27 @@ final class DebugScreen: @unchecked Sendable {
         + "the page retries by itself.").utf8),
     headers: [("Connection", "close"), ("Retry-After", "10")])
 
-  /// `{"verb":…,"arguments":[…]}`: a control request, served by the host's thread.
-  private func api(_ body: [UInt8]) -> Reply {
+  /// `{"verb":…,"arguments":[…]}`: a control request, for the host's thread.
+  private func api(_ body: [UInt8]) -> Result<ControlRequest, Refusal> {
     guard let o = (try? JSONParser.parse(body))?.objectValue else {
-      return .refusal(400, "expected {\"verb\":…,\"arguments\":[…]}")
+      return .failure(Refusal(reply: .refusal(400, "expected {\"verb\":…,\"arguments\":[…]}")))
     }
     var line = JSONObject([("protocol", .number(String(ControlRequest.protocolVersion)))])
     line["verb"] = o["verb"] ?? .null
     line["arguments"] = o["arguments"] ?? .array([])
     switch ControlRequest.decode(Array(JSONWriter.string(.object(line)).utf8)) {
-    case .failure(let e): return .refusal(400, e.description)
-    case .success(let request):
-      let answer = ask(request)
-      return Reply(status: 200, type: "application/json", body: Array(answer.line.dropLast()))
+    case .failure(let e): return .failure(Refusal(reply: .refusal(400, e.description)))
+    case .success(let request): return .success(request)
     }
   }
+
+  /// The host's answer to `request`, as the page gets it.
+  func answer(_ request: ControlRequest) -> Reply {
+    Reply(status: 200, type: "application/json", body: Array(ask(request).line.dropLast()))
+  }
+
+  /// What a request waiting for the host gets when the server stops first.
+  static let stopping = Reply.refusal(503, "the host is stopping")
 
   /// Compares without stopping at the first difference (the token is a secret).
   static func equal(_ a: String, _ b: String) -> Bool {
@@ -199,27 +234,36 @@ final class DebugScreen: @unchecked Sendable {
   }
 
   private static let onRequest: forsetti_web_handler = {
-    context, connection, method, url, body, length, tooLarge in
-    guard let context, let method, let url else { return 0 }
+    context, connection, request, method, url, body, length, tooLarge in
+    guard let context, let connection, let method, let url else { return 0 }
     let screen = Unmanaged<DebugScreen>.fromOpaque(context).takeUnretainedValue()
+    // Called again once the host answered (or the server stopped).
+    switch screen.asks.take(request) {
+    case .answered(let reply): return send(reply, connection)
+    case .abandoned: return send(stopping, connection)
+    case .waiting: return 1
+    case nil: break
+    }
     let m = String(cString: method)
     let path = String(cString: url)
     let value: (Int32, String) -> String? = { kind, name in
       forsetti_web_value(connection, kind, name).map { String(cString: $0) }
     }
-    if m == "GET" && path == "/api/events" {
-      let reply = screen.route(method: m, path: path, value: value, body: [], tooLarge: false)
-      guard reply.status == 200 else { return send(reply, connection) }
+    let bytes =
+      body.map { Array(UnsafeRawBufferPointer(start: $0, count: length).bindMemory(to: UInt8.self)) } ?? []
+    switch screen.route(method: m, path: path, value: value, body: bytes, tooLarge: tooLarge != 0) {
+    case .reply(let reply):
+      return send(reply, connection)
+    case .stream:
       guard let id = screen.events.subscribe() else { return send(streamsFull, connection) }
       let headers = securityHeaders + [("Content-Type", "text/event-stream")]
       return withHeaders(headers) {
         forsetti_web_reply_stream(connection, id, WebLimits.streamIdleSeconds, $0)
       }
+    case .ask(let question):
+      let started = screen.asks.start(request, connection: connection) { screen.answer(question) }
+      return started ? 1 : send(stopping, connection)
     }
-    let bytes =
-      body.map { Array(UnsafeRawBufferPointer(start: $0, count: length).bindMemory(to: UInt8.self)) } ?? []
-    return send(
-      screen.route(method: m, path: path, value: value, body: bytes, tooLarge: tooLarge != 0), connection)
   }
 
   private static let onRead: forsetti_web_stream_reader = { context, id, connection, buffer, max in
