@@ -150,4 +150,101 @@ import Testing
       #expect(body == source, "\(path) is not \(file) as it is in the sources")
     }
   }
+
+  /// Connects to 127.0.0.1:`port` and sends `request`, leaving the answer unread.
+  static func open(_ port: UInt16, _ request: String) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    try #require(connected == 0)
+    let bytes = Array(request.utf8)
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    return fd
+  }
+
+  /// Whether an answer has arrived on `fd` (without waiting for one).
+  static func answered(_ fd: Int32) -> Bool {
+    var byte: UInt8 = 0
+    return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+  }
+
+  /// The page while the host's thread is held: eight `/api` requests wait for it, and the page,
+  /// its script and a new event stream are still served; the eight are answered once it is free.
+  /// The host's thread is held by a module's start during `reload` (in-process), until the test
+  /// releases it, so the verdict is an order of events, not a time.
+  @Test(.timeLimit(.minutes(5)))
+  func thePageIsServedWhileTheHostsThreadIsBusy() throws {
+    let hold = dir.url("hold")
+    let holding = dir.url("holding")
+    var f = ModuleFixture(moduleID: "com.test.slow", entryPoint: "slow_entry")
+    f.start = """
+      if (access("\(hold)", F_OK) == 0) {
+        close(open("\(holding)", O_CREAT | O_WRONLY, 0600));
+        for (int i = 0; i < 6000 && access("\(hold)", F_OK) == 0; i++) usleep(10000);
+      }
+      return FORSETTI_OK;
+      """
+    try f.install(in: dir)
+    let host = try DevHost.launch([
+      "run", "--ui", "--in-process", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"),
+      "--state", dir.url("state"), "--approve-all", "--for", "120",
+    ])
+    defer { host.stop() }
+    let line = try #require(host.await("ui: http://127.0.0.1:", timeout: 30)?.1, "\(host.lines)")
+    let url = String(line[line.range(of: "http://")!.lowerBound...])
+    let port = try #require(UInt16(url.split(separator: ":")[2].split(separator: "/")[0]))
+    let token = try #require(url.split(separator: "=").last.map(String.init))
+    let me = "127.0.0.1:\(port)"
+    try #require(host.await("started com.test.slow", timeout: 30) != nil, "\(host.lines)")
+
+    _ = try dir.write("hold", "")
+    let reload = #"{"verb":"reload","arguments":["--","com.test.slow"]}"#
+    let busy = try Self.open(
+      port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: reload))
+    defer { close(busy) }
+    // Its start has begun: the host's thread is in it until `hold` goes.
+    var began = false
+    for _ in 0..<600 where !began {
+      began = FileManager.default.fileExists(atPath: holding)
+      if !began { usleep(100_000) }
+    }
+    try #require(began, "the module's start did not begin: \(host.lines)")
+    let status = #"{"verb":"status","arguments":["--json"]}"#
+    let waiting = try (0..<8).map { _ in
+      try Self.open(port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: status))
+    }
+    defer { for fd in waiting { close(fd) } }
+
+    for path in ["/", "/app.js", "/app.css", "/", "/app.js", "/app.css", "/", "/"] {
+      #expect(try Self.exchange(port, Self.request("GET", path, host: me)).status == 200, "\(path)")
+    }
+    let stream = try Self.open(
+      port, "GET /api/events HTTP/1.1\r\nHost: \(me)\r\nX-Forsetti-Token: \(token)\r\n\r\n")
+    defer { close(stream) }
+    var streaming = false
+    for _ in 0..<600 where !streaming {
+      streaming = Self.answered(stream)
+      if !streaming { usleep(50_000) }
+    }
+    #expect(streaming, "a new event stream is answered while the host's thread is busy")
+    // The condition held all along: none of the nine requests for the host has an answer yet.
+    #expect(
+      !Self.answered(busy) && waiting.allSatisfy { !Self.answered($0) }, "the host's thread was not busy")
+
+    try FileManager.default.removeItem(atPath: hold)
+    var all = false
+    for _ in 0..<1200 where !all {
+      all = Self.answered(busy) && waiting.allSatisfy(Self.answered)
+      if !all { usleep(50_000) }
+    }
+    #expect(all, "once free, the host answers the nine")
+  }
 }
