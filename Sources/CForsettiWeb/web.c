@@ -16,18 +16,23 @@ struct server {
 };
 
 struct pending {
+  uint64_t id;
   char *body;
   size_t length;
   int too_large;
 };
 
+// Names each request, so one answered later (after a suspension) is found again.
+static _Atomic uint64_t next_request = 1;
+
 struct stream {
   struct server *server;
+  struct MHD_Connection *connection;
   uint64_t id;
 };
 
-// The server whose handler runs on this thread (one thread per connection): a stream answer
-// queued from the handler reads through it.
+// The server whose handler runs on this thread (the handler runs on the polling thread that owns
+// the connection): a stream answer queued from the handler reads through it.
 static __thread struct server *current_server;
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
@@ -39,6 +44,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
   if (p == NULL) {
     p = calloc(1, sizeof *p);
     if (p == NULL) return MHD_NO;
+    p->id = next_request++;
     *con_cls = p;
     return MHD_YES;
   }
@@ -58,7 +64,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return MHD_YES;
   }
   current_server = s;
-  int ok = s->handler(s->ctx, connection, method, url, p->body ? p->body : "", p->length, p->too_large);
+  int ok = s->handler(s->ctx, connection, p->id, method, url, p->body ? p->body : "", p->length, p->too_large);
   current_server = NULL;
   return ok ? MHD_YES : MHD_NO;
 }
@@ -76,9 +82,9 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
   *con_cls = NULL;
 }
 
-struct MHD_Daemon *forsetti_web_start(uint16_t port, forsetti_web_handler handler,
-                                      forsetti_web_stream_reader reader, forsetti_web_stream_closed closed,
-                                      void *ctx) {
+struct MHD_Daemon *forsetti_web_start(uint16_t port, struct forsetti_web_limits limits,
+                                      forsetti_web_handler handler, forsetti_web_stream_reader reader,
+                                      forsetti_web_stream_closed closed, void *ctx) {
   struct server *s = calloc(1, sizeof *s);
   if (s == NULL) return NULL;
   s->handler = handler;
@@ -90,11 +96,16 @@ struct MHD_Daemon *forsetti_web_start(uint16_t port, forsetti_web_handler handle
   address.sin_family = AF_INET;
   address.sin_port = htons(port);
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // A few epoll threads for every connection (never a thread per connection: a thousand idle
+  // streams cost a thousand descriptors, not a thousand threads). Streams wait suspended, out of
+  // the event loop, until there is something to send. No per-IP limit: every client of a
+  // loopback server is 127.0.0.1, so it would be the global limit again. No error log: a client
+  // refused at the connection limit would print a line on the host's output each time.
   struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, port, NULL, NULL,
-      &on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address, MHD_OPTION_NOTIFY_COMPLETED,
-      &on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned int)120, MHD_OPTION_END);
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL, NULL, &on_request, s,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address, MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL,
+      MHD_OPTION_CONNECTION_LIMIT, limits.connections, MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_seconds,
+      MHD_OPTION_THREAD_POOL_SIZE, limits.threads, MHD_OPTION_END);
   if (d == NULL) free(s);
   return d;
 }
@@ -134,7 +145,7 @@ int forsetti_web_reply(struct MHD_Connection *connection, unsigned int status, c
 static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
   (void)pos;
   struct stream *st = cls;
-  ssize_t n = st->server->reader(st->server->ctx, st->id, buf, max);
+  ssize_t n = st->server->reader(st->server->ctx, st->id, st->connection, buf, max);
   return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
 }
 
@@ -144,11 +155,13 @@ static void free_stream(void *cls) {
   free(st);
 }
 
-int forsetti_web_reply_stream(struct MHD_Connection *connection, uint64_t id, const char *const *headers) {
+int forsetti_web_reply_stream(struct MHD_Connection *connection, uint64_t id, unsigned int idle_seconds,
+                              const char *const *headers) {
   if (current_server == NULL) return 0;
   struct stream *st = calloc(1, sizeof *st);
   if (st == NULL) return 0;
   st->server = current_server;
+  st->connection = connection;
   st->id = id;
   struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, &read_stream, st, &free_stream);
   if (r == NULL) {
@@ -161,5 +174,10 @@ int forsetti_web_reply_stream(struct MHD_Connection *connection, uint64_t id, co
   }
   enum MHD_Result ok = MHD_queue_response(connection, 200, r);
   MHD_destroy_response(r);
+  if (ok == MHD_YES) MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, idle_seconds);
   return ok == MHD_YES;
 }
+
+void forsetti_web_suspend(struct MHD_Connection *connection) { MHD_suspend_connection(connection); }
+
+void forsetti_web_resume(struct MHD_Connection *connection) { MHD_resume_connection(connection); }

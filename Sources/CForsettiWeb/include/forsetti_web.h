@@ -9,21 +9,35 @@
 struct MHD_Daemon;
 struct MHD_Connection;
 
-/// A whole request (body gathered, at most 1 MiB; `too_large` set past that). Returns an
-/// MHD_Result (1 yes, 0 no) after queuing an answer with forsetti_web_reply(_stream).
-typedef int (*forsetti_web_handler)(void *ctx, struct MHD_Connection *connection, const char *method,
-                                    const char *url, const char *body, size_t length, int too_large);
-/// Fills `buffer` with the next bytes of stream `id`: their count, 0 to try again, -1 to end.
-typedef ssize_t (*forsetti_web_stream_reader)(void *ctx, uint64_t id, char *buffer, size_t max);
+/// A whole request, `request` naming it (body gathered, at most 1 MiB; `too_large` set past
+/// that). Returns an MHD_Result (1 yes, 0 no) after queuing an answer with
+/// forsetti_web_reply(_stream), or after suspending the connection (forsetti_web_suspend) to
+/// answer later: once resumed, the handler is called again for the same `request`.
+typedef int (*forsetti_web_handler)(void *ctx, struct MHD_Connection *connection, uint64_t request,
+                                    const char *method, const char *url, const char *body, size_t length,
+                                    int too_large);
+/// Fills `buffer` with the next bytes of stream `id` on `connection`: their count; 0 after
+/// suspending the connection (forsetti_web_suspend) until there is more; -1 to end.
+typedef ssize_t (*forsetti_web_stream_reader)(void *ctx, uint64_t id, struct MHD_Connection *connection,
+                                              char *buffer, size_t max);
 /// Stream `id` is closed (the client went away, or the server stops).
 typedef void (*forsetti_web_stream_closed)(void *ctx, uint64_t id);
 
-/// Serves on 127.0.0.1:`port` (0: any free port), one thread per connection. NULL on failure.
-struct MHD_Daemon *forsetti_web_start(uint16_t port, forsetti_web_handler handler,
-                                      forsetti_web_stream_reader reader, forsetti_web_stream_closed closed,
-                                      void *ctx);
+/// How much the server takes: connections at once (MHD_OPTION_CONNECTION_LIMIT), seconds a
+/// connection may stay silent (MHD_OPTION_CONNECTION_TIMEOUT), threads polling with epoll.
+struct forsetti_web_limits {
+  unsigned int connections;
+  unsigned int idle_seconds;
+  unsigned int threads;
+};
+
+/// Serves on 127.0.0.1:`port` (0: any free port) with a pool of epoll threads. NULL on failure.
+struct MHD_Daemon *forsetti_web_start(uint16_t port, struct forsetti_web_limits limits,
+                                      forsetti_web_handler handler, forsetti_web_stream_reader reader,
+                                      forsetti_web_stream_closed closed, void *ctx);
 /// The port the daemon listens on.
 uint16_t forsetti_web_port(struct MHD_Daemon *daemon);
+/// Stops the daemon; every suspended connection must have been resumed before.
 void forsetti_web_stop(struct MHD_Daemon *daemon);
 
 /// A value of the request: kind 0 header, 1 cookie, 2 query argument. NULL when absent.
@@ -32,7 +46,14 @@ const char *forsetti_web_value(struct MHD_Connection *connection, int kind, cons
 /// Queues a complete answer. `headers` holds name, value, name, value … then NULL.
 int forsetti_web_reply(struct MHD_Connection *connection, unsigned int status, const char *body, size_t length,
                        const char *const *headers);
-/// Queues an answer of unknown length read from stream `id` (server-sent events).
-int forsetti_web_reply_stream(struct MHD_Connection *connection, uint64_t id, const char *const *headers);
+/// Queues an answer of unknown length read from stream `id` (server-sent events); the
+/// connection may then stay silent `idle_seconds` while it writes.
+int forsetti_web_reply_stream(struct MHD_Connection *connection, uint64_t id, unsigned int idle_seconds,
+                              const char *const *headers);
+
+/// Takes a connection out of the event loop (from the handler or the stream reader only).
+void forsetti_web_suspend(struct MHD_Connection *connection);
+/// Puts a suspended connection back (from any thread).
+void forsetti_web_resume(struct MHD_Connection *connection);
 
 #endif

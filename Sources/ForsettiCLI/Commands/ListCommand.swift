@@ -28,6 +28,7 @@ enum ListCommand {
           .object(
             JSONObject([
               ("moduleID", .string(orNull: j.moduleID)), ("file", .string(j.file)),
+              ("displayName", .string(orNull: j.manifest?.displayName)),
               ("version", .string(orNull: j.manifest?.moduleVersion.description)),
               ("type", .string(orNull: j.manifest?.moduleType.rawValue)),
               ("verdict", .string(j.passed ? "pass" : "blocked")),

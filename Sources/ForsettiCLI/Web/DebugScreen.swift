@@ -5,12 +5,16 @@ import FoundationEssentials
 import Glibc
 
 /// The debug screen: a page on 127.0.0.1 for the running host (`run --ui`, `dev --ui`), served by
-/// libmicrohttpd (no parser of ours reads network input). Every request must carry the one-time
-/// token (`?token=` on the first visit, then a `SameSite=Strict` cookie) and name the loopback
-/// address in its `Host` header (no DNS rebinding); a `POST` must carry `X-Forsetti-Request: 1`,
-/// which no other site's page can send without a CORS answer we never give. `POST /api` takes
-/// the control socket's requests (`docs/control.md`) and the host's thread serves them;
-/// `GET /api/events` streams what happens (server-sent events).
+/// libmicrohttpd (no parser of ours reads network input). The page itself (`/`, `app.js`,
+/// `app.css`) is the same for every host and holds nothing of it; everything about the host
+/// (`/api`, `/api/events`) needs the one-time token in the header `X-Forsetti-Token`, never a
+/// cookie: a browser sends a cookie to every port of 127.0.0.1, a header only where the page
+/// puts it. The page takes the token from the address the host printed (`?token=`) and keeps it
+/// in its tab's `sessionStorage`, which is per origin, port included, so pages of several hosts
+/// live side by side. Every request must name the loopback address in its `Host` header (no DNS
+/// rebinding); a `POST` must carry `X-Forsetti-Request: 1` besides. `POST /api` takes the control
+/// socket's requests (`docs/control.md`) and the host's thread serves them; `GET /api/events`
+/// streams what happens (server-sent events), at most `WebLimits.streams` at once.
 ///
 /// `@unchecked Sendable`: `daemon` and `port` are set once in `init` (before any request can
 /// arrive: the daemon's threads read them only after it started) and `daemon` is cleared by
@@ -20,6 +24,7 @@ final class DebugScreen: @unchecked Sendable {
   private(set) var port: UInt16 = 0
   let token: String
   let events: WebEvents
+  private let asks = WebAsks()
   private let ask: @Sendable (ControlRequest) -> ControlResponse
   private var daemon: OpaquePointer?
 
@@ -42,30 +47,33 @@ final class DebugScreen: @unchecked Sendable {
     self.events = events
     self.ask = ask
     let context = Unmanaged.passUnretained(self).toOpaque()
-    guard let d = forsetti_web_start(port, Self.onRequest, Self.onRead, Self.onClosed, context) else {
+    let limits = forsetti_web_limits(
+      connections: WebLimits.connections, idle_seconds: WebLimits.idleSeconds, threads: WebLimits.threads)
+    guard let d = forsetti_web_start(port, limits, Self.onRequest, Self.onRead, Self.onClosed, context) else {
       throw StartError(port: port)
     }
     daemon = d
     self.port = forsetti_web_port(d)
   }
 
-  /// The address to open, token included.
+  /// The address to open, token included (the page moves it out of the address bar at once).
   var url: String { "http://127.0.0.1:\(port)/?token=\(token)" }
 
   func stop() {
     events.stop()
+    asks.stop()
     if let d = daemon { forsetti_web_stop(d) }
     daemon = nil
   }
 
   // MARK: - Requests
 
-  /// An answer: status, content type, body, and a cookie to set.
+  /// An answer: status, content type, body, and headers of its own.
   struct Reply {
     var status: UInt32
     var type: String
     var body: [UInt8]
-    var cookie: String? = nil
+    var headers: [(String, String)] = []
 
     static func json(_ status: UInt32, _ v: JSONValue) -> Reply {
       Reply(status: status, type: "application/json", body: Array(JSONWriter.string(v).utf8))
@@ -86,56 +94,109 @@ final class DebugScreen: @unchecked Sendable {
     ("X-Frame-Options", "DENY"),
   ]
 
+  /// The header that carries the token.
+  static let tokenHeader = "X-Forsetti-Token"
+
+  /// What the server does with a request.
+  enum Routed {
+    case reply(Reply)
+    /// A control request for the host's thread.
+    case ask(ControlRequest)
+    /// The event stream.
+    case stream
+  }
+
   /// What a request gets, before any body is read into a verb: the checks, then the route.
   func route(method: String, path: String, value: (Int32, String) -> String?, body: [UInt8], tooLarge: Bool)
-    -> Reply
+    -> Routed
   {
-    let host = value(0, "Host") ?? ""
-    guard host == "127.0.0.1:\(port)" || host == "localhost:\(port)" else {
-      return .refusal(421, "this page answers only http://127.0.0.1:\(port) and http://localhost:\(port)")
-    }
-    let offered = value(2, "token") ?? value(1, "forsetti_token") ?? ""
-    guard Self.equal(offered, token) else {
-      return .refusal(401, "the token is missing or wrong: open the address the host printed")
-    }
-    let fromQuery = value(2, "token") != nil
-    switch (method, path) {
-    case ("GET", "/"), ("GET", "/index.html"):
-      var r = Reply(status: 200, type: "text/html; charset=utf-8", body: WebAssets.indexHTML)
-      if fromQuery { r.cookie = "forsetti_token=\(token); HttpOnly; SameSite=Strict; Path=/" }
-      return r
-    case ("GET", "/app.js"):
-      return Reply(status: 200, type: "text/javascript; charset=utf-8", body: WebAssets.appJS)
-    case ("GET", "/app.css"):
-      return Reply(status: 200, type: "text/css; charset=utf-8", body: WebAssets.appCSS)
-    case ("POST", "/api"):
-      guard value(0, "X-Forsetti-Request") == "1" else {
-        return .refusal(403, "a POST needs the header X-Forsetti-Request: 1")
-      }
-      guard !tooLarge else { return .refusal(413, "a request larger than 1 MiB") }
-      return api(body)
-    case (_, "/"), (_, "/api"), (_, "/app.js"), (_, "/app.css"), (_, "/api/events"):
-      return .refusal(405, "\(method) is not allowed here")
-    default:
-      return .refusal(404, "no such page: \(path)")
+    switch check(method: method, path: path, value: value, body: body, tooLarge: tooLarge) {
+    case .success(let r): return r
+    case .failure(let refusal): return .reply(refusal.reply)
     }
   }
 
-  /// `{"verb":…,"arguments":[…]}`: a control request, served by the host's thread.
-  private func api(_ body: [UInt8]) -> Reply {
+  /// A refusal, as the error of `check`.
+  struct Refusal: Error { var reply: Reply }
+
+  private func check(
+    method: String, path: String, value: (Int32, String) -> String?, body: [UInt8], tooLarge: Bool
+  ) -> Result<Routed, Refusal> {
+    let host = value(0, "Host") ?? ""
+    guard host == "127.0.0.1:\(port)" || host == "localhost:\(port)" else {
+      return .failure(
+        Refusal(
+          reply: .refusal(421, "this page answers only http://127.0.0.1:\(port) and http://localhost:\(port)")
+        ))
+    }
+    switch (method, path) {
+    // The page: the same for every host, nothing of this one in it, so it loads without the
+    // token and can say itself what is wrong when the token is (a restarted host).
+    case ("GET", "/"), ("GET", "/index.html"):
+      return .success(.reply(Reply(status: 200, type: "text/html; charset=utf-8", body: WebAssets.indexHTML)))
+    case ("GET", "/app.js"):
+      return .success(
+        .reply(Reply(status: 200, type: "text/javascript; charset=utf-8", body: WebAssets.appJS)))
+    case ("GET", "/app.css"):
+      return .success(.reply(Reply(status: 200, type: "text/css; charset=utf-8", body: WebAssets.appCSS)))
+    case (_, "/"), (_, "/index.html"), (_, "/app.js"), (_, "/app.css"):
+      return .failure(Refusal(reply: .refusal(405, "\(method) is not allowed here")))
+    case (_, "/api"), (_, "/api/events"):
+      guard Self.equal(value(0, Self.tokenHeader) ?? "", token) else {
+        return .failure(
+          Refusal(
+            reply: .refusal(
+              401, "the token is missing or not this host's (restarted?): open the address the host printed"))
+        )
+      }
+      switch (method, path) {
+      case ("GET", "/api/events"):
+        return .success(.stream)
+      case ("POST", "/api"):
+        guard value(0, "X-Forsetti-Request") == "1" else {
+          return .failure(Refusal(reply: .refusal(403, "a POST needs the header X-Forsetti-Request: 1")))
+        }
+        guard !tooLarge else { return .failure(Refusal(reply: .refusal(413, "a request larger than 1 MiB"))) }
+        return api(body).map { .ask($0) }
+      default:
+        return .failure(Refusal(reply: .refusal(405, "\(method) is not allowed here")))
+      }
+    default:
+      return .failure(Refusal(reply: .refusal(404, "no such page: \(path)")))
+    }
+  }
+
+  /// The answer to one stream too many: text the page shows as it is, and the connection closed
+  /// so its slot is free at once.
+  static let streamsFull = Reply(
+    status: 503, type: "text/plain; charset=utf-8",
+    body: Array(
+      ("live events refused: this host already serves \(WebLimits.streams) event streams, its most. "
+        + "Close another page of this host (a closed page is noticed within \(2 * WebEvents.keepAlive) s); "
+        + "the page retries by itself.").utf8),
+    headers: [("Connection", "close"), ("Retry-After", "10")])
+
+  /// `{"verb":…,"arguments":[…]}`: a control request, for the host's thread.
+  private func api(_ body: [UInt8]) -> Result<ControlRequest, Refusal> {
     guard let o = (try? JSONParser.parse(body))?.objectValue else {
-      return .refusal(400, "expected {\"verb\":…,\"arguments\":[…]}")
+      return .failure(Refusal(reply: .refusal(400, "expected {\"verb\":…,\"arguments\":[…]}")))
     }
     var line = JSONObject([("protocol", .number(String(ControlRequest.protocolVersion)))])
     line["verb"] = o["verb"] ?? .null
     line["arguments"] = o["arguments"] ?? .array([])
     switch ControlRequest.decode(Array(JSONWriter.string(.object(line)).utf8)) {
-    case .failure(let e): return .refusal(400, e.description)
-    case .success(let request):
-      let answer = ask(request)
-      return Reply(status: 200, type: "application/json", body: Array(answer.line.dropLast()))
+    case .failure(let e): return .failure(Refusal(reply: .refusal(400, e.description)))
+    case .success(let request): return .success(request)
     }
   }
+
+  /// The host's answer to `request`, as the page gets it.
+  func answer(_ request: ControlRequest) -> Reply {
+    Reply(status: 200, type: "application/json", body: Array(ask(request).line.dropLast()))
+  }
+
+  /// What a request waiting for the host gets when the server stops first.
+  static let stopping = Reply.refusal(503, "the host is stopping")
 
   /// Compares without stopping at the first difference (the token is a secret).
   static func equal(_ a: String, _ b: String) -> Bool {
@@ -148,8 +209,7 @@ final class DebugScreen: @unchecked Sendable {
   }
 
   private static func send(_ r: Reply, _ connection: OpaquePointer?) -> Int32 {
-    var headers = securityHeaders + [("Content-Type", r.type)]
-    if let c = r.cookie { headers.append(("Set-Cookie", c)) }
+    let headers = securityHeaders + [("Content-Type", r.type)] + r.headers
     return withHeaders(headers) { h in
       r.body.withUnsafeBufferPointer { b in
         b.withMemoryRebound(to: CChar.self) {
@@ -174,31 +234,47 @@ final class DebugScreen: @unchecked Sendable {
   }
 
   private static let onRequest: forsetti_web_handler = {
-    context, connection, method, url, body, length, tooLarge in
-    guard let context, let method, let url else { return 0 }
+    context, connection, request, method, url, body, length, tooLarge in
+    guard let context, let connection, let method, let url else { return 0 }
     let screen = Unmanaged<DebugScreen>.fromOpaque(context).takeUnretainedValue()
+    // Called again once the host answered (or the server stopped).
+    switch screen.asks.take(request) {
+    case .answered(let reply): return send(reply, connection)
+    case .abandoned: return send(stopping, connection)
+    case .waiting: return 1
+    case nil: break
+    }
     let m = String(cString: method)
     let path = String(cString: url)
     let value: (Int32, String) -> String? = { kind, name in
       forsetti_web_value(connection, kind, name).map { String(cString: $0) }
     }
-    if m == "GET" && path == "/api/events" {
-      let reply = screen.route(method: "GET", path: "/", value: value, body: [], tooLarge: false)
-      guard reply.status == 200 else { return send(reply, connection) }
-      let id = screen.events.subscribe()
-      let headers = securityHeaders + [("Content-Type", "text/event-stream")]
-      return withHeaders(headers) { forsetti_web_reply_stream(connection, id, $0) }
-    }
     let bytes =
       body.map { Array(UnsafeRawBufferPointer(start: $0, count: length).bindMemory(to: UInt8.self)) } ?? []
-    return send(
-      screen.route(method: m, path: path, value: value, body: bytes, tooLarge: tooLarge != 0), connection)
+    switch screen.route(method: m, path: path, value: value, body: bytes, tooLarge: tooLarge != 0) {
+    case .reply(let reply):
+      return send(reply, connection)
+    case .stream:
+      guard let id = screen.events.subscribe() else { return send(streamsFull, connection) }
+      let headers = securityHeaders + [("Content-Type", "text/event-stream")]
+      return withHeaders(headers) {
+        forsetti_web_reply_stream(connection, id, WebLimits.streamIdleSeconds, $0)
+      }
+    case .ask(let question):
+      let started = screen.asks.start(request, connection: connection) { screen.answer(question) }
+      return started ? 1 : send(stopping, connection)
+    }
   }
 
-  private static let onRead: forsetti_web_stream_reader = { context, id, buffer, max in
-    guard let context, let buffer else { return -1 }
+  private static let onRead: forsetti_web_stream_reader = { context, id, connection, buffer, max in
+    guard let context, let connection, let buffer else { return -1 }
     let screen = Unmanaged<DebugScreen>.fromOpaque(context).takeUnretainedValue()
-    guard let chunk = screen.events.next(id, max: max) else { return -1 }
+    let chunk: [UInt8]
+    switch screen.events.next(id, connection: connection, max: max) {
+    case .end: return -1
+    case .suspended: return 0
+    case .bytes(let b): chunk = b
+    }
     let n = Swift.min(chunk.count, max)
     chunk.withUnsafeBytes { src in
       if let base = src.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: n) }

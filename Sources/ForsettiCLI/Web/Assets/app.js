@@ -2,11 +2,45 @@
 // put on the page with textContent only, never parsed as HTML, and with the characters of the
 // module-text rule (Sources/ForsettiCore/Text/ModuleText.swift) shown as escapes, as the CLI
 // shows them: `el` applies it to every text it writes.
+//
+// The host's token never goes into a cookie (a browser sends cookies to every port of
+// 127.0.0.1): the page takes it from the address the host printed, keeps it in this tab's
+// sessionStorage (per origin, so per port: pages of several hosts live side by side) and sends it
+// in the header X-Forsetti-Token, on the API and on the event stream (read with fetch, since an
+// EventSource cannot set a header).
 "use strict";
 
 (function () {
-  const MAX_EVENTS = 300;
+  const MAX_EVENTS = 300; // event lines shown
+  const MAX_EVENTS_PER_SOURCE = 300; // kept per module (and for the host), so one cannot flush the others
   const MAX_MODULE_LOG = 50;
+  const ARMED_MS = 8000; // how long a destructive action's button waits for its confirming click
+  const TOKEN_KEY = "forsetti-token";
+  const RESTARTED = "This host restarted: open the address it printed (its ui: line; the token this page has is not the running host's).";
+  const NO_TOKEN = "No token: open the address the host printed (its ui: line, ending in ?token=…).";
+
+  // What asks for a confirming click, and what it does.
+  const CONFIRM = {
+    approve: "grants the capabilities it requests and starts it",
+    revoke: "takes back its approved capabilities: it stops",
+    disable: "stops it and keeps it off",
+    "override-off": "forces it off: it stops",
+    "override-clear": "removes its overrides: it may stop",
+    reload: "stops it and loads its file again",
+    select: "makes it the UI module: the one selected now stops",
+    "select-none": "stops every UI module",
+    "product-off": "forces the product off: modules needing it stop",
+    "product-clear": "removes the product's overrides: modules may stop",
+  };
+
+  // A manifest the host could not read: the only action is to look at why.
+  const MANIFEST_REASONS = [
+    "validationFailed",
+    "invalidJSON",
+    "duplicateModuleID",
+    "invalidSchemaVersion",
+    "invalidManifestTemplateVersion",
+  ];
 
   const state = {
     modules: [], // from `list --json`
@@ -17,6 +51,15 @@
     refreshTimer: null,
     refreshing: false,
     refreshAgain: false,
+    token: null,
+    expired: false, // the host refused the token: nothing more is asked
+    armed: {}, // confirm key -> time it disarms
+    events: [], // {seq, kind, text, moduleID, origin, time}, oldest first
+    eventSeq: 0,
+    eventFilter: "", // "" every source, "(host)" the host's own lines, else a module ID
+    paused: false,
+    missed: 0, // events that arrived while paused
+    eventsTimer: null,
   };
 
   function $(id) {
@@ -53,29 +96,90 @@
     while (node.firstChild) node.removeChild(node.firstChild);
   }
 
-  // The token came in the URL once; the host has set the cookie, so drop it from the address bar
-  // (and from the history) where it could be copied or shoulder-surfed.
-  function forgetTokenInURL() {
+  // The token came in the URL once: keep it in this tab's sessionStorage and drop it from the
+  // address bar (and the history), where it could be copied or shoulder-surfed.
+  function takeToken() {
     const url = new URL(window.location.href);
-    if (url.searchParams.has("token")) {
+    let token = url.searchParams.get("token");
+    if (token) {
       url.searchParams.delete("token");
       window.history.replaceState(null, "", url.pathname + url.search + url.hash);
+      try {
+        window.sessionStorage.setItem(TOKEN_KEY, token);
+      } catch (e) {
+        // No storage (a locked-down browser): the token lives in memory until the tab reloads.
+      }
+      return token;
     }
+    try {
+      token = window.sessionStorage.getItem(TOKEN_KEY);
+    } catch (e) {
+      token = null;
+    }
+    return token;
+  }
+
+  function notice(text, kind) {
+    const n = $("notice");
+    n.textContent = text;
+    n.className = "notice " + kind;
+    n.hidden = false;
+  }
+
+  // The host answered 401: it is not the host that printed this page's token (it restarted).
+  function expire() {
+    if (state.expired) return;
+    state.expired = true;
+    document.body.dataset.expired = "1";
+    notice(RESTARTED, "error");
+    $("host-info").textContent = "token not accepted";
+    setLive(false, "not live");
+  }
+
+  // A refusal as text: the server's `{"error": …}` or plain text, never the raw JSON.
+  function refusalText(status, text) {
+    let why = text;
+    try {
+      const o = JSON.parse(text);
+      if (o && typeof o.error === "string") why = o.error;
+    } catch (e) {
+      // plain text
+    }
+    return "HTTP " + status + ": " + why;
+  }
+
+  function headers(extra) {
+    const h = { "X-Forsetti-Token": state.token || "" };
+    for (const k of Object.keys(extra || {})) h[k] = extra[k];
+    return h;
   }
 
   async function api(verb, args) {
-    const response = await fetch("/api", {
-      method: "POST",
-      credentials: "same-origin",
-      cache: "no-store",
-      headers: { "Content-Type": "application/json", "X-Forsetti-Request": "1" },
-      body: JSON.stringify({ verb: verb, arguments: args }),
-    });
-    const text = await response.text();
-    if (!response.ok) {
-      throw new Error("HTTP " + response.status + ": " + text);
+    if (state.expired) throw new Error(RESTARTED);
+    let response;
+    try {
+      response = await fetch("/api", {
+        method: "POST",
+        credentials: "omit",
+        cache: "no-store",
+        headers: headers({ "Content-Type": "application/json", "X-Forsetti-Request": "1" }),
+        body: JSON.stringify({ verb: verb, arguments: args }),
+      });
+    } catch (e) {
+      throw new Error("cannot reach the host (stopped, or refusing connections at its limit): " + e.message);
     }
-    const answer = JSON.parse(text);
+    const text = await response.text();
+    if (response.status === 401) {
+      expire();
+      throw new Error(RESTARTED);
+    }
+    if (!response.ok) throw new Error(refusalText(response.status, text));
+    let answer;
+    try {
+      answer = JSON.parse(text);
+    } catch (e) {
+      throw new Error("the host's answer is not JSON");
+    }
     if (answer.host) showHost(answer.host);
     return answer;
   }
@@ -139,15 +243,67 @@
     return args;
   }
 
-  function button(label, action, handler) {
+  // A button; one of CONFIRM's actions asks for a second click within ARMED_MS ("confirm …?")
+  // before it acts. `key` names it across redraws (the table is redrawn as events arrive).
+  function button(label, action, handler, key) {
     const b = el("button", label);
     b.type = "button";
     b.dataset.action = action;
+    const why = CONFIRM[action];
+    if (why) {
+      const k = key || action;
+      b.dataset.confirmKey = k;
+      b.dataset.label = label;
+      if (isArmed(k)) showArmed(b);
+    }
     b.addEventListener("click", function (ev) {
       ev.stopPropagation();
+      if (why) {
+        const k = b.dataset.confirmKey;
+        if (!isArmed(k)) {
+          arm(k);
+          return;
+        }
+        disarm(k);
+      }
       handler();
     });
     return b;
+  }
+
+  function isArmed(key) {
+    return Object.prototype.hasOwnProperty.call(state.armed, key) && state.armed[key] > Date.now();
+  }
+
+  function buttonsOf(key) {
+    return [...document.querySelectorAll("button[data-confirm-key]")].filter((b) => b.dataset.confirmKey === key);
+  }
+
+  function showArmed(b) {
+    b.textContent = visible("confirm " + b.dataset.label + "?");
+    b.title = visible(b.dataset.label + ": " + CONFIRM[b.dataset.action] + ". Click again to go ahead.");
+    b.classList.add("armed");
+    b.dataset.armed = "1";
+  }
+
+  function showDisarmed(b) {
+    b.textContent = visible(b.dataset.label);
+    b.title = "";
+    b.classList.remove("armed");
+    delete b.dataset.armed;
+  }
+
+  function arm(key) {
+    state.armed[key] = Date.now() + ARMED_MS;
+    for (const b of buttonsOf(key)) showArmed(b);
+    setTimeout(function () {
+      if (!isArmed(key)) disarm(key);
+    }, ARMED_MS + 50);
+  }
+
+  function disarm(key) {
+    delete state.armed[key];
+    for (const b of buttonsOf(key)) showDisarmed(b);
   }
 
   // The overrides of one ID ("module" or "product"), as `override --json -- list` gives them:
@@ -176,6 +332,34 @@
     return parts.join("; ");
   }
 
+  // The actions that apply to a module as it is now: an unreadable manifest only explains
+  // itself; approve only while capabilities wait, revoke only once some are approved; enable or
+  // disable, whichever it is not; select only a UI module another one displaces; reload only
+  // what runs or failed; force on or off unless it is already, clear only what is forced.
+  function applicable(m) {
+    const id = m.moduleID;
+    if (!id) return [];
+    const out = ["trace"];
+    if (MANIFEST_REASONS.indexOf(m.reason) >= 0 || !m.version || !m.type) return out;
+    const x = state.explains[id];
+    const a = x && typeof x.approval === "object" ? x.approval : null;
+    const pending =
+      (a && Array.isArray(a.pending) && a.pending.length > 0) || m.reason === "approvalPending" || m.runReason === "approvalPending";
+    const approved = a && !a.approveAll && Array.isArray(a.approved) && a.approved.length > 0;
+    const entry = overrideEntry("module", id);
+    const forced = entry && entry.now && entry.now.state;
+    const stored = entry && (entry.persisted || entry.inMemory || (Array.isArray(entry.windows) && entry.windows.length > 0));
+    if (forced !== "on") out.push("override-on");
+    if (forced !== "off") out.push("override-off");
+    if (stored) out.push("override-clear");
+    if (pending) out.push("approve");
+    if (approved) out.push("revoke");
+    out.push(m.runReason === "moduleDisabled" || m.reason === "moduleDisabled" ? "enable" : "disable");
+    if ((m.type === "ui" || m.type === "app") && m.runReason === "uiNotSelected") out.push("select");
+    if (m.runState === "started" || m.runState === "failed") out.push("reload");
+    return out;
+  }
+
   function renderModules() {
     const body = document.querySelector("#modules tbody");
     clear(body);
@@ -184,7 +368,9 @@
       const tr = document.createElement("tr");
       tr.dataset.module = id;
       if (id === state.selected) tr.className = "selected";
-      const idCell = el("td", id, "module-id");
+      const idCell = el("td", null, "module");
+      idCell.appendChild(el("span", m.displayName || "(no name)", "display-name" + (m.displayName ? "" : " muted")));
+      idCell.appendChild(el("span", id, "module-id"));
       idCell.title = visible(m.file || "");
       tr.appendChild(idCell);
       tr.appendChild(el("td", m.version || "-"));
@@ -200,15 +386,23 @@
       const actions = el("td", null, "actions");
       if (m.moduleID) {
         const mid = m.moduleID;
-        actions.appendChild(button("trace", "trace", () => selectModule(mid)));
-        const ov = el("span", null, "group");
-        ov.appendChild(el("span", "force: ", "label"));
-        ov.appendChild(button("on", "override-on", () => act("override", overrideArgs("module", mid, "on"))));
-        ov.appendChild(button("off", "override-off", () => act("override", overrideArgs("module", mid, "off"))));
-        ov.appendChild(button("clear", "override-clear", () => act("override", overrideArgs("module", mid, "clear"))));
-        actions.appendChild(ov);
+        const can = applicable(m);
+        actions.dataset.actions = can.join(" ");
+        const key = (action) => action + " " + mid;
+        actions.appendChild(button(m.verdict === "pass" ? "trace" : "explain", "trace", () => selectModule(mid)));
+        const forces = ["on", "off", "clear"].filter((w) => can.indexOf("override-" + w) >= 0);
+        if (forces.length > 0) {
+          const ov = el("span", null, "group");
+          ov.appendChild(el("span", "force: ", "label"));
+          for (const w of forces) {
+            ov.appendChild(
+              button(w, "override-" + w, () => act("override", overrideArgs("module", mid, w)), key("override-" + w))
+            );
+          }
+          actions.appendChild(ov);
+        }
         for (const verb of ["approve", "revoke", "enable", "disable", "select", "reload"]) {
-          actions.appendChild(button(verb, verb, () => act(verb, ["--", mid])));
+          if (can.indexOf(verb) >= 0) actions.appendChild(button(verb, verb, () => act(verb, ["--", mid]), key(verb)));
         }
       }
       tr.appendChild(actions);
@@ -217,6 +411,7 @@
       });
       body.appendChild(tr);
     }
+    renderEventFilter();
   }
 
   // What a module said about its own health (diagnostics), marked as its words; null if nothing.
@@ -408,7 +603,9 @@
       tr.appendChild(el("td", overrideSummary("product", p)));
       const actions = el("td", null, "actions");
       for (const what of ["on", "off", "clear"]) {
-        actions.appendChild(button(what, "product-" + what, () => act("override", overrideArgs("product", p, what))));
+        actions.appendChild(
+          button(what, "product-" + what, () => act("override", overrideArgs("product", p, what)), "product-" + what + " " + p)
+        );
       }
       tr.appendChild(actions);
       body.appendChild(tr);
@@ -546,9 +743,9 @@
           renderSurface(await api("surface", ["--json"]));
           document.body.dataset.refreshed = String(Date.now());
         } catch (e) {
-          showStatus("refresh failed", null, e);
+          if (!state.expired) showStatus("refresh failed", null, e);
         }
-      } while (state.refreshAgain);
+      } while (state.refreshAgain && !state.expired);
     } finally {
       state.refreshing = false;
     }
@@ -562,101 +759,272 @@
     }, 200);
   }
 
-  // One event line. A module's own text (origin "module") is marked as that module's, as the
-  // host's log does (`[module=ID]`), so that nothing a module writes can pass for a host line.
-  function addEvent(kind, text, moduleID, origin) {
-    const ol = $("events");
-    const fromModule = origin === "module";
-    const li = el("li", null, "event " + kind + (fromModule ? " from-module" : " from-host"));
-    li.dataset.origin = fromModule ? "module" : "host";
-    if (moduleID) li.dataset.module = moduleID;
-    li.appendChild(el("span", new Date().toLocaleTimeString() + " ", "time"));
-    li.appendChild(el("span", (fromModule ? "module" : kind) + " ", "kind"));
-    if (fromModule) li.appendChild(el("span", "[module=" + (moduleID || "?") + "] ", "module says"));
-    else if (moduleID) li.appendChild(el("span", "[" + moduleID + "] ", "module"));
-    li.appendChild(el("span", text, fromModule ? "module-text" : "host-text"));
-    ol.insertBefore(li, ol.firstChild);
-    while (ol.childNodes.length > MAX_EVENTS) ol.removeChild(ol.lastChild);
+  // ---- Live events: kept per source (so a chatty module cannot push the others out), shown
+  // newest first, filtered by module, and held while paused (what arrives meanwhile is kept and
+  // counted, and shown on resume).
+
+  function sourceOf(e) {
+    return e.moduleID || "(host)";
   }
 
-  function parseEvent(ev) {
+  function keepEvent(kind, text, moduleID, origin) {
+    const e = { seq: ++state.eventSeq, kind: kind, text: text, moduleID: moduleID || null, origin: origin, time: new Date() };
+    state.events.push(e);
+    const source = sourceOf(e);
+    let same = 0;
+    for (const x of state.events) if (sourceOf(x) === source) same++;
+    if (same > MAX_EVENTS_PER_SOURCE) {
+      const i = state.events.findIndex((x) => sourceOf(x) === source);
+      if (i >= 0) state.events.splice(i, 1);
+    }
+    if (state.paused) {
+      if (shown(e)) state.missed++;
+      renderPause();
+      return;
+    }
+    scheduleEvents();
+  }
+
+  function shown(e) {
+    return state.eventFilter === "" || sourceOf(e) === state.eventFilter;
+  }
+
+  // Redraws at most every 150 ms, however fast events come.
+  function scheduleEvents() {
+    if (state.eventsTimer) return;
+    state.eventsTimer = setTimeout(function () {
+      state.eventsTimer = null;
+      if (!state.paused) renderEvents();
+    }, 150);
+  }
+
+  // One event line. A module's own text (origin "module") is marked as that module's, as the
+  // host's log does (`[module=ID]`), so that nothing a module writes can pass for a host line.
+  function eventLine(e) {
+    const fromModule = e.origin === "module";
+    const li = el("li", null, "event " + e.kind + (fromModule ? " from-module" : " from-host"));
+    li.dataset.origin = fromModule ? "module" : "host";
+    li.dataset.seq = String(e.seq);
+    if (e.moduleID) li.dataset.module = e.moduleID;
+    li.appendChild(el("span", e.time.toLocaleTimeString() + " ", "time"));
+    li.appendChild(el("span", (fromModule ? "module" : e.kind) + " ", "kind"));
+    if (fromModule) li.appendChild(el("span", "[module=" + (e.moduleID || "?") + "] ", "module says"));
+    else if (e.moduleID) li.appendChild(el("span", "[" + e.moduleID + "] ", "module"));
+    li.appendChild(el("span", e.text, fromModule ? "module-text" : "host-text"));
+    return li;
+  }
+
+  function renderEvents() {
+    const ol = $("events");
+    clear(ol);
+    let n = 0;
+    for (let i = state.events.length - 1; i >= 0 && n < MAX_EVENTS; i--) {
+      const e = state.events[i];
+      if (!shown(e)) continue;
+      ol.appendChild(eventLine(e));
+      n++;
+    }
+    if (n === 0) ol.appendChild(el("li", state.eventFilter ? "(nothing from " + state.eventFilter + " yet)" : "(no events yet)", "muted"));
+    renderPause();
+  }
+
+  function renderPause() {
+    const b = $("events-pause");
+    b.textContent = state.paused ? "Resume (" + state.missed + " new)" : "Pause";
+    b.dataset.paused = state.paused ? "1" : "";
+    b.dataset.missed = String(state.missed);
+    $("events-section").classList.toggle("paused", state.paused);
+  }
+
+  function togglePause() {
+    state.paused = !state.paused;
+    state.missed = 0;
+    if (!state.paused) renderEvents();
+    else renderPause();
+  }
+
+  // The filter's choices: every module listed or heard from, and the host's own lines.
+  function renderEventFilter() {
+    const select = $("event-filter");
+    const ids = new Set();
+    for (const m of state.modules) if (m.moduleID) ids.add(m.moduleID);
+    for (const e of state.events) if (e.moduleID) ids.add(e.moduleID);
+    const wanted = ["", "(host)"].concat([...ids].sort());
+    const have = [...select.options].map((o) => o.value);
+    if (have.length === wanted.length && have.every((v, i) => v === wanted[i])) return;
+    clear(select);
+    for (const v of wanted) {
+      const o = el("option", v === "" ? "every module and the host" : v === "(host)" ? "the host's own lines" : v);
+      o.value = v;
+      select.appendChild(o);
+    }
+    select.value = state.eventFilter;
+    if (select.value !== state.eventFilter) select.value = "";
+  }
+
+  function parseData(text) {
     try {
-      return JSON.parse(ev.data);
+      return JSON.parse(text);
     } catch (e) {
       return null;
     }
   }
 
-  function connectEvents() {
-    if (!window.EventSource) return;
-    const source = new EventSource("/api/events", { withCredentials: false });
-    source.addEventListener("open", function () {
-      $("live").textContent = "live";
-      $("live").className = "badge on";
-      // Something may have changed while the stream was down.
+  // One server-sent event (`event: NAME`, `data: JSON`); comments (keep-alives) do nothing.
+  function dispatch(block) {
+    let name = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith("event:")) name = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (data.length === 0) return;
+    const d = parseData(data.join("\n"));
+    if (!d || typeof d !== "object") return;
+    if (name === "state") onState(d);
+    else if (name === "log") onLog(d);
+    else if (name === "reload") {
+      keepEvent("reload", d.line, null, "host");
       scheduleRefresh();
-    });
-    source.addEventListener("error", function () {
-      $("live").textContent = "not live (reconnecting)";
-      $("live").className = "badge off";
-    });
-    source.addEventListener("state", function (ev) {
-      const d = parseEvent(ev);
-      if (!d) return;
-      addEvent("state", d.state + (d.reason ? " (" + d.reason + ")" : ""), d.moduleID, "host");
-      // Show the new state at once; the refresh that follows brings the rest.
-      for (const m of state.modules) {
-        if (m.moduleID === d.moduleID) {
-          m.runState = d.state;
-          m.runReason = d.reason || null;
-        }
+    }
+  }
+
+  function onState(d) {
+    keepEvent("state", d.state + (d.reason ? " (" + d.reason + ")" : ""), d.moduleID, "host");
+    // Show the new state at once; the refresh that follows brings the rest.
+    for (const m of state.modules) {
+      if (m.moduleID === d.moduleID) {
+        m.runState = d.state;
+        m.runReason = d.reason || null;
       }
-      renderModules();
-      scheduleRefresh();
-    });
-    source.addEventListener("log", function (ev) {
-      const d = parseEvent(ev);
-      if (!d) return;
-      const line = (d.level ? d.level + ": " : "") + d.message;
-      // Only a line the server marks as the host's is shown as the host's.
-      const origin = d.origin === "host" ? "host" : "module";
-      addEvent("log", line, d.moduleID, origin);
-      if (d.moduleID) {
-        const entry = { origin: origin, text: (origin === "module" ? "[module=" + d.moduleID + "] " : "[host] ") + line };
-        const lines = (state.logs[d.moduleID] = state.logs[d.moduleID] || []);
-        lines.push(entry);
-        while (lines.length > MAX_MODULE_LOG) lines.shift();
-        if (d.moduleID === state.selected) {
-          const ol = $("module-log");
-          if (ol) {
-            const muted = ol.querySelector(".muted");
-            if (muted) ol.removeChild(muted);
-            ol.appendChild(logLine(entry));
-            while (ol.childNodes.length > MAX_MODULE_LOG) ol.removeChild(ol.firstChild);
+    }
+    renderModules();
+    scheduleRefresh();
+  }
+
+  function onLog(d) {
+    const line = (d.level ? d.level + ": " : "") + d.message;
+    // Only a line the server marks as the host's is shown as the host's.
+    const origin = d.origin === "host" ? "host" : "module";
+    keepEvent("log", line, d.moduleID, origin);
+    if (!d.moduleID) return;
+    const entry = { origin: origin, text: (origin === "module" ? "[module=" + d.moduleID + "] " : "[host] ") + line };
+    const lines = (state.logs[d.moduleID] = state.logs[d.moduleID] || []);
+    lines.push(entry);
+    while (lines.length > MAX_MODULE_LOG) lines.shift();
+    if (d.moduleID === state.selected) {
+      const ol = $("module-log");
+      if (ol) {
+        const muted = ol.querySelector(".muted");
+        if (muted) ol.removeChild(muted);
+        ol.appendChild(logLine(entry));
+        while (ol.childNodes.length > MAX_MODULE_LOG) ol.removeChild(ol.firstChild);
+      }
+    }
+  }
+
+  function setLive(on, text) {
+    const b = $("live");
+    b.textContent = on ? "live" : text;
+    b.className = "badge " + (on ? "on" : "off");
+    if (on) $("stream-note").hidden = true;
+  }
+
+  function sleep(ms) {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  // The event stream, read with fetch (the token goes in a header); reconnects after a pause,
+  // longer when the host refused it (503: its streams are all taken, said in the page).
+  async function streamEvents() {
+    while (!state.expired) {
+      let wait = 2000;
+      try {
+        const response = await fetch("/api/events", { credentials: "omit", cache: "no-store", headers: headers() });
+        if (response.status === 401) {
+          expire();
+          return;
+        }
+        if (!response.ok || !response.body) {
+          const text = await response.text();
+          setLive(false, "not live: refused (" + response.status + ")");
+          const note = $("stream-note");
+          note.textContent = visible(refusalText(response.status, text));
+          note.hidden = false;
+          wait = 10000;
+        } else {
+          setLive(true);
+          // Something may have changed while the stream was down.
+          scheduleRefresh();
+          const reader = response.body.getReader();
+          const decoder = new TextDecoder();
+          let buffer = "";
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            buffer += decoder.decode(value, { stream: true });
+            let end;
+            while ((end = buffer.indexOf("\n\n")) >= 0) {
+              const block = buffer.slice(0, end);
+              buffer = buffer.slice(end + 2);
+              dispatch(block);
+            }
           }
+          setLive(false, "not live (reconnecting)");
         }
+      } catch (e) {
+        setLive(false, "not live (reconnecting)");
       }
-    });
-    source.addEventListener("reload", function (ev) {
-      const d = parseEvent(ev);
-      if (!d) return;
-      addEvent("reload", d.line, null, "host");
-      scheduleRefresh();
-    });
+      await sleep(wait);
+    }
   }
 
   function start() {
-    forgetTokenInURL();
+    state.token = takeToken();
     $("refresh").addEventListener("click", () => refreshAll());
-    $("select-none").addEventListener("click", () => act("select", ["--none"]));
+    $("select-none").dataset.action = "select-none";
+    $("select-none").dataset.confirmKey = "select-none";
+    $("select-none").dataset.label = $("select-none").textContent;
+    $("select-none").addEventListener("click", function () {
+      if (!isArmed("select-none")) return arm("select-none");
+      disarm("select-none");
+      act("select", ["--none"]);
+    });
     for (const what of ["on", "off", "clear"]) {
-      $("product-" + what).addEventListener("click", function () {
+      const b = $("product-" + what);
+      const action = "product-" + what;
+      if (CONFIRM[action]) {
+        b.dataset.action = action;
+        b.dataset.confirmKey = action;
+        b.dataset.label = what;
+      }
+      b.addEventListener("click", function () {
         const p = $("product-id").value.trim();
-        if (p) act("override", overrideArgs("product", p, what));
+        if (!p) return;
+        if (CONFIRM[action]) {
+          if (!isArmed(action)) return arm(action);
+          disarm(action);
+        }
+        act("override", overrideArgs("product", p, what));
       });
     }
+    $("event-filter").addEventListener("change", function () {
+      state.eventFilter = $("event-filter").value;
+      state.missed = 0;
+      if (!state.paused) renderEvents();
+      else renderPause();
+    });
+    $("events-pause").addEventListener("click", togglePause);
+    renderEventFilter();
+    renderEvents();
+    if (!state.token) {
+      notice(NO_TOKEN, "error");
+      $("host-info").textContent = "no token";
+      setLive(false, "not live");
+      return;
+    }
     refreshAll();
-    connectEvents();
+    streamEvents();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
