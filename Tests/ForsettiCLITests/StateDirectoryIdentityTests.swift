@@ -111,8 +111,9 @@ import Testing
     #expect(!text(state + "/logs/host.log").contains("state directory"), "host 1 wrote into host 2's log")
     #expect(second.process.isRunning)
 
-    // The moved directory keeps the first host's files, to its last line.
+    // The moved directory keeps the first host's files, to its last line; its own socket it removed.
     #expect(RuntimeSnapshot.read(stateDirectory: moved)?.pid == firstPID)
+    #expect(identity(moved + "/control.sock") == nil, "host 1 left its socket in \(moved)")
     let log = text(moved + "/logs/host.log")
     #expect(
       log.contains("state directory \(state) was replaced: another directory is at that path now"),

@@ -69,6 +69,18 @@ import Testing
     #expect(hold.check() != nil)
   }
 
+  /// A grandparent renamed moves the path away from the directory too: its own event says so.
+  @Test func anAncestorMovedIsNoticedByItsEvent() throws {
+    let s = try make("a/b/S")
+    let hold = try StateDirectoryHold(path: s)
+    defer { hold.stop() }
+    let seen = Seen()
+    hold.whenReplaced { r in seen.value.withLock { $0 = r } }
+    #expect(rename(dir.url("a"), dir.url("z")) == 0)
+    #expect(noticed(seen) == .gone)
+    #expect(hold.currentLocation == dir.url("z/b/S"))
+  }
+
   /// The positive control: entries of the parent change, and the directory's own, but it stays.
   @Test func aDirectoryThatStaysIsNotNoticed() throws {
     let s = try make("S")

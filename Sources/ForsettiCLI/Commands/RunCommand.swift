@@ -286,7 +286,7 @@ enum RunCommand {
     var signalled = false
     var replaced = false
     while true {
-      // Each round looks at the path too: the watch misses a grandparent renamed.
+      // Each round looks at the path too: the watch misses an ancestor reached through a link.
       if let r = hold.check() {
         // Acting on the directory now at the path would be acting on another host's (its
         // runtime.json, its socket) or on one an operator put there for a new host; this host's
@@ -313,9 +313,14 @@ enum RunCommand {
     ServiceNotifier.stopping()
     screen?.stop()
     // ControlServer.stop unlinks control.sock by path: at a replaced path that is another
-    // host's socket. Left alone, this host's socket (in the directory it holds) goes when it
-    // exits, and a client waiting on it reads the end of the connection.
-    if hold.check() == nil { server?.stop() }
+    // host's socket. This host's own is removed in the directory it holds (no other host can
+    // have made one there: this one holds its lock); a client waiting on it reads the end of
+    // the connection when the host exits.
+    if hold.check() == nil {
+      server?.stop()
+    } else if server != nil {
+      _ = unlinkat(hold.fd, "control.sock", 0)
+    }
     host.stop()
     hold.stop()
     withExtendedLifetime(lock) {}

@@ -154,9 +154,10 @@ public final class StateDirectoryHold: Sendable {
     return p.isEmpty ? "." : p
   }
 
-  /// An inotify descriptor watching the held directory itself for being moved or removed, and
-  /// its parent for its entries changing and for being moved itself (a directory renamed over
-  /// the path, a symbolic link swapped). A rename of a grandparent is seen by the checks only.
+  /// An inotify descriptor watching the held directory itself for being moved or removed, its
+  /// parent for its entries changing (a directory renamed over the path, a symbolic link
+  /// swapped), and every ancestor the path names for being moved or removed itself. An ancestor
+  /// reached through a symbolic link the path does not spell is seen by the checks only.
   private static func watch(held: String, parent: String) -> (Int32, Int32, Int32) {
     let fd = inotify_init1(Int32(IN_CLOEXEC))
     guard fd >= 0 else { return (-1, -1, -1) }
@@ -173,6 +174,12 @@ public final class StateDirectoryHold: Sendable {
     }
     // Not fatal: a parent the host may not read still leaves the watch on the directory.
     _ = inotify_add_watch(fd, parent, selfEvents | entries)
+    var ancestor = parent
+    while ancestor != "/" && ancestor != "." {
+      ancestor = PathText.parent(ancestor)
+      if ancestor.isEmpty { break }
+      _ = inotify_add_watch(fd, ancestor, selfEvents)
+    }
     return (fd, pipe[0], pipe[1])
   }
 
