@@ -15,14 +15,31 @@ import Testing
 
   var moved: String { state + ".old" }
 
-  /// `run` on `stateDirectory`, with a safety net longer than any wait here: a host that failed to
-  /// notice must not stop by itself during the test.
-  func host(on stateDirectory: String) throws -> DevHost {
-    try DevHost.launch(
-      [
-        "run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", stateDirectory, "--for",
-        "240",
-      ])
+  /// `run` on `stateDirectory` as `user`, with a safety net longer than any wait here: a host that
+  /// failed to notice must not stop by itself during the test.
+  func host(on stateDirectory: String, as user: HostileHost.Identity = .current) throws -> DevHost {
+    let args = [
+      "run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", stateDirectory, "--for",
+      "240",
+    ]
+    guard user == .unprivileged else { return try DevHost.launch(args) }
+    return try DevHost(
+      Self.asNobody + [HostBinary.path] + args, verb: nil, executable: "/usr/bin/setpriv")
+  }
+
+  static let nobody = HostileHost.nobody
+  static let asNobody = ["--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", "--"]
+
+  /// A state directory made for `user` (as an operator makes one for a service's user).
+  func makeState(_ path: String, for user: HostileHost.Identity) throws {
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+    if user == .unprivileged { #expect(chown(path, Self.nobody, Self.nobody) == 0) }
+  }
+
+  /// `forsetti-host ARGS` to completion, as `user`.
+  func command(_ args: [String], as user: HostileHost.Identity) throws -> ProcessResult {
+    guard user == .unprivileged else { return try HostBinary.run(args) }
+    return try ProcessRunner.run("/usr/bin/setpriv", Self.asNobody + [HostBinary.path] + args)
   }
 
   /// Waits until `host` publishes `expected` in `stateDirectory` and its control socket is there.
@@ -62,9 +79,13 @@ import Testing
     (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
   }
 
-  @Test func aHostWhoseStateDirectoryIsSwappedStopsAndLeavesTheNewOneAlone() throws {
+  @Test(arguments: HostileHost.Identity.allCases)
+  func aHostWhoseStateDirectoryIsSwappedStopsAndLeavesTheNewOneAlone(as user: HostileHost.Identity) throws {
+    try #require(user == .current || geteuid() == 0, "running as another user needs root")
+    chmod(dir.path, 0o755)
     try module("com.test.one")
-    let first = try host(on: state)
+    try makeState(state, for: user)
+    let first = try host(on: state, as: user)
     defer {
       kill(first.process.processIdentifier, SIGCONT)
       first.stop()
@@ -74,18 +95,18 @@ import Testing
 
     freeze(firstPID)
     try FileManager.default.moveItem(atPath: state, toPath: moved)
-    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false)
+    try makeState(state, for: user)
 
-    let second = try host(on: state)
+    let second = try host(on: state, as: user)
     defer { second.stop() }
     try ready(second, on: state, ["com.test.one": "started"])
     let secondPID = second.process.processIdentifier
     let socket = try #require(identity(state + "/control.sock"))
 
     // The first host's lock is on the directory it holds: a third host there is refused, naming it.
-    let third = try HostBinary.run([
-      "run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", moved, "--for", "1",
-    ])
+    let third = try command(
+      ["run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", moved, "--for", "1"],
+      as: user)
     #expect(third.status == 2, "\(third.stdout)\(third.stderr)")
     #expect(third.stderr.contains("pid \(firstPID)"), "\(third.stderr)")
 
@@ -105,7 +126,7 @@ import Testing
     // The second host's directory is its own: its socket, its runtime.json, and status says so.
     #expect(identity(state + "/control.sock") == socket, "host 1 removed or replaced host 2's control socket")
     #expect(RuntimeSnapshot.read(stateDirectory: state)?.pid == secondPID)
-    let status = try HostBinary.run(["status", "--state", state])
+    let status = try command(["status", "--state", state], as: user)
     #expect(status.status == 0, "\(status.stdout)\(status.stderr)")
     #expect(status.stdout.hasPrefix("running: pid \(secondPID)"), "\(status.stdout)\(status.stderr)")
     #expect(!text(state + "/logs/host.log").contains("state directory"), "host 1 wrote into host 2's log")
@@ -113,6 +134,10 @@ import Testing
 
     // The moved directory keeps the first host's files, to its last line; its own socket it removed.
     #expect(RuntimeSnapshot.read(stateDirectory: moved)?.pid == firstPID)
+    var st = stat()
+    #expect(stat(moved + "/runtime.json", &st) == 0)
+    #expect(
+      st.st_uid == (user == .unprivileged ? Self.nobody : geteuid()), "runtime.json's owner \(st.st_uid)")
     #expect(identity(moved + "/control.sock") == nil, "host 1 left its socket in \(moved)")
     let log = text(moved + "/logs/host.log")
     #expect(
