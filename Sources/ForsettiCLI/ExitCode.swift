@@ -8,6 +8,9 @@ public enum ExitCode: Int32, Sendable {
   case usage = 2
   /// `status`: no host is running on the state directory (as `systemctl is-active`).
   case notRunning = 3
+  /// `run`/`dev`: the state directory was moved away or replaced under the host, which stopped
+  /// (sysexits' EX_TEMPFAIL: a restart, on the directory now at the path, is what is wanted).
+  case stateDirectoryReplaced = 75
 
   static let helpText = """
     EXIT STATUS:

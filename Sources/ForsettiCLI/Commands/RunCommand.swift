@@ -56,6 +56,8 @@ enum RunCommand {
         0  stopped by SIGINT or SIGTERM; or, after --for, no module was blocked or failed
         1  after --for: at least one module was blocked or failed (a script's check)
         2  usage error: a bad option or value, or an unreadable input file
+        75 the state directory was moved away or replaced under the host: it stopped its
+           modules and touched nothing at the path (a new host may start on what is there)
       """,
     options: HostOptions.specs + [
       .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal."),
@@ -175,11 +177,18 @@ enum RunCommand {
     let limits = try logLimits(p)
     let exportDirectory = try exportDirectory(p)
     let quotas = try quotas(p)
-    // One host per state directory, decided before anything in it is touched.
+    // One host per state directory, decided before anything in it is touched. The directory is
+    // held by identity: the lock, the logs and runtime.json go into the directory opened here,
+    // whatever is put at its path later (StateDirectoryHold).
     try? FileManager.default.createDirectory(
       atPath: options.stateDirectory, withIntermediateDirectories: true)
+    let hold: StateDirectoryHold
+    do { hold = try StateDirectoryHold(path: options.stateDirectory) } catch {
+      throw .configuration(
+        .directory(option: "state", path: options.stateDirectory, reason: error.description))
+    }
     let lock: HostLock
-    do { lock = try HostLock(stateDirectory: options.stateDirectory) } catch {
+    do { lock = try HostLock(in: hold) } catch {
       throw .configuration(
         .directory(option: "state", path: options.stateDirectory, reason: error.description))
     }
@@ -190,17 +199,12 @@ enum RunCommand {
       try ApprovalPrompt.ask(report.manifests, options: options, console: console)
     }
 
-    try? FileManager.default.createDirectory(
-      atPath: PathText.join(options.stateDirectory, "logs"),
-      withIntermediateDirectories: true)
+    _ = mkdirat(hold.fd, "logs", 0o755)
     let uiPort = try port(p)
     let webEvents = WebEvents()
     var sinks: [any LogSink] = [StreamLogSink(fd: options.json ? 2 : 1)]
     if uiPort != nil { sinks.append(WebLogSink(webEvents)) }
-    if let file = FileLogSink(
-      path: PathText.join(options.stateDirectory, "logs/host.log"),
-      rotation: limits.rotation)
-    {
+    if let file = FileLogSink(path: hold.within("logs/host.log"), rotation: limits.rotation) {
       sinks.append(file)
     }
     let environment = HostEnvironment(
@@ -211,6 +215,7 @@ enum RunCommand {
         .info, "file export: modules granted file_export write into \(exportDirectory)/<module ID>/")
     }
     let manager = ModuleManager(environment: environment, mode: mode)
+    manager.stateDirectoryHold = hold
     // From a copy always (in memory in-process, under STATE/versions/ for a worker): `reload ID`
     // (and dev) may replace the file while the loaded version must stay reachable for a rollback.
     manager.versionCopies = true
@@ -221,6 +226,7 @@ enum RunCommand {
     }
 
     let loop = SignalWaiter()
+    hold.whenReplaced { [waker = loop.waker] _ in waker() }
     let host = LiveHost(judge: options.judge, manager: manager, development: development, wake: loop.waker)
     host.onReload = { r in
       console.out(DevCommand.describe(r))
@@ -253,13 +259,16 @@ enum RunCommand {
     if !options.json { console.out(RunReport.table(manager.records)) }
     let running = manager.records.filter { $0.state == .started }.count
     ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")
-    let server: ControlServer
-    do { server = try ControlServer(stateDirectory: options.stateDirectory, wake: loop.waker) } catch {
-      host.stop()
-      throw .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(error)"))
+    // The control socket is made at the path: not once the path names another directory.
+    var server: ControlServer?
+    if hold.check() == nil {
+      do { server = try ControlServer(stateDirectory: options.stateDirectory, wake: loop.waker) } catch {
+        host.stop()
+        throw .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(error)"))
+      }
     }
     var screen: DebugScreen?
-    if let uiPort {
+    if let uiPort, let server {
       do { screen = try DebugScreen(port: uiPort, events: webEvents, ask: server.ask) } catch {
         server.stop()
         host.stop()
@@ -275,7 +284,21 @@ enum RunCommand {
     let deadline = duration.map { ContinuousClock.now + .wait($0) }
     var why = "--for \(duration ?? 0)s elapsed"
     var signalled = false
+    var replaced = false
     while true {
+      // Each round looks at the path too: the watch misses an ancestor reached through a link.
+      if let r = hold.check() {
+        // Acting on the directory now at the path would be acting on another host's (its
+        // runtime.json, its socket) or on one an operator put there for a new host; this host's
+        // modules stop, and a service manager restarts a host on what is really there.
+        environment.hostLog(
+          .error,
+          "\(hold.describe(r)); this host stops, and touches nothing at \(hold.path) (exit status \(ExitCode.stateDirectoryReplaced.rawValue)); a new host may start on the directory now there"
+        )
+        why = "state directory replaced"
+        replaced = true
+        break
+      }
       if let deadline, ContinuousClock.now >= deadline { break }
       let until = [deadline, host.nextDue].compactMap { $0 }.min()
       if let stop = loop.wait(until: until) {
@@ -284,13 +307,22 @@ enum RunCommand {
         break
       }
       host.process()
-      server.serve(handler.handle)
+      server?.serve(handler.handle)
     }
     environment.hostLog(.info, "stopping all modules (\(why))")
     ServiceNotifier.stopping()
     screen?.stop()
-    server.stop()
+    // ControlServer.stop unlinks control.sock by path: at a replaced path that is another
+    // host's socket. This host's own is removed in the directory it holds (no other host can
+    // have made one there: this one holds its lock); a client waiting on it reads the end of
+    // the connection when the host exits.
+    if hold.check() == nil {
+      server?.stop()
+    } else if server != nil {
+      _ = unlinkat(hold.fd, "control.sock", 0)
+    }
     host.stop()
+    hold.stop()
     withExtendedLifetime(lock) {}
     // Counts of lines dropped by the rate limit are written before the summary.
     environment.limiter.flush()
@@ -299,6 +331,7 @@ enum RunCommand {
     } else {
       console.out(RunReport.summary(manager.records))
     }
+    if replaced { return .stateDirectoryReplaced }
     // Stopped on request, the host did its job; after --for, a script asks whether all went well.
     if signalled { return .success }
     let clean = manager.records.allSatisfy { r in

@@ -1,7 +1,8 @@
 import Glibc
 
 /// One host per state directory: `STATE/host.lock`, held with `flock` for the host's life (the
-/// kernel lets go when the process ends, however it ends) and holding the holder's pid.
+/// kernel lets go when the process ends, however it ends) and holding the holder's pid. A host
+/// takes it in the directory it holds (`StateDirectoryHold`), not at whatever the path names.
 public final class HostLock: Sendable {
   private let fd: Int32
   public let path: String
@@ -26,9 +27,21 @@ public final class HostLock: Sendable {
   }
 
   /// Takes the lock of `stateDirectory`, or says who holds it.
-  public init(stateDirectory: String) throws(LockError) {
-    path = (stateDirectory.isEmpty ? "." : stateDirectory) + "/host.lock"
-    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+  public convenience init(stateDirectory: String) throws(LockError) {
+    try self.init(path: (stateDirectory.isEmpty ? "." : stateDirectory) + "/host.lock", in: AT_FDCWD)
+  }
+
+  /// Takes the lock of the directory `hold` holds, whatever is at its path now: `host.lock` is
+  /// opened in the open directory, so a directory swapped in under the same name between the
+  /// hold and the lock is never locked for this host (a host on it takes its own lock).
+  public convenience init(in hold: StateDirectoryHold) throws(LockError) {
+    try self.init(path: hold.path + "/host.lock", in: hold.fd)
+  }
+
+  private init(path: String, in directory: Int32) throws(LockError) {
+    self.path = path
+    let fd = openat(
+      directory, directory == AT_FDCWD ? path : "host.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
     guard fd >= 0 else { throw .io(path: path, errno: errno) }
     guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
       let e = errno

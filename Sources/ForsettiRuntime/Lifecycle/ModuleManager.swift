@@ -22,6 +22,12 @@ public final class ModuleManager {
   var index = BinaryIndex()
   /// Writes `runtime.json` and `surface.json` when they change.
   let stateFiles = RuntimeStatePublisher()
+  /// The state directory the host holds by identity: `runtime.json` and `surface.json` go into
+  /// it, never into another directory put at its path (nil: written by path).
+  public var stateDirectoryHold: StateDirectoryHold? {
+    get { stateFiles.hold }
+    set { stateFiles.hold = newValue }
+  }
   /// Counts starts, so modules stop in the reverse order of their starts.
   private var starts = 0
 
@@ -356,9 +362,11 @@ public final class ModuleManager {
     // torn one.
     do {
       try stateFiles.publish(
-        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), to: RuntimeStateFile.runtimePath(dir))
+        Array(JSONWriter.string(state.runtimeJSON, pretty: true).utf8), name: RuntimeStateFile.runtimeName,
+        in: dir)
       try stateFiles.publish(
-        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), to: RuntimeStateFile.surfacePath(dir))
+        Array(JSONWriter.string(state.surfaceJSON, pretty: true).utf8), name: RuntimeStateFile.surfaceName,
+        in: dir)
     } catch {
       environment.hostLog(.warning, "could not save runtime state: \(error)")
     }

@@ -10,12 +10,15 @@ public struct RuntimeStateFile: Sendable {
   public var records: [ModuleRecord]
   public var surface: Surface
 
+  static let runtimeName = "runtime.json"
+  static let surfaceName = "surface.json"
+
   public static func runtimePath(_ stateDirectory: String) -> String {
-    PathText.join(stateDirectory, "runtime.json")
+    PathText.join(stateDirectory, runtimeName)
   }
 
   public static func surfacePath(_ stateDirectory: String) -> String {
-    PathText.join(stateDirectory, "surface.json")
+    PathText.join(stateDirectory, surfaceName)
   }
 
   var runtimeJSON: JSONValue {
@@ -48,9 +51,27 @@ public struct RuntimeStateFile: Sendable {
 final class RuntimeStatePublisher {
   /// The bytes last written to each path, and the file they went into.
   private var written: [String: (bytes: [UInt8], device: UInt64, inode: UInt64)] = [:]
+  /// The state directory the host holds by identity (`run`, `dev`): the files go into it
+  /// whatever it is called now, never into a directory put at its path later, and each write
+  /// first looks whether the path still names it (the host stops when not). nil: by path.
+  var hold: StateDirectoryHold?
 
-  /// Writes `bytes` to `path` (whole or not at all, not synced) unless they are there already.
-  func publish(_ bytes: [UInt8], to path: String) throws(AtomicFile.WriteError) {
+  /// Writes `bytes` to the file `name` of `stateDirectory` (or of the held directory), whole or
+  /// not at all, not synced, unless they are there already.
+  func publish(_ bytes: [UInt8], name: String, in stateDirectory: String) throws(AtomicFile.WriteError) {
+    guard let hold else {
+      try publish(bytes, to: PathText.join(stateDirectory, name))
+      return
+    }
+    hold.check()
+    do { try publish(bytes, to: hold.within(name)) } catch {
+      // Named as the operator knows it, not through /proc.
+      guard case .failed(_, let step, let e) = error else { throw error }
+      throw .failed(path: PathText.join(hold.path, name), step: step, errno: e)
+    }
+  }
+
+  private func publish(_ bytes: [UInt8], to path: String) throws(AtomicFile.WriteError) {
     var st = stat()
     if let w = written[path], w.bytes == bytes, stat(path, &st) == 0, UInt64(st.st_dev) == w.device,
       UInt64(st.st_ino) == w.inode, Int(st.st_size) == bytes.count

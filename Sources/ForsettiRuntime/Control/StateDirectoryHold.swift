@@ -1,0 +1,206 @@
+import CForsettiSys
+import ForsettiBridge
+import Glibc
+import Synchronization
+
+/// The state directory a host owns, held by identity rather than by path: the directory its
+/// `--state` path named at start, kept open. `mv S S.old; mkdir S` under a running host leaves
+/// it holding `S.old`; a second host on `S` then owns the new directory, and the first must not
+/// lock, write or unlink anything at `S` (it would take over the second's `runtime.json` and
+/// remove its control socket). So the host's own files are reached through the open directory
+/// (`within`), and the host notices the path no longer naming it (`check`, and inotify on the
+/// directory and on its parent) and stops (`RunCommand`).
+public final class StateDirectoryHold: Sendable {
+  /// The path given at start (`--state`), as the host names it in messages.
+  public let path: String
+  /// The directory, open for the host's life (O_CLOEXEC: no worker inherits it).
+  public let fd: Int32
+  private let device: UInt64
+  private let inode: UInt64
+  /// Whether `/proc/self/fd/N` leads to the directory (it does wherever /proc is mounted).
+  private let throughProc: Bool
+  /// What was noticed, once: the hold never goes back to trusting the path.
+  private let noticed = Mutex<Replacement?>(nil)
+  private let onReplacement = Mutex<(@Sendable (Replacement) -> Void)?>(nil)
+  /// The inotify descriptor and the pipe `stop` writes to (-1 when inotify is unavailable:
+  /// the checks at each write and at stop remain).
+  private let watchFD: Int32
+  private let stopRead: Int32
+  private let stopWrite: Int32
+  private let stopped = Atomic<Bool>(false)
+
+  /// How the path stopped naming the held directory.
+  public enum Replacement: Sendable, Equatable {
+    /// Nothing is at the path: the directory was moved away or removed.
+    case gone
+    /// Something else is at the path: another directory (or a file, or a symbolic link to one).
+    case replaced
+  }
+
+  /// Why the directory could not be held.
+  public enum HoldError: Error, Sendable, Equatable, CustomStringConvertible {
+    case open(path: String, errno: Int32)
+
+    public var description: String {
+      switch self {
+      case .open(let p, let e): "\(p): cannot open the state directory: \(String(cString: strerror(e)))"
+      }
+    }
+  }
+
+  /// Opens `path` (following a symbolic link, as every other use of it did) and starts watching
+  /// for it to be moved away or replaced.
+  public init(path: String) throws(HoldError) {
+    let dir = path.isEmpty ? "." : path
+    let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw .open(path: dir, errno: errno) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else {
+      let e = errno
+      close(fd)
+      throw .open(path: dir, errno: e)
+    }
+    self.path = dir
+    self.fd = fd
+    device = UInt64(st.st_dev)
+    inode = UInt64(st.st_ino)
+    var proc = stat()
+    throughProc =
+      stat("/proc/self/fd/\(fd)", &proc) == 0 && UInt64(proc.st_dev) == device && UInt64(proc.st_ino) == inode
+    (watchFD, stopRead, stopWrite) = Self.watch(
+      held: throughProc ? "/proc/self/fd/\(fd)" : dir, parent: Self.parent(of: dir))
+    if watchFD >= 0 { _ = DetachedThread.start { [self] in self.readLoop() } }
+  }
+
+  // The reading thread holds the hold until it ends, so this runs after it. The pipe's read end
+  // stays open until here: `stop` after the thread ended by itself must not raise SIGPIPE.
+  deinit {
+    close(fd)
+    for f in [watchFD, stopRead, stopWrite] where f >= 0 { close(f) }
+  }
+
+  /// A path to `name` inside the held directory, whatever the directory is called now
+  /// (`/proc/self/fd/N/name`): a file opened, written or renamed through it lands in this
+  /// directory, never in one put at `path` later. Without /proc, `path/name` (then only the
+  /// checks guard it).
+  public func within(_ name: String) -> String {
+    throughProc ? "/proc/self/fd/\(fd)/\(name)" : PathText.join(path, name)
+  }
+
+  /// What was noticed so far, without looking again.
+  public var replacement: Replacement? { noticed.withLock { $0 } }
+
+  /// Looks at `path` again: nil while it still names the held directory. The first time it does
+  /// not, the hold remembers it for good and calls the `whenReplaced` handler.
+  @discardableResult
+  public func check() -> Replacement? {
+    if let r = replacement { return r }
+    var st = stat()
+    let found: Replacement?
+    if stat(path, &st) == 0 {
+      found = UInt64(st.st_dev) == device && UInt64(st.st_ino) == inode ? nil : .replaced
+    } else {
+      // Only a missing path counts: a path made unreadable (EACCES) or too deep for a moment
+      // says nothing about which directory it names.
+      found = errno == ENOENT || errno == ENOTDIR ? .gone : nil
+    }
+    guard let found else { return nil }
+    let first = noticed.withLock { n in
+      guard n == nil else { return false }
+      n = found
+      return true
+    }
+    if first, let handler = onReplacement.withLock({ $0 }) { handler(found) }
+    return found
+  }
+
+  /// Calls `handler` (on any thread) once the path is noticed no longer naming the directory;
+  /// at once if it was already.
+  public func whenReplaced(_ handler: @escaping @Sendable (Replacement) -> Void) {
+    onReplacement.withLock { $0 = handler }
+    if let r = replacement { handler(r) }
+  }
+
+  /// The host's line for `r`: the path, what happened, and where the held directory is now.
+  public func describe(_ r: Replacement) -> String {
+    let what =
+      switch r {
+      case .gone: "was moved away or removed"
+      case .replaced: "was replaced: another directory is at that path now"
+      }
+    let now = currentLocation.map { " (the directory this host holds is now \($0))" } ?? ""
+    return "state directory \(path) \(what)\(now)"
+  }
+
+  /// Where the held directory is now, as the kernel names it (`… (deleted)` once removed).
+  public var currentLocation: String? {
+    guard throughProc else { return nil }
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+    guard n > 0 else { return nil }
+    return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// Stops watching (the checks still answer).
+  public func stop() {
+    guard stopWrite >= 0, !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    var one: UInt8 = 1
+    _ = write(stopWrite, &one, 1)
+  }
+
+  /// `dir`'s parent, for the watch on its entries.
+  private static func parent(of dir: String) -> String {
+    let p = PathText.parent(dir)
+    return p.isEmpty ? "." : p
+  }
+
+  /// An inotify descriptor watching the held directory itself for being moved or removed, its
+  /// parent for its entries changing (a directory renamed over the path, a symbolic link
+  /// swapped), and every ancestor the path names for being moved or removed itself. An ancestor
+  /// reached through a symbolic link the path does not spell is seen by the checks only.
+  private static func watch(held: String, parent: String) -> (Int32, Int32, Int32) {
+    let fd = inotify_init1(Int32(IN_CLOEXEC))
+    guard fd >= 0 else { return (-1, -1, -1) }
+    var pipe: [Int32] = [0, 0]
+    guard forsetti_pipe_cloexec(&pipe) == 0 else {
+      close(fd)
+      return (-1, -1, -1)
+    }
+    let selfEvents = UInt32(IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR)
+    let entries = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+    guard inotify_add_watch(fd, held, selfEvents) >= 0 else {
+      for f in [fd, pipe[0], pipe[1]] { close(f) }
+      return (-1, -1, -1)
+    }
+    // Not fatal: a parent the host may not read still leaves the watch on the directory.
+    _ = inotify_add_watch(fd, parent, selfEvents | entries)
+    var ancestor = parent
+    while ancestor != "/" && ancestor != "." {
+      ancestor = PathText.parent(ancestor)
+      if ancestor.isEmpty { break }
+      _ = inotify_add_watch(fd, ancestor, selfEvents)
+    }
+    return (fd, pipe[0], pipe[1])
+  }
+
+  /// Looks at the path again at every event (the events say something moved, not what is at the
+  /// path now) until the replacement is noticed or `stop`.
+  private func readLoop() {
+    let size = 16 * 1024
+    let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+    defer { buffer.deallocate() }
+    var fds = [
+      pollfd(fd: watchFD, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0),
+    ]
+    while true {
+      let ready = poll(&fds, 2, -1)
+      if ready < 0 && errno == EINTR { continue }
+      guard ready > 0, fds[1].revents == 0 else { return }
+      let n = read(watchFD, buffer, size)
+      if n < 0 && errno == EINTR { continue }
+      guard n > 0 else { return }
+      if check() != nil { return }
+    }
+  }
+}
