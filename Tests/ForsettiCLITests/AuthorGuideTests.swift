@@ -127,7 +127,7 @@ extension AuthorGuideTests {
     var environment: [String] {
       [
         "HOME=\(home)",
-        // The host's default state directory, here in the reader's home even as root.
+        // The host's default state directory, in the reader's home even as root (created below).
         "XDG_STATE_HOME=\(home)/.local/state",
         "PATH=\(prefix)/bin:\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")",
       ]
@@ -193,6 +193,9 @@ extension AuthorGuideTests {
   @Test func theWalkthroughRunsFromNothingToASignedLicensedRunningModule() throws {
     let blocks = try Self.blocks()
     let reader = Reader(home: dir.url("home"))
+    // The reader's own XDG state directory, so that even as root the default state is theirs.
+    try FileManager.default.createDirectory(
+      atPath: reader.home + "/.local/state", withIntermediateDirectories: true)
     try FileManager.default.createDirectory(atPath: reader.home, withIntermediateDirectories: true)
 
     // 1. Install: scripts/install, from the binaries these tests run (a release build takes minutes).
