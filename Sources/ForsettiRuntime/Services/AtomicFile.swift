@@ -8,6 +8,13 @@ public enum AtomicFile {
   public enum WriteError: Error, Sendable, Hashable, CustomStringConvertible {
     case failed(path: String, step: String, errno: Int32)
 
+    /// The file that was being written.
+    public var path: String {
+      switch self {
+      case .failed(let p, _, _): p
+      }
+    }
+
     public var description: String {
       switch self {
       case .failed(let p, let step, let e): "\(p): \(step) failed: \(String(cString: strerror(e)))"
@@ -46,10 +53,18 @@ public enum AtomicFile {
       unlink(tmp)
       throw .failed(path: path, step: "rename", errno: e)
     }
-    let dfd = durable ? open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1
-    if dfd >= 0 {
-      fsync(dfd)
-      close(dfd)
+    guard durable else { return }
+    // The rename is durable only once the directory is: without this a power loss can bring
+    // back the old file after "done" was said. A file system that cannot sync a directory
+    // (EINVAL) has nothing more to do.
+    let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard dfd >= 0 else { throw .failed(path: path, step: "open directory for fsync", errno: errno) }
+    defer { close(dfd) }
+    while fsync(dfd) != 0 {
+      let e = errno
+      if e == EINTR { continue }
+      if e == EINVAL { return }
+      throw .failed(path: path, step: "fsync directory", errno: e)
     }
   }
 }
