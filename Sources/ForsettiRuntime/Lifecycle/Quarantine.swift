@@ -107,6 +107,6 @@ public struct QuarantineStore: Sendable {
       )
     }
     let doc = JSONValue.object(JSONObject([("version", 1), ("modules", .object(JSONObject(modules)))]))
-    try AtomicFile.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path)
+    try StateTransaction.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path)
   }
 }

@@ -22,6 +22,9 @@ public enum AtomicFile {
     }
   }
 
+  /// What follows a file's name in the name of its temporary file (`NAME.tmp-PID-RANDOM`).
+  public static let temporaryMark = ".tmp-"
+
   /// Replaces `path` with `bytes` atomically, creating parent directories.
   /// `durable: false` skips the fsyncs: still all-or-nothing for readers, but not guaranteed to
   /// survive a power loss; for files that can be made again (version copies).
@@ -32,7 +35,7 @@ public enum AtomicFile {
     if !dir.isEmpty {
       try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     }
-    let tmp = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let tmp = "\(path)\(temporaryMark)\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
     guard fd >= 0 else { throw .failed(path: path, step: "create temporary file", errno: errno) }
     guard FileDescriptor.writeAll(fd, bytes) else {

@@ -68,7 +68,7 @@ public struct ActivationStore: Sendable {
   /// Replaces the file with `state` (atomic and durable). Only inside a transaction (`update`).
   public func save(_ state: ActivationState) throws(StoreError) {
     do {
-      try AtomicFile.write(Array((JSONWriter.string(state.json, pretty: true) + "\n").utf8), to: path)
+      try StateTransaction.write(Array((JSONWriter.string(state.json, pretty: true) + "\n").utf8), to: path)
     } catch {
       throw .write(error)
     }

@@ -49,6 +49,22 @@ public enum StateTransaction {
     return try body()
   }
 
+  /// Replaces `path` with `bytes` atomically and durably (`AtomicFile`), first removing the
+  /// temporary files of `path` left by writers killed mid-write. Only inside `run`: every
+  /// writer of a state file holds the lock, so a temporary file of it found then is a dead
+  /// writer's, never one still being written.
+  public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(AtomicFile
+    .WriteError)
+  {
+    let dir = PathText.parent(path)
+    let prefix = PathText.name(path) + AtomicFile.temporaryMark
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir)) ?? []
+    where name.hasPrefix(prefix) {
+      unlink(PathText.join(dir.isEmpty ? "." : dir, name))
+    }
+    try AtomicFile.write(bytes, to: path, mode: mode)
+  }
+
   /// Opens and exclusively locks `STATE/state.lock`. The file is opened without following a
   /// symbolic link, so a link planted there cannot make a transaction create a file elsewhere;
   /// read-only is enough for `flock`, for a caller that may write the state but not the lock.

@@ -53,7 +53,9 @@ public struct ApprovalStore: Sendable {
       )
     }
     let doc = JSONValue.object(JSONObject([("version", 1), ("modules", .object(JSONObject(modules)))]))
-    do { try AtomicFile.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path) } catch {
+    do {
+      try StateTransaction.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path)
+    } catch {
       throw .write(error)
     }
   }
@@ -357,7 +359,7 @@ public struct OverrideStore: Sendable {
   /// Writes `c` as version 2, atomically and durably. Only inside a transaction (`update`):
   /// a save of content loaded earlier would undo changes made since.
   public func save(_ c: Content) throws(AtomicFile.WriteError) {
-    try AtomicFile.write(Array((JSONWriter.string(Self.encode(c), pretty: true) + "\n").utf8), to: path)
+    try StateTransaction.write(Array((JSONWriter.string(Self.encode(c), pretty: true) + "\n").utf8), to: path)
   }
 
   /// One transaction: loads the file under `STATE/state.lock`, lets `change` decide (it may

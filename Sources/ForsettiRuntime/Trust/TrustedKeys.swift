@@ -103,7 +103,7 @@ public enum TrustedKeys {
         return (target, .alreadyTrusted)
       }
       do throws(AtomicFile.WriteError) {
-        try AtomicFile.write(Array((Signatures.hex(key) + "\n").utf8), to: target, mode: 0o644)
+        try StateTransaction.write(Array((Signatures.hex(key) + "\n").utf8), to: target, mode: 0o644)
       } catch {
         throw .write(error)
       }
