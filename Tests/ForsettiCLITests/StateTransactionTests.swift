@@ -161,14 +161,15 @@ import Testing
   /// Runs `forsetti-host arguments` to its end, registering its pid in `running` meanwhile.
   /// Standard error goes to a file, not a pipe: a pipe's end inherited by a process started
   /// meanwhile on another thread (a host living for minutes) would hold its reader until then.
-  static func write(_ arguments: [String], running: Running) -> Outcome {
+  static func write(_ arguments: [String], running: Running, executable: String = HostBinary.path) -> Outcome
+  {
     let errPath = NSTemporaryDirectory() + "txn-writer-\(UUID().uuidString).err"
     guard FileManager.default.createFile(atPath: errPath, contents: nil),
       let err = FileHandle(forWritingAtPath: errPath)
     else { return Outcome(status: nil, stderr: "cannot create \(errPath)") }
     defer { unlink(errPath) }
     let p = Process()
-    p.executableURL = URL(fileURLWithPath: HostBinary.path)
+    p.executableURL = URL(fileURLWithPath: executable)
     p.arguments = arguments
     p.standardOutput = FileHandle.nullDevice
     p.standardError = err
@@ -281,6 +282,39 @@ import Testing
     #expect(o?.status == 0, "\(o?.stderr ?? "")")
     #expect(Disk(state).overrides["products"]?["waiting"] == "on")
     #expect(FileManager.default.fileExists(atPath: state + "/state.lock"))
+  }
+
+  /// An unprivileged user's writers on its own state directory, where root already wrote (so
+  /// `state.lock` is root's, mode 0644, and the user can only read it): every writer still
+  /// takes the lock (read-only is enough for `flock`), exits 0, and no change is lost.
+  @Test func writersAsAnotherUserShareARootCreatedLock() throws {
+    guard geteuid() == 0 else { return }
+    chmod(dir.path, 0o755)
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    #expect(chown(state, HostileHost.nobody, HostileHost.nobody) == 0)
+    let first = try HostBinary.run(["override", "--state", state, "--", "product", "byroot", "on"])
+    #expect(first.status == 0, "\(first.stderr)")
+    var st = stat()
+    #expect(stat(state + "/state.lock", &st) == 0 && st.st_uid == 0 && st.st_mode & 0o777 == 0o644)
+    let n = 48
+    let outcomes = Mutex<[Outcome?]>(Array(repeating: nil, count: n))
+    let running = Running()
+    Self.pool(n, width: 16) { i in
+      let o = Self.write(
+        [
+          "--reuid", "\(HostileHost.nobody)", "--regid", "\(HostileHost.nobody)", "--clear-groups",
+          HostBinary.path, "override", "--state", state, "--", "product", "n\(i)", "on",
+        ], running: running, executable: "/usr/bin/setpriv")
+      outcomes.withLock { $0[i] = o }
+    }
+    let all = outcomes.withLock { $0 }
+    let disk = Disk(state)
+    for (i, o) in all.enumerated() {
+      #expect(o?.status == 0, "\(o?.stderr ?? "")")
+      #expect(disk.overrides["products"]?["n\(i)"] == "on", "n\(i) lost")
+    }
+    #expect(disk.overrides["products"]?["byroot"] == "on")
+    #expect(stat(state + "/overrides.json", &st) == 0 && st.st_uid == HostileHost.nobody)
   }
 
   /// 200 writers of every writing verb, no host: every one exits 0 and every change is there.
