@@ -73,75 +73,77 @@ enum OverrideCommand {
       }
     }
     let window = try window(p, state: OverrideState(rawValue: action) ?? .unset)
-    var c: OverrideStore.Content
-    do { c = try store.load() } catch {
-      throw .configuration(.file(option: "state", path: store.path, reason: error.description))
-    }
-    var entry = c[channel][id] ?? .init()
-    let what: String
-    // The JSON form's account of what was done, beside the sentence of the text form.
-    var done = JSONObject()
-    switch (action, window) {
-    case ("clear", let w?):
-      let kept = entry.windows.filter { $0.span.from != w.span.from || $0.span.until != w.span.until }
-      guard kept.count < entry.windows.count else {
-        throw .usage(
-          .invalidValue(
-            option: w.from == nil ? "until" : "from", value: w.from ?? w.until ?? "",
-            why: "\(channel.rawValue) \(id) has no window \(bounds(w)); \(stored(entry))"))
+    // Read, change and write are one transaction (STATE/state.lock), so no concurrent writer's
+    // change is lost; "done" is printed only once the file is on disk.
+    let (entry, what, done) = try store.update(
+      mapError: {
+        CommandFailure.configuration(.file(option: "state", path: store.path, reason: $0.description))
       }
-      what = "\(count(entry.windows.count - kept.count, "window")) \(bounds(w)) cleared"
-      done = JSONObject([
-        ("action", .string("clear")), ("clearedPersisted", .null),
-        ("clearedWindows", .array(entry.windows.filter { !kept.contains($0) }.map(windowJSON))),
-      ])
-      entry.windows = kept
-    case ("clear", nil):
-      let (persisted, windows) = (p.flag("persisted"), p.flag("windows"))
-      var cleared: [String] = []
-      done = JSONObject([
-        ("action", .string("clear")), ("clearedPersisted", .null), ("clearedWindows", .array([])),
-      ])
-      if persisted || !windows, entry.state != .unset {
-        done["clearedPersisted"] = .string(entry.state.rawValue)
-        cleared.append("persisted \(entry.state.rawValue)")
-        entry.state = .unset
+    ) { (c: inout OverrideStore.Content) throws(CommandFailure) in
+      var entry = c[channel][id] ?? .init()
+      let what: String
+      // The JSON form's account of what was done, beside the sentence of the text form.
+      var done = JSONObject()
+      switch (action, window) {
+      case ("clear", let w?):
+        let kept = entry.windows.filter { $0.span.from != w.span.from || $0.span.until != w.span.until }
+        guard kept.count < entry.windows.count else {
+          throw .usage(
+            .invalidValue(
+              option: w.from == nil ? "until" : "from", value: w.from ?? w.until ?? "",
+              why: "\(channel.rawValue) \(id) has no window \(bounds(w)); \(stored(entry))"))
+        }
+        what = "\(count(entry.windows.count - kept.count, "window")) \(bounds(w)) cleared"
+        done = JSONObject([
+          ("action", .string("clear")), ("clearedPersisted", .null),
+          ("clearedWindows", .array(entry.windows.filter { !kept.contains($0) }.map(windowJSON))),
+        ])
+        entry.windows = kept
+      case ("clear", nil):
+        let (persisted, windows) = (p.flag("persisted"), p.flag("windows"))
+        var cleared: [String] = []
+        done = JSONObject([
+          ("action", .string("clear")), ("clearedPersisted", .null), ("clearedWindows", .array([])),
+        ])
+        if persisted || !windows, entry.state != .unset {
+          done["clearedPersisted"] = .string(entry.state.rawValue)
+          cleared.append("persisted \(entry.state.rawValue)")
+          entry.state = .unset
+        }
+        if windows || !persisted, !entry.windows.isEmpty {
+          cleared.append(count(entry.windows.count, "window"))
+          done["clearedWindows"] = .array(entry.windows.map(windowJSON))
+          entry.windows = []
+        }
+        what = cleared.isEmpty ? "nothing to clear" : cleared.joined(separator: " and ") + " cleared"
+      case (_, let w?):
+        if let same = entry.windows.first(where: { $0.sameAs(w) }) {
+          throw .usage(
+            .invalidValue(
+              option: w.from == nil ? "until" : "from", value: w.from ?? w.until ?? "",
+              why: "\(channel.rawValue) \(id) already has the window \(same.text)"))
+        }
+        if let clash = entry.windows.first(where: { $0.state != w.state && $0.overlaps(w) }) {
+          throw .usage(
+            .invalidValue(
+              option: w.from == nil ? "until" : "from", value: w.from ?? w.until ?? "",
+              why:
+                "the window \(w.text) overlaps the window \(clash.text) of \(channel.rawValue) \(id): which one decides would depend on the order they were added; choose bounds that do not overlap, or clear that window first (override \(channel.rawValue) \(id) clear \(flags(clash)))"
+            ))
+        }
+        entry.windows.append(w)
+        what = "window \(w.text) added"
+        done = JSONObject([("action", .string("addWindow")), ("window", windowJSON(w))])
+      case (_, nil):
+        let state = OverrideState(rawValue: action) ?? .unset
+        what = entry.state == state ? "persisted \(action) (unchanged)" : "forced \(action) (persisted)"
+        done = JSONObject([
+          ("action", .string("set")), ("state", .string(action)), ("changed", .bool(entry.state != state)),
+        ])
+        entry.state = state
       }
-      if windows || !persisted, !entry.windows.isEmpty {
-        cleared.append(count(entry.windows.count, "window"))
-        done["clearedWindows"] = .array(entry.windows.map(windowJSON))
-        entry.windows = []
-      }
-      what = cleared.isEmpty ? "nothing to clear" : cleared.joined(separator: " and ") + " cleared"
-    case (_, let w?):
-      if let same = entry.windows.first(where: { $0.sameAs(w) }) {
-        throw .usage(
-          .invalidValue(
-            option: w.from == nil ? "until" : "from", value: w.from ?? w.until ?? "",
-            why: "\(channel.rawValue) \(id) already has the window \(same.text)"))
-      }
-      if let clash = entry.windows.first(where: { $0.state != w.state && $0.overlaps(w) }) {
-        throw .usage(
-          .invalidValue(
-            option: w.from == nil ? "until" : "from", value: w.from ?? w.until ?? "",
-            why:
-              "the window \(w.text) overlaps the window \(clash.text) of \(channel.rawValue) \(id): which one decides would depend on the order they were added; choose bounds that do not overlap, or clear that window first (override \(channel.rawValue) \(id) clear \(flags(clash)))"
-          ))
-      }
-      entry.windows.append(w)
-      what = "window \(w.text) added"
-      done = JSONObject([("action", .string("addWindow")), ("window", windowJSON(w))])
-    case (_, nil):
-      let state = OverrideState(rawValue: action) ?? .unset
-      what = entry.state == state ? "persisted \(action) (unchanged)" : "forced \(action) (persisted)"
-      done = JSONObject([
-        ("action", .string("set")), ("state", .string(action)), ("changed", .bool(entry.state != state)),
-      ])
-      entry.state = state
-    }
-    c[channel][id] = entry
-    do { try store.save(c) } catch {
-      throw .configuration(.file(option: "state", path: store.path, reason: error.description))
+      c[channel][id] = entry
+      return (entry, what, done)
     }
     let note =
       entry.state != .unset && !entry.windows.isEmpty && action != "clear"

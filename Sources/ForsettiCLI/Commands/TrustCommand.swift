@@ -64,24 +64,23 @@ enum TrustCommand {
     }
     let keyID = Signatures.keyID(key)
     let name = PathText.name(file).hasSuffix(".pub") ? PathText.name(file) : PathText.name(file) + ".pub"
-    let target = PathText.join(TrustedKeys.directory(role, stateDirectory: state), name)
+    let target: String
     let result: String
-    if FileManager.default.fileExists(atPath: target) {
-      let present = try? Signatures.readPublic(target)
-      guard present == key else {
+    do {
+      let done = try TrustedKeys.install(key, name: name, role: role, stateDirectory: state)
+      (target, result) = (done.path, done.result.rawValue)
+    } catch {
+      switch error {
+      case .conflict(let path, let present):
         throw .configuration(
           .file(
-            option: "trust", path: target,
+            option: "trust", path: path,
             reason:
-              "already holds \(present.map { "a different key, \(Signatures.keyID($0))" } ?? "a file that is not a key"); remove it first if this key replaces it, or rename \(file) to trust both"
+              "already holds \(present.map { "a different key, \($0)" } ?? "a file that is not a key"); remove it first if this key replaces it, or rename \(file) to trust both"
           ))
+      case .lock(let e): throw .configuration(.file(option: "state", path: e.path, reason: e.description))
+      case .write(let e): throw .configuration(.file(option: "state", path: e.path, reason: e.description))
       }
-      result = "alreadyTrusted"
-    } else {
-      do { try AtomicFile.write(Array((Signatures.hex(key) + "\n").utf8), to: target, mode: 0o644) } catch {
-        throw .configuration(.file(option: "state", path: target, reason: error.description))
-      }
-      result = "installed"
     }
     if p.flag("json") {
       console.out(

@@ -29,7 +29,8 @@ public struct BinaryIdentity: Sendable, Hashable {
 }
 
 /// `quarantine.json` in the state directory: modules that crashed past the restart limit,
-/// keyed by module ID and the identity of the binary that crashed.
+/// keyed by module ID and the identity of the binary that crashed. Changed only through
+/// `update`, one `StateTransaction`, so a host never loses another's entry or lift.
 public struct QuarantineStore: Sendable {
   public struct Entry: Sendable, Hashable {
     public var path: String
@@ -39,9 +40,38 @@ public struct QuarantineStore: Sendable {
   }
 
   public let path: String
+  /// The state directory whose lock `update` holds.
+  public let stateDirectory: String
 
   public init(stateDirectory: String) {
+    self.stateDirectory = stateDirectory
     path = PathText.join(stateDirectory, "quarantine.json")
+  }
+
+  /// Why a change to the quarantine could not be made.
+  public enum UpdateError: Error, Sendable, Hashable, CustomStringConvertible {
+    case lock(StateTransaction.LockError)
+    case write(AtomicFile.WriteError)
+
+    public var description: String {
+      switch self {
+      case .lock(let e): e.description
+      case .write(let e): e.description
+      }
+    }
+  }
+
+  /// One transaction: the entries as they are on disk under `STATE/state.lock`, changed by
+  /// `change`, written back durably when they differ.
+  public func update(_ change: (inout [String: Entry]) -> Void) throws(UpdateError) {
+    try StateTransaction.run(stateDirectory: stateDirectory, lockFailed: UpdateError.lock) {
+      () throws(UpdateError) in
+      let before = load()
+      var entries = before
+      change(&entries)
+      guard entries != before else { return }
+      do throws(AtomicFile.WriteError) { try save(entries) } catch { throw .write(error) }
+    }
   }
 
   public func load() -> [String: Entry] {
@@ -61,6 +91,7 @@ public struct QuarantineStore: Sendable {
     return out
   }
 
+  /// Replaces the file with `entries`. Only inside a transaction (`update`).
   public func save(_ entries: [String: Entry]) throws(AtomicFile.WriteError) {
     let modules = entries.keys.sorted().compactMap { id -> (String, JSONValue)? in
       guard let e = entries[id] else { return nil }
@@ -76,6 +107,6 @@ public struct QuarantineStore: Sendable {
       )
     }
     let doc = JSONValue.object(JSONObject([("version", 1), ("modules", .object(JSONObject(modules)))]))
-    try AtomicFile.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path)
+    try StateTransaction.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path)
   }
 }

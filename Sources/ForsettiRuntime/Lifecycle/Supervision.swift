@@ -38,14 +38,13 @@ extension ModuleManager {
   public var hasWork: Bool { table.slots.contains { $0.isRunning || $0.restart?.due != nil } }
 
   func quarantined(_ moduleID: String, path: String) -> String? {
-    var entries = quarantine.load()
-    guard let e = entries[moduleID] else { return nil }
+    guard let e = quarantine.load()[moduleID] else { return nil }
     if e.path == path, let now = BinaryIdentity.of(path), now == e.identity {
       return
         "quarantined after \(e.crashes) crashes (last: \(e.lastFailure)); rebuild or replace \(path) to lift it"
     }
-    entries[moduleID] = nil
-    try? quarantine.save(entries)
+    // Only the entry judged here is lifted, not one written meanwhile for another binary.
+    try? quarantine.update { if $0[moduleID] == e { $0[moduleID] = nil } }
     environment.hostLog(.info, "quarantine of \(moduleID) lifted: \(path) changed")
     return nil
   }
@@ -116,9 +115,9 @@ extension ModuleManager {
       table[i].restart = nil
       table[i].held(.failed(.quarantined))
       if let path = table[i].record.binaryPath, let identity = BinaryIdentity.of(path) {
-        var entries = quarantine.load()
-        entries[m.moduleID] = .init(path: path, identity: identity, crashes: crashes, lastFailure: failure)
-        try? quarantine.save(entries)
+        try? quarantine.update {
+          $0[m.moduleID] = .init(path: path, identity: identity, crashes: crashes, lastFailure: failure)
+        }
       }
       environment.hostLog(
         .error, about: m.moduleID,

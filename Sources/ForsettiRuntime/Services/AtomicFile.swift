@@ -8,12 +8,22 @@ public enum AtomicFile {
   public enum WriteError: Error, Sendable, Hashable, CustomStringConvertible {
     case failed(path: String, step: String, errno: Int32)
 
+    /// The file that was being written.
+    public var path: String {
+      switch self {
+      case .failed(let p, _, _): p
+      }
+    }
+
     public var description: String {
       switch self {
       case .failed(let p, let step, let e): "\(p): \(step) failed: \(String(cString: strerror(e)))"
       }
     }
   }
+
+  /// What follows a file's name in the name of its temporary file (`NAME.tmp-PID-RANDOM`).
+  public static let temporaryMark = ".tmp-"
 
   /// Replaces `path` with `bytes` atomically, creating parent directories.
   /// `durable: false` skips the fsyncs: still all-or-nothing for readers, but not guaranteed to
@@ -25,7 +35,7 @@ public enum AtomicFile {
     if !dir.isEmpty {
       try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     }
-    let tmp = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let tmp = "\(path)\(temporaryMark)\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
     guard fd >= 0 else { throw .failed(path: path, step: "create temporary file", errno: errno) }
     guard FileDescriptor.writeAll(fd, bytes) else {
@@ -46,10 +56,18 @@ public enum AtomicFile {
       unlink(tmp)
       throw .failed(path: path, step: "rename", errno: e)
     }
-    let dfd = durable ? open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1
-    if dfd >= 0 {
-      fsync(dfd)
-      close(dfd)
+    guard durable else { return }
+    // The rename is durable only once the directory is: without this a power loss can bring
+    // back the old file after "done" was said. A file system that cannot sync a directory
+    // (EINVAL) has nothing more to do.
+    let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard dfd >= 0 else { throw .failed(path: path, step: "open directory for fsync", errno: errno) }
+    defer { close(dfd) }
+    while fsync(dfd) != 0 {
+      let e = errno
+      if e == EINTR { continue }
+      if e == EINVAL { return }
+      throw .failed(path: path, step: "fsync directory", errno: e)
     }
   }
 }

@@ -2,22 +2,22 @@ import ForsettiCore
 import FoundationEssentials
 import Glibc
 
-/// `STATE/activation.json`: the enabled set and the selected UI module, written atomically.
-/// Read-modify-write goes through `update`, which holds an exclusive lock on
-/// `STATE/.activation.lock`, so two commands changing the file at once never lose a change.
+/// `STATE/activation.json`: the enabled set and the selected UI module. Read-modify-write goes
+/// through `update`, one `StateTransaction` (`STATE/state.lock`), so two commands, or a command
+/// and a host, changing the state at once never lose a change.
 public struct ActivationStore: Sendable {
   /// The activation file.
   public let path: String
-  /// The lock file `update` holds; separate from `path` because `path` is replaced by rename.
-  public let lockPath: String
+  /// The state directory whose lock `update` holds.
+  public let stateDirectory: String
 
   /// An activation file far beyond any real one is refused rather than read into memory.
   public static let maxBytes = 4 << 20
 
   /// The store of the state directory `stateDirectory`.
   public init(stateDirectory: String) {
+    self.stateDirectory = stateDirectory
     path = PathText.join(stateDirectory, "activation.json")
-    lockPath = PathText.join(stateDirectory, ".activation.lock")
   }
 
   /// Why the activation file could not be read, written or locked.
@@ -65,10 +65,10 @@ public struct ActivationStore: Sendable {
     }
   }
 
-  /// Replaces the file with `state` (atomic and durable).
+  /// Replaces the file with `state` (atomic and durable). Only inside a transaction (`update`).
   public func save(_ state: ActivationState) throws(StoreError) {
     do {
-      try AtomicFile.write(Array((JSONWriter.string(state.json, pretty: true) + "\n").utf8), to: path)
+      try StateTransaction.write(Array((JSONWriter.string(state.json, pretty: true) + "\n").utf8), to: path)
     } catch {
       throw .write(error)
     }
@@ -78,32 +78,15 @@ public struct ActivationStore: Sendable {
   /// the lock, saves the result when it differs, and returns it.
   @discardableResult
   public func update(_ change: (inout ActivationState) -> Void) throws(StoreError) -> ActivationState {
-    let fd = try lock()
-    // Closing the descriptor releases the lock.
-    defer { close(fd) }
-    let before = try load()
-    var state = before ?? ActivationState()
-    change(&state)
-    if state != before { try save(state) }
-    return state
-  }
-
-  /// Opens and exclusively locks the lock file, creating the state directory when needed.
-  private func lock() throws(StoreError) -> Int32 {
-    let dir = PathText.parent(lockPath)
-    if !dir.isEmpty {
-      try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    try StateTransaction.run(
+      stateDirectory: stateDirectory, lockFailed: { StoreError.lock(path: $0.path, errno: $0.errno) }
+    ) { () throws(StoreError) in
+      let before = try load()
+      var state = before ?? ActivationState()
+      change(&state)
+      if state != before { try save(state) }
+      return state
     }
-    let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw .lock(path: lockPath, errno: errno) }
-    while flock(fd, LOCK_EX) != 0 {
-      let e = errno
-      guard e == EINTR else {
-        close(fd)
-        throw .lock(path: lockPath, errno: e)
-      }
-    }
-    return fd
   }
 
   /// The file's bytes, or nil when it does not exist.

@@ -3,24 +3,36 @@ import ForsettiCore
 import FoundationEssentials
 import Glibc
 
-/// `STATE/approvals.json`: what the user approved, per module, written atomically.
+/// `STATE/approvals.json`: what the user approved, per module. Every change is one
+/// `StateTransaction` (read, change, durable write under `STATE/state.lock`).
 public struct ApprovalStore: Sendable {
   public let path: String
+  /// The state directory whose lock a change holds.
+  public let stateDirectory: String
 
   public init(stateDirectory: String) {
+    self.stateDirectory = stateDirectory
     path = PathText.join(stateDirectory, "approvals.json")
   }
 
   public enum StoreError: Error, Sendable, CustomStringConvertible {
     case malformed(String)
     case write(AtomicFile.WriteError)
+    /// The state directory's lock could not be taken: nothing was changed.
+    case lock(StateTransaction.LockError)
 
     public var description: String {
       switch self {
       case .malformed(let why): why
       case .write(let e): e.description
+      case .lock(let e): e.description
       }
     }
+  }
+
+  /// Runs `body` as one transaction on this store's state directory.
+  func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    try StateTransaction.run(stateDirectory: stateDirectory, lockFailed: StoreError.lock, body)
   }
 
   public func load() throws(StoreError) -> ApprovalLedger {
@@ -41,7 +53,9 @@ public struct ApprovalStore: Sendable {
       )
     }
     let doc = JSONValue.object(JSONObject([("version", 1), ("modules", .object(JSONObject(modules)))]))
-    do { try AtomicFile.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path) } catch {
+    do {
+      try StateTransaction.write(Array((JSONWriter.string(doc, pretty: true) + "\n").utf8), to: path)
+    } catch {
       throw .write(error)
     }
   }
@@ -50,38 +64,50 @@ public struct ApprovalStore: Sendable {
   public func approve(_ moduleID: String, _ capabilities: Set<Capability>) throws(StoreError) -> Set<
     Capability
   > {
-    var l = try load()
-    l.approved[moduleID, default: []].formUnion(capabilities)
-    try save(l)
-    return l.approved[moduleID] ?? []
+    try transaction { () throws(StoreError) in
+      var l = try load()
+      l.approved[moduleID, default: []].formUnion(capabilities)
+      try save(l)
+      return l.approved[moduleID] ?? []
+    }
   }
 
   /// Revokes `capabilities` (all, when nil) of `moduleID`.
   public func revoke(_ moduleID: String, _ capabilities: Set<Capability>?) throws(StoreError) -> Set<
     Capability
   >? {
-    var l = try load()
-    if let capabilities { l.approved[moduleID]?.subtract(capabilities) } else { l.approved[moduleID] = nil }
-    try save(l)
-    return l.approved[moduleID]
+    try transaction { () throws(StoreError) in
+      var l = try load()
+      if let capabilities { l.approved[moduleID]?.subtract(capabilities) } else { l.approved[moduleID] = nil }
+      try save(l)
+      return l.approved[moduleID]
+    }
   }
 
   /// Applies the Apsule reduction rule for manifests as they are now: a module that requests
   /// fewer capabilities than approved has its approval shrunk at once, so a capability dropped
   /// by one version must be approved again if a later version re-adds it.
   public func shrink(to manifests: [ModuleManifest]) throws(StoreError) -> [String] {
-    var l = try load()
-    var changed: [String] = []
-    for m in manifests {
-      guard let approved = l.approved[m.moduleID] else { continue }
-      let d = ApprovalRules.evaluate(requested: m.capabilitySet, approved: approved)
-      if let after = d.storedAfter, after != approved {
-        l.approved[m.moduleID] = after
-        changed.append(m.moduleID)
-      }
+    // Nothing to shrink (the common case, judged on every change) takes no lock; whatever is
+    // found is judged again under the lock, on the file as it is then.
+    guard !Self.reductions(try load(), manifests).isEmpty else { return [] }
+    return try transaction { () throws(StoreError) in
+      var l = try load()
+      let changed = Self.reductions(l, manifests)
+      for (id, after) in changed { l.approved[id] = after }
+      if !changed.isEmpty { try save(l) }
+      return changed.map { $0.0 }
     }
-    if !changed.isEmpty { try save(l) }
-    return changed
+  }
+
+  /// The modules whose approval `manifests` shrink, and the approval each keeps.
+  static func reductions(_ l: ApprovalLedger, _ manifests: [ModuleManifest]) -> [(String, Set<Capability>)] {
+    manifests.compactMap { m in
+      guard let approved = l.approved[m.moduleID] else { return nil }
+      let d = ApprovalRules.evaluate(requested: m.capabilitySet, approved: approved)
+      guard let after = d.storedAfter, after != approved else { return nil }
+      return (m.moduleID, after)
+    }
   }
 }
 
@@ -97,8 +123,11 @@ public enum OverrideChannel: String, Sendable, Hashable, CaseIterable {
 /// Version 1 (one entry per ID; with `from`/`until` it was a window) is read and written back as 2.
 public struct OverrideStore: Sendable {
   public let path: String
+  /// The state directory whose lock `update` holds.
+  public let stateDirectory: String
 
   public init(stateDirectory: String) {
+    self.stateDirectory = stateDirectory
     path = PathText.join(stateDirectory, "overrides.json")
   }
 
@@ -327,9 +356,29 @@ public struct OverrideStore: Sendable {
       JSONObject([("version", 2), ("modules", json(c.modules)), ("products", json(c.products))]))
   }
 
-  /// Writes `c` as version 2, atomically.
+  /// Writes `c` as version 2, atomically and durably. Only inside a transaction (`update`):
+  /// a save of content loaded earlier would undo changes made since.
   public func save(_ c: Content) throws(AtomicFile.WriteError) {
-    try AtomicFile.write(Array((JSONWriter.string(Self.encode(c), pretty: true) + "\n").utf8), to: path)
+    try StateTransaction.write(Array((JSONWriter.string(Self.encode(c), pretty: true) + "\n").utf8), to: path)
+  }
+
+  /// One transaction: loads the file under `STATE/state.lock`, lets `change` decide (it may
+  /// throw its own error to refuse, and nothing is written), saves the result when it differs,
+  /// and returns what `change` returned once it is on disk.
+  public func update<T, E: Error>(
+    mapError: (ApprovalStore.StoreError) -> E, _ change: (inout Content) throws(E) -> T
+  ) throws(E) -> T {
+    try StateTransaction.run(stateDirectory: stateDirectory, lockFailed: { mapError(.lock($0)) }) {
+      () throws(E) -> T in
+      let before: Content
+      do throws(ApprovalStore.StoreError) { before = try load() } catch { throw mapError(error) }
+      var c = before
+      let result = try change(&c)
+      if c != before {
+        do throws(AtomicFile.WriteError) { try save(c) } catch { throw mapError(.write(error)) }
+      }
+      return result
+    }
   }
 
   /// The two channels in ForgeAccess order: persisted store, in-memory, time-frame.

@@ -1,5 +1,7 @@
 import ForsettiBinary
+import ForsettiBridge
 import ForsettiCore
+import FoundationEssentials
 
 /// What a vendor key is trusted for. Kept apart so that trusting a vendor to sign licences
 /// never makes the host demand signatures from every other vendor's modules.
@@ -59,5 +61,53 @@ public enum TrustedKeys {
   /// What the host says of a role-less key: that it counts for nothing, and how to give it a role.
   public static func rolelessWarning(_ path: String, stateDirectory: String) -> String {
     "\(path) is trusted for nothing: a key is trusted for licences (trusted-keys/licences/) or for module signatures (trusted-keys/modules/); install it with `forsetti-host trust \(path) --for licences|modules --state \(stateDirectory.isEmpty ? "." : stateDirectory)`, then delete it"
+  }
+
+  /// What `install` did.
+  public enum Installed: String, Sendable, Hashable {
+    /// The key was written.
+    case installed
+    /// The same key was already there under that name.
+    case alreadyTrusted
+  }
+
+  /// Why `install` changed nothing.
+  public enum InstallError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The name holds a different key (`present`, its key ID) or a file that is not a key (nil).
+    case conflict(path: String, present: String?)
+    case lock(StateTransaction.LockError)
+    case write(AtomicFile.WriteError)
+
+    public var description: String {
+      switch self {
+      case .conflict(let path, let present):
+        "\(path): already holds \(present.map { "a different key, \($0)" } ?? "a file that is not a key")"
+      case .lock(let e): e.description
+      case .write(let e): e.description
+      }
+    }
+  }
+
+  /// Writes `key` as `STATE/trusted-keys/ROLE/NAME` in one transaction: the name is checked
+  /// and written under `STATE/state.lock`, so two installs of different keys under one name
+  /// cannot both say "installed" while one overwrites the other.
+  public static func install(_ key: [UInt8], name: String, role: TrustRole, stateDirectory: String)
+    throws(InstallError) -> (path: String, result: Installed)
+  {
+    let target = PathText.join(directory(role, stateDirectory: stateDirectory), name)
+    return try StateTransaction.run(stateDirectory: stateDirectory, lockFailed: InstallError.lock) {
+      () throws(InstallError) in
+      if FileManager.default.fileExists(atPath: target) {
+        let present = try? Signatures.readPublic(target)
+        guard present == key else { throw .conflict(path: target, present: present.map(Signatures.keyID)) }
+        return (target, .alreadyTrusted)
+      }
+      do throws(AtomicFile.WriteError) {
+        try StateTransaction.write(Array((Signatures.hex(key) + "\n").utf8), to: target, mode: 0o644)
+      } catch {
+        throw .write(error)
+      }
+      return (target, .installed)
+    }
   }
 }
