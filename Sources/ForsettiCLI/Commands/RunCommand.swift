@@ -469,28 +469,42 @@ final class SignalWaiter {
   private let received = ReceivedSignal()
 
   init() {
+    let signals = [SIGINT, SIGTERM]
     var made: [any DispatchSourceSignal] = []
-    for sig in [SIGINT, SIGTERM] {
-      signal(sig, SIG_IGN)
+    for sig in signals {
+      // Not SIG_IGN: Dispatch installs its own handler only once the source is registered, on
+      // its own thread, and a signal ignored meanwhile would be lost (a SIGTERM right after
+      // start left the host running). The latch keeps it until then.
+      SignalLatch.install(sig)
       made.append(DispatchSource.makeSignalSource(signal: sig, queue: .global()))
     }
     sources = made
-    for (s, sig) in zip(sources, [SIGINT, SIGTERM]) {
-      s.setEventHandler { [semaphore, received] in
-        let again = received.value.withLock { r in
-          defer { r = sig }
-          return r != nil
-        }
-        if again {
-          // A second Ctrl-C means "now": a module stuck in start or stop must not hold the host.
-          let text = "forsetti-host: second signal, exiting without waiting for modules\n"
-          _ = text.withCString { write(2, $0, strlen($0)) }
-          _exit(130)
-        }
-        semaphore.signal()
-      }
+    for (s, sig) in zip(sources, signals) {
+      s.setEventHandler { [semaphore, received] in Self.deliver(sig, semaphore, received) }
       s.resume()
     }
+    // Until Dispatch's handlers are in place (microseconds; bounded, should it never say so),
+    // then whatever the latch caught counts as received.
+    var waited = 0
+    while signals.contains(where: SignalLatch.isInstalled) && waited < 2_000 {
+      usleep(1_000)
+      waited += 1
+    }
+    for sig in signals where SignalLatch.caught(sig) { Self.deliver(sig, semaphore, received) }
+  }
+
+  private static func deliver(_ sig: Int32, _ semaphore: DispatchSemaphore, _ received: ReceivedSignal) {
+    let again = received.value.withLock { r in
+      defer { r = sig }
+      return r != nil
+    }
+    if again {
+      // A second Ctrl-C means "now": a module stuck in start or stop must not hold the host.
+      let text = "forsetti-host: second signal, exiting without waiting for modules\n"
+      _ = text.withCString { write(2, $0, strlen($0)) }
+      _exit(130)
+    }
+    semaphore.signal()
   }
 
   /// Wakes `wait` without a signal (supervision has work); callable from any thread.
