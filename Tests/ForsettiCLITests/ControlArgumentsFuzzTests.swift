@@ -9,7 +9,9 @@ import Testing
 /// included (the crash of issue 26 is one of them), and its dictionary checked against the verbs'
 /// own option tables, so a new option is fuzzed the day it is declared.
 @Suite struct ControlArgumentsFuzzTests {
-  static var inputs: [String] { FuzzInputs.paths("Corpus", "control") + FuzzInputs.paths("Regressions", "control") }
+  static var inputs: [String] {
+    FuzzInputs.paths("Corpus", "control") + FuzzInputs.paths("Regressions", "control")
+  }
 
   @Test(arguments: inputs) func replays(_ path: String) throws {
     let bytes = try #require(PlainFiles.contents(of: path), "\(path) is readable")
@@ -21,8 +23,9 @@ import Testing
     for verb in ControlRequest.verbs.sorted() {
       for help in ["--help", "-h"] {
         let output = CapturedConsole()
-        guard case .answered(let status) = ControlHandler.admit(
-          ControlRequest(verb: verb, arguments: [help]), output.console)
+        guard
+          case .answered(let status) = ControlHandler.admit(
+            ControlRequest(verb: verb, arguments: [help]), output.console)
         else {
           Issue.record("\(verb) \(help) was admitted to run")
           continue
@@ -37,8 +40,9 @@ import Testing
   /// The positive control of the property: a whole request is admitted to run.
   @Test func aWholeRequestIsAdmitted() {
     let output = CapturedConsole()
-    guard case .run(let verb, let p) = ControlHandler.admit(
-      ControlRequest(verb: "approve", arguments: ["--", "com.test.x"]), output.console)
+    guard
+      case .run(let verb, let p) = ControlHandler.admit(
+        ControlRequest(verb: "approve", arguments: ["--", "com.test.x"]), output.console)
     else {
       Issue.record("approve com.test.x was not admitted: \(output.text)")
       return

@@ -20,7 +20,8 @@ import Testing
     throws
   {
     let w = published(expected, by: host)
-    try #require(w.reached, "\(w)\n\(host.lines.suffix(30).joined(separator: "\n"))", sourceLocation: sourceLocation)
+    try #require(
+      w.reached, "\(w)\n\(host.lines.suffix(30).joined(separator: "\n"))", sourceLocation: sourceLocation)
     let end = Date().addingTimeInterval(10)
     while !FileManager.default.fileExists(atPath: socket) && Date() < end { usleep(20_000) }
     try #require(FileManager.default.fileExists(atPath: socket), sourceLocation: sourceLocation)
@@ -32,7 +33,9 @@ import Testing
       ["run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", state, "--for", "240"])
   }
 
-  func shown(_ r: ProcessResult) -> Comment { "status \(r.status)\nstdout:\n\(r.stdout)\nstderr:\n\(r.stderr)" }
+  func shown(_ r: ProcessResult) -> Comment {
+    "status \(r.status)\nstdout:\n\(r.stdout)\nstderr:\n\(r.stderr)"
+  }
 
   // MARK: - A raw client
 
@@ -65,7 +68,8 @@ import Testing
 
   static func send(_ fd: Int32, _ text: String) -> Bool {
     let bytes = Array(text.utf8)
-    return bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    return bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+      == bytes.count
   }
 
   /// Everything the peer sends until it closes (or `timeout` seconds pass).
@@ -117,7 +121,8 @@ import Testing
     try ready(host, ["com.test.one": "started"])
     for verb in ControlRequest.verbs.sorted() {
       let localHelp = try HostBinary.run([verb, "--help"])
-      #expect(localHelp.status == 0 && localHelp.stdout.contains("USAGE: forsetti-host \(verb)"), shown(localHelp))
+      #expect(
+        localHelp.status == 0 && localHelp.stdout.contains("USAGE: forsetti-host \(verb)"), shown(localHelp))
       for (args, says) in Self.hostileArguments {
         let answer = try #require(
           Self.ask(socket, verb: verb, args),
@@ -134,7 +139,9 @@ import Testing
         #expect([0, 1, 2].contains(answer.status), "\(verb) \(args): \(answer)")
       }
       // Still the same host, still answering.
-      #expect(host.process.isRunning, "\(verb) took the host down:\n\(host.lines.suffix(30).joined(separator: "\n"))")
+      #expect(
+        host.process.isRunning,
+        "\(verb) took the host down:\n\(host.lines.suffix(30).joined(separator: "\n"))")
       let status = try #require(Self.ask(socket, verb: "status", ["--json"]), "status after \(verb)")
       #expect(status.status == 0 && status.pid == host.process.processIdentifier, "after \(verb): \(status)")
     }
@@ -208,8 +215,11 @@ import Testing
     defer { for s in slow { s.stopped.store(true, ordering: .releasing) } }
     for s in slow { s.start(socket, every: 4) }
     let end = Date().addingTimeInterval(30)
-    while slow.contains(where: { $0.connections.load(ordering: .relaxed) == 0 }) && Date() < end { usleep(20_000) }
-    try #require(!slow.contains { $0.connections.load(ordering: .relaxed) == 0 }, "the slow clients connected")
+    while slow.contains(where: { $0.connections.load(ordering: .relaxed) == 0 }) && Date() < end {
+      usleep(20_000)
+    }
+    try #require(
+      !slow.contains { $0.connections.load(ordering: .relaxed) == 0 }, "the slow clients connected")
 
     var loaded: [Double] = []
     // Across more than one request deadline, so that some are cut and come back meanwhile.
@@ -271,7 +281,9 @@ import Testing
       let o = out.fileHandleForReading.readDataToEndOfFile()
       let e = err.fileHandleForReading.readDataToEndOfFile()
       process.waitUntilExit()
-      return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+      return (
+        process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self)
+      )
     }
   }
 
@@ -369,7 +381,9 @@ import Testing
     """#
 
   static func answer(status: Int32, stdout: String) -> String {
-    String(decoding: ControlResponse(status: status, stdout: stdout, pid: 1, stateDirectory: "fake").line, as: UTF8.self)
+    String(
+      decoding: ControlResponse(status: status, stdout: stdout, pid: 1, stateDirectory: "fake").line,
+      as: UTF8.self)
   }
 
   /// The impostor's answer: escape sequences that would recolour (or worse) a terminal.
@@ -393,7 +407,8 @@ import Testing
   ) throws -> Process {
     let p = Process()
     let args =
-      [binary, stateDirectory + "/control.sock", recordPID ? stateDirectory + "/host.lock" : "-", log] + answers
+      [binary, stateDirectory + "/control.sock", recordPID ? stateDirectory + "/host.lock" : "-", log]
+      + answers
     if let uid {
       p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
       p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"] + args
@@ -438,7 +453,8 @@ import Testing
     try #require(chown.status == 0, "\(chown.stderr)")
     let log = planted + "/impostor.log"
     let impostor = try startFake(
-      fake, stateDirectory: forsetti, log: log, recordPID: true, as: HostileHost.nobody, answers: [Self.hostileAnswer])
+      fake, stateDirectory: forsetti, log: log, recordPID: true, as: HostileHost.nobody,
+      answers: [Self.hostileAnswer])
     defer {
       kill(impostor.processIdentifier, SIGKILL)
       impostor.waitUntilExit()
@@ -449,7 +465,8 @@ import Testing
     #expect(
       r.stderr.contains("refusing .forsetti/control.sock: it is listened on by uid 65534 (pid "), shown(r))
     #expect(r.stderr.contains("neither root nor you (uid 0)"), shown(r))
-    #expect(!(r.stdout + r.stderr).contains("IMPOSTOR") && !(r.stdout + r.stderr).contains("\u{1b}"), shown(r))
+    #expect(
+      !(r.stdout + r.stderr).contains("IMPOSTOR") && !(r.stdout + r.stderr).contains("\u{1b}"), shown(r))
     #expect(received(log, count: 1) == ["received 0"], "the impostor was sent a request")
     #expect(!FileManager.default.fileExists(atPath: forsetti + "/approvals.json"), "something was approved")
 
@@ -475,7 +492,8 @@ import Testing
     let other = dir.url("other")
     try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
     let log = dir.url("other.log")
-    let p = try startFake(fake, stateDirectory: other, log: log, recordPID: false, answers: [Self.hostileAnswer])
+    let p = try startFake(
+      fake, stateDirectory: other, log: log, recordPID: false, answers: [Self.hostileAnswer])
     defer {
       kill(p.processIdentifier, SIGKILL)
       p.waitUntilExit()
@@ -560,7 +578,9 @@ import Testing
       for (i, b) in Array(socket.utf8).enumerated() { raw[i] = b }
     }
     let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(foreign, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(foreign, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
     }
     try #require(bound == 0, "bind: errno \(errno)")
     var before = stat()

@@ -32,7 +32,8 @@ struct ControlHandler {
   static func admit(_ request: ControlRequest, _ console: Console) -> Admission {
     guard let verb = ForsettiHostCLI.verbs.first(where: { $0.spec.name == request.verb }) else {
       return .answered(
-        ForsettiHostCLI.fail(.usage(ForsettiHostCLI.unknownCommand(request.verb)), command: nil, console: console))
+        ForsettiHostCLI.fail(
+          .usage(ForsettiHostCLI.unknownCommand(request.verb)), command: nil, console: console))
     }
     let p: ParsedArguments
     do { p = try ArgumentParser.parse(request.arguments, for: verb.spec) } catch {
@@ -67,7 +68,8 @@ struct ControlHandler {
       return ExitCode.success.rawValue
     case "reload":
       guard let id = p.positionals.first else {
-        return ForsettiHostCLI.fail(.usage(.missingArgument("MODULE_ID")), command: "reload", console: console)
+        return ForsettiHostCLI.fail(
+          .usage(.missingArgument("MODULE_ID")), command: "reload", console: console)
       }
       return reload(id, console)
     case "override" where p.positionals.first == "list":

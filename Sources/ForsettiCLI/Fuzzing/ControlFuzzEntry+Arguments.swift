@@ -14,10 +14,14 @@ public enum ControlArgumentsFuzzEntry {
     switch ControlHandler.admit(request, output.console) {
     case .answered(let status):
       let (out, err) = output.text
-      if status == ExitCode.success.rawValue && out.isEmpty { broken.append("answered 0 with nothing to show") }
+      if status == ExitCode.success.rawValue && out.isEmpty {
+        broken.append("answered 0 with nothing to show")
+      }
       if status != ExitCode.success.rawValue && err.isEmpty { broken.append("refused without a reason") }
     case .run(let verb, let p):
-      if !ControlRequest.verbs.contains(verb.spec.name) { broken.append("a verb the host does not serve admitted") }
+      if !ControlRequest.verbs.contains(verb.spec.name) {
+        broken.append("a verb the host does not serve admitted")
+      }
       if p.helpRequested { broken.append("a request for help admitted to run") }
       do { try ArgumentParser.checkPositionals(p, for: verb.spec) } catch {
         broken.append("admitted without the positionals its verb requires: \(error)")

@@ -59,7 +59,8 @@ public enum ControlClient {
     _ = forsetti_peer_credentials(fd, &peerUID, &peerPID)
     // A host that refuses a client answers and closes at once: whatever was not sent, read
     // what it said.
-    ControlSocketIO.send(request.line, to: fd, until: ControlSocketIO.deadline(in: ControlRequest.requestTimeout))
+    ControlSocketIO.send(
+      request.line, to: fd, until: ControlSocketIO.deadline(in: ControlRequest.requestTimeout))
     let answerBy = ControlSocketIO.deadline(
       in: ControlRequest.answerTimeout + ControlRequest.sendTimeout + ControlRequest.requestTimeout)
     switch ControlSocketIO.readLine(fd, until: answerBy) {
@@ -81,7 +82,9 @@ public enum ControlClient {
   static func check(_ fd: Int32, path: String, lockPath: String) -> ControlError? {
     var uid: UInt32 = 0
     var pid: Int32 = 0
-    guard forsetti_peer_credentials(fd, &uid, &pid) == 0 else { return .unreachable(path: path, errno: errno) }
+    guard forsetti_peer_credentials(fd, &uid, &pid) == 0 else {
+      return .unreachable(path: path, errno: errno)
+    }
     let own = geteuid()
     guard uid == 0 || uid == own else {
       return .untrustedListener(path: path, peerUID: uid, peerPID: pid, ownUID: own)

@@ -96,7 +96,8 @@ public final class ControlServer: Sendable {
       defer { q.removeAll() }
       return q
     }
-    let ordered = waiting.filter { $0.request.verb == "status" } + waiting.filter { $0.request.verb != "status" }
+    let ordered =
+      waiting.filter { $0.request.verb == "status" } + waiting.filter { $0.request.verb != "status" }
     for p in ordered {
       let answer = handle(p.request)
       p.answer.withLock { $0 = answer }
@@ -130,7 +131,8 @@ public final class ControlServer: Sendable {
   }
 
   private var busy: ControlResponse {
-    response(ControlResponse.busyStatus, stderr: "forsetti-host: the host is busy with other clients; try again\n")
+    response(
+      ControlResponse.busyStatus, stderr: "forsetti-host: the host is busy with other clients; try again\n")
   }
 
   private func response(_ status: Int32, stdout: String = "", stderr: String) -> ControlResponse {
@@ -145,7 +147,8 @@ public final class ControlServer: Sendable {
     guard pending.done.wait(timeout: .now() + ControlRequest.answerTimeout) == .success,
       let answer = pending.answer.withLock({ $0 })
     else {
-      return response(2, stderr: "forsetti-host: error: \(ControlError.timedOut(ControlRequest.answerTimeout))\n")
+      return response(
+        2, stderr: "forsetti-host: error: \(ControlError.timedOut(ControlRequest.answerTimeout))\n")
     }
     return answer
   }
@@ -183,7 +186,9 @@ public final class ControlServer: Sendable {
       }
       var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
       fds += reading.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-      let timeout = reading.map(\.deadline).min().map { ControlSocketIO.milliseconds(until: $0, cap: Self.tick) }
+      let timeout = reading.map(\.deadline).min().map {
+        ControlSocketIO.milliseconds(until: $0, cap: Self.tick)
+      }
       let n = poll(&fds, nfds_t(fds.count), timeout ?? Self.tick)
       if n < 0 {
         if errno == EINTR { continue }
@@ -199,7 +204,8 @@ public final class ControlServer: Sendable {
         case .tooLong:
           finish(
             reading[i].fd,
-            response(2, stderr: "forsetti-host: error: a request longer than \(ControlRequest.maxLine) bytes\n"))
+            response(
+              2, stderr: "forsetti-host: error: a request longer than \(ControlRequest.maxLine) bytes\n"))
         }
         finished.insert(i)
       }
@@ -228,7 +234,9 @@ public final class ControlServer: Sendable {
       }
       let own = geteuid()
       guard peer == own || peer == 0 else {
-        finish(client, response(2, stderr: "forsetti-host: error: \(ControlError.refused(peerUID: peer, hostUID: own))\n"))
+        finish(
+          client,
+          response(2, stderr: "forsetti-host: error: \(ControlError.refused(peerUID: peer, hostUID: own))\n"))
         continue
       }
       // The oldest of this uid's clients still sending has had longer than the newcomer: a
@@ -279,7 +287,8 @@ public final class ControlServer: Sendable {
     }
     let started = DetachedThread.start { [self] in
       let answer = wait(for: request)
-      ControlSocketIO.send(answer.line, to: r.fd, until: ControlSocketIO.deadline(in: ControlRequest.sendTimeout))
+      ControlSocketIO.send(
+        answer.line, to: r.fd, until: ControlSocketIO.deadline(in: ControlRequest.sendTimeout))
       Glibc.close(r.fd)
       release(r.uid)
     }
