@@ -197,8 +197,10 @@ import Testing
 
   /// 16 clients each sending a byte every 4 s kept every verb "busy" (issue 26, 3): now
   /// `status` is answered by the host while they trickle, in a time comparable to its time with
-  /// none (the positive control, measured here, on this machine, now).
-  @Test func statusAnswersWhileSixteenSlowClientsTrickle() throws {
+  /// none (the positive control, measured here, on this machine, now). 40 as well: fewer than
+  /// the 64 one uid may have sending at once. (Past that cap, clients of the same uid that
+  /// reconnect in a loop do keep `status` out: docs/control.md says so.)
+  @Test(arguments: [16, 40]) func statusAnswersWhileSlowClientsTrickle(count: Int) throws {
     try module("com.test.one")
     let host = try launchLong()
     defer { host.stop() }
@@ -211,7 +213,7 @@ import Testing
       #expect(r.status == 0 && r.stderr.contains(answered), shown(r))
       quiet.append(t)
     }
-    let slow = (0..<16).map { _ in Trickler() }
+    let slow = (0..<count).map { _ in Trickler() }
     defer { for s in slow { s.stopped.store(true, ordering: .releasing) } }
     for s in slow { s.start(socket, every: 4) }
     let end = Date().addingTimeInterval(30)
@@ -231,9 +233,12 @@ import Testing
       loaded.append(t)
     }
     let bound = 3 * (quiet.max() ?? 1) + 3
+    let sorted = loaded.sorted()
     print(
-      "status: \(quiet.map { String(format: "%.3f", $0) }) s with no slow clients, "
-        + "\(loaded.map { String(format: "%.3f", $0) }) s with 16 (bound \(String(format: "%.2f", bound)) s)")
+      String(
+        format:
+          "status: max %.3f s with no slow clients; with %d: %d runs, median %.3f s, max %.3f s (bound %.2f s)",
+        quiet.max() ?? 0, count, loaded.count, sorted[sorted.count / 2], sorted.last ?? 0, bound))
     #expect(loaded.allSatisfy { $0 < bound }, "quiet \(quiet), with slow clients \(loaded)")
     #expect(host.process.isRunning)
   }

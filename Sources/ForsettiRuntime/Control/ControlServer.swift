@@ -27,8 +27,11 @@ public final class ControlServer: Sendable {
   private let made: FileIdentity?
 
   /// Connections still sending their request, per client uid; a new one past this ends the
-  /// uid's oldest (told "busy"): a client that sends its line at once always gets in.
-  static let maxReadingPerUID = 32
+  /// uid's oldest if it has been at it for `evictAfter` (told "busy"), else is told "busy"
+  /// itself: a client that sends its line within that second is never pushed out.
+  static let maxReadingPerUID = 64
+  /// How long a client must have been sending its request before a newcomer may push it out.
+  static let evictAfter: Duration = .seconds(1)
   /// Requests read and waiting for (or sending) their answer, in all and per client uid.
   static let maxInFlight = 16
   static let maxInFlightPerUID = 12
@@ -157,6 +160,7 @@ public final class ControlServer: Sendable {
   private struct Reading {
     var fd: Int32
     var uid: UInt32
+    var accepted = ContinuousClock.now
     var deadline: ContinuousClock.Instant
     var bytes: [UInt8] = []
   }
@@ -239,13 +243,18 @@ public final class ControlServer: Sendable {
           response(2, stderr: "forsetti-host: error: \(ControlError.refused(peerUID: peer, hostUID: own))\n"))
         continue
       }
-      // The oldest of this uid's clients still sending has had longer than the newcomer: a
-      // real client sends its line as it connects, so the slow one goes.
-      if reading.filter({ $0.uid == peer }).count >= Self.maxReadingPerUID,
-        let oldest = reading.indices.filter({ reading[$0].uid == peer }).min(by: {
-          reading[$0].deadline < reading[$1].deadline
-        })
-      {
+      // At this uid's cap, the oldest of its clients still sending goes if it has had
+      // `evictAfter` already (a real client sends its line as it connects, so that one is slow);
+      // if even the oldest is younger, the newcomer is told "busy" instead, so that clients
+      // reconnecting in a loop cannot push out one that connected a moment before them.
+      let mine = reading.indices.filter { reading[$0].uid == peer }
+      if mine.count >= Self.maxReadingPerUID {
+        guard let oldest = mine.min(by: { reading[$0].accepted < reading[$1].accepted }),
+          reading[oldest].accepted + Self.evictAfter <= .now
+        else {
+          finish(client, busy)
+          continue
+        }
         finish(reading[oldest].fd, busy)
         reading.remove(at: oldest)
       }
