@@ -53,10 +53,11 @@ public enum ControlClient {
       if e == ENOENT || e == ECONNREFUSED || e == ENOTDIR { return .noHost }
       return .failed(.unreachable(path: path, errno: e))
     }
-    if let refusal = check(fd, path: path, lockPath: dir + "/host.lock") { return .failed(refusal) }
-    var peerUID: UInt32 = 0
-    var peerPID: Int32 = 0
-    _ = forsetti_peer_credentials(fd, &peerUID, &peerPID)
+    let peerPID: Int32
+    switch check(fd, path: path, lockPath: dir + "/host.lock") {
+    case .failure(let refusal): return .failed(refusal)
+    case .success(let pid): peerPID = pid
+    }
     // A host that refuses a client answers and closes at once: whatever was not sent, read
     // what it said.
     ControlSocketIO.send(
@@ -75,30 +76,30 @@ public enum ControlClient {
     }
   }
 
-  /// Why the listener on `fd` is not to be trusted, or nil: it must be root or this user, and
+  /// The listener's pid, or why it is not to be trusted: it must be root or this user, and
   /// the process `lockPath` names. A host that runs as root keeps host.lock to itself (0600):
   /// a user who cannot read it trusts a root listener on its uid alone, as root can do
   /// anything a host can.
-  static func check(_ fd: Int32, path: String, lockPath: String) -> ControlError? {
+  static func check(_ fd: Int32, path: String, lockPath: String) -> Result<Int32, ControlError> {
     var uid: UInt32 = 0
     var pid: Int32 = 0
     guard forsetti_peer_credentials(fd, &uid, &pid) == 0 else {
-      return .unreachable(path: path, errno: errno)
+      return .failure(.unreachable(path: path, errno: errno))
     }
     let own = geteuid()
     guard uid == 0 || uid == own else {
-      return .untrustedListener(path: path, peerUID: uid, peerPID: pid, ownUID: own)
+      return .failure(.untrustedListener(path: path, peerUID: uid, peerPID: pid, ownUID: own))
     }
     switch recordedPID(lockPath) {
-    case .pid(let recorded):
-      guard recorded == pid else {
-        return .notTheHost(path: path, peerUID: uid, peerPID: pid, lockPath: lockPath, lockPID: recorded)
-      }
-      return nil
+    case .pid(let recorded) where recorded == pid:
+      return .success(pid)
     case .unreadable where uid == 0 && own != 0:
-      return nil
+      return .success(pid)
+    case .pid(let recorded):
+      return .failure(
+        .notTheHost(path: path, peerUID: uid, peerPID: pid, lockPath: lockPath, lockPID: recorded))
     case .unreadable, .none:
-      return .notTheHost(path: path, peerUID: uid, peerPID: pid, lockPath: lockPath, lockPID: nil)
+      return .failure(.notTheHost(path: path, peerUID: uid, peerPID: pid, lockPath: lockPath, lockPID: nil))
     }
   }
 
