@@ -13,6 +13,7 @@ let package = Package(
     // For the fuzzers in Fuzz/, a package of their own that builds these with libFuzzer.
     .library(name: "ForsettiBinary", targets: ["ForsettiBinary"]),
     .library(name: "ForsettiBridge", targets: ["ForsettiBridge"]),
+    .library(name: "ForsettiCLI", targets: ["ForsettiCLI"]),
     // The example modules, built as the .so files a vendor would ship.
     .library(name: "CounterModule", type: .dynamic, targets: ["CounterModule"]),
     .library(name: "DashboardModule", type: .dynamic, targets: ["DashboardModule"]),

@@ -23,7 +23,11 @@ let package = Package(
     .executableTarget(
       name: "fuzz-manifest", dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
     .executableTarget(
-      name: "fuzz-control", dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
+      name: "fuzz-control",
+      dependencies: [
+        "FuzzSupport", .product(name: "ForsettiCore", package: forsetti),
+        .product(name: "ForsettiCLI", package: forsetti),
+      ]),
     .executableTarget(
       name: "fuzz-wire", dependencies: ["FuzzSupport", .product(name: "ForsettiBridge", package: forsetti)]),
   ]

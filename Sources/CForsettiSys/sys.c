@@ -114,6 +114,15 @@ int forsetti_peer_uid(int fd, unsigned int *uid) {
   return 0;
 }
 
+int forsetti_peer_credentials(int fd, unsigned int *uid, int *pid) {
+  struct ucred cred;
+  socklen_t size = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0) return -1;
+  *uid = cred.uid;
+  *pid = cred.pid;
+  return 0;
+}
+
 int forsetti_open_directory_path(const char *path) {
   return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }

@@ -8,6 +8,12 @@ public enum ExitCode: Int32, Sendable {
   case usage = 2
   /// `status`: no host is running on the state directory (as `systemctl is-active`).
   case notRunning = 3
+  /// A host runs on the state directory but gave no answer: it stopped or died mid-request
+  /// (which may or may not have been applied), stayed busy past the retries, or took too long.
+  case noAnswer = 4
+  /// `STATE/control.sock` is not the host's: another user, or not the pid `host.lock` names.
+  /// Nothing was sent to it and nothing it said is shown.
+  case untrustedSocket = 5
   /// `run`/`dev`: the state directory was moved away or replaced under the host, which stopped
   /// (sysexits' EX_TEMPFAIL: a restart, on the directory now at the path, is what is wanted).
   case stateDirectoryReplaced = 75

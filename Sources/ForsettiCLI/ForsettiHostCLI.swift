@@ -8,6 +8,25 @@ public enum ForsettiHostCLI {
   struct Verb: Sendable {
     var spec: CommandSpec
     var run: @Sendable (ParsedArguments, Console) throws(CommandFailure) -> ExitCode
+
+    /// Runs the verb on `p` if it may be: its help when asked for, a usage error when a
+    /// positional it requires is missing. The one way in, from the command line and the
+    /// control socket alike, so no verb indexes a positional that is not there.
+    func call(
+      _ p: ParsedArguments, _ console: Console,
+      as run: (ParsedArguments, Console) throws(CommandFailure) -> ExitCode
+    ) throws(CommandFailure) -> ExitCode {
+      if p.helpRequested {
+        console.out(ForsettiHostCLI.help(spec))
+        return .success
+      }
+      do { try ArgumentParser.checkPositionals(p, for: spec) } catch { throw .usage(error) }
+      return try run(p, console)
+    }
+
+    func call(_ p: ParsedArguments, _ console: Console) throws(CommandFailure) -> ExitCode {
+      try call(p, console, as: run)
+    }
   }
 
   static let verbs: [Verb] = [
@@ -129,16 +148,13 @@ public enum ForsettiHostCLI {
       do { parsed = try ArgumentParser.parse(Array(args.dropFirst()), for: verb.spec) } catch {
         throw .usage(error)
       }
-      if parsed.helpRequested {
-        console.out(help(verb.spec))
-        return ExitCode.success.rawValue
-      }
+      if parsed.helpRequested { return try verb.call(parsed, console).rawValue }
       // A running host on the state directory answers for itself; with none, the files do.
-      guard RemoteVerbs.served(verb.spec.name) else { return try verb.run(parsed, console).rawValue }
+      guard RemoteVerbs.served(verb.spec.name) else { return try verb.call(parsed, console).rawValue }
       if let status = RemoteVerbs.ask(verb.spec.name, parsed, spec: verb.spec, console: console) {
         return status
       }
-      let status = try verb.run(parsed, console).rawValue
+      let status = try verb.call(parsed, console).rawValue
       if verb.spec.name != "status" { console.err(RemoteVerbs.noHost(verb.spec.name, parsed)) }
       return status
     } catch {

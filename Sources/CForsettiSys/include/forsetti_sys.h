@@ -95,5 +95,8 @@ long forsetti_send_with_fd(int sock, const void *bytes, size_t length, int fd);
 long forsetti_recv_with_fd(int sock, void *buffer, size_t capacity, int *fd);
 /// The uid of a unix socket's peer (SO_PEERCRED): 0, or -1 with errno.
 int forsetti_peer_uid(int fd, unsigned int *uid);
+/// The uid and pid of a unix socket's peer (SO_PEERCRED, as of its connect or listen): 0, or
+/// -1 with errno. A client checks with it who listens before it sends anything.
+int forsetti_peer_credentials(int fd, unsigned int *uid, int *pid);
 /// A directory opened O_PATH (for reaching a socket whose path is too long for sun_path).
 int forsetti_open_directory_path(const char *path);

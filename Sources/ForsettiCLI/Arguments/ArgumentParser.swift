@@ -69,15 +69,22 @@ public enum ArgumentParser {
         out.flags.insert(name)
       }
     }
+    // With -h/--help the verb is not run, so its positionals need not be complete.
     if out.helpRequested { return out }
-    let required = spec.positionals.filter { !$0.optional }
-    if out.positionals.count < required.count {
-      throw .missingArgument(required[out.positionals.count].name)
-    }
-    if out.positionals.count > spec.positionals.count {
-      throw .unexpectedArgument(out.positionals[spec.positionals.count])
-    }
+    try checkPositionals(out, for: spec)
     return out
+  }
+
+  /// That `p` has every positional `spec` requires and none it does not declare: a verb
+  /// reads its required positionals by index, so nothing calls it without this holding.
+  public static func checkPositionals(_ p: ParsedArguments, for spec: CommandSpec) throws(UsageError) {
+    let required = spec.positionals.filter { !$0.optional }
+    if p.positionals.count < required.count {
+      throw .missingArgument(required[p.positionals.count].name)
+    }
+    if p.positionals.count > spec.positionals.count {
+      throw .unexpectedArgument(p.positionals[spec.positionals.count])
+    }
   }
 
   static func suggest(_ name: String, _ spec: CommandSpec) -> String? {

@@ -20,20 +20,46 @@ struct ControlHandler {
     return ControlResponse(status: status, stdout: out, stderr: err, pid: pid, stateDirectory: stateDirectory)
   }
 
-  private func run(_ request: ControlRequest, _ console: Console) -> Int32 {
+  /// What a request comes to before anything of the host is touched: the verb to run with
+  /// its parsed arguments, or the answer already given (an unknown verb, a usage error, a host
+  /// option, or the verb's help). Total on any arguments: a request's are a client's, never
+  /// trusted, and what is returned to run has every positional its verb requires.
+  enum Admission {
+    case run(ForsettiHostCLI.Verb, ParsedArguments)
+    case answered(Int32)
+  }
+
+  static func admit(_ request: ControlRequest, _ console: Console) -> Admission {
     guard let verb = ForsettiHostCLI.verbs.first(where: { $0.spec.name == request.verb }) else {
-      return ForsettiHostCLI.fail(
-        .usage(ForsettiHostCLI.unknownCommand(request.verb)), command: nil, console: console)
+      return .answered(
+        ForsettiHostCLI.fail(
+          .usage(ForsettiHostCLI.unknownCommand(request.verb)), command: nil, console: console))
     }
-    var p: ParsedArguments
+    let p: ParsedArguments
     do { p = try ArgumentParser.parse(request.arguments, for: verb.spec) } catch {
-      return ForsettiHostCLI.fail(.usage(error), command: verb.spec.name, console: console)
+      return .answered(ForsettiHostCLI.fail(.usage(error), command: verb.spec.name, console: console))
+    }
+    // The verb's help, as the command line prints it: with -h the positionals are not checked,
+    // so nothing else may run.
+    if p.helpRequested {
+      console.out(ForsettiHostCLI.help(verb.spec))
+      return .answered(ExitCode.success.rawValue)
     }
     if let own = verb.spec.options.map(\.name).first(where: {
-      RemoteVerbs.hostOptions.contains($0) && given(p, $0)
+      RemoteVerbs.hostOptions.contains($0) && (p.values[$0] != nil || p.flag($0))
     }) {
       console.err("forsetti-host: error: --\(own): the running host uses its own; leave it out\n")
-      return ExitCode.usage.rawValue
+      return .answered(ExitCode.usage.rawValue)
+    }
+    return .run(verb, p)
+  }
+
+  private func run(_ request: ControlRequest, _ console: Console) -> Int32 {
+    var p: ParsedArguments
+    let verb: ForsettiHostCLI.Verb
+    switch Self.admit(request, console) {
+    case .answered(let status): return status
+    case .run(let v, let parsed): (verb, p) = (v, parsed)
     }
     switch request.verb {
     case "status":
@@ -41,7 +67,11 @@ struct ControlHandler {
         StatusCommand.answer(host.manager.records, state: stateDirectory, json: p.flag("json"), pid: pid))
       return ExitCode.success.rawValue
     case "reload":
-      return reload(p.positionals[0], console)
+      guard let id = p.positionals.first else {
+        return ForsettiHostCLI.fail(
+          .usage(.missingArgument("MODULE_ID")), command: "reload", console: console)
+      }
+      return reload(id, console)
     case "override" where p.positionals.first == "list":
       return overrideList(p, console)
     case "override" where p.flag("in-memory"):
@@ -62,9 +92,15 @@ struct ControlHandler {
       // Module health is only known here, in the running host: list and explain get it.
       let health = ReportedHealth.live(host.manager.environment.services.reportedHealth)
       switch request.verb {
-      case "list": status = try ListCommand.run(p, console: console, health: health).rawValue
-      case "explain": status = try ExplainCommand.run(p, console: console, health: health).rawValue
-      default: status = try verb.run(p, console).rawValue
+      case "list":
+        status = try verb.call(p, console) { p, c throws(CommandFailure) in
+          try ListCommand.run(p, console: c, health: health)
+        }.rawValue
+      case "explain":
+        status = try verb.call(p, console) { p, c throws(CommandFailure) in
+          try ExplainCommand.run(p, console: c, health: health)
+        }.rawValue
+      default: status = try verb.call(p, console).rawValue
       }
     } catch {
       return ForsettiHostCLI.fail(error, command: verb.spec.name, console: console)

@@ -17,7 +17,11 @@ enum RemoteVerbs {
       it answers with its own options (--manifests, --plugins, --policy, --entitlements,
       --approve-all, --host-version, --require-signatures: any given here are not used) and its
       live state, and applies a change at once. Standard error says whether a host answered or
-      the files were used.
+      the files were used. The socket is used only if root or you listen on it, as the pid
+      STATE/host.lock names; a host busy with other clients is asked again for up to 10 s.
+        4  a host runs but gave no answer: it stopped or died mid-request (the change may or
+           may not have been applied), stayed busy, or took longer than 60 s
+        5  STATE/control.sock is not the host's (another user, or another pid); nothing was sent
 
     """
 
@@ -56,7 +60,16 @@ enum RemoteVerbs {
       return nil
     case .failed(let e):
       console.err("forsetti-host: error: \(e)\n")
-      return ExitCode.usage.rawValue
+      return exitCode(e).rawValue
+    }
+  }
+
+  /// What a client's failure to be answered exits with.
+  static func exitCode(_ e: ControlError) -> ExitCode {
+    switch e {
+    case .hostGone, .busy, .timedOut: .noAnswer
+    case .untrustedListener, .notTheHost: .untrustedSocket
+    case .malformed, .version, .unknownVerb, .refused, .unreachable: .usage
     }
   }
 

@@ -17,6 +17,14 @@ struct ManualPage: Equatable, Sendable {
     (.blocked, "At least one module is blocked or failed."),
     (.usage, "Usage error: a bad option or value, or an unreadable input file; nothing was judged."),
     (.notRunning, "status: no host is running on the state directory."),
+    (
+      .noAnswer,
+      "A host runs on the state directory but gave no answer: it stopped or died mid-request (which may or may not have been applied), stayed busy for 10 s of retries, or took longer than 60 s."
+    ),
+    (
+      .untrustedSocket,
+      "STATE/control.sock is listened on by another user, or by a process other than the one STATE/host.lock names; nothing was sent to it."
+    ),
   ]
 
   /// The overview page, then one page per verb.

@@ -13,8 +13,11 @@ import Glibc
 //   client's arguments for it, without the host's own options (the host adds its own:
 //   manifests, plugins, policy, approve-all …, so a client never repeats them). `status` is the
 //   exit status the client exits with; `stdout` and `stderr` what it prints. A request the host
-//   cannot take is answered with status 2 and the reason in `stderr`. Lines are at most
-//   `maxLine` bytes; a request must arrive within `requestTimeout` seconds.
+//   cannot take is answered with status 2 and the reason in `stderr`; one it cannot take *now*
+//   (too many clients, or stopping) with `ControlResponse.busyStatus`, and the client tries
+//   again. Lines are at most `maxLine` bytes; the whole request line must arrive within
+//   `requestTimeout` seconds of connecting, and the client must take the whole answer within
+//   `sendTimeout` seconds.
 
 /// A request to a running host: a verb it serves and the client's arguments for it.
 public struct ControlRequest: Sendable, Equatable {
@@ -32,9 +35,14 @@ public struct ControlRequest: Sendable, Equatable {
   public static let maxLine = 1 << 20
   static let maxArguments = 64
   static let maxArgumentBytes = 4096
-  /// Seconds a client has to send its request, and the host to answer it.
+  /// Seconds a client has to send its whole request line, from connecting.
   public static let requestTimeout = 5.0
+  /// Seconds the host has to serve a request once read.
   public static let answerTimeout = 60.0
+  /// Seconds a client has to take the whole answer.
+  public static let sendTimeout = 5.0
+  /// Seconds a client keeps trying again while the host says it is busy.
+  public static let busyRetry = 10.0
 
   public init(verb: String, arguments: [String]) {
     self.verb = verb
@@ -89,6 +97,11 @@ public struct ControlResponse: Sendable, Equatable {
   public var pid: Int32
   public var stateDirectory: String
 
+  /// The status of "not now: try again" (EX_TEMPFAIL): too many clients, or the host stopping.
+  /// No verb exits with it; a client tries again (`ControlRequest.busyRetry`) instead of
+  /// printing it.
+  public static let busyStatus: Int32 = 75
+
   public init(status: Int32, stdout: String = "", stderr: String = "", pid: Int32, stateDirectory: String) {
     self.status = status
     self.stdout = stdout
@@ -141,6 +154,14 @@ public enum ControlError: Error, Sendable, Equatable, CustomStringConvertible {
   case unreachable(path: String, errno: Int32)
   /// Nobody answered in time.
   case timedOut(Double)
+  /// The host (this pid) closed the connection without an answer: it stopped or died mid-request.
+  case hostGone(pid: Int32)
+  /// The host stayed busy with other clients for this many seconds of trying again.
+  case busy(Double)
+  /// The socket's listener is not a user the client trusts (root or its own euid).
+  case untrustedListener(path: String, peerUID: UInt32, peerPID: Int32, ownUID: UInt32)
+  /// The socket's listener is not the process `host.lock` names (nil: no pid recorded there).
+  case notTheHost(path: String, peerUID: UInt32, peerPID: Int32, lockPath: String, lockPID: Int32?)
 
   public var description: String {
     switch self {
@@ -156,6 +177,14 @@ public enum ControlError: Error, Sendable, Equatable, CustomStringConvertible {
         ? "cannot reach \(path): permission denied (the host answers only its own user)"
         : "cannot reach \(path): \(String(cString: strerror(e)))"
     case .timedOut(let s): "no answer within \(s) s"
+    case .hostGone(let pid):
+      "the host (pid \(pid)) closed the connection without answering: it stopped or died while serving the request, which may or may not have been applied (see 'forsetti-host status')"
+    case .busy(let s):
+      "the host stayed busy with other clients for \(s) s of trying again; try again later"
+    case .untrustedListener(let path, let uid, let pid, let own):
+      "refusing \(path): it is listened on by uid \(uid) (pid \(pid)), which is neither root nor you (uid \(own)); nothing was sent and nothing it says is shown. Remove it if it is not yours, or give --state a directory only you can write"
+    case .notTheHost(let path, let uid, let pid, let lockPath, let lockPID):
+      "refusing \(path): it is listened on by pid \(pid) (uid \(uid)), but \(lockPath) \(lockPID.map { "names pid \($0)" } ?? "names no host"); nothing was sent and nothing it says is shown"
     }
   }
 }

@@ -6,9 +6,12 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// The host's end of `STATE/control.sock` (the protocol is in `ControlMessage.swift`): a thread
-/// accepts, one thread per client reads its request (bounded, within a deadline) and checks who
-/// it is, and the host's own thread serves the requests (`serve`), since they may change modules.
+/// The host's end of `STATE/control.sock` (the protocol is in `ControlMessage.swift`; the limits
+/// in docs/control.md). One thread accepts and reads every client's request line with `poll`,
+/// each connection against one deadline for its whole line, so slow clients cost a descriptor
+/// and a few bytes, never a thread. A request read whole gets a thread that waits for the
+/// host's own thread to serve it (`serve`, since it may change modules) and sends the answer
+/// against a deadline of its own.
 public final class ControlServer: Sendable {
   public let path: String
   private let fd: Int32
@@ -16,10 +19,26 @@ public final class ControlServer: Sendable {
   private let stateDirectory: String
   private let wake: @Sendable () -> Void
   private let queue = Mutex<[Pending]>([])
-  private let clients = Atomic<Int>(0)
+  /// Requests read and not yet answered, per client uid.
+  private let inFlight = Mutex<[UInt32: Int]>([:])
   private let stopped = Atomic<Bool>(false)
-  /// Clients served at once; more are told to come back.
-  static let maxClients = 16
+  /// The socket file this server made (device, inode): `stop` removes the path only while it
+  /// still is this file, never a socket another host made there since.
+  private let made: FileIdentity?
+
+  /// Connections still sending their request, per client uid; a new one past this ends the
+  /// uid's oldest if it has been at it for `evictAfter` (told "busy"), else is told "busy"
+  /// itself: a client that sends its line within that second is never pushed out.
+  static let maxReadingPerUID = 64
+  /// How long a client must have been sending its request before a newcomer may push it out.
+  static let evictAfter: Duration = .seconds(1)
+  /// Requests read and waiting for (or sending) their answer, in all and per client uid.
+  static let maxInFlight = 16
+  static let maxInFlightPerUID = 12
+  /// Room kept beyond those caps for `status`, so it always has a way through.
+  static let statusLane = 4
+  /// The longest `poll` waits, so a stop is noticed soon.
+  private static let tick: Int32 = 100
 
   /// A request waiting for the host's thread, and the client thread waiting for its answer.
   final class Pending: Sendable {
@@ -27,6 +46,20 @@ public final class ControlServer: Sendable {
     let answer = Mutex<ControlResponse?>(nil)
     let done = DispatchSemaphore(value: 0)
     init(_ request: ControlRequest) { self.request = request }
+  }
+
+  /// A file's identity, as `stat` gives it.
+  struct FileIdentity: Sendable, Equatable {
+    var device: UInt64
+    var inode: UInt64
+
+    /// The identity of what `path` names now (not following a last symbolic link).
+    init?(path: String) {
+      var st = stat()
+      guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else { return nil }
+      device = UInt64(st.st_dev)
+      inode = UInt64(st.st_ino)
+    }
   }
 
   /// Listens on `STATE/control.sock` (replacing a socket left by a host that is gone: the
@@ -38,7 +71,8 @@ public final class ControlServer: Sendable {
     self.wake = wake
     pid = getpid()
     unlink(path)
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
     guard fd >= 0 else { throw .unreachable(path: path, errno: errno) }
     let address = UnixSocketAddress(path: path)
     defer { address.close() }
@@ -48,22 +82,26 @@ public final class ControlServer: Sendable {
     let bound = address.with { bind(fd, $0, $1) } ?? -1
     let bindErrno = errno
     umask(old)
-    guard bound == 0, listen(fd, 16) == 0 else {
+    guard bound == 0, listen(fd, 64) == 0 else {
       let e = bound == 0 ? errno : bindErrno
       Glibc.close(fd)
       throw .unreachable(path: path, errno: e)
     }
+    made = FileIdentity(path: path)
     self.fd = fd
-    _ = DetachedThread.start { [self] in self.acceptLoop() }
+    _ = DetachedThread.start { [self] in self.readLoop() }
   }
 
-  /// Serves every waiting request with `handle`, on the calling (the host's) thread.
+  /// Serves every waiting request with `handle`, on the calling (the host's) thread; `status`
+  /// first, so a slow verb ahead of it does not hold it up.
   public func serve(_ handle: (ControlRequest) -> ControlResponse) {
     let waiting = queue.withLock { q in
       defer { q.removeAll() }
       return q
     }
-    for p in waiting {
+    let ordered =
+      waiting.filter { $0.request.verb == "status" } + waiting.filter { $0.request.verb != "status" }
+    for p in ordered {
       let answer = handle(p.request)
       p.answer.withLock { $0 = answer }
       p.done.signal()
@@ -73,9 +111,39 @@ public final class ControlServer: Sendable {
   /// Asks the host from another of its own threads (the debug screen's server), as a socket
   /// client would: waits until the host's thread has served it, or the answer timeout.
   public func ask(_ request: ControlRequest) -> ControlResponse {
-    guard !stopped.load(ordering: .acquiring) else {
-      return response(2, stderr: "forsetti-host: the host is stopping\n")
-    }
+    guard !stopped.load(ordering: .acquiring) else { return stopping }
+    return wait(for: request)
+  }
+
+  /// Whether a request is waiting.
+  public var hasWaiting: Bool { queue.withLock { !$0.isEmpty } }
+
+  /// Stops listening and removes the socket if it still is the one this server made; clients
+  /// still being served get their answers.
+  public func stop() {
+    guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    if let made, FileIdentity(path: path) == made { unlink(path) }
+    shutdown(fd, Int32(SHUT_RDWR))
+    // Requests that will never be served now: their clients are told so (and try again, to
+    // find no host, or the next one).
+    serve { _ in self.stopping }
+  }
+
+  private var stopping: ControlResponse {
+    response(ControlResponse.busyStatus, stderr: "forsetti-host: the host is stopping\n")
+  }
+
+  private var busy: ControlResponse {
+    response(
+      ControlResponse.busyStatus, stderr: "forsetti-host: the host is busy with other clients; try again\n")
+  }
+
+  private func response(_ status: Int32, stdout: String = "", stderr: String) -> ControlResponse {
+    ControlResponse(status: status, stdout: stdout, stderr: stderr, pid: pid, stateDirectory: stateDirectory)
+  }
+
+  /// Queues `request` for the host's thread and waits for its answer.
+  private func wait(for request: ControlRequest) -> ControlResponse {
     let pending = Pending(request)
     queue.withLock { $0.append(pending) }
     wake()
@@ -88,110 +156,183 @@ public final class ControlServer: Sendable {
     return answer
   }
 
-  /// Whether a request is waiting.
-  public var hasWaiting: Bool { queue.withLock { !$0.isEmpty } }
-
-  /// Stops listening and removes the socket; clients still being served get their answers.
-  public func stop() {
-    guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    unlink(path)
-    shutdown(fd, Int32(SHUT_RDWR))
-    // Requests that will never be served now: their clients are told so.
-    serve { _ in self.response(2, stderr: "forsetti-host: the host is stopping\n") }
+  /// A client still sending its request line.
+  private struct Reading {
+    var fd: Int32
+    var uid: UInt32
+    var accepted = ContinuousClock.now
+    var deadline: ContinuousClock.Instant
+    var bytes: [UInt8] = []
   }
 
-  private func response(_ status: Int32, stdout: String = "", stderr: String) -> ControlResponse {
-    ControlResponse(status: status, stdout: stdout, stderr: stderr, pid: pid, stateDirectory: stateDirectory)
+  /// What a read of a client's ready bytes came to.
+  private enum Progress {
+    case more
+    case line([UInt8])
+    case closed
+    case tooLong
   }
 
-  private func acceptLoop() {
+  private func readLoop() {
+    var reading: [Reading] = []
     while !stopped.load(ordering: .acquiring) {
-      let client = forsetti_accept_cloexec(fd)
-      if client < 0 {
-        if errno == EINTR || errno == ECONNABORTED { continue }
+      let now = ContinuousClock.now
+      reading.removeAll { r in
+        guard r.deadline <= now else { return false }
+        finish(
+          r.fd,
+          response(
+            2,
+            stderr:
+              "forsetti-host: error: no complete request within \(ControlRequest.requestTimeout) s of connecting\n"
+          ))
+        return true
+      }
+      var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+      fds += reading.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+      let timeout = reading.map(\.deadline).min().map {
+        ControlSocketIO.milliseconds(until: $0, cap: Self.tick)
+      }
+      let n = poll(&fds, nfds_t(fds.count), timeout ?? Self.tick)
+      if n < 0 {
+        if errno == EINTR { continue }
         break
       }
-      guard clients.add(1, ordering: .acquiringAndReleasing).newValue <= Self.maxClients else {
-        clients.subtract(1, ordering: .acquiringAndReleasing)
-        send(
-          response(2, stderr: "forsetti-host: the host is busy with other clients; try again\n"), to: client)
-        Glibc.close(client)
-        continue
+      guard n > 0 else { continue }
+      var finished: Set<Int> = []
+      for i in reading.indices where fds[i + 1].revents != 0 {
+        switch Self.progress(&reading[i]) {
+        case .more: continue
+        case .line(let line): dispatch(line, from: reading[i])
+        case .closed: Glibc.close(reading[i].fd)
+        case .tooLong:
+          finish(
+            reading[i].fd,
+            response(
+              2, stderr: "forsetti-host: error: a request longer than \(ControlRequest.maxLine) bytes\n"))
+        }
+        finished.insert(i)
       }
-      _ = DetachedThread.start { [self] in
-        self.handle(client)
-        Glibc.close(client)
-        self.clients.subtract(1, ordering: .acquiringAndReleasing)
+      if !finished.isEmpty {
+        reading = reading.enumerated().filter { !finished.contains($0.offset) }.map(\.element)
       }
+      if fds[0].revents != 0 { acceptAll(into: &reading) }
     }
+    for r in reading { finish(r.fd, stopping) }
     Glibc.close(fd)
   }
 
-  private func handle(_ client: Int32) {
-    var timeout = timeval(tv_sec: Int(ControlRequest.requestTimeout), tv_usec: 0)
-    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var peer: UInt32 = 0
-    guard forsetti_peer_uid(client, &peer) == 0 else { return }
-    let own = geteuid()
-    guard peer == own || peer == 0 else {
-      let refusal = ControlError.refused(peerUID: peer, hostUID: own)
-      send(response(2, stderr: "forsetti-host: error: \(refusal)\n"), to: client)
-      return
+  /// Accepts every waiting client, refuses those of another user, and makes room.
+  private func acceptAll(into reading: inout [Reading]) {
+    while true {
+      let client = forsetti_accept_cloexec(fd)
+      if client < 0 {
+        if errno == EINTR || errno == ECONNABORTED { continue }
+        return
+      }
+      _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
+      var peer: UInt32 = 0
+      guard forsetti_peer_uid(client, &peer) == 0 else {
+        Glibc.close(client)
+        continue
+      }
+      let own = geteuid()
+      guard peer == own || peer == 0 else {
+        finish(
+          client,
+          response(2, stderr: "forsetti-host: error: \(ControlError.refused(peerUID: peer, hostUID: own))\n"))
+        continue
+      }
+      // At this uid's cap, the oldest of its clients still sending goes if it has had
+      // `evictAfter` already (a real client sends its line as it connects, so that one is slow);
+      // if even the oldest is younger, the newcomer is told "busy" instead, so that clients
+      // reconnecting in a loop cannot push out one that connected a moment before them.
+      let mine = reading.indices.filter { reading[$0].uid == peer }
+      if mine.count >= Self.maxReadingPerUID {
+        guard let oldest = mine.min(by: { reading[$0].accepted < reading[$1].accepted }),
+          reading[oldest].accepted + Self.evictAfter <= .now
+        else {
+          finish(client, busy)
+          continue
+        }
+        finish(reading[oldest].fd, busy)
+        reading.remove(at: oldest)
+      }
+      reading.append(
+        Reading(fd: client, uid: peer, deadline: ControlSocketIO.deadline(in: ControlRequest.requestTimeout)))
     }
-    guard let line = Self.readLine(client) else {
-      send(
-        response(
-          2, stderr: "forsetti-host: error: no complete request within \(ControlRequest.requestTimeout) s\n"),
-        to: client)
-      return
+  }
+
+  /// Takes what a client has sent so far.
+  private static func progress(_ r: inout Reading) -> Progress {
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { recv(r.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .more }
+      guard n > 0 else { return .closed }
+      if let nl = chunk[0..<n].firstIndex(of: 0x0A) {
+        r.bytes += chunk[0..<nl]
+        return r.bytes.count <= ControlRequest.maxLine ? .line(r.bytes) : .tooLong
+      }
+      r.bytes += chunk[0..<n]
+      if r.bytes.count > ControlRequest.maxLine { return .tooLong }
     }
+  }
+
+  /// Decodes a whole request line and, if there is room, hands it to a thread that waits for
+  /// the host's answer and sends it.
+  private func dispatch(_ line: [UInt8], from r: Reading) {
     let request: ControlRequest
     switch ControlRequest.decode(line) {
     case .failure(let e):
-      send(response(2, stderr: "forsetti-host: error: \(e)\n"), to: client)
+      finish(r.fd, response(2, stderr: "forsetti-host: error: \(e)\n"))
       return
-    case .success(let r): request = r
+    case .success(let decoded): request = decoded
     }
-    let pending = Pending(request)
-    queue.withLock { $0.append(pending) }
-    wake()
-    guard pending.done.wait(timeout: .now() + ControlRequest.answerTimeout) == .success,
-      let answer = pending.answer.withLock({ $0 })
-    else {
-      send(
-        response(2, stderr: "forsetti-host: error: \(ControlError.timedOut(ControlRequest.answerTimeout))\n"),
-        to: client)
+    guard admit(r.uid, status: request.verb == "status") else {
+      finish(r.fd, busy)
       return
     }
-    send(answer, to: client)
+    let started = DetachedThread.start { [self] in
+      let answer = wait(for: request)
+      ControlSocketIO.send(
+        answer.line, to: r.fd, until: ControlSocketIO.deadline(in: ControlRequest.sendTimeout))
+      Glibc.close(r.fd)
+      release(r.uid)
+    }
+    if !started {
+      release(r.uid)
+      finish(r.fd, busy)
+    }
   }
 
-  /// One line from a client, without its newline; nil when it is too long, closed early or slow.
-  static func readLine(_ fd: Int32) -> [UInt8]? {
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while bytes.count <= ControlRequest.maxLine {
-      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      guard n > 0 else { return nil }
-      if let nl = chunk[0..<n].firstIndex(of: 0x0A) {
-        bytes += chunk[0..<nl]
-        return bytes
-      }
-      bytes += chunk[0..<n]
+  /// Takes an in-flight slot for a client of `uid`; `status` may use the lane kept for it.
+  private func admit(_ uid: UInt32, status: Bool) -> Bool {
+    let extra = status ? Self.statusLane : 0
+    return inFlight.withLock { counts in
+      let total = counts.values.reduce(0, +)
+      let mine = counts[uid, default: 0]
+      guard total < Self.maxInFlight + extra, mine < Self.maxInFlightPerUID + extra else { return false }
+      counts[uid] = mine + 1
+      return true
     }
-    return nil
   }
 
-  private func send(_ r: ControlResponse, to fd: Int32) {
-    let bytes = r.line
-    var sent = 0
-    while sent < bytes.count {
-      let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-      if n < 0 && errno == EINTR { continue }
-      guard n > 0 else { return }
-      sent += n
+  private func release(_ uid: UInt32) {
+    inFlight.withLock { counts in
+      let left = counts[uid, default: 1] - 1
+      counts[uid] = left > 0 ? left : nil
     }
+  }
+
+  /// Answers a client from the reading thread, which must not wait: the answer is small and the
+  /// connection new, so it fits the socket's buffer; whatever does not is dropped.
+  private func finish(_ client: Int32, _ answer: ControlResponse) {
+    let bytes = answer.line
+    _ = bytes.withUnsafeBytes {
+      Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+    }
+    Glibc.close(client)
   }
 }
