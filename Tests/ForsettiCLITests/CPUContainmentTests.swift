@@ -160,10 +160,13 @@ import Testing
     guard let (mount, _) = cpuMount() else { return nil }
     let parent = "\(mount)/forsetti-\(host)"
     let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
-    guard let leaf = names.first(where: { $0.hasPrefix(moduleID + "-") }),
-      let procs = try? String(contentsOfFile: "\(parent)/\(leaf)/cgroup.procs", encoding: .utf8)
-    else { return nil }
-    return procs.split(separator: "\n").first.flatMap { Int32($0) }
+    // A module may have more than one leaf (one being set up or torn down): the one with a
+    // process in it is the worker's.
+    for leaf in names where leaf.hasPrefix(moduleID + "-") {
+      let procs = (try? String(contentsOfFile: "\(parent)/\(leaf)/cgroup.procs", encoding: .utf8)) ?? ""
+      if let pid = procs.split(separator: "\n").first.flatMap({ Int32($0) }) { return pid }
+    }
+    return nil
   }
 
   /// The cpu hierarchy's mount point and whether it is v1, from /proc/self/mountinfo.

@@ -60,7 +60,7 @@ import Testing
     let state = h.dir.url("state")
     let output = h.dir.url("host-output.txt")
     @Sendable func ask(_ args: [String]) -> String {
-      let r = try? HostBinary.run(args + ["--state", state], in: state)
+      let r = try? h.cli(args + ["--state", state], in: state)
       return "status \(r?.status ?? -1)\n\(r?.stdout ?? "")\(Self.stderrMark)\(r?.stderr ?? "")"
     }
     let run = try h.run(

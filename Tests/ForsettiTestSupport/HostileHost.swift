@@ -36,6 +36,17 @@ public final class HostileHost: Sendable {
     try fixture.install(in: dir, capabilities: capabilities, ccFlags: ["-D_GNU_SOURCE"])
   }
 
+  /// A one-shot `forsetti-host` command run as this host's user, as an operator would ask it: a
+  /// CLI believes only a host of root or of its own uid (docs/control.md), so root asks an
+  /// unprivileged host as that user.
+  public func cli(_ arguments: [String], in directory: String? = nil) throws -> ProcessResult {
+    guard identity == .unprivileged else { return try HostBinary.run(arguments, in: directory) }
+    return try ProcessRunner.run(
+      "/usr/bin/setpriv",
+      ["--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--", HostBinary.path] + arguments,
+      in: directory)
+  }
+
   /// The sandbox directory of `moduleID` under state/.
   public func sandbox(_ moduleID: String) -> String { dir.url("state/sandboxes/\(moduleID)") }
 

@@ -1,0 +1,58 @@
+import ForsettiCore
+import ForsettiTestSupport
+import Foundation
+import Testing
+
+/// What once killed the host from the debug page — `{"verb":"approve","arguments":["--help"]}`
+/// POSTed to `/api` — for every verb the page can send, with the arguments that trapped: each
+/// gets an answer and the host keeps answering.
+@Suite struct DebugScreenArgumentsTests {
+  let dir = TemporaryDirectory("ui-arguments")
+
+  @Test(.timeLimit(.minutes(5))) func helpAndBadArgumentsThroughTheAPINeverStopTheHost() throws {
+    var f = ModuleFixture(moduleID: "com.test.one", entryPoint: "one_entry")
+    f.start = "fixture_log(\"one up\"); return FORSETTI_OK;"
+    try f.install(in: dir)
+    let host = try DevHost.launch([
+      "run", "--ui", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"), "--approve-all", "--for", "600",
+    ])
+    defer { host.stop() }
+    let line = try #require(host.await("ui: http://127.0.0.1:", timeout: 120)?.1, "\(host.lines)")
+    let url = String(line[line.range(of: "http://")!.lowerBound...])
+    let port = try #require(UInt16(url.split(separator: ":")[2].split(separator: "/")[0]))
+    let token = try #require(url.split(separator: "=").last.map(String.init))
+    let me = "127.0.0.1:\(port)"
+
+    func api(_ verb: String, _ arguments: [String]) throws -> (status: Int, text: String) {
+      let body = JSONWriter.string(
+        .object(JSONObject([("verb", .string(verb)), ("arguments", .array(arguments.map { .string($0) }))])))
+      return try DebugScreenTests.exchange(
+        port, DebugScreenTests.request("POST", "/api", host: me, token: token, csrf: true, body: body),
+        readTimeout: 90)
+    }
+    // Positive control: the answer the host gives while it runs.
+    let running = #"\"running\":true"#
+    let alive = try api("status", ["--json"])
+    #expect(alive.status == 200 && alive.text.contains(running), "\(alive.text)")
+
+    for verb in ControlRequest.verbs.sorted() {
+      for arguments in [
+        ["--help"], ["-h"], ["--version"], [], ["--bogus"], ["a", "b", "c", "d"], ["--", "-h"],
+      ] {
+        let r = try api(verb, arguments)
+        #expect(r.status == 200, "\(verb) \(arguments): HTTP \(r.status)\n\(r.text.suffix(400))")
+        if arguments == ["--help"] || arguments == ["-h"] {
+          #expect(
+            r.text.contains("USAGE: forsetti-host \(verb)"), "\(verb) \(arguments): \(r.text.suffix(400))")
+        }
+        #expect(host.process.isRunning, "the host stopped after \(verb) \(arguments)")
+      }
+      // After each verb, the host still answers, running.
+      let after = try api("status", ["--json"])
+      #expect(after.status == 200 && after.text.contains(running), "after \(verb): \(after.text)")
+    }
+    // The help changed nothing: the module still runs as it did.
+    #expect(!host.lines.contains { $0.contains("Fatal error") }, "\(host.lines.suffix(20))")
+  }
+}
