@@ -43,7 +43,8 @@ public final class HostileHost: Sendable {
     guard identity == .unprivileged else { return try HostBinary.run(arguments, in: directory) }
     return try ProcessRunner.run(
       "/usr/bin/setpriv",
-      ["--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--", HostBinary.path] + arguments,
+      ["--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--", HostBinary.path]
+        + arguments,
       in: directory)
   }
 
