@@ -34,7 +34,7 @@ import Testing
   /// call ring is not held by the role call); the call itself then ends, so "outstanding" could
   /// have read 0. The host kills the provider as hung, and supervision restarts it: a new pid,
   /// and a host line saying it was hung, which call, and how long the probe waited.
-  @Test(.timeLimit(.minutes(2)))
+  @Test(.timeLimit(.minutes(5)))
   func aConsumerKeepsCallingTheHostWhileItsRoleCallHangsAndTheHungProviderIsRestarted() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
@@ -63,7 +63,7 @@ import Testing
 
   /// Hung on every call: killed each time, restarted with the crash backoff, and quarantined
   /// once it has used up `maxRestarts`, as a crashing module is.
-  @Test(.timeLimit(.minutes(3)))
+  @Test(.timeLimit(.minutes(5)))
   func aProviderHungAgainAndAgainIsQuarantinedLikeACrash() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
