@@ -401,11 +401,23 @@ import Testing
     ).install(in: h.dir)
     let m = try h.start(mode: RuntimeHarness.isolated())
     let file = h.dir.url("state/sandboxes/com.test.busy/ticks.log")
-    usleep(100_000)
+    let size = { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 }
+    // Positive control, measured: how long the ticker takes to add 10 ticks (50 ms when idle,
+    // longer on a loaded machine). The quiet window after the stop is a multiple of it.
+    let first = Date()
+    #expect(h.supervise { size() > 0 }, "the ticker never wrote")
+    let counted = Date()
+    let base = size()
+    #expect(h.supervise { size() >= base + 10 }, "the ticker stopped by itself at \(size())")
+    let tenTicks = Date().timeIntervalSince(counted)
     m.stopAll()
-    let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
-    #expect(size > 0)
-    usleep(100_000)
-    #expect((try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) == size)
+    let stopped = size()
+    #expect(stopped > 0)
+    let window = max(0.1, 3 * tenTicks)
+    usleep(UInt32(min(window, 30) * 1_000_000))
+    #expect(
+      size() == stopped,
+      "ticks went on for \(window) s after the stop (10 ticks took \(tenTicks) s before it; first after \(counted.timeIntervalSince(first)) s)"
+    )
   }
 }
