@@ -120,7 +120,7 @@ import Testing
       uint32_t seq = __atomic_load_n(fg_word(0), __ATOMIC_ACQUIRE) + 1;
       __atomic_store_n(fg_word(0), seq, __ATOMIC_SEQ_CST);
       syscall(SYS_futex, fg_word(0), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-      for (int i = 0; i < 5000 && __atomic_load_n(fg_word(1), __ATOMIC_ACQUIRE) != seq; i++) usleep(1000);
+      for (int i = 0; i < 30000 && __atomic_load_n(fg_word(1), __ATOMIC_ACQUIRE) != seq; i++) usleep(1000);
       if (__atomic_load_n(fg_word(1), __ATOMIC_ACQUIRE) != seq) return -100;
       int64_t status; memcpy(&status, fg_ring + 64 + FG_FRAME + 13, 8);
       return status;
