@@ -126,6 +126,7 @@ import Testing
     var f = ModuleFixture(moduleID: id, entryPoint: entry)
     f.prelude =
       ringAccess + """
+        static const char *g_sandbox = "";
         static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
                                       size_t len, void *resp, size_t cap, size_t *rlen) {
           (void)ctx;
@@ -163,8 +164,10 @@ import Testing
               *rlen = 4; memcpy(resp, "late", 4);
               return FORSETTI_OK;
             }
-            /* Give the host time to take the forged answer before the real one is written. */
-            usleep(300000);
+            /* The real answer only once the test saw the consumer take the forged one (it creates
+             * SANDBOX/taken-METHOD): a fixed sleep could end first on a loaded machine. */
+            char cue[700]; snprintf(cue, sizeof cue, "%s/taken-%s", g_sandbox, method);
+            for (int i = 0; i < 12000 && access(cue, F_OK) != 0; i++) usleep(10000);
             *rlen = 0;
             return FORSETTI_OK;
           }
@@ -177,9 +180,18 @@ import Testing
     f.start = """
       const forsetti_role_service *r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
       if (!r) { fixture_log("provider: no role service"); return FORSETTI_ERR_START_FAILED; }
+      g_sandbox = strdup(host->sandbox_path);
       return r->serve(handle, NULL) == FORSETTI_OK ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
       """
     return f
+  }
+
+  /// Tells the provider a consumer has taken its forged answer to `method` (seen in `consumer`'s
+  /// log), so it may write the real one, once that line is there; false if it never came.
+  static func releaseForgery(_ h: RuntimeHarness, _ method: String, seenBy consumer: String) -> Bool {
+    guard h.waitForLine(consumer, timeout: 60, { $0.hasPrefix(method + " -> ") }) != nil else { return false }
+    return FileManager.default.createFile(
+      atPath: h.dir.url("state/sandboxes/\(provider)/taken-\(method)"), contents: nil)
   }
 
   static func installProvider(_ h: RuntimeHarness, _ f: ModuleFixture = hostileProvider()) throws {
@@ -335,6 +347,17 @@ import Testing
           """))
     let m = try h.start(mode: Mode.isolated.execution)
     defer { m.stopAll() }
+    // Each forged answer released once its consumer has taken it, in whatever order they come.
+    var released = Set<Int>()
+    h.supervise(timeout: 60) {
+      for (n, method) in forgeries.enumerated() where !released.contains(n) {
+        if h.lines("com.test.forger\(n)").contains(where: { $0.hasPrefix(method + " -> ") }) {
+          _ = Self.releaseForgery(h, method, seenBy: "com.test.forger\(n)")
+          released.insert(n)
+        }
+      }
+      return released.count == forgeries.count
+    }
     var lines: [String] = []
     for (n, _) in forgeries.enumerated() {
       let id = "com.test.forger\(n)"
@@ -368,6 +391,7 @@ import Testing
       h, Self.consumerFixture(body: #"call("forge-length"); fixture_log("forged done");"#))
     let m = try h.start(mode: Mode.isolated.execution)
     defer { m.stopAll() }
+    #expect(Self.releaseForgery(h, "forge-length", seenBy: Self.consumer), "\(h.lines(Self.consumer))")
     let line = h.waitForLine(Self.consumer, timeout: 20) { $0.hasPrefix("forge-length -> ") }
     let status = Self.status(line)
     let length = line.flatMap { $0.split(separator: " ").first { $0.hasPrefix("len=") } }.map {
