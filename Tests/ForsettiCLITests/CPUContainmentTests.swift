@@ -171,8 +171,9 @@ import Testing
     }.first
     let hostLeaf = "/forsetti-\(host)/forsetti-host"
     let parent =
-      own.map {
-        $0.hasSuffix(hostLeaf) ? mount + $0.dropLast("/forsetti-host".count) : "\(mount)\($0)/forsetti-\(host)"
+      own.map { path in
+        path.hasSuffix(hostLeaf)
+          ? mount + path.dropLast("/forsetti-host".count) : "\(mount)\(path)/forsetti-\(host)"
       }
       ?? "\(mount)/forsetti-\(host)"
     let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
