@@ -157,8 +157,25 @@ import Testing
 
   /// The worker of `moduleID`: the one process in its cpu cgroup `…/forsetti-HOST/MODULE-N`.
   static func workerPid(of moduleID: String, host: Int32) -> Int32? {
-    guard let (mount, _) = cpuMount() else { return nil }
-    let parent = "\(mount)/forsetti-\(host)"
+    guard let (mount, v1) = cpuMount() else { return nil }
+    // `forsetti-<host>` is made beneath the host's own cgroup, which is not the root when this
+    // test process was itself moved into one (an in-process host of another suite does that):
+    // found from the host's /proc/<pid>/cgroup, where it sits in `forsetti-<host>/forsetti-host`.
+    let lines = ((try? String(contentsOfFile: "/proc/\(host)/cgroup", encoding: .utf8)) ?? "")
+      .split(separator: "\n")
+    let own = lines.compactMap { line -> String? in
+      let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+      guard fields.count == 3 else { return nil }
+      let matches = v1 ? fields[1].split(separator: ",").contains("cpu") : fields[1].isEmpty
+      return matches ? String(fields[2]) : nil
+    }.first
+    let hostLeaf = "/forsetti-\(host)/forsetti-host"
+    let parent =
+      own.map { path in
+        path.hasSuffix(hostLeaf)
+          ? mount + path.dropLast("/forsetti-host".count) : "\(mount)\(path)/forsetti-\(host)"
+      }
+      ?? "\(mount)/forsetti-\(host)"
     let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
     // A module may have more than one leaf (one being set up or torn down): the one with a
     // process in it is the worker's.

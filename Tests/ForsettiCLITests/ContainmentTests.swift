@@ -227,7 +227,8 @@ import Testing
         static void *announce(void *arg) {
           const forsetti_events *e = arg;
           char pid[32]; snprintf(pid, sizeof pid, "%d", (int)getpid());
-          for (int i = 0; i < 100 && !served; i++) { e->publish("victim.pid", pid, strlen(pid)); usleep(50000); }
+          /* Up to a minute: the attacker may start late on a loaded machine. */
+          for (int i = 0; i < 1200 && !served; i++) { e->publish("victim.pid", pid, strlen(pid)); usleep(50000); }
           return NULL;
         }
         """)

@@ -14,7 +14,7 @@ import Testing
   func launch(grace: String = "0.3") throws -> DevHost {
     let host = try DevHost([
       "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", state,
-      "--debounce", "50", "--grace", grace, "--for", "30",
+      "--debounce", "50", "--grace", grace, "--for", "300",
     ])
     #expect(host.await("for changes") != nil, "\(host.lines)")
     return host
@@ -59,7 +59,8 @@ import Testing
       host.await("reload com.test.hot 1.0.0 → 1.0.1", from: mark), "\(text(host))")
     #expect(reduced.contains(": reloaded"), "\(reduced)")
     var stored = approved()
-    for _ in 0..<40 where stored != ["storage"] {
+    // Polled for up to 30 s: the host writes it right after the reload line, later when busy.
+    for _ in 0..<1200 where stored != ["storage"] {
       usleep(25_000)
       stored = approved()
     }
@@ -71,11 +72,18 @@ import Testing
     let (_, readded) = try #require(
       host.await("reload com.test.hot 1.0.1 → 1.0.2", from: mark), "\(text(host))")
     #expect(readded.contains("not reloaded: approval pending for telemetry"), "\(readded)")
-    usleep(800_000)
+    // The verdict is the line above: held. What came after it must not be v3 running…
     #expect(
       !host.lines[mark...].contains { $0.contains("start v3") || $0.contains("v3 generation") },
       "\(text(host))")
     #expect(approved() == ["storage"])
+    // …and the positive control: approving is what lets v3 start, and it is seen when it does.
+    let held = host.lines.count
+    try approve("com.test.hot")
+    #expect(host.await("v3 generation", from: held) != nil, "v3 never started once approved: \(text(host))")
+    #expect(
+      !host.lines[mark..<held].contains { $0.contains("start v3") || $0.contains("v3 generation") },
+      "v3 ran before it was approved: \(text(host))")
   }
 
   @Test func approvingAHeldReloadResumesItWithinASecond() throws {
@@ -95,18 +103,30 @@ import Testing
     try approve("com.test.hot")
     let approvedAt = Date()
     // Awaited long, so a late resume is reported with its delay rather than as a timeout.
-    let resumed = host.await("reload com.test.hot", from: mark, timeout: 10)
+    let resumed = host.await("reload com.test.hot", from: mark)
     let elapsed = Date().timeIntervalSince(approvedAt)
     let (_, line) = try #require(resumed, "no reload after approve: \(text(host))")
     #expect(line.contains(": reloaded"), "\(line)")
-    #expect(elapsed < 1.0, "the held reload resumed \(elapsed) s after approve returned")
-    #expect(host.await("start v2", from: mark, timeout: 2) != nil, "\(text(host))")
+    #expect(host.await("start v2", from: mark) != nil, "\(text(host))")
+    // "Within a second" on an idle machine. The bound is relative to a positive control measured
+    // now: the same host taking a plain file change (a rebuild, no approval involved) through to
+    // its reload line. A held reload that waited for a poll or a timer instead of the approvals
+    // file's change takes seconds longer than that; a loaded machine slows both alike.
+    mark = host.lines.count
+    let changedAt = Date()
+    try deploy(DevCommandTests.hot("v3", version: (1, 0, 2)), capabilities: ["storage", "networking"])
+    try #require(host.await("reload com.test.hot 1.0.1 → 1.0.2", from: mark) != nil, "\(text(host))")
+    let control = Date().timeIntervalSince(changedAt)
+    #expect(
+      elapsed < max(1.0, 3 * control),
+      "the held reload resumed \(elapsed) s after approve returned; a plain rebuild took \(control) s")
   }
 
   @Test func aVersionCrashingInItsGracePeriodIsLabelledAndRolledBack() throws {
     try DevCommandTests.hot("v1").install(in: dir, name: "hot", capabilities: [])
-    // A grace period well beyond the crash: on a loaded machine a 200 ms sleep can end late.
-    let host = try launch(grace: "1")
+    // A grace period far beyond the crash: on a loaded machine a 200 ms sleep can end seconds
+    // late, and the crash must still fall inside the grace period.
+    let host = try launch(grace: "5")
     defer { host.stop() }
     try #require(host.await("start v1") != nil, "\(text(host))")
 
@@ -124,8 +144,9 @@ import Testing
 
     let (at, line) = try #require(host.await("reload com.test.hot", from: mark), "\(text(host))")
     #expect(line.contains("ROLLED BACK (crashed)"), "\(line)")
-    #expect(host.await("v1 generation 1", from: mark, timeout: 5) != nil, "\(text(host))")
-    usleep(300_000)
+    #expect(host.await("v1 generation 1", from: mark) != nil, "\(text(host))")
+    // The trace is printed with the reload line; wait for its failure line rather than sleep.
+    _ = host.await("grace period", from: at + 1)
     let lines = host.lines
     // The trace is the indented lines under the reload line (a module's log line may land
     // between them: only indented lines count, up to the next reload).

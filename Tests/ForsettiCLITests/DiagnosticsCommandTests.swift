@@ -62,7 +62,7 @@ import Testing
     let w = published(["com.test.sick": "started", "com.test.quiet": "started"], by: host)
     try #require(w.reached, why(w, host))
     let socket = state + "/control.sock"
-    let end = Date().addingTimeInterval(5)
+    let end = Date().addingTimeInterval(60)
     while !FileManager.default.fileExists(atPath: socket) && Date() < end { usleep(20_000) }
 
     let exported = dir.url("out/exports") + "/com.test.sick/cli.txt"

@@ -28,10 +28,11 @@ extension LiveHostSuite {
       manifestExtra: product.map { #","iapProductID":"\#($0)""# } ?? "")
   }
 
-  /// `forsetti-host run` on this directory, isolated, with `--for 30` as a safety net.
+  /// `forsetti-host run` on this directory, isolated, with `--for 300` as a safety net: every test
+  /// stops its host; a shorter net ended a slow test's host in its middle on a loaded machine.
   func launch(_ extra: [String] = []) throws -> DevHost {
     try DevHost.launch(
-      ["run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", state, "--for", "30"]
+      ["run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", state, "--for", "300"]
         + extra)
   }
 
@@ -51,8 +52,9 @@ extension LiveHostSuite {
     try cli([verb, target, "--state", state, "--manifests", manifests], sourceLocation: sourceLocation)
   }
 
-  /// Waits until `host` publishes `expected` in runtime.json under its own pid.
-  func published(_ expected: [String: String], by host: DevHost, timeout: Double = 10) -> RuntimeWait {
+  /// Waits until `host` publishes `expected` in runtime.json under its own pid (the timeout is a
+  /// safety net; a wait stops early once the host has exited).
+  func published(_ expected: [String: String], by host: DevHost, timeout: Double = 60) -> RuntimeWait {
     LiveHost.wait(
       stateDirectory: state, pid: host.process.processIdentifier, for: expected, timeout: timeout,
       isRunning: { host.process.isRunning })

@@ -34,7 +34,7 @@ import Testing
     ])
     #expect(rename(dir.url("staged"), state + "/licences") == 0, "rename: \(errno)")
 
-    w = published(["com.test.paid": "started", "com.test.keeper": "started"], by: host, timeout: 3)
+    w = published(["com.test.paid": "started", "com.test.keeper": "started"], by: host)
     #expect(w.reached, why(w, host))
   }
 

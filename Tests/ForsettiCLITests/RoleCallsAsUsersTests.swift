@@ -21,7 +21,7 @@ import Testing
     HungRoleFixtures.consumer(moduleID: "com.test.waiter", entryPoint: "waiter_entry", times: 1)
   }
 
-  @Test(.timeLimit(.minutes(3)), arguments: HostileHost.Identity.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: HostileHost.Identity.allCases)
   func aHungProviderIsKilledAndRestartedWhileItsConsumerKeepsCallingTheHost(
     as identity: HostileHost.Identity
   ) throws {
@@ -70,7 +70,7 @@ import Testing
     return f
   }
 
-  @Test(.timeLimit(.minutes(2)), arguments: HostileHost.Identity.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: HostileHost.Identity.allCases)
   func aCallCycleIsRefusedAtOnce(as identity: HostileHost.Identity) throws {
     let host = HostileHost(identity)
     try #require(host.isAvailable, "running as another user needs root")

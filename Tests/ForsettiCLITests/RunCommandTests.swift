@@ -115,7 +115,8 @@ import Testing
     defer { if host.isRunning { host.terminate() } }
 
     var surface: JSONObject?
-    for _ in 0..<100 {
+    // Polled for at least 30 s: the host publishes it at once when idle, later when busy.
+    for _ in 0..<600 {
       let r = try HostBinary.run(["surface", "--state", state, "--json"])
       if r.status == 0, let o = try? JSONParser.parse(r.stdout).objectValue,
         o["toolbarItems"]?.arrayValue?.isEmpty == false

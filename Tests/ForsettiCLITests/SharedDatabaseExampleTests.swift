@@ -122,7 +122,7 @@ import Testing
       if (db == NULL) { fixture_log("snoop: no table"); return FORSETTI_ERR_DENIED; }
       /* The provider starts first; should it not serve yet, wait for it a little. */
       size_t n = 0;
-      for (int i = 0; i < 200 && db->call("list", "", 0, NULL, 0, &n) == FORSETTI_ERR_UNAVAILABLE; i++) usleep(25000);
+      for (int i = 0; i < 2400 && db->call("list", "", 0, NULL, 0, &n) == FORSETTI_ERR_UNAVAILABLE; i++) usleep(25000);
       try_put(db, "owner", "com.example.notes");
       try_put(db, "title", "snooped");
       static const char owner_then_key[] = "com.example.notes\\0title";

@@ -279,7 +279,7 @@ import Testing
     #expect(h.state("com.test.tokchurn") == .started)
     // Let it churn long enough to be mid-call when the stop comes.
     var waited = 0
-    while (h.call(so, "tokchurn_calls") ?? 0) < 1000 && waited < 5000 {
+    while (h.call(so, "tokchurn_calls") ?? 0) < 1000 && waited < 30000 {
       usleep(1000)
       waited += 1
     }
@@ -287,7 +287,7 @@ import Testing
     // The thread goes on calling after stop: its calls are refused, and none leaves a trace.
     let before = h.call(so, "tokchurn_revoked") ?? 0
     waited = 0
-    while (h.call(so, "tokchurn_revoked") ?? 0) < before + 100 && waited < 5000 {
+    while (h.call(so, "tokchurn_revoked") ?? 0) < before + 100 && waited < 30000 {
       usleep(1000)
       waited += 1
     }

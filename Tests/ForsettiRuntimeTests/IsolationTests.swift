@@ -88,18 +88,29 @@ import Testing
       start: """
         const forsetti_events *e = host->resolve(FORSETTI_SERVICE_EVENTS);
         e->subscribe("any.thing", on_event, NULL);
+        snprintf(g_cue, sizeof g_cue, "%s/crash", host->sandbox_path);
         pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t);
         return FORSETTI_OK;
         """,
       prelude: """
         static void on_event(void *c, const char *s, const char *t, const void *p, size_t n) { (void)c; (void)s; (void)t; (void)p; (void)n; }
-        static void *later(void *arg) { (void)arg; usleep(300000); volatile int *p = NULL; *p = 2; return NULL; }
+        static char g_cue[700];
+        /* Faults once the test creates SANDBOX/crash: after it checked the module started, where a
+         * fixed 300 ms could end first on a loaded machine. */
+        static void *later(void *arg) {
+          (void)arg;
+          for (int i = 0; i < 12000 && access(g_cue, F_OK) != 0; i++) usleep(10000);
+          volatile int *p = NULL; *p = 2; return NULL;
+        }
         """
     ).install(in: h.dir)
     try Self.fixture("com.test.steady", "steady_entry").install(in: h.dir)
     let m = try h.start(mode: RuntimeHarness.isolated())
     #expect(m.records.allSatisfy { $0.state == .started })
     #expect(m.environment.events.subscriptionCount(moduleID: "com.test.latethread") == 1)
+    #expect(
+      FileManager.default.createFile(
+        atPath: h.dir.url("state/sandboxes/com.test.latethread/crash"), contents: nil))
     #expect(h.supervise { h.state("com.test.latethread") == .failed(.crashed) })
     #expect(m.environment.events.subscriptionCount(moduleID: "com.test.latethread") == 0)
     #expect(
@@ -401,11 +412,23 @@ import Testing
     ).install(in: h.dir)
     let m = try h.start(mode: RuntimeHarness.isolated())
     let file = h.dir.url("state/sandboxes/com.test.busy/ticks.log")
-    usleep(100_000)
+    let size = { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 }
+    // Positive control, measured: how long the ticker takes to add 10 ticks (50 ms when idle,
+    // longer on a loaded machine). The quiet window after the stop is a multiple of it.
+    let first = Date()
+    #expect(h.supervise { size() > 0 }, "the ticker never wrote")
+    let counted = Date()
+    let base = size()
+    #expect(h.supervise { size() >= base + 10 }, "the ticker stopped by itself at \(size())")
+    let tenTicks = Date().timeIntervalSince(counted)
     m.stopAll()
-    let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
-    #expect(size > 0)
-    usleep(100_000)
-    #expect((try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) == size)
+    let stopped = size()
+    #expect(stopped > 0)
+    let window = max(0.1, 3 * tenTicks)
+    usleep(UInt32(min(window, 30) * 1_000_000))
+    #expect(
+      size() == stopped,
+      "ticks went on for \(window) s after the stop (10 ticks took \(tenTicks) s before it; first after \(counted.timeIntervalSince(first)) s)"
+    )
   }
 }

@@ -65,8 +65,22 @@ import Testing
     case .start:
       f.start = "forge(); usleep(100000); return FORSETTI_OK;"
     case .running:
-      f.prelude += "\nstatic void *later(void *a) { (void)a; usleep(50000); forge(); return NULL; }\n"
-      f.start = "pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); return FORSETTI_OK;"
+      // Forges once the test creates SANDBOX/go (after it saw the module started), not after a
+      // fixed 50 ms that a loaded machine's start of the other modules could outlast.
+      f.prelude += """
+
+        static char g_cue[700];
+        static void *later(void *a) {
+          (void)a;
+          for (int i = 0; i < 12000 && access(g_cue, F_OK) != 0; i++) usleep(10000);
+          forge(); return NULL;
+        }
+
+        """
+      f.start = """
+        snprintf(g_cue, sizeof g_cue, "%s/go", g_host->sandbox_path);
+        pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); return FORSETTI_OK;
+        """
     case .stop:
       f.stop = "forge(); usleep(50000);"
     case .saveState:
@@ -146,7 +160,7 @@ import Testing
 
   /// Waits until the healthy module logs a successful host call after `mark` lines.
   static func healthyServed(_ h: RuntimeHarness, after mark: Int) -> Bool {
-    let end = Date().addingTimeInterval(5)
+    let end = Date().addingTimeInterval(30)
     while Date() < end {
       if h.lines("com.test.aaahealthy").dropFirst(mark).contains(where: {
         $0.hasPrefix("tick") && $0.hasSuffix(": 0")
@@ -222,6 +236,10 @@ import Testing
     case .running:
       let hostile = Self.kinds.filter { !Self.service.contains($0) }
       #expect(hostile.allSatisfy { h.state(Self.id($0)) == .started })
+      for kind in Self.kinds {
+        FileManager.default.createFile(
+          atPath: h.dir.url("state/sandboxes/\(Self.id(kind))/go"), contents: nil)
+      }
       #expect(h.supervise { hostile.allSatisfy { h.state(Self.id($0)) == .failed(.protocolViolation) } })
       for kind in hostile {
         #expect(

@@ -81,9 +81,10 @@ import Testing
     func count(_ text: String) -> Int { lines.filter { $0.contains(text) }.count }
     func exactly(_ text: String) -> Int { lines.filter { $0 == text }.count }
 
-    /// Repeats `step` every 20 ms until `done` holds or `timeout` seconds pass.
+    /// Repeats `step` every 20 ms until `done` holds or `timeout` seconds pass (a safety net,
+    /// generous so that a loaded machine makes the wait longer, not the verdict different).
     @discardableResult
-    func until(timeout: Double = 5, step: () -> Void = {}, _ done: () -> Bool) -> Bool {
+    func until(timeout: Double = 30, step: () -> Void = {}, _ done: () -> Bool) -> Bool {
       let end = Date().addingTimeInterval(timeout)
       while Date() < end {
         step()
@@ -99,6 +100,13 @@ import Testing
       try ForsettiTestSupport.LiveHost.replaceFile(
         state + "/overrides.json",
         with: #"{"version":1,"modules":{"# + body.joined(separator: ",") + #"},"products":{}}"#)
+    }
+
+    /// Processes until the host has been woken since `before` wakes and has handled what woke it
+    /// (nothing due any more): a wait on the event, where a sleep would pass unchecked when slow.
+    @discardableResult
+    func took(_ host: Host, wakesBefore before: Int) -> Bool {
+      until(step: { host.process() }) { wakes.count.withLock { $0 } > before && host.nextDue == nil }
     }
 
     /// Kills module `id`'s worker as a crash would, and lets supervision record it.
@@ -127,8 +135,12 @@ import Testing
     // Disabled while the restart is pending; the host's loop sees the change and reconciles.
     _ = try ActivationStore(stateDirectory: r.state).update { $0.disable("com.test.crashy") }
     host.reconcile()
-    // Past the backoff: the loop's next round (the change is already handled).
-    usleep(700_000)
+    // Positive control in place of a sleep past the backoff: the keeper, crashed after it, is
+    // restarted once its own (later) backoff is over, so crashy's was over too.
+    try r.crash(host, "com.test.keeper")
+    #expect(
+      r.until(step: { host.manager.superviseOnce() }) { r.count("restarting com.test.keeper") > 0 },
+      "the keeper's restart, the control, never came: \(r.lines.suffix(12))")
     host.manager.superviseOnce()
 
     #expect(!host.manager.isRunning("com.test.crashy"), "\(r.lines.suffix(12))")
@@ -153,7 +165,7 @@ import Testing
     _ = try approvals.revoke("com.test.crashy", [.telemetry])
     host.reconcile()
     #expect(
-      r.until(timeout: 3, step: { host.manager.superviseOnce() }) {
+      r.until(step: { host.manager.superviseOnce() }) {
         host.manager.isRunning("com.test.crashy")
       })
 
@@ -212,7 +224,7 @@ import Testing
     // The old version crashes; supervision restarts it.
     let v2Before = r.exactly("v2")
     try r.crash(host, "com.test.rb")
-    r.until(timeout: 3, step: { host.manager.superviseOnce() }) { r.count("restarting com.test.rb") > 0 }
+    r.until(step: { host.manager.superviseOnce() }) { r.count("restarting com.test.rb") > 0 }
 
     #expect(r.state(host, "com.test.rb") == .started, "\(r.lines.suffix(10))")
     #expect(r.exactly("v2") == v2Before, "the refused build ran: \(r.lines.suffix(10))")
@@ -269,7 +281,7 @@ import Testing
     #expect(rename(ent + "/..data_tmp", ent + "/..data") == 0)
 
     #expect(
-      r.until(timeout: 3, step: { host.process() }) { r.state(host, "com.test.paid") == .started },
+      r.until(step: { host.process() }) { r.state(host, "com.test.paid") == .started },
       "\(r.lines.suffix(8))")
   }
 
@@ -279,12 +291,23 @@ import Testing
     let r = Rig()
     try r.module("com.test.one")
     let host = try r.start()
+    let woken = { r.wakes.count.withLock { $0 } }
+    // Positive control: the same change wakes the host while it runs; how long that takes here
+    // and now sets the quiet window below.
+    let running = woken()
+    let saved = Date()
+    try ApprovalStore(stateDirectory: r.state).save(ApprovalLedger(approved: ["com.test.one": [.storage]]))
+    #expect(r.until { woken() > running }, "a running host was not woken by the change either")
+    let reaction = Date().timeIntervalSince(saved)
+    let window = min(30, max(0.3, 5 * reaction))
     host.stop()
-    usleep(100_000)
-    let before = r.wakes.count.withLock { $0 }
+    usleep(UInt32(window * 1_000_000))  // what was under way at the stop lands first
+    let before = woken()
     try ApprovalStore(stateDirectory: r.state).save(ApprovalLedger(approved: ["com.test.one": []]))
-    usleep(300_000)
-    #expect(r.wakes.count.withLock { $0 } == before, "the stopped host was woken by a file change")
+    usleep(UInt32(window * 1_000_000))
+    #expect(
+      woken() == before,
+      "the stopped host was woken by a file change within \(window) s (a running one took \(reaction) s)")
   }
 
   // MARK: - Bugs: activation
@@ -339,12 +362,13 @@ import Testing
       },
       "\(r.lines.suffix(8))")
 
+    let before = r.wakes.count.withLock { $0 }
     _ = try ActivationStore(stateDirectory: r.state).update { $0.enable("com.test.q") }
     host.reconcile()
     try ApprovalStore(stateDirectory: r.state).save(ApprovalLedger(approved: ["com.test.other": [.storage]]))
     host.reconcile()
-    usleep(200_000)
-    host.process()
+    // The host's own round for those changes, waited for rather than slept past.
+    #expect(r.took(host, wakesBefore: before), "\(r.lines.suffix(8))")
 
     #expect(r.state(host, "com.test.q") == .failed(.quarantined), "\(r.lines.suffix(8))")
     #expect(r.exactly("hello com.test.q") == 1, "\(r.lines.suffix(8))")
@@ -362,10 +386,11 @@ import Testing
     defer { host.stop() }
     try #require(r.state(host, "com.test.approved") == .started)
 
+    let before = r.wakes.count.withLock { $0 }
     try approvals.save(ledger)
     host.reconcile()
-    usleep(200_000)
-    host.process()
+    // The host's own round for the rewrite, waited for rather than slept past.
+    #expect(r.took(host, wakesBefore: before), "\(r.lines.suffix(8))")
 
     #expect(r.exactly("hello com.test.approved") == 1, "\(r.lines.suffix(8))")
     #expect(r.exactly("bye com.test.approved") == 0, "\(r.lines.suffix(8))")

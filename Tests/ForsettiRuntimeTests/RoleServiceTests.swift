@@ -32,6 +32,9 @@ import Testing
           seen[threads++] = me;
           char line[64]; snprintf(line, sizeof line, "handler thread %d", threads); fixture_log(line);
         }
+        /* A marker for tests: this many calls handled, so a second thread would have been told. */
+        static int handled;
+        if (++handled == 50) fixture_log("handled 50 calls");
         if (strcmp(method, "crash") == 0) abort();
         if (strcmp(method, "big") == 0) {
           *rlen = 5000;
@@ -132,8 +135,10 @@ import Testing
     // provider's, which the host opened without calling the provider itself); in-process, the
     // caller's thread. Either way one thread.
     let threads = ["handler thread 1"]
-    _ = h.waitForLine(Self.consumer) { $0.hasPrefix("call echo") }
-    usleep(200_000)
+    // Not a quiet window but a marker: the provider has handled 50 calls (the consumer's
+    // thread calls every 20 ms), each of which would have told of a new thread.
+    #expect(
+      h.waitForLine(Self.provider) { $0 == "handled 50 calls" } != nil, "\(h.lines(Self.provider))")
     #expect(
       h.lines(Self.provider).filter { $0.hasPrefix("handler thread") } == threads, "\(h.lines(Self.provider))"
     )
@@ -199,15 +204,29 @@ import Testing
       h.lines("com.test.norole").contains { $0.contains("nor consumes it") }, "\(h.lines("com.test.norole"))")
   }
 
-  /// A provider that serves after `serveAt` ms, withdraws after `withdrawAt` (if not -1) and
-  /// tries to serve again after `againAt` (if not -1); its handler answers its own name.
-  static func switchingProvider(_ name: String, serveAt: Int, withdrawAt: Int = -1, againAt: Int = -1)
-    -> ModuleFixture
-  {
+  /// A provider that serves, withdraws and tries to serve again, each step when the test creates
+  /// the file of that name in its sandbox (`serve`, `withdraw`, `again`), as `steps` lists them:
+  /// the test orders the steps by what it has seen, not by sleeps a loaded machine stretches.
+  /// Its handler answers its own name.
+  static func switchingProvider(_ name: String, steps: [String]) -> ModuleFixture {
     var f = ModuleFixture(moduleID: "com.test.\(name)", entryPoint: "\(name)_entry")
+    let plan = steps.map { step in
+      switch step {
+      case "withdraw":
+        return #"if (!cue("withdraw")) return NULL; g_r->serve(NULL, NULL); fixture_log("withdrew");"#
+      case "again":
+        return
+          #"if (!cue("again")) return NULL; snprintf(line, sizeof line, "serve again -> %d", g_r->serve(handle, NULL)); fixture_log(line);"#
+      default:
+        return
+          #"if (!cue("serve")) return NULL; snprintf(line, sizeof line, "serve -> %d", g_r->serve(handle, NULL)); fixture_log(line);"#
+      }
+    }.joined(separator: "\n        ")
     f.prelude = """
       #include <pthread.h>
       static const forsetti_role_service *g_r;
+      static const char *g_sandbox;
+      static volatile int g_stop;
       static pthread_t g_t;
       static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
                                     size_t len, void *resp, size_t cap, size_t *rlen) {
@@ -216,23 +235,24 @@ import Testing
         memcpy(resp, "\(name)", strlen("\(name)")); *rlen = strlen("\(name)");
         return FORSETTI_OK;
       }
+      /* Waits (up to 120 s, or until stopped) for the test to create SANDBOX/step. */
+      static int cue(const char *step) {
+        char p[700]; snprintf(p, sizeof p, "%s/%s", g_sandbox, step);
+        for (int i = 0; i < 12000 && !g_stop; i++) { if (access(p, F_OK) == 0) return 1; usleep(10000); }
+        return 0;
+      }
       static void *plan(void *arg) {
-        (void)arg; char line[64];
-        usleep(\(serveAt) * 1000);
-        snprintf(line, sizeof line, "serve -> %d", g_r->serve(handle, NULL)); fixture_log(line);
-        if (\(withdrawAt) >= 0) { usleep((\(withdrawAt) - \(serveAt)) * 1000); g_r->serve(NULL, NULL); fixture_log("withdrew"); }
-        if (\(againAt) >= 0) {
-          usleep((\(againAt) - \(withdrawAt)) * 1000);
-          snprintf(line, sizeof line, "serve again -> %d", g_r->serve(handle, NULL)); fixture_log(line);
-        }
+        (void)arg; char line[64]; (void)line;
+        \(plan)
         return NULL;
       }
       """
     f.start = """
       g_r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      g_sandbox = strdup(host->sandbox_path);
       return g_r && pthread_create(&g_t, NULL, plan, NULL) == 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
       """
-    f.stop = "pthread_join(g_t, NULL);"
+    f.stop = "g_stop = 1; pthread_join(g_t, NULL);"
     return f
   }
 
@@ -243,8 +263,8 @@ import Testing
   func aWithdrawnOrRefusedProviderAnswersNoMore(_ mode: Mode) throws {
     let h = RuntimeHarness()
     for f in [
-      Self.switchingProvider("p1", serveAt: 0, withdrawAt: 600, againAt: 1400),
-      Self.switchingProvider("p2", serveAt: 1000),
+      Self.switchingProvider("p1", steps: ["serve", "withdraw", "again"]),
+      Self.switchingProvider("p2", steps: ["serve"]),
     ] {
       try f.install(
         in: h.dir, capabilities: ["shared_database"],
@@ -257,12 +277,14 @@ import Testing
       static volatile int g_run;
       static pthread_t g_thread;
       static void *loop(void *arg) {
-        (void)arg; char last[16] = "", out[16], line[64];
+        (void)arg; char last[16] = "", out[16], line[64]; int calls = 0;
         while (g_run) {
           size_t n = 0;
           forsetti_status s = g_db->call("who", "", 0, out, sizeof out - 1, &n);
           if (s == FORSETTI_OK) out[n] = 0; else snprintf(out, sizeof out, "%d", s);
           if (strcmp(out, last) != 0) { snprintf(line, sizeof line, "answered by %s", out); fixture_log(line); strcpy(last, out); }
+          /* A marker every 25 calls: how far the consumer got, for the test to wait on. */
+          if (++calls % 25 == 0) fixture_log("25 more calls");
           usleep(20000);
         }
         return NULL;
@@ -277,9 +299,29 @@ import Testing
     try c.install(in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
     let m = try h.start(mode: mode.execution)
     defer { m.stopAll() }
-    #expect(h.waitForLine("com.test.p1", timeout: 10) { $0.hasPrefix("serve again -> ") } != nil)
-    usleep(600_000)
-    let lines = h.lines(Self.consumer)
+    let cue = { (id: String, step: String) in
+      FileManager.default.createFile(
+        atPath: h.dir.url("state/sandboxes/com.test.\(id)/\(step)"), contents: nil)
+    }
+    // Each step once the one before it is seen: p1 serves and answers, withdraws, p2 serves
+    // and answers, then p1 asks again.
+    #expect(cue("p1", "serve"))
+    #expect(h.waitForLine(Self.consumer) { $0 == "answered by p1" } != nil, "\(h.lines(Self.consumer))")
+    #expect(cue("p1", "withdraw"))
+    #expect(h.waitForLine("com.test.p1") { $0 == "withdrew" } != nil, "\(h.lines("com.test.p1"))")
+    #expect(cue("p2", "serve"))
+    #expect(
+      h.waitForLine("com.test.p2") { $0.hasPrefix("serve -> ") } == "serve -> 0", "\(h.lines("com.test.p2"))")
+    #expect(h.waitForLine(Self.consumer) { $0 == "answered by p2" } != nil, "\(h.lines(Self.consumer))")
+    #expect(cue("p1", "again"))
+    #expect(h.waitForLine("com.test.p1") { $0.hasPrefix("serve again -> ") } != nil)
+    // Not a quiet window: wait until the consumer has made 25 whole calls after p1's second
+    // serve (two markers later), each answered by whoever holds the role then.
+    let markers = { h.lines(Self.consumer).filter { $0 == "25 more calls" }.count }
+    let before = markers()
+    #expect(
+      h.waitForLine(Self.consumer) { _ in markers() >= before + 2 } != nil, "\(h.lines(Self.consumer))")
+    let lines = h.lines(Self.consumer).filter { $0.hasPrefix("answered by") }
     #expect(lines.contains("answered by p1"), "\(lines)")
     #expect(lines.last == "answered by p2", "\(lines) / p1: \(h.lines("com.test.p1"))")
     #expect(

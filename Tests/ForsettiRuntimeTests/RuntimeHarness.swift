@@ -49,9 +49,10 @@ final class RuntimeHarness {
     return .isolated(s)
   }
 
-  /// Runs supervision until `done` holds or `timeout` seconds pass.
+  /// Runs supervision until `done` holds or `timeout` seconds pass (a safety net: generous, so a
+  /// loaded machine only makes the wait longer, never the verdict different).
   @discardableResult
-  func supervise(timeout: Double = 5, until done: () -> Bool) -> Bool {
+  func supervise(timeout: Double = 30, until done: () -> Bool) -> Bool {
     let end = Date().addingTimeInterval(timeout)
     while Date() < end {
       manager?.superviseOnce()
@@ -61,9 +62,9 @@ final class RuntimeHarness {
     return done()
   }
 
-  /// Waits until some log line of `id` satisfies `match`.
+  /// Waits until some log line of `id` satisfies `match` (the timeout is a generous safety net).
   @discardableResult
-  func waitForLine(_ id: String, timeout: Double = 5, _ match: (String) -> Bool) -> String? {
+  func waitForLine(_ id: String, timeout: Double = 30, _ match: (String) -> Bool) -> String? {
     let end = Date().addingTimeInterval(timeout)
     while Date() < end {
       if let l = lines(id).first(where: match) { return l }

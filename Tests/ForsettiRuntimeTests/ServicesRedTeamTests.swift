@@ -126,11 +126,12 @@ import Testing
     var f = ModuleFixture(moduleID: id, entryPoint: entry)
     f.prelude =
       ringAccess + """
+        static const char *g_sandbox = "";
         static forsetti_status handle(void *ctx, const char *caller, const char *method, const void *req,
                                       size_t len, void *resp, size_t cap, size_t *rlen) {
           (void)ctx;
           if (strcmp(method, "crash") == 0) abort();
-          if (strcmp(method, "hang") == 0) { for (;;) sleep(1000); }
+          if (strcmp(method, "hang") == 0) { fixture_log("hanging"); for (;;) sleep(1000); }
           if (strcmp(method, "big") == 0) {
             *rlen = 5000;
             if (cap < 5000) return FORSETTI_ERR_BUFFER_TOO_SMALL;
@@ -163,8 +164,10 @@ import Testing
               *rlen = 4; memcpy(resp, "late", 4);
               return FORSETTI_OK;
             }
-            /* Give the host time to take the forged answer before the real one is written. */
-            usleep(300000);
+            /* The real answer only once the test saw the consumer take the forged one (it creates
+             * SANDBOX/taken-METHOD): a fixed sleep could end first on a loaded machine. */
+            char cue[700]; snprintf(cue, sizeof cue, "%s/taken-%s", g_sandbox, method);
+            for (int i = 0; i < 12000 && access(cue, F_OK) != 0; i++) usleep(10000);
             *rlen = 0;
             return FORSETTI_OK;
           }
@@ -177,9 +180,18 @@ import Testing
     f.start = """
       const forsetti_role_service *r = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
       if (!r) { fixture_log("provider: no role service"); return FORSETTI_ERR_START_FAILED; }
+      g_sandbox = strdup(host->sandbox_path);
       return r->serve(handle, NULL) == FORSETTI_OK ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
       """
     return f
+  }
+
+  /// Tells the provider a consumer has taken its forged answer to `method` (seen in `consumer`'s
+  /// log), so it may write the real one, once that line is there; false if it never came.
+  static func releaseForgery(_ h: RuntimeHarness, _ method: String, seenBy consumer: String) -> Bool {
+    guard h.waitForLine(consumer, timeout: 60, { $0.hasPrefix(method + " -> ") }) != nil else { return false }
+    return FileManager.default.createFile(
+      atPath: h.dir.url("state/sandboxes/\(provider)/taken-\(method)"), contents: nil)
   }
 
   static func installProvider(_ h: RuntimeHarness, _ f: ModuleFixture = hostileProvider()) throws {
@@ -188,7 +200,8 @@ import Testing
   }
 
   /// A consumer whose thread runs `body` (C statements; `db` is the role service, `call(method)`
-  /// calls it with a 256-byte buffer guarded by a canary and logs `METHOD -> STATUS len=N`).
+  /// calls it with a 256-byte buffer guarded by a canary and logs `METHOD -> STATUS len=N`;
+  /// `cue(name)` waits up to 120 s for the test to create SANDBOX/name).
   static func consumerFixture(id: String = consumer, entry: String = "rt_app_entry", body: String)
     -> ModuleFixture
   {
@@ -199,6 +212,12 @@ import Testing
       static const forsetti_role_service *db;
       static pthread_t g_thread;
       static volatile int g_run = 1;
+      static const char *g_sandbox;
+      __attribute__((unused)) static int cue(const char *name) {
+        char p[700]; snprintf(p, sizeof p, "%s/%s", g_sandbox, name);
+        for (int i = 0; i < 12000 && g_run; i++) { if (access(p, F_OK) == 0) return 1; usleep(10000); }
+        return 0;
+      }
       static void say(const char *fmt, long a, long b) { char l[300]; snprintf(l, sizeof l, fmt, a, b); fixture_log(l); }
       static forsetti_status call(const char *method) {
         unsigned char out[256 + 64]; memset(out + 256, 0xA5, 64);
@@ -215,6 +234,7 @@ import Testing
     f.start = """
       db = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
       if (!db) { fixture_log("consumer: no role service"); return FORSETTI_OK; }
+      g_sandbox = strdup(host->sandbox_path);
       return pthread_create(&g_thread, NULL, loop, NULL) == 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
       """
     f.stop = "g_run = 0;"
@@ -268,17 +288,22 @@ import Testing
 
   /// The hung provider's caller gets FORSETTI_ERR_TIMEOUT (one 10 s wait), a second consumer
   /// too rather than a hang, the bystander keeps being served all along, and the host stops.
-  @Test(.timeLimit(.minutes(2))) func aProviderThatNeverAnswersTimesOutAndTheHostStaysResponsive() throws {
+  @Test(.timeLimit(.minutes(5))) func aProviderThatNeverAnswersTimesOutAndTheHostStaysResponsive() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
     try Self.installConsumer(h, Self.consumerFixture(body: #"call("hang");"#))
     try Self.installConsumer(
       h,
-      Self.consumerFixture(id: Self.other, entry: "rt_other_entry", body: #"usleep(500000); call("echo");"#))
+      Self.consumerFixture(id: Self.other, entry: "rt_other_entry", body: #"if (cue("go")) call("echo");"#))
     try Self.bystanderFixture().install(in: h.dir, capabilities: ["crypto_utilities"])
     let m = try h.start(mode: Mode.isolated.execution)
     #expect(m.records.allSatisfy { $0.state == .started }, "\(m.records.map { ($0.moduleID, $0.state) })")
     let before = Self.bystanderCount(h)
+    // The other consumer calls once the provider is seen stuck in the hung call (a cue file,
+    // where a fixed sleep could end before the hang began on a loaded machine).
+    #expect(h.waitForLine(Self.provider) { $0 == "hanging" } != nil, "\(h.lines(Self.provider))")
+    #expect(
+      FileManager.default.createFile(atPath: h.dir.url("state/sandboxes/\(Self.other)/go"), contents: nil))
     let hang = h.waitForLine(Self.consumer, timeout: 25) { $0.hasPrefix("hang -> ") }
     #expect(Self.status(hang) == FORSETTI_ERR_TIMEOUT, "\(h.lines(Self.consumer))")
     // The other consumer waited its turn behind the hung call, then was told: never a hang.
@@ -322,6 +347,17 @@ import Testing
           """))
     let m = try h.start(mode: Mode.isolated.execution)
     defer { m.stopAll() }
+    // Each forged answer released once its consumer has taken it, in whatever order they come.
+    var released = Set<Int>()
+    h.supervise(timeout: 60) {
+      for (n, method) in forgeries.enumerated() where !released.contains(n) {
+        if h.lines("com.test.forger\(n)").contains(where: { $0.hasPrefix(method + " -> ") }) {
+          _ = Self.releaseForgery(h, method, seenBy: "com.test.forger\(n)")
+          released.insert(n)
+        }
+      }
+      return released.count == forgeries.count
+    }
     var lines: [String] = []
     for (n, _) in forgeries.enumerated() {
       let id = "com.test.forger\(n)"
@@ -355,6 +391,7 @@ import Testing
       h, Self.consumerFixture(body: #"call("forge-length"); fixture_log("forged done");"#))
     let m = try h.start(mode: Mode.isolated.execution)
     defer { m.stopAll() }
+    #expect(Self.releaseForgery(h, "forge-length", seenBy: Self.consumer), "\(h.lines(Self.consumer))")
     let line = h.waitForLine(Self.consumer, timeout: 20) { $0.hasPrefix("forge-length -> ") }
     let status = Self.status(line)
     let length = line.flatMap { $0.split(separator: " ").first { $0.hasPrefix("len=") } }.map {
@@ -506,7 +543,7 @@ import Testing
   /// cycle and is refused at once with FORSETTI_ERR_CALL_CYCLE (before anything is sent), so
   /// the outer call is answered; nothing waits for a timeout, and the next direct call of A is
   /// answered.
-  @Test(.timeLimit(.minutes(2)), arguments: Mode.allCases)
+  @Test(.timeLimit(.minutes(5)), arguments: Mode.allCases)
   func aCycleOfTwoRolesIsRefusedAtOnce(_ mode: Mode) throws {
     let h = RuntimeHarness()
     func member(
@@ -555,12 +592,16 @@ import Testing
     try Self.installConsumer(
       h,
       Self.consumerFixture(
-        body: #"usleep(300000); call("cycle"); call("direct"); fixture_log("cycle done");"#))
+        body: #"if (cue("go")) { call("cycle"); call("direct"); } fixture_log("cycle done");"#))
     let m = try h.start(mode: mode.execution)
     defer { m.stopAll() }
     #expect(
       m.records.allSatisfy { $0.state == .started },
       "\(m.records.map { ($0.moduleID, $0.state, $0.trace.firstFailure) })")
+    // Both members serve by now (they serve in start): the consumer may call, on a cue rather
+    // than after a sleep that a loaded machine could outlast.
+    #expect(
+      FileManager.default.createFile(atPath: h.dir.url("state/sandboxes/\(Self.consumer)/go"), contents: nil))
     #expect(
       h.waitForLine(Self.consumer, timeout: 40) { $0 == "cycle done" } != nil, "\(h.lines(Self.consumer))")
     let lines = h.lines(Self.consumer)
@@ -585,7 +626,7 @@ import Testing
   /// Every call that makes the provider crash ends with FORSETTI_ERR_UNAVAILABLE (never a hang,
   /// never the timeout), through restarts and after the provider ran out of them; the bystander
   /// is served throughout.
-  @Test(.timeLimit(.minutes(2))) func aProviderCrashingRepeatedlyOnlyEverYieldsUnavailable() throws {
+  @Test(.timeLimit(.minutes(5))) func aProviderCrashingRepeatedlyOnlyEverYieldsUnavailable() throws {
     let h = RuntimeHarness()
     try Self.installProvider(h)
     try Self.installConsumer(

@@ -10,7 +10,7 @@ import Testing
 /// Workers forked by the zygote (`Zygote.swift`, `ZygoteMain.swift`): what an operator and a
 /// module see of them, and that they are the same confined, separate processes a spawned worker
 /// is.
-@Suite(.timeLimit(.minutes(2))) struct ZygoteTests {
+@Suite(.timeLimit(.minutes(5))) struct ZygoteTests {
   static func status(_ pid: Int32) -> [String: String] {
     let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
     var fields: [String: String] = [:]
@@ -88,20 +88,34 @@ import Testing
 
   @Test func aZygoteKilledIsReplacedAndTheCrashedModuleStillRestarts() throws {
     let h = RuntimeHarness()
-    // Ends its worker 300 ms after start, every time: each restart needs a new worker.
+    // Ends its worker when the test creates SANDBOX/exit (taking the file with it), so the
+    // crash comes after the zygote is gone and the restart stays up, whatever the load: a fixed
+    // 300 ms could end before the kill, or the restart before supervision saw it started.
     try IsolationTests.fixture(
       "com.test.brief", "brief_entry",
-      start: "pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); return FORSETTI_OK;",
-      prelude: "static void *later(void *a) { (void)a; usleep(300000); _exit(3); return NULL; }"
+      start: """
+        snprintf(g_cue, sizeof g_cue, "%s/exit", host->sandbox_path);
+        pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); return FORSETTI_OK;
+        """,
+      prelude: """
+        static char g_cue[700];
+        static void *later(void *a) {
+          (void)a;
+          for (;;) { if (unlink(g_cue) == 0) _exit(3); usleep(10000); }
+          return NULL;
+        }
+        """
     ).install(in: h.dir)
     let m = try h.start(mode: Self.isolated())
     defer { m.stopAll() }
     let first = try #require(m.workerPID("com.test.brief"))
     let zygote = try #require(m.workerSource?.zygotePID)
     kill(zygote, SIGKILL)
+    #expect(
+      FileManager.default.createFile(atPath: h.dir.url("state/sandboxes/com.test.brief/exit"), contents: nil))
     // Crashed, restarted in a new worker, forked by a new zygote.
     #expect(
-      h.supervise(timeout: 10) {
+      h.supervise(timeout: 30) {
         h.state("com.test.brief") == .started && m.workerPID("com.test.brief").map { $0 != first } == true
       })
     let second = try #require(m.workerPID("com.test.brief"))
@@ -127,7 +141,7 @@ import Testing
       // The module's next worker is asked of the dead zygote.
       kill(worker, SIGKILL)
       #expect(
-        h.supervise(timeout: 20) {
+        h.supervise(timeout: 60) {
           h.state("com.test.steady") == .started
             && m.workerPID("com.test.steady").map { $0 != worker } == true
         }, "round \(round): \(h.lines(nil))")
@@ -180,7 +194,7 @@ import Testing
     let before = try #require(m.workerPID("com.test.calm"))
     kill(before, SIGKILL)
     #expect(
-      h.supervise(timeout: 10) {
+      h.supervise(timeout: 30) {
         h.state("com.test.calm") == .started && m.workerPID("com.test.calm").map { $0 != before } == true
       })
     #expect(m.workerSource?.zygotePID == zygote)

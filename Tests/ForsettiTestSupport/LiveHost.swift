@@ -53,9 +53,10 @@ public struct RuntimeWait: Sendable, CustomStringConvertible {
 public enum LiveHost {
   /// Re-reads `STATE/runtime.json` every 25 ms until the host `pid` lists every module of
   /// `expected` in the given state (`started`, `inactive/uiNotSelected`, …), for up to `timeout`
-  /// seconds. Stops early once `isRunning` says the host is gone (after one last read).
+  /// seconds (a safety net, generous for a loaded machine). Stops early once `isRunning` says the
+  /// host is gone (after one last read).
   public static func wait(
-    stateDirectory: String, pid: Int32, for expected: [String: String], timeout: Double = 10,
+    stateDirectory: String, pid: Int32, for expected: [String: String], timeout: Double = 60,
     isRunning: () -> Bool = { true }
   ) -> RuntimeWait {
     let end = Date().addingTimeInterval(timeout)
