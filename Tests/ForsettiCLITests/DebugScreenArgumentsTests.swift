@@ -13,16 +13,8 @@ import Testing
     var f = ModuleFixture(moduleID: "com.test.one", entryPoint: "one_entry")
     f.start = "fixture_log(\"one up\"); return FORSETTI_OK;"
     try f.install(in: dir)
-    let host = try DevHost.launch([
-      "run", "--ui", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
-      dir.url("state"), "--approve-all", "--for", "600",
-    ])
+    let (host, port, token, me) = try DebugScreenTests.launch(in: dir, for: 600)
     defer { host.stop() }
-    let line = try #require(host.await("ui: http://127.0.0.1:", timeout: 120)?.1, "\(host.lines)")
-    let url = String(line[line.range(of: "http://")!.lowerBound...])
-    let port = try #require(UInt16(url.split(separator: ":")[2].split(separator: "/")[0]))
-    let token = try #require(url.split(separator: "=").last.map(String.init))
-    let me = "127.0.0.1:\(port)"
 
     func api(_ verb: String, _ arguments: [String]) throws -> (status: Int, text: String) {
       let body = JSONWriter.string(

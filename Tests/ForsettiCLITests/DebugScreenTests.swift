@@ -14,34 +14,41 @@ import Testing
   static func exchange(_ port: UInt16, _ request: String, readTimeout: Int = 10) throws -> (
     status: Int, text: String
   ) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(fd >= 0)
+    let fd = try open(port, request)
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-      }
-    }
-    try #require(connected == 0)
-    var timeout = timeval(tv_sec: readTimeout, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    let bytes = Array(request.utf8)
-    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-    var out: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-      let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      if n <= 0 { break }
-      out += buffer[0..<n]
-    }
-    let text = String(decoding: out, as: UTF8.self)
+    let text = String(decoding: ControlLimitsTests.readAll(fd, timeout: readTimeout), as: UTF8.self)
     let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
     return (status, text)
   }
+
+  /// A real `forsetti-host run --ui` on `dir` (`--approve-all`, `--for seconds`) and the page's
+  /// port, token and Host header, from the address it printed.
+  static func launch(in dir: TemporaryDirectory, for seconds: Int, extra: [String] = []) throws -> (
+    host: DevHost, port: UInt16, token: String, me: String
+  ) {
+    let host = try DevHost.launch(
+      [
+        "run", "--ui", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+        dir.url("state"), "--approve-all", "--for", String(seconds),
+      ] + extra)
+    guard let line = host.await("ui: http://127.0.0.1:", timeout: 120)?.1,
+      let start = line.range(of: "http://")?.lowerBound
+    else {
+      host.stop()
+      throw UIError.noAddress(host.lines.suffix(20).joined(separator: "\n"))
+    }
+    let url = String(line[start...])
+    let parts = url.split(separator: ":")
+    guard parts.count >= 3, let port = UInt16(parts[2].split(separator: "/")[0]),
+      let token = url.split(separator: "=").last.map(String.init)
+    else {
+      host.stop()
+      throw UIError.noAddress(line)
+    }
+    return (host, port, token, "127.0.0.1:\(port)")
+  }
+
+  enum UIError: Error { case noAddress(String) }
 
   static func request(
     _ method: String, _ path: String, host: String, token: String? = nil, csrf: Bool = false,
@@ -58,16 +65,8 @@ import Testing
     var f = ModuleFixture(moduleID: "com.test.one", entryPoint: "one_entry")
     f.start = "fixture_log(\"one up\"); return FORSETTI_OK;"
     try f.install(in: dir)
-    let host = try DevHost.launch([
-      "run", "--ui", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
-      dir.url("state"), "--approve-all", "--for", "30",
-    ])
+    let (host, port, token, me) = try Self.launch(in: dir, for: 300)
     defer { host.stop() }
-    let line = try #require(host.await("ui: http://127.0.0.1:")?.1, "\(host.lines)")
-    let url = String(line[line.range(of: "http://")!.lowerBound...])
-    let port = try #require(UInt16(url.split(separator: ":")[2].split(separator: "/")[0]))
-    let token = try #require(url.split(separator: "=").last.map(String.init))
-    let me = "127.0.0.1:\(port)"
 
     // The page holds nothing of the host: it loads without the token, and sets no cookie (a
     // browser would send a cookie to every port of 127.0.0.1).
@@ -193,16 +192,8 @@ import Testing
       return FORSETTI_OK;
       """
     try f.install(in: dir)
-    let host = try DevHost.launch([
-      "run", "--ui", "--in-process", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"),
-      "--state", dir.url("state"), "--approve-all", "--for", "120",
-    ])
+    let (host, port, token, me) = try Self.launch(in: dir, for: 300, extra: ["--in-process"])
     defer { host.stop() }
-    let line = try #require(host.await("ui: http://127.0.0.1:", timeout: 30)?.1, "\(host.lines)")
-    let url = String(line[line.range(of: "http://")!.lowerBound...])
-    let port = try #require(UInt16(url.split(separator: ":")[2].split(separator: "/")[0]))
-    let token = try #require(url.split(separator: "=").last.map(String.init))
-    let me = "127.0.0.1:\(port)"
     try #require(host.await("started com.test.slow", timeout: 30) != nil, "\(host.lines)")
 
     _ = try dir.write("hold", "")

@@ -34,7 +34,8 @@ final class RuntimeHarness {
 
   /// Isolation with short timeouts and fast restarts, using the built forsetti-worker.
   static func isolated(
-    maxRestarts: Int = 3, backoff: Double = 30, memoryMiB: UInt64 = 1024, startTimeout: Double = 4
+    maxRestarts: Int = 3, backoff: Double = 30, memoryMiB: UInt64 = 1024, startTimeout: Double = 4,
+    stopTimeout: Double = 0.5
   ) -> ExecutionMode {
     let worker = ((HostBinary.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
       "forsetti-worker")
@@ -42,7 +43,7 @@ final class RuntimeHarness {
     // Starts of one level run at once and share the CPU: 2 s was tight for a 512 MiB memset on a
     // busy two-core machine once a spinning neighbour starts beside it.
     s.startTimeout = startTimeout
-    s.stopTimeout = 0.5
+    s.stopTimeout = stopTimeout
     s.maxRestarts = maxRestarts
     s.backoffBase = backoff
     s.limits.memoryBytes = memoryMiB << 20
