@@ -68,6 +68,8 @@ int forsetti_spawn_close_from(void *actions, int from) {
   return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
 }
 
+short forsetti_spawn_flag_setsid(void) { return POSIX_SPAWN_SETSID; }
+
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>

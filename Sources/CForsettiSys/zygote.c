@@ -95,7 +95,10 @@ static void become_worker(int fds[3]) {
   if (syscall(SYS_close_range, 5U, ~0U, 0U) < 0) {
     for (int fd = 5; fd < 1024; fd++) close(fd);
   }
-  setpgid(0, 0);
+  // A session of its own (so a process group of its own too): where the kernel groups tasks by
+  // session for the scheduler (autogroup, used when no cpu cgroup holds the worker, e.g. for an
+  // unprivileged host), a module's threads then compete as one.
+  if (setsid() < 0) setpgid(0, 0);
   if (worker_label != NULL && strlen(worker_label) == 8) memcpy(worker_label, "--worker", 8);
   child_entry();
   _exit(70);

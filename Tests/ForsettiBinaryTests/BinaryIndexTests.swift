@@ -4,7 +4,7 @@ import ForsettiTestSupport
 import Foundation
 import Testing
 
-@Suite struct BinaryIndexTests {
+@Suite(.onTestThreads) struct BinaryIndexTests {
   let dir = TemporaryDirectory("index")
 
   func reason(_ index: BinaryIndex, _ entry: String) -> ReasonCode? {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Hand-crafted ELF headers whose numbers lie: each must give an error, not a trap or a hang.
-@Suite struct CraftedELFTests {
+@Suite(.onTestThreads) struct CraftedELFTests {
   let dir = TemporaryDirectory("crafted")
 
   func base() throws -> [UInt8] {

@@ -3,7 +3,7 @@ import ForsettiTestSupport
 import Foundation
 import Testing
 
-@Suite struct ELFInspectorTests {
+@Suite(.onTestThreads) struct ELFInspectorTests {
   let dir = TemporaryDirectory("elf")
 
   @Test func readsClassMachineAndExportedFunctions() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// A few thousand seeded mutations of one real module, each inspected in this process: any
 /// trap ends the test run, and every answer must be a usable result.
-@Suite struct ELFMutationTests {
+@Suite(.onTestThreads) struct ELFMutationTests {
   let dir = TemporaryDirectory("mutate")
 
   /// SplitMix64: the same seed gives the same mutations on every machine.

@@ -6,7 +6,7 @@ import Testing
 /// The ELF fuzzer's kept inputs (seeds in Fuzz/Corpus/elf, crashes it found in
 /// Fuzz/Regressions/elf), replayed through the fuzzer's own entry in a normal build: every file
 /// must be inspected and indexed without a trap and break none of the entry's properties.
-@Suite struct ELFFuzzRegressionTests {
+@Suite(.onTestThreads) struct ELFFuzzRegressionTests {
   static func inputs(_ folder: String) -> [String] { FuzzInputs.paths(folder, "elf") }
 
   @Test func theSeedCorpusIsThere() {

@@ -7,7 +7,7 @@ import Testing
 /// ABI 1.1 lets the UI element structs grow: each array carries the element size the module
 /// built, the host steps by it and reads the fields it knows. A module built against the ABI 1.0
 /// headers (the snapshot in Tests/Fixtures/abi-1.0, which predates the sizes) still loads.
-@Suite struct UIElementSizeTests {
+@Suite(.onTestThreads) struct UIElementSizeTests {
   let dir = TemporaryDirectory("ui-element-size")
 
   /// The ABI 1.0 include tree, as it was before the element sizes were added.

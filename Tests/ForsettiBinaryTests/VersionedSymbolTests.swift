@@ -6,7 +6,7 @@ import Testing
 
 /// GNU-versioned exports, built with a linker version script and `.symver` as vendors do:
 /// the index must judge them as `dlsym` will find them.
-@Suite struct VersionedSymbolTests {
+@Suite(.onTestThreads) struct VersionedSymbolTests {
   let dir = TemporaryDirectory("versioned")
 
   /// Builds `name` from `source` with `script` as its version script.

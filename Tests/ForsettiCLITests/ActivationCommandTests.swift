@@ -5,7 +5,7 @@ import Testing
 
 /// `enable`, `disable` and `select` through the real binary: what they write to
 /// STATE/activation.json, what they print, and what they refuse.
-@Suite struct ActivationCommandTests {
+@Suite(.onTestThreads) struct ActivationCommandTests {
   let dir = TemporaryDirectory("activation")
 
   var state: String { dir.url("state") }

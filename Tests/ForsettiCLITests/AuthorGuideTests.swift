@@ -28,7 +28,7 @@ import Testing
 /// Every `c` and `swift` block must have a directive, so a new snippet cannot go unbuilt.
 /// Blocks that run until Ctrl-C (`make run`, `make dev`) have none: the walkthrough runs their
 /// commands itself, with `--for` or stopping the host, and checks what the guide says they show.
-@Suite(.serialized) struct AuthorGuideTests {
+@Suite(.onTestThreads, .serialized) struct AuthorGuideTests {
   static let guidePath = HostBinary.packageRoot + "/docs/author-guide.md"
   static let include = HostBinary.packageRoot + "/Sources/CForsetti/include"
 

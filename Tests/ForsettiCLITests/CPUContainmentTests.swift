@@ -8,7 +8,7 @@ import Testing
 /// `--cpu-max` land in the worker's cgroup files. Where the host can make no cgroups (uid 65534
 /// here), the start line says so and modules still run, competing thread by thread: the
 /// measurement's positive control.
-@Suite(.serialized) struct CPUContainmentTests {
+@Suite(.onTestThreads, .serialized) struct CPUContainmentTests {
   /// Starts `threads` threads spinning for ever, then logs the worker's pid.
   static func spinner(_ id: String, _ entry: String, threads: Int) -> ModuleFixture {
     var f = ModuleFixture(moduleID: id, entryPoint: entry)
@@ -57,6 +57,8 @@ import Testing
         // The cgroup files of each worker, by module, where the worker has a cpu cgroup.
         for (module, pid) in Self.pids(in: output) {
           for (file, value) in Self.cpuFiles(of: pid) { facts["\(module) \(file)"] = value }
+          facts["\(module) pid"] = String(pid)
+          facts["\(module) session"] = String(Self.session(of: pid))
         }
         if let idlePid = Self.workerPid(of: "com.test.idle", host: host) {
           for (file, value) in Self.cpuFiles(of: idlePid) { facts["com.test.idle \(file)"] = value }
@@ -101,13 +103,61 @@ import Testing
       #expect(start.contains("NO cgroup for workers") && start.contains("no cpu controller"), "\(start)")
       #expect(run.output.components(separatedBy: "no cpu controller").count == 2, "\(run.output)")
       #expect(facts.keys.allSatisfy { !$0.contains("cpu.") }, "\(facts)")
-      // The positive control: thread by thread, the one thread gets about 1/17.
-      #expect(share < 0.2, "spin1 got \(share) without a cpu cgroup: \(facts)")
+      if start.contains("through the kernel's autogroup") {
+        // Each worker a session of its own, so one autogroup each: per module again.
+        #expect(share >= 0.25, "spin1 got \(share) with autogroup: \(facts)")
+        // The positive control: the same measurement of 16 + 1 busy processes that are not
+        // grouped gives the one about 1/17.
+        let control = Self.ungroupedShare()
+        #expect(control < 0.2, "one busy process of 17 ungrouped got \(control)")
+      } else {
+        // The host says the threads compete one by one (autogroup off, or the host inside a cpu
+        // cgroup of the test runner's): the one thread gets about 1/17.
+        #expect(start.contains("compete for the CPU one by one"), "\(start)")
+        #expect(share < 0.2, "spin1 got \(share) without a cpu cgroup: \(facts)")
+      }
+    }
+    // Every worker leads a session of its own (the unit autogroup shares the CPU by).
+    for module in ["com.test.spin1", "com.test.spin16"] {
+      let pid = facts["\(module) pid"]
+      #expect(pid != nil && facts["\(module) session"] == pid, "\(module)'s worker: \(facts)")
     }
     #expect(run.lines("com.test.idle") == ["idle started"], "\(run.output)")
     // A module ID that names no module is said, once.
     let typo = "names com.test.typo, which is no module found at start"
     #expect(run.output.components(separatedBy: typo).count == 2, "\(run.output)")
+  }
+
+  /// The share of CPU one busy process gets beside 16 others, none sharing a session with
+  /// another (Foundation's `Process` starts each in a session of its own).
+  static func ungroupedShare() -> Double {
+    let busy = (0..<17).compactMap { _ -> Process? in
+      let p = Process()
+      p.executableURL = URL(fileURLWithPath: "/bin/sh")
+      p.arguments = ["-c", "while :; do :; done"]
+      return (try? p.run()) == nil ? nil : p
+    }
+    defer {
+      // SIGKILL: a child of a test thread inherits its blocked SIGTERM.
+      for p in busy {
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+      }
+    }
+    var pids: [String: Int32] = [:]
+    for (n, p) in busy.enumerated() { pids["\(n)"] = p.processIdentifier }
+    let used = measure(pids).compactMapValues { Double($0) }
+    let total = used.values.reduce(0, +)
+    return total > 0 ? (used["0"] ?? 0) / total : 1
+  }
+
+  /// The session of `pid`, from /proc/PID/stat (field 6); -1 when it is gone.
+  static func session(of pid: Int32) -> Int32 {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+      let close = stat.lastIndex(of: ")")
+    else { return -1 }
+    let rest = stat[stat.index(after: close)...].split(separator: " ")
+    return rest.count > 3 ? Int32(rest[3]) ?? -1 : -1
   }
 
   /// The pids the spinners logged, by module ID.
@@ -229,7 +279,7 @@ import Testing
 
 /// Bad `--cpu-weight` and `--cpu-max` values are usage errors naming the option, the value and
 /// the range; `--help` says which CPU option is a share, which a ceiling and which a time limit.
-@Suite struct CPUOptionTests {
+@Suite(.onTestThreads) struct CPUOptionTests {
   @Test func badValuesAreUsageErrorsNamingTheRange() throws {
     let dir = TemporaryDirectory("cpu-options")
     try FileManager.default.createDirectory(atPath: dir.url("plugins"), withIntermediateDirectories: true)

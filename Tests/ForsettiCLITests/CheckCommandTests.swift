@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `forsetti-host check`, run as a real process over real files.
-@Suite struct CheckCommandTests {
+@Suite(.onTestThreads) struct CheckCommandTests {
   let dir = TemporaryDirectory("check")
 
   static func manifest(

@@ -4,7 +4,7 @@ import Testing
 
 /// The completion scripts `forsetti-host --generate-completion-script` prints, loaded into the
 /// real shells and asked to complete as a user's TAB would.
-@Suite struct CompletionTests {
+@Suite(.onTestThreads) struct CompletionTests {
   let dir = TemporaryDirectory("completion")
 
   func script(_ shell: String) throws -> String {

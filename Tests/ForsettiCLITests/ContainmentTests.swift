@@ -6,7 +6,7 @@ import Testing
 /// Hostile modules against a real `forsetti-host run`, as root and as an unprivileged user: each
 /// attack on the machine, the host, another worker or the network is refused or contained, and a
 /// healthy module beside them keeps being served.
-@Suite(.serialized) struct ContainmentTests {
+@Suite(.onTestThreads, .serialized) struct ContainmentTests {
   /// C helpers every hostile fixture shares: `said` logs what a call returned.
   static let prelude = """
     #include <errno.h>

@@ -8,7 +8,7 @@ import Testing
 /// The control fuzzer's kept inputs replayed through its whole entry, the argument handling
 /// included (the crash of issue 26 is one of them), and its dictionary checked against the verbs'
 /// own option tables, so a new option is fuzzed the day it is declared.
-@Suite struct ControlArgumentsFuzzTests {
+@Suite(.onTestThreads) struct ControlArgumentsFuzzTests {
   static var inputs: [String] {
     FuzzInputs.paths("Corpus", "control") + FuzzInputs.paths("Regressions", "control")
   }

@@ -10,7 +10,7 @@ import Testing
 /// request open past its deadline nor keep `status` out; a host that dies mid-request is told
 /// apart from a usage error; and the CLI sends nothing to, and shows nothing from, a socket that
 /// is not its host's. Real `forsetti-host` processes and real sockets throughout.
-@Suite(.serialized, .timeLimit(.minutes(5))) struct ControlLimitsTests: LiveHostSuite {
+@Suite(.onTestThreads, .serialized, .timeLimit(.minutes(5))) struct ControlLimitsTests: LiveHostSuite {
   let dir = TemporaryDirectory("limits")
 
   var socket: String { state + "/control.sock" }
@@ -22,8 +22,10 @@ import Testing
     let w = published(expected, by: host)
     try #require(
       w.reached, "\(w)\n\(host.lines.suffix(30).joined(separator: "\n"))", sourceLocation: sourceLocation)
-    let end = Date().addingTimeInterval(10)
-    while !FileManager.default.fileExists(atPath: socket) && Date() < end { usleep(20_000) }
+    let end = Date().addingTimeInterval(60)
+    while !FileManager.default.fileExists(atPath: socket) && host.process.isRunning && Date() < end {
+      usleep(20_000)
+    }
     try #require(FileManager.default.fileExists(atPath: socket), sourceLocation: sourceLocation)
   }
 
@@ -422,7 +424,7 @@ import Testing
       p.arguments = Array(args.dropFirst())
     }
     try p.run()
-    let end = Date().addingTimeInterval(20)
+    let end = Date().addingTimeInterval(60)
     while !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("listening") && Date() < end {
       #expect(p.isRunning, "the fake listener ended: \(p.terminationStatus)")
       usleep(20_000)
@@ -432,7 +434,7 @@ import Testing
 
   /// The listener's log lines once it has logged `count` clients.
   func received(_ log: String, count: Int) -> [String] {
-    let end = Date().addingTimeInterval(20)
+    let end = Date().addingTimeInterval(60)
     while Date() < end {
       let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(
         String.init

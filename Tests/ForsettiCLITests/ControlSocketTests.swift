@@ -7,7 +7,7 @@ import Testing
 /// instead of judging again with options the operator would have to repeat; with no host they
 /// read and write the files, and say which. Every verb here runs as the real `forsetti-host`
 /// binary, from a directory with no `manifests/`, so nothing can be found there by accident.
-@Suite(.serialized) struct ControlSocketTests {
+@Suite(.onTestThreads, .serialized) struct ControlSocketTests {
   let dir = TemporaryDirectory("control")
 
   var state: String { dir.url("state") }
@@ -45,7 +45,7 @@ import Testing
   }
 
   /// Waits until `host` publishes `expected` in runtime.json under its own pid.
-  func published(_ expected: [String: String], by host: DevHost, timeout: Double = 10) -> RuntimeWait {
+  func published(_ expected: [String: String], by host: DevHost, timeout: Double = 60) -> RuntimeWait {
     LiveHost.wait(
       stateDirectory: state, pid: host.process.processIdentifier, for: expected, timeout: timeout,
       isRunning: { host.process.isRunning })
@@ -58,8 +58,11 @@ import Testing
   ) throws {
     let w = published(expected, by: host)
     try #require(w.reached, why(w, host), sourceLocation: sourceLocation)
-    let end = Date().addingTimeInterval(5)
-    while !FileManager.default.fileExists(atPath: socket) && Date() < end { usleep(20_000) }
+    // A safety net only: the wait ends as soon as the socket is there or the host has gone.
+    let end = Date().addingTimeInterval(60)
+    while !FileManager.default.fileExists(atPath: socket) && host.process.isRunning && Date() < end {
+      usleep(20_000)
+    }
     #expect(
       FileManager.default.fileExists(atPath: socket), "the running host made no \(socket)",
       sourceLocation: sourceLocation)
@@ -215,7 +218,7 @@ import Testing
     #expect(on.stderr.contains(answeredBy(first)), shown(on))
     var w = published(["com.test.paid": "started", "com.test.keeper": "started"], by: first)
     #expect(w.reached, why(w, first))
-    #expect(first.await("hello from com.test.paid", timeout: 2) != nil, "\(first.lines)")
+    #expect(first.await("hello from com.test.paid", timeout: 60) != nil, "\(first.lines)")
 
     let list = try cli(["override", "list", "--state", state])
     #expect(list.status == 0, shown(list))
@@ -320,7 +323,7 @@ import Testing
     #expect(same.status == 0, shown(same))
     #expect(same.stdout.contains("reload com.test.hot 1.0.0 → 1.0.0: reloaded"), shown(same))
     #expect(same.stderr.contains(answeredBy(host)), shown(same))
-    #expect(host.await("v1 generation 1", from: mark, timeout: 5) != nil, "\(host.lines)")
+    #expect(host.await("v1 generation 1", from: mark, timeout: 60) != nil, "\(host.lines)")
 
     // A new version on disk: `run` does not pick it up by itself …
     try deploy(DevCommandTests.hot("v2", version: (1, 0, 1)))
@@ -332,7 +335,7 @@ import Testing
     let newer = try cli(["reload", "com.test.hot", "--state", state])
     #expect(newer.status == 0, shown(newer))
     #expect(newer.stdout.contains("reload com.test.hot 1.0.0 → 1.0.1: reloaded"), shown(newer))
-    #expect(host.await("v2 generation 2", from: mark, timeout: 5) != nil, "\(host.lines)")
+    #expect(host.await("v2 generation 2", from: mark, timeout: 60) != nil, "\(host.lines)")
 
     // A version whose start fails: rolled back to the one that ran, with its state; exit 1.
     try deploy(DevCommandTests.hot("v3", start: "return FORSETTI_ERR_START_FAILED;", version: (1, 0, 2)))
@@ -340,7 +343,7 @@ import Testing
     let broken = try cli(["reload", "com.test.hot", "--state", state])
     #expect(broken.status == 1, shown(broken))
     #expect((broken.stdout + broken.stderr).lowercased().contains("rolled back"), shown(broken))
-    #expect(host.await("v2 generation 3", from: mark, timeout: 5) != nil, "\(host.lines)")
+    #expect(host.await("v2 generation 3", from: mark, timeout: 60) != nil, "\(host.lines)")
     let w = published(["com.test.hot": "started"], by: host)
     #expect(w.reached, why(w, host))
 
@@ -403,7 +406,7 @@ import Testing
     }
     // The first is untouched: still running, still the one published, still answering.
     #expect(first.process.isRunning)
-    let w = published(["com.test.one": "started"], by: first, timeout: 2)
+    let w = published(["com.test.one": "started"], by: first, timeout: 60)
     #expect(w.reached, why(w, first))
     let list = try cli(["list", "--state", state])
     #expect(list.stderr.contains(answeredBy(first)), shown(list))

@@ -6,7 +6,7 @@ import Testing
 /// What once killed the host from the debug page — `{"verb":"approve","arguments":["--help"]}`
 /// POSTed to `/api` — for every verb the page can send, with the arguments that trapped: each
 /// gets an answer and the host keeps answering.
-@Suite struct DebugScreenArgumentsTests {
+@Suite(.onTestThreads) struct DebugScreenArgumentsTests {
   let dir = TemporaryDirectory("ui-arguments")
 
   @Test(.timeLimit(.minutes(5))) func helpAndBadArgumentsThroughTheAPINeverStopTheHost() throws {

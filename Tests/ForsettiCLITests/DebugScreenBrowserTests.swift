@@ -4,7 +4,7 @@ import Testing
 
 /// The debug screen (`run --ui`) driven in headless Chromium by Tests/browser/debug_screen.py:
 /// approve, force off, trace, live events, and the token / Host / CSRF / CORS guards.
-@Suite struct DebugScreenBrowserTests {
+@Suite(.onTestThreads) struct DebugScreenBrowserTests {
   let dir = TemporaryDirectory("debug-screen")
 
   static let chromium = "/usr/bin/chromium"

@@ -8,7 +8,7 @@ import Testing
 /// reachable during 40 half-open connections and with 1,000 event-stream clients (the script
 /// raises its own RLIMIT_NOFILE for them), destructive actions confirmed, only the actions that
 /// apply offered, display names shown, live events filtered and paused.
-@Suite struct DebugScreenSurvivalTests {
+@Suite(.onTestThreads) struct DebugScreenSurvivalTests {
   let dir = TemporaryDirectory("debug-survival")
 
   /// A service that logs `TAG #N` every `everyMs` milliseconds from a thread of its own.

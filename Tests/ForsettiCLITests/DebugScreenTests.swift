@@ -7,7 +7,7 @@ import Testing
 /// The debug screen's walls, over real TCP to a real `forsetti-host run --ui`: the token (a
 /// header, never a cookie), the Host header, the CSRF header, the security headers; and the page
 /// the host carries is the one in Sources/ForsettiCLI/Web/Assets.
-@Suite(.serialized) struct DebugScreenTests {
+@Suite(.onTestThreads, .serialized) struct DebugScreenTests {
   let dir = TemporaryDirectory("ui")
 
   /// One HTTP/1.1 exchange over TCP to 127.0.0.1:`port`: the status and the raw head and body.

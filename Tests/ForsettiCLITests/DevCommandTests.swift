@@ -93,7 +93,7 @@ final class LineBuffer: Sendable {
   let value = Mutex<[String]>([])
 }
 
-@Suite(.serialized) struct DevCommandTests {
+@Suite(.onTestThreads, .serialized) struct DevCommandTests {
   let dir = TemporaryDirectory("dev")
 
   /// A module that counts its generations through save/restore.

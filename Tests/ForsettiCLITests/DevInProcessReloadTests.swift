@@ -6,7 +6,7 @@ import Testing
 /// `forsetti-host dev --in-process`: reloads load each build from a sealed memory copy, and a
 /// host killed in the middle of a reload leaves `runtime.json` whole, as the round before wrote
 /// it.
-@Suite(.serialized) struct DevInProcessReloadTests {
+@Suite(.onTestThreads, .serialized) struct DevInProcessReloadTests {
   let dir = TemporaryDirectory("dev-in-process")
 
   func replace(_ f: ModuleFixture) throws {

@@ -5,7 +5,7 @@ import Testing
 /// `forsetti-host dev` without `--approve-all`: what a reload may add is asked for, an approval
 /// given while a reload waits resumes it, and a version that crashes in its grace period is
 /// named as such and rolled back.
-@Suite(.serialized) struct DevReloadApprovalTests {
+@Suite(.onTestThreads, .serialized) struct DevReloadApprovalTests {
   let dir = TemporaryDirectory("devapproval")
 
   var state: String { dir.url("state") }

@@ -6,7 +6,7 @@ import Testing
 /// What modules report about their own health, as an operator sees it: `list` and `explain`
 /// against the real running host (through its control socket), marked as the module's words
 /// and escaped; gone when the module stops; unknown with no host. And `--export-dir` of `run`.
-@Suite(.serialized) struct DiagnosticsCommandTests: LiveHostSuite {
+@Suite(.onTestThreads, .serialized) struct DiagnosticsCommandTests: LiveHostSuite {
   let dir = TemporaryDirectory("diagnostics")
 
   /// A summary with an escape sequence, a newline and a syslog priority prefix after it.

@@ -4,7 +4,7 @@ import Testing
 
 /// File export per module and the quotas of secure storage and export through a real
 /// `forsetti-host run`, as root and as an unprivileged user, with hostile modules in workers.
-@Suite struct ExportAndQuotaAsUsersTests {
+@Suite(.onTestThreads) struct ExportAndQuotaAsUsersTests {
   /// Tries every way at a neighbour's export: `..`, an absolute path, the same name, links planted
   /// in its own directory, reading the file directly; then names no operator should see.
   static var thief: ModuleFixture {

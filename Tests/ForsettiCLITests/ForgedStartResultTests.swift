@@ -7,7 +7,7 @@ import Testing
 /// hangs: both end `startTimedOut`, their workers killed (`confirmStart` in `WorkerProtocol.swift`).
 /// Before, the forged frame was taken as the answer and the module ran as started for as long as
 /// the host did. Against a real `forsetti-host run`, as root and as an unprivileged user.
-@Suite(.serialized) struct ForgedStartResultTests {
+@Suite(.onTestThreads, .serialized) struct ForgedStartResultTests {
   /// Its `start` starts a thread that forges the frame, then never returns; `honest` only never
   /// returns.
   static func hanging(_ id: String, forging: Bool) -> ModuleFixture {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `forsetti-host lint`: the review checklist on real manifests and binaries.
-@Suite struct LintCommandTests {
+@Suite(.onTestThreads) struct LintCommandTests {
   let dir = TemporaryDirectory("lint")
 
   func lint(_ args: [String]) throws -> (ProcessResult, [JSONObject]) {

@@ -4,7 +4,7 @@ import Testing
 
 /// A running `forsetti-host run`, attacked with changes an operator's tooling makes in ways the
 /// host's watches may not expect, and with option values it may not survive.
-@Suite(.serialized) struct LivingHostRedTeamTests: LiveHostSuite {
+@Suite(.onTestThreads, .serialized) struct LivingHostRedTeamTests: LiveHostSuite {
   let dir = TemporaryDirectory("redteam")
 
   /// A deployment tool installs the licences as a whole directory renamed into place (over the

@@ -5,7 +5,7 @@ import Testing
 /// A running `forsetti-host run` converges on what the state directory says, without a restart:
 /// approvals, licences, entitlements, overrides and the activation state (enable, disable,
 /// select, `--default-policy`) each start or stop modules in the same host process.
-@Suite(.serialized) struct LivingHostTests: LiveHostSuite {
+@Suite(.onTestThreads, .serialized) struct LivingHostTests: LiveHostSuite {
   let dir = TemporaryDirectory("living")
 
   // MARK: - Trust changes while the host runs

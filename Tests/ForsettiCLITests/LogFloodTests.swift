@@ -5,7 +5,7 @@ import Testing
 /// A module flooding its log call, its standard output and telemetry for ten seconds, under a
 /// real host run as root and as an unprivileged user: the logs stay bounded, the drops are
 /// counted, and the module beside it loses nothing.
-@Suite struct LogFloodTests {
+@Suite(.onTestThreads) struct LogFloodTests {
   @Test(arguments: HostileHost.Identity.allCases)
   func aTenSecondFloodLeavesUnder32MiBOfLogs(as identity: HostileHost.Identity) throws {
     let h = HostileHost(identity)

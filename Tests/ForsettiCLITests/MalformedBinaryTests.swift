@@ -5,7 +5,7 @@ import Testing
 
 /// A `.so` whose `.dynsym` header claims entries of 2^63 bytes (it used to trap the host at
 /// inspection), beside a healthy module: every verb reports the bad file and serves the other.
-@Suite(.serialized) struct MalformedBinaryTests {
+@Suite(.onTestThreads, .serialized) struct MalformedBinaryTests {
   let dir = TemporaryDirectory("malformed")
 
   static var healthy: ModuleFixture {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The manual pages `forsetti-host --generate-manual DIR` writes, checked with groff and man.
-@Suite struct ManualPageTests {
+@Suite(.onTestThreads) struct ManualPageTests {
   let dir = TemporaryDirectory("manual")
 
   /// The verbs `forsetti-host --help` lists.

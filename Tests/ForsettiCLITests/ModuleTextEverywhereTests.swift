@@ -8,7 +8,7 @@ import Testing
 /// reads shows every character escaped and none raw, and each line of module text carries the
 /// module's ID: `run`'s output, `host.log`, `telemetry.jsonl`, `list` and `explain` (text and
 /// JSON). The debug page is `DebugScreenBrowserTests`.
-@Suite struct ModuleTextEverywhereTests {
+@Suite(.onTestThreads) struct ModuleTextEverywhereTests {
   static let id = "com.test.hostile"
   static let crashID = "com.test.hostile.crash"
   static let uiID = "com.test.hostile.ui"

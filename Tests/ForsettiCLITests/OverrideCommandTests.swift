@@ -5,7 +5,7 @@ import Testing
 
 /// `forsetti-host override` through the real binary: the persisted state, several windows per
 /// ID, clearing parts, `override list`, the refusals, and what `explain` then says.
-@Suite struct OverrideCommandTests {
+@Suite(.onTestThreads) struct OverrideCommandTests {
   let dir = TemporaryDirectory("override-cli")
   var state: String { dir.url("state") }
   var file: String { state + "/overrides.json" }

@@ -6,7 +6,7 @@ import Testing
 /// unprivileged user (issue 25): a consumer's other host calls flow while its call of a hung
 /// provider waits, the hung provider is killed and restarted, and a call cycle is refused at
 /// once. (-11 is FORSETTI_ERR_TIMEOUT, -13 FORSETTI_ERR_CALL_CYCLE, fixed by the ABI.)
-@Suite struct RoleCallsAsUsersTests {
+@Suite(.onTestThreads) struct RoleCallsAsUsersTests {
   static let consumes =
     #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"framework_mediated_shared"}}"#
 

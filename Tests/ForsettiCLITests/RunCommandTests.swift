@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `forsetti-host run` and the verbs that look at a running host, as real processes.
-@Suite struct RunCommandTests {
+@Suite(.onTestThreads) struct RunCommandTests {
   let dir = TemporaryDirectory("run")
 
   /// The bundled examples in `dir/plugins`.

@@ -4,7 +4,7 @@ import Testing
 
 /// From nothing to a running module with the installed files only: `scripts/install`, then
 /// `forsetti-host new`, then the project's one build command, then the host runs it.
-@Suite(.serialized) struct ScaffoldTests {
+@Suite(.onTestThreads, .serialized) struct ScaffoldTests {
   let dir = TemporaryDirectory("scaffold")
 
   /// Installs the host built for these tests into a fresh prefix.

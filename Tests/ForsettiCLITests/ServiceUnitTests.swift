@@ -8,7 +8,7 @@ import Testing
 /// What can be checked is checked: the installed unit with `systemd-analyze verify`, and the
 /// unit's own command line run by hand with what systemd would give it — `$JOURNAL_STREAM`
 /// naming the pipe its output goes to, `$NOTIFY_SOCKET` a datagram socket.
-@Suite struct ServiceUnitTests {
+@Suite(.onTestThreads) struct ServiceUnitTests {
   let dir = TemporaryDirectory("service")
 
   static let unitSource = HostBinary.packageRoot + "/docs/forsetti-host.service"

@@ -5,7 +5,7 @@ import Testing
 /// The ABI 1.1 services through a real `forsetti-host run`, as root and as an unprivileged user:
 /// a consumer calls its provider between two workers (on a channel the host opened), keeps
 /// a secret, seals and signs; a module without the capabilities gets nothing.
-@Suite struct ServicesAsUsersTests {
+@Suite(.onTestThreads) struct ServicesAsUsersTests {
   static let consumes =
     #","manifestTemplateVersion":"1.1","runtimeRequirements":{"io":[],"dataIsolation":{"mode":"framework_mediated_shared"}}"#
 

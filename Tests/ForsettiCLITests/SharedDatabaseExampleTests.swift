@@ -5,7 +5,7 @@ import Testing
 /// The shared database example (Plugins/SharedDatabase, Notes, Journal) under a real
 /// `forsetti-host run`, isolated and in-process: the provider serves both consumers from one
 /// SQLite file, and each module reaches only the rows the host's caller ID makes its own.
-@Suite struct SharedDatabaseExampleTests: LiveHostSuite {
+@Suite(.onTestThreads) struct SharedDatabaseExampleTests: LiveHostSuite {
   let dir = TemporaryDirectory("shared-db")
 
   static let provider = "com.example.shared-database"

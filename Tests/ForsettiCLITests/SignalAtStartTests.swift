@@ -4,7 +4,7 @@ import Testing
 
 /// A SIGTERM is never lost, however early in the host's start it comes: systemd's `stop` right
 /// after `start` must stop the host, not leave it running until `--for`.
-@Suite struct SignalAtStartTests {
+@Suite(.onTestThreads) struct SignalAtStartTests {
   let dir = TemporaryDirectory("signal-at-start")
 
   /// SIGTERMs sent at moments spread over the host's whole start: each host ends, by the signal

@@ -10,7 +10,8 @@ import Testing
 /// act after the second host owns `S` — the moment at which, before, it unlinked the second's
 /// socket and wrote its runtime.json. Every wait is on an event: a published runtime.json, a
 /// socket appearing, an output line, an exit.
-@Suite(.serialized, .timeLimit(.minutes(5))) struct StateDirectoryIdentityTests: LiveHostSuite {
+@Suite(.onTestThreads, .serialized, .timeLimit(.minutes(5)))
+struct StateDirectoryIdentityTests: LiveHostSuite {
   let dir = TemporaryDirectory("identity")
 
   var moved: String { state + ".old" }

@@ -7,7 +7,7 @@ import Testing
 /// whatever runs at once and whatever is killed when, a change the command line acknowledged
 /// (exit 0) is on disk afterwards. Writers are real `forsetti-host` processes of every writing
 /// verb, each changing something no other writer touches, so any lost update shows.
-@Suite(.serialized, .timeLimit(.minutes(5))) struct StateTransactionTests {
+@Suite(.onTestThreads, .serialized, .timeLimit(.minutes(5))) struct StateTransactionTests {
   let dir = TemporaryDirectory("txn")
 
   var state: String { dir.url("state") }

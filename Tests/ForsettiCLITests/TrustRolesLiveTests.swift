@@ -6,7 +6,7 @@ import Testing
 /// Trust roles in a running `forsetti-host run`: keys installed in or removed from
 /// `trusted-keys/licences/` and `trusted-keys/modules/` take effect at once, the host answers
 /// `explain` with its own `--require-signatures`, and `override --json` through it stays JSON.
-@Suite(.serialized) struct TrustRolesLiveTests: LiveHostSuite {
+@Suite(.onTestThreads, .serialized) struct TrustRolesLiveTests: LiveHostSuite {
   let dir = TemporaryDirectory("trust-roles-live")
 
   func licence(_ key: String, product: String) throws {

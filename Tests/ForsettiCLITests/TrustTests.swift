@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Approvals, entitlements, licences and signed modules through the real CLI.
-@Suite struct TrustTests {
+@Suite(.onTestThreads) struct TrustTests {
   let dir = TemporaryDirectory("trust")
 
   var state: String { dir.url("state") }

@@ -5,7 +5,7 @@ import Testing
 
 /// `forsetti-host --version`: the release, the module ABI of forsetti.h, the worker protocol,
 /// and the build-id `readelf` reads from the same binary.
-@Suite struct VersionTests {
+@Suite(.onTestThreads) struct VersionTests {
   /// The build-id as binutils reads it from the executable.
   func readelfBuildID() throws -> String {
     let r = try ProcessRunner.run("/usr/bin/readelf", ["-n", HostBinary.path])

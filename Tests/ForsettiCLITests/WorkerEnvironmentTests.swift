@@ -7,7 +7,7 @@ import Testing
 /// module finds no trace of a variable set only in the host's environment — not through getenv,
 /// `environ`, `/proc/self/environ` or `/proc/<host>/environ` — and neither does the zygote hold
 /// it; what the operator passes with `--worker-env` is there, and HOME and TMPDIR are its sandbox.
-@Suite(.serialized) struct WorkerEnvironmentTests {
+@Suite(.onTestThreads, .serialized) struct WorkerEnvironmentTests {
   static let secretName = "FORSETTI_TEST_SECRET"
   static let secret = "s3cret-\(UUID().uuidString)"
 

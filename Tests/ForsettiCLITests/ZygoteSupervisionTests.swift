@@ -5,7 +5,7 @@ import Testing
 /// The zygote is supervised (`WorkerSource.swift`): against a real `forsetti-host run`, as root
 /// and as an unprivileged user, a zygote stopped (SIGSTOP) or killed while modules need new
 /// workers is replaced, every module still starts, and the host's log says what happened.
-@Suite(.serialized) struct ZygoteSupervisionTests {
+@Suite(.onTestThreads, .serialized) struct ZygoteSupervisionTests {
   static func module(_ id: String) -> ModuleFixture {
     var f = ModuleFixture(moduleID: id, entryPoint: id.replacingOccurrences(of: ".", with: "_") + "_entry")
     f.start = "fixture_log(\"up\"); return FORSETTI_OK;"

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// What a sloppy or hostile module can pass through the host table.
-@Suite struct BoundaryTests {
+@Suite(.onTestThreads) struct BoundaryTests {
   @Test func hugeLengthsBadFlagsAndFilesInTheWayAreRefused() throws {
     let h = RuntimeHarness()
     var f = ModuleFixture(moduleID: "com.test.sloppy", entryPoint: "sloppy_entry")

@@ -9,7 +9,7 @@ import Testing
 
 /// The crypto service as modules use it, in-process and in a worker: module-scoped keys the
 /// module never sees, results another module (or a tamperer) cannot forge.
-@Suite struct CryptoServiceTests {
+@Suite(.onTestThreads) struct CryptoServiceTests {
   static func mode(_ isolated: Bool) -> ExecutionMode { isolated ? RuntimeHarness.isolated() : .inProcess }
 
   /// A module that exercises every call and leaves its sealed bytes, signature and public key

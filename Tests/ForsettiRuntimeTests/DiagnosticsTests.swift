@@ -11,7 +11,7 @@ import Testing
 /// forsetti/services/diagnostics.h with real modules, in the host and in a worker: the host
 /// keeps the latest report of each running module, refuses what breaks the limits, and forgets
 /// it all when the module stops.
-@Suite struct DiagnosticsTests {
+@Suite(.onTestThreads) struct DiagnosticsTests {
   /// A module that calls `steps` in `start` (`rep(label, health, summary)`,
   /// `cnt(label, name, value)`) and logs each status as `LABEL r=STATUS`.
   static func reporter(_ steps: String, id: String = "com.test.reporter") -> ModuleFixture {

@@ -7,7 +7,7 @@ import Testing
 
 /// The runtime as an application embeds it, without the command line: its own entitlement
 /// source and capability policy, the host's changes observed as they happen.
-@Suite(.serialized) struct EmbeddingTests {
+@Suite(.onTestThreads, .serialized) struct EmbeddingTests {
   /// Purchases an application keeps itself: unlocked while the flag is set.
   final class Purchases: EntitlementProvider {
     let owned = Mutex<Set<String>>([])

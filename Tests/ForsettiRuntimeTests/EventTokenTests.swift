@@ -10,7 +10,7 @@ import Testing
 /// Subscription tokens as modules use them: a module ends only its own subscriptions, each
 /// exactly once even when its threads race for it, deliveries keep their order, and nothing a
 /// module does after its stop reaches the bus.
-@Suite struct EventTokenTests {
+@Suite(.onTestThreads) struct EventTokenTests {
   typealias TokenFunction = @convention(c) (Int32) -> Int64
   typealias EndFunction = @convention(c) (Int64) -> Int32
 

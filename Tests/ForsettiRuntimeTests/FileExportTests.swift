@@ -11,7 +11,7 @@ import Testing
 /// forsetti/services/file_export.h with real modules, in the host and in a worker: the file
 /// lands in the module's own subdirectory of the export directory under the last component of
 /// its name, and nowhere else.
-@Suite struct FileExportTests {
+@Suite(.onTestThreads) struct FileExportTests {
   /// A module that writes in `start` (`steps`, C calls of `ex(label, name, data, flags, cap)`)
   /// and logs each outcome as `LABEL r=STATUS path=PATH`.
   static func exporter(_ steps: String, id: String = "com.test.exporter") -> ModuleFixture {

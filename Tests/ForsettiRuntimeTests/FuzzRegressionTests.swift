@@ -6,7 +6,7 @@ import Testing
 /// The frame fuzzer's kept inputs (seeds in Fuzz/Corpus/wire, crashes it found in
 /// Fuzz/Regressions/wire), replayed through the fuzzer's own entry in a normal build: every file
 /// must be read as a frame and its payloads without a trap and break none of the entry's properties.
-@Suite struct WireFuzzRegressionTests {
+@Suite(.onTestThreads) struct WireFuzzRegressionTests {
   static func inputs(_ folder: String) -> [String] { FuzzInputs.paths(folder, "wire") }
 
   @Test func theSeedsAreTheFramesTheEncoderWritesToday() {

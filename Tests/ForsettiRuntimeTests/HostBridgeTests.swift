@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// The capability-scoped host table: what a module can reach, as whom, and until when.
-@Suite struct HostBridgeTests {
+@Suite(.onTestThreads) struct HostBridgeTests {
   @Test func ungrantedAndUnknownServicesAreNullWithAWarning() throws {
     let h = RuntimeHarness()
     var f = ModuleFixture(moduleID: "com.test.nocaps", entryPoint: "nocaps_entry")

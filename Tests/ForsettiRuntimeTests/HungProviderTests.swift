@@ -12,7 +12,7 @@ import Testing
 /// a call of it waits, the host kills it as hung (only on its own probe, never on a consumer's
 /// word) and supervision restarts it like a crash, up to quarantine. Real `.so` fixtures in
 /// real workers, run by a real `ModuleManager`.
-@Suite struct HungProviderTests {
+@Suite(.onTestThreads) struct HungProviderTests {
   static let provider = "com.test.hang.db"
   static let consumer = "com.test.hang.app"
   static let consumes = Placement.consumesSharedDatabase
@@ -44,7 +44,7 @@ import Testing
     defer { m.stopAll() }
     #expect(m.records.allSatisfy { $0.state == .started }, "\(m.records.map { ($0.moduleID, $0.state) })")
     let firstPID = try #require(m.workerPID(Self.provider))
-    let published = h.waitForLine(Self.consumer, timeout: 20) { $0.hasPrefix("published ") }
+    let published = h.waitForLine(Self.consumer, timeout: 60) { $0.hasPrefix("published ") }
     #expect(published == "published 50 of 50; call outstanding=1", "\(h.lines(Self.consumer))")
     // Positive control: the call does end (timed out), so the line above could have said 0.
     let ended = h.waitForLine(Self.consumer, timeout: 30) { $0.hasPrefix("hang -> ") }
@@ -171,7 +171,7 @@ import Testing
       h.lines(Self.consumer).contains("forged 20 reports, last -> \(FORSETTI_OK)"),
       "\(h.lines(Self.consumer))")
     // The host acted on the reports: it probed, and the provider answered.
-    let probed = h.waitForLine(Self.provider, timeout: 20) { $0.hasPrefix("answered the host's probe") }
+    let probed = h.waitForLine(Self.provider, timeout: 60) { $0.hasPrefix("answered the host's probe") }
     #expect(
       probed?.contains("a call from \(Self.consumer) on its channel timed out") == true, "\(probed ?? "")")
     h.supervise(timeout: 0.5) { false }

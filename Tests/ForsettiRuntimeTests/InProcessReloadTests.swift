@@ -8,7 +8,7 @@ import Testing
 /// Hot reload into the host process, as `dev --in-process` does it: each version is loaded from
 /// a sealed memory copy (`/proc/self/fd/N`), and the state files are written only when what they
 /// say changed. Real modules, a real `LiveHost`, real files.
-@Suite(.serialized) struct InProcessReloadTests {
+@Suite(.onTestThreads, .serialized) struct InProcessReloadTests {
   typealias Rig = ReconcilerTests.Rig
 
   /// A build of `com.test.hot` that logs `tag` when it starts, and `stop tag` when it stops.

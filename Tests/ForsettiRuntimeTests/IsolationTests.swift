@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 /// Hostile modules in confined workers: the host survives them and names what happened.
-@Suite struct IsolationTests {
+@Suite(.onTestThreads) struct IsolationTests {
   static func fixture(
     _ id: String, _ entry: String, start: String = "return FORSETTI_OK;", stop: String = "",
     prelude: String = ""

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// Load, identity and start through a real ModuleManager with real C modules.
-@Suite struct LifecycleTests {
+@Suite(.onTestThreads) struct LifecycleTests {
   static func logging(_ id: String, _ entry: String) -> ModuleFixture {
     var f = ModuleFixture(moduleID: id, entryPoint: entry)
     f.start = "fixture_log(\"start \(id)\"); return FORSETTI_OK;"

@@ -58,7 +58,7 @@ final class FloodWatch: LogSink {
 
 /// Logs bounded: a module that floods the log, its standard output or telemetry loses lines
 /// (and is told so in one line), the host's lines are never lost, and the files rotate.
-@Suite struct LogBoundsTests {
+@Suite(.onTestThreads) struct LogBoundsTests {
   // MARK: Rate limiter, with a manual clock
 
   @Test func aBucketAdmitsTheBurstThenTheSustainedRate() {

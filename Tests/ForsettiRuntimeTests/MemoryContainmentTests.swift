@@ -7,7 +7,7 @@ import Testing
 /// `--memory-limit` holds memory of every kind: memory a module keeps in memfds with write(2)
 /// maps no address space, so only a cgroup can count it — or, where the host has none, the
 /// worker is refused memfds at all.
-@Suite struct MemoryContainmentTests {
+@Suite(.onTestThreads) struct MemoryContainmentTests {
   /// Writes up to 3 GiB into memfds, 1 MiB at a time, saying how far it got.
   static let memfdHog = """
     #include <errno.h>

@@ -7,7 +7,7 @@ import Testing
 /// STATE/overrides.json as the host reads it (version 1 and 2, malformed forms), several
 /// time-frame windows per ID, and the in-memory provider between the persisted one and the
 /// windows, judged through the real channels and the real judge.
-@Suite struct OverrideStoreTests {
+@Suite(.onTestThreads) struct OverrideStoreTests {
   let dir = TemporaryDirectory("overrides")
   var state: String { dir.url("state") }
   var store: OverrideStore { OverrideStore(stateDirectory: state) }

@@ -12,7 +12,7 @@ import Testing
 /// healthy module beside it keeps being served.
 // One test at a time: each starts tens of workers at once (and compiles as many fixtures), and
 // suites beside it (a 512 MiB memset under a start deadline) share the machine.
-@Suite(.serialized, .timeLimit(.minutes(5))) struct ProtocolViolationTests {
+@Suite(.onTestThreads, .serialized, .timeLimit(.minutes(5))) struct ProtocolViolationTests {
   /// Where the forging module's code runs when it writes its frame.
   enum Moment: String, CaseIterable, Sendable {
     /// A constructor, run at dlopen: the worker is confined and waits to report `loaded`.
@@ -237,7 +237,7 @@ import Testing
       let hostile = Self.kinds.filter { !Self.service.contains($0) }
       #expect(hostile.allSatisfy { h.state(Self.id($0)) == .started })
       for kind in Self.kinds {
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
           atPath: h.dir.url("state/sandboxes/\(Self.id(kind))/go"), contents: nil)
       }
       #expect(h.supervise { hostile.allSatisfy { h.state(Self.id($0)) == .failed(.protocolViolation) } })

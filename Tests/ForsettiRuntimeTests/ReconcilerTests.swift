@@ -12,7 +12,7 @@ import Testing
 /// does when a state file changes while a module is failed, quarantined, waiting to restart or
 /// freshly rolled back. The host's loop is this test: it calls `process`, `reconcile` and
 /// `superviseOnce` itself, so each round is one the test chose.
-@Suite(.serialized) struct ReconcilerTests {
+@Suite(.onTestThreads, .serialized) struct ReconcilerTests {
   /// The runtime's host (the test support's `LiveHost` reads what a host publishes).
   typealias Host = ForsettiRuntime.LiveHost
 

@@ -10,7 +10,7 @@ import Testing
 /// last verdicts, inspecting just those binaries. What it decides must be what a full judgement
 /// decides: each test changes something the shortcut must not miss, through the host's own
 /// watcher and loop.
-@Suite(.serialized) struct RewrittenBinaryRoundTests {
+@Suite(.onTestThreads, .serialized) struct RewrittenBinaryRoundTests {
   typealias Rig = ReconcilerTests.Rig
 
   static func hot(_ tag: String, entry: String = "hot_entry") -> ModuleFixture {

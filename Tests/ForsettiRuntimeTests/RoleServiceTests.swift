@@ -7,7 +7,7 @@ import Testing
 
 /// Modules serving modules (forsetti/services/roles.h): a provider holding `shared_database`
 /// serves, consumers call it, in-process and between two workers, through a real ModuleManager.
-@Suite struct RoleServiceTests {
+@Suite(.onTestThreads) struct RoleServiceTests {
   static let provider = "com.test.db"
   static let consumer = "com.test.app"
   static let consumes = Placement.consumesSharedDatabase
@@ -151,10 +151,10 @@ import Testing
       in: h.dir, capabilities: ["shared_database"], manifestExtra: Self.consumes)
     let m = try h.start(mode: Mode.isolated.execution)
     defer { m.stopAll() }
-    let crashed = h.waitForLine(Self.consumer, timeout: 10) { $0.hasPrefix("call crash") }
+    let crashed = h.waitForLine(Self.consumer, timeout: 60) { $0.hasPrefix("call crash") }
     // Cut off by the crash: the named error, at once, not a hang and not the timeout.
     #expect(crashed == "call crash -> \(FORSETTI_ERR_UNAVAILABLE) ", "\(h.lines(Self.consumer))")
-    let recovered = h.supervise(timeout: 15) {
+    let recovered = h.supervise(timeout: 60) {
       let lines = h.lines(Self.consumer)
       guard let at = lines.firstIndex(where: { $0.hasPrefix("call crash") }) else { return false }
       return lines[(at + 1)...].contains("call echo -> 0 com.test.app|echo|hi")

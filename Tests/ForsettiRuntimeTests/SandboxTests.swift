@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 /// Storage confined to `sandboxes/<moduleID>/`: the kernel resolves every path beneath it.
-@Suite struct SandboxTests {
+@Suite(.onTestThreads) struct SandboxTests {
   /// `make_directory` splits its path as NSString's path methods do, except that a one-letter
   /// name (`"a"`), which made Foundation trap and took the module's process down, now works.
   @Test func makeDirectorySplitsPathsLikeNSStringWithoutItsTraps() {

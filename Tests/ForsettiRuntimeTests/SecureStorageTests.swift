@@ -9,7 +9,7 @@ import Testing
 
 /// Secure storage as modules use it, in-process and in a worker: values sealed at rest beneath
 /// the state directory, keys outside every sandbox, a value bound to its module and key.
-@Suite struct SecureStorageTests {
+@Suite(.onTestThreads) struct SecureStorageTests {
   static let secret = "hunter2-PLAIN-TEXT-MARKER"
 
   static func mode(_ isolated: Bool) -> ExecutionMode { isolated ? RuntimeHarness.isolated() : .inProcess }

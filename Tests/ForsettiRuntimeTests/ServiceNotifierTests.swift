@@ -6,7 +6,7 @@ import Testing
 
 /// The readiness protocol against a real unix datagram socket standing in for the service
 /// manager's, bound the two ways `$NOTIFY_SOCKET` may name it: a path and an abstract name.
-@Suite struct ServiceNotifierTests {
+@Suite(.onTestThreads) struct ServiceNotifierTests {
   /// A bound `SOCK_DGRAM` socket that receives what a service manager would, with the sender's
   /// credentials as the kernel attaches them (`SO_PASSCRED`), as systemd checks them.
   final class Manager {

@@ -12,7 +12,7 @@ import Testing
 /// The quotas of secure storage and file export as the host's services keep them: one module's
 /// bytes bounded whatever its threads do at once, its neighbour untouched, the count taken again
 /// from disk by a new host and when the operator has collected files.
-@Suite struct ServiceQuotaTests {
+@Suite(.onTestThreads) struct ServiceQuotaTests {
   /// 256 KiB: four values of `big` bytes fit, each charged 61,440 bytes (15 blocks), not five.
   static let quotas = ServiceQuotas(secureStorageBytes: 256 << 10, exportBytes: 256 << 10)
   static let big = [UInt8](repeating: 0x78, count: 60_000)

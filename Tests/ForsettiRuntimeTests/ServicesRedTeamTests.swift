@@ -13,7 +13,7 @@ import Testing
 /// services, each a real `.so` run by a real `ModuleManager`, isolated (the default of a real
 /// host) and, where it means something, in-process. A module in the host's process can do
 /// anything the host can, so in-process runs check the semantics, not containment.
-@Suite struct ServicesRedTeamTests {
+@Suite(.onTestThreads) struct ServicesRedTeamTests {
   static let provider = "com.test.redteam.db"
   static let consumer = "com.test.redteam.app"
   static let other = "com.test.redteam.other"
@@ -304,10 +304,10 @@ import Testing
     #expect(h.waitForLine(Self.provider) { $0 == "hanging" } != nil, "\(h.lines(Self.provider))")
     #expect(
       FileManager.default.createFile(atPath: h.dir.url("state/sandboxes/\(Self.other)/go"), contents: nil))
-    let hang = h.waitForLine(Self.consumer, timeout: 25) { $0.hasPrefix("hang -> ") }
+    let hang = h.waitForLine(Self.consumer, timeout: 60) { $0.hasPrefix("hang -> ") }
     #expect(Self.status(hang) == FORSETTI_ERR_TIMEOUT, "\(h.lines(Self.consumer))")
     // The other consumer waited its turn behind the hung call, then was told: never a hang.
-    let echo = h.waitForLine(Self.other, timeout: 25) { $0.hasPrefix("echo -> ") }
+    let echo = h.waitForLine(Self.other, timeout: 60) { $0.hasPrefix("echo -> ") }
     #expect(
       [FORSETTI_ERR_TIMEOUT, FORSETTI_ERR_UNAVAILABLE].contains(Self.status(echo)), "\(h.lines(Self.other))")
     // While the role was stuck, another module's host calls went on being answered.
@@ -361,11 +361,11 @@ import Testing
     var lines: [String] = []
     for (n, _) in forgeries.enumerated() {
       let id = "com.test.forger\(n)"
-      #expect(h.waitForLine(id, timeout: 20) { $0 == "forged done" } != nil, "\(h.lines(id))")
+      #expect(h.waitForLine(id, timeout: 60) { $0 == "forged done" } != nil, "\(h.lines(id))")
       lines += h.lines(id)
     }
     #expect(
-      h.waitForLine(Self.consumer, timeout: 20) { $0 == "forged done" } != nil, "\(h.lines(Self.consumer))")
+      h.waitForLine(Self.consumer, timeout: 60) { $0 == "forged done" } != nil, "\(h.lines(Self.consumer))")
     lines += h.lines(Self.consumer)
     func line(_ method: String) -> String? { lines.first { $0.hasPrefix(method + " -> ") } }
     for method in ["forge-id", "forge-kind", "forge-big", "forge-garbage"] {
@@ -392,7 +392,7 @@ import Testing
     let m = try h.start(mode: Mode.isolated.execution)
     defer { m.stopAll() }
     #expect(Self.releaseForgery(h, "forge-length", seenBy: Self.consumer), "\(h.lines(Self.consumer))")
-    let line = h.waitForLine(Self.consumer, timeout: 20) { $0.hasPrefix("forge-length -> ") }
+    let line = h.waitForLine(Self.consumer, timeout: 60) { $0.hasPrefix("forge-length -> ") }
     let status = Self.status(line)
     let length = line.flatMap { $0.split(separator: " ").first { $0.hasPrefix("len=") } }.map {
       $0.dropFirst(4)
@@ -474,7 +474,7 @@ import Testing
     try Self.bystanderFixture().install(in: h.dir, capabilities: ["crypto_utilities"])
     let m = try h.start(mode: mode.execution)
     defer { m.stopAll() }
-    let flooded = h.waitForLine(Self.consumer, timeout: 20) { $0.hasPrefix("flood ") }
+    let flooded = h.waitForLine(Self.consumer, timeout: 60) { $0.hasPrefix("flood ") }
     let polite = h.waitForLine(Self.other, timeout: 30) { $0.hasPrefix("polite ok=") }
     #expect(flooded?.hasSuffix(" bad=0") == true, "\(flooded ?? "no flood line")")
     #expect(polite?.hasSuffix(" bad=0") == true, "\(h.lines(Self.other))")
@@ -519,7 +519,7 @@ import Testing
     let m = try h.start(mode: mode.execution)
     defer { m.stopAll() }
     #expect(
-      h.waitForLine(Self.consumer, timeout: 20) { $0 == "lies done" } != nil, "\(h.lines(Self.consumer))")
+      h.waitForLine(Self.consumer, timeout: 60) { $0 == "lies done" } != nil, "\(h.lines(Self.consumer))")
     let lines = h.lines(Self.consumer)
     let invalid = FORSETTI_ERR_INVALID_ARGUMENT
     for label in [
@@ -609,7 +609,7 @@ import Testing
     let cycle = Self.status(lines.first { $0.hasPrefix("cycle -> ") })
     #expect(cycle == FORSETTI_OK, "\(lines)")
     #expect(
-      h.waitForLine("com.test.redteam.b", timeout: 15) {
+      h.waitForLine("com.test.redteam.b", timeout: 60) {
         $0.hasPrefix("com.test.redteam.b from com.test.redteam.a: inner \(FORSETTI_ERR_CALL_CYCLE)")
       } != nil, "\(h.lines("com.test.redteam.b"))")
     #expect(
@@ -798,7 +798,7 @@ import Testing
     let m = try h.start(mode: mode.execution)
     defer { m.stopAll() }
     let id = "com.test.redteam.crypto"
-    #expect(h.waitForLine(id, timeout: 20) { $0 == "crypto done" } != nil, "\(h.lines(id))")
+    #expect(h.waitForLine(id, timeout: 60) { $0 == "crypto done" } != nil, "\(h.lines(id))")
     let lines = h.lines(id)
     let big = FORSETTI_ERR_TOO_LARGE
     for expected in [

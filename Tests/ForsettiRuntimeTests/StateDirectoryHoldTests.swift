@@ -7,7 +7,7 @@ import Testing
 /// A state directory held by identity: what the hold writes lands in the directory it opened,
 /// whatever is at the path later, and it notices the path no longer naming it — by an inotify
 /// event (waited for, not slept on) and by looking.
-@Suite struct StateDirectoryHoldTests {
+@Suite(.onTestThreads) struct StateDirectoryHoldTests {
   let dir = TemporaryDirectory("hold")
 
   func make(_ name: String) throws -> String {

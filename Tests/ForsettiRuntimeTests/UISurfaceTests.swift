@@ -6,7 +6,7 @@ import Testing
 
 /// UI contributions are judged against capabilities and declarations before start, then
 /// composed into the published surface with theme masks stripped.
-@Suite struct UISurfaceTests {
+@Suite(.onTestThreads) struct UISurfaceTests {
   static let ui = """
     static const forsetti_toolbar_item items[] = {{"t.refresh", "Refresh", "t.route"}};
     static const forsetti_view_injection views[] = {{"t.low", "main.sidebar", 1}, {"t.high", "main.sidebar", 9}};

@@ -8,7 +8,7 @@ import Testing
 /// A cgroup per worker holds memory of every kind (memfd included) and tasks: on this machine's
 /// real cgroups, on a temporary tree playing cgroup v2 (and v1) by the kernel's rules, and in the
 /// detection of what a system has.
-@Suite(.serialized) struct WorkerCgroupTests {
+@Suite(.onTestThreads, .serialized) struct WorkerCgroupTests {
   // MARK: - Real cgroups (v1 here; v2 where the machine has it)
 
   /// A process added to a 256 MiB cgroup before it starts writing 1 GiB into memfds is killed

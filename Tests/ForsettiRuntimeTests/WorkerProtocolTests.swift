@@ -10,7 +10,7 @@ import Testing
 
 /// The host's half of the worker protocol (`WorkerProtocol.swift`) against the real
 /// forsetti-worker serving real modules: stopping and saving state as the host's callers see it.
-@Suite(.timeLimit(.minutes(5))) struct WorkerProtocolTests {
+@Suite(.onTestThreads, .timeLimit(.minutes(5))) struct WorkerProtocolTests {
   static var workerExecutable: String {
     ((HostBinary.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
       "forsetti-worker")
@@ -81,8 +81,8 @@ import Testing
     let w = try Self.started(
       Self.fixture("clean", stop: "fixture_log(\"clean stop\");"), in: dir, log: MemoryLogSink())
     // It keeps no state: asked anyway, it says so.
-    #expect(w.saveModuleState(timeout: 5) == nil)
-    #expect(w.stopModule(timeout: 5) == .stopped)
+    #expect(w.saveModuleState(timeout: 60) == nil)
+    #expect(w.stopModule(timeout: 60) == .stopped)
     #expect(w.recentLines.contains("clean stop"))
     #expect(Self.gone(w))
   }
@@ -98,7 +98,7 @@ import Testing
     let dir = TemporaryDirectory("protocol")
     let w = try Self.started(
       Self.fixture("abort", stop: "fixture_log(\"about to abort\"); abort();"), in: dir, log: MemoryLogSink())
-    let outcome = w.stopModule(timeout: 5)
+    let outcome = w.stopModule(timeout: 60)
     guard case .crashed(let why) = outcome else {
       Issue.record("\(outcome)")
       return
@@ -114,7 +114,7 @@ import Testing
     let forge = "unsigned char b[12] = {0x92, 0x10}; send(3, b, sizeof b, MSG_NOSIGNAL); sleep(30);"
     let w = try Self.started(
       Self.fixture("forger", stop: forge, prelude: "#include <sys/socket.h>"), in: dir, log: MemoryLogSink())
-    let outcome = w.stopModule(timeout: 10)
+    let outcome = w.stopModule(timeout: 25)
     guard case .violated(let v) = outcome else {
       Issue.record("\(outcome)")
       return
@@ -132,10 +132,10 @@ import Testing
       """
     let w = try Self.started(
       Self.fixture("saver", prelude: save, tableExtra: ".save_state = save,"), in: dir, log: MemoryLogSink())
-    #expect(w.saveModuleState(timeout: 5) == Array("count=41".utf8))
+    #expect(w.saveModuleState(timeout: 60) == Array("count=41".utf8))
     // Asked again, it answers again: the session is back to started.
-    #expect(w.saveModuleState(timeout: 5) == Array("count=41".utf8))
-    #expect(w.stopModule(timeout: 5) == .stopped)
+    #expect(w.saveModuleState(timeout: 60) == Array("count=41".utf8))
+    #expect(w.stopModule(timeout: 60) == .stopped)
   }
 
   @Test func aSaveNotAnsweredInTimeIsGivenUpAndItsLateAnswerDropped() throws {
@@ -151,7 +151,7 @@ import Testing
       log: MemoryLogSink())
     #expect(w.saveModuleState(timeout: 0.2) == nil)
     // The late `stateSaved` is no violation: the module stops cleanly once it gets to `stop`.
-    #expect(w.stopModule(timeout: 10) == .stopped)
+    #expect(w.stopModule(timeout: 60) == .stopped)
     #expect(w.session.violation == nil)
     #expect(w.recentLines.contains("saved late"))
   }

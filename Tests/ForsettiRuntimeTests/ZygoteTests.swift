@@ -10,7 +10,7 @@ import Testing
 /// Workers forked by the zygote (`Zygote.swift`, `ZygoteMain.swift`): what an operator and a
 /// module see of them, and that they are the same confined, separate processes a spawned worker
 /// is.
-@Suite(.timeLimit(.minutes(5))) struct ZygoteTests {
+@Suite(.onTestThreads, .timeLimit(.minutes(5))) struct ZygoteTests {
   static func status(_ pid: Int32) -> [String: String] {
     let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
     var fields: [String: String] = [:]
@@ -68,6 +68,8 @@ import Testing
       #expect(s["CapEff"] == "0000000000000000")
       #expect(s["NoNewPrivs"] == "1")
       #expect(s["Seccomp"] == "2")
+      // A session of its own: autogroup's unit, where no cpu cgroup holds it.
+      #expect(getsid(pid) == pid, "worker \(id) is in session \(getsid(pid))")
       // Nothing of the zygote's: not its control socket.
       #expect(Self.sockets(pid).isDisjoint(with: control), "worker \(id) holds the zygote's control socket")
     }
@@ -84,6 +86,7 @@ import Testing
     #expect(m.workerSource?.zygoteUnavailable == "turned off")
     let pid = try #require(m.workerPID("com.test.spawned"))
     #expect(Self.commandLine(pid).last == "--await-config")
+    #expect(getsid(pid) == pid, "the spawned worker is in session \(getsid(pid))")
   }
 
   @Test func aZygoteKilledIsReplacedAndTheCrashedModuleStillRestarts() throws {

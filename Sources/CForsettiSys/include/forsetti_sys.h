@@ -67,6 +67,9 @@ int forsetti_pipe_cloexec(int fds[2]);
 /// it) left open without close-on-exec. 0, or an error number.
 int forsetti_spawn_close_from(void *actions, int from);
 
+/// POSIX_SPAWN_SETSID (glibc defines it only under _GNU_SOURCE): the child starts a session.
+short forsetti_spawn_flag_setsid(void);
+
 /// unshare(2) with CLONE_NEW* flags (glibc declares it only under _GNU_SOURCE).
 int forsetti_unshare(int flags);
 /// prctl(PR_CAPBSET_DROP, cap): 0, or -1 with EINVAL past the kernel's last capability and

@@ -22,10 +22,14 @@ extension ModuleManager {
       return ([c.summary + " (memory limit = --memory-limit, \(workerTasks) tasks\(shares))"] + c.notes)
         .joined(separator: "; ")
     case .failure(let e):
+      let files = KernelCgroupFiles()
+      let autogroup = (try? CgroupHierarchy.current(files: files)).map {
+        SchedulerAutogroup.applies(hierarchy: $0, files: files)
+      }
       return
         "NO cgroup for workers: \(e); --memory-limit holds address space only, and workers are refused "
-        + "memfd_create; no cpu controller either: the threads of all modules compete for the CPU one "
-        + "by one (--cpu-weight and --cpu-max are not applied)"
+        + "memfd_create; no cpu controller either: \(SchedulerAutogroup.consequence(applies: autogroup ?? false)) "
+        + "(--cpu-weight and --cpu-max are not applied)"
     }
   }
 }

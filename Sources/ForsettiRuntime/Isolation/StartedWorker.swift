@@ -152,14 +152,15 @@ final class StartedWorker: Sendable {
     let envStrings = WorkerEnvironment.spawnStrings(host: ProcessInfo.processInfo.environment)
     var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map { strdup($0) } + [nil]
     defer { for e in envp { free(e) } }
-    // Each worker gets a process group of its own, so a Ctrl-C at the terminal (sent to the
-    // host's whole foreground group) reaches only the host, which then stops its modules in
-    // order; the workers die with the host anyway (parent-death signal).
+    // Each worker gets a session (and so a process group) of its own: a Ctrl-C at the terminal
+    // (sent to the host's whole foreground group) reaches only the host, which then stops its
+    // modules in order (the workers die with the host anyway: parent-death signal); and where no
+    // cpu cgroup holds the worker, the kernel's autogroup makes a module's threads one
+    // scheduling entity per session.
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-    posix_spawnattr_setpgroup(&attributes, 0)
+    posix_spawnattr_setflags(&attributes, forsetti_spawn_flag_setsid())
     var child: pid_t = 0
     let rc = posix_spawn(&child, executable, &actions, &attributes, &argv, &envp)
     guard rc == 0 else { throw .spawn(rc) }

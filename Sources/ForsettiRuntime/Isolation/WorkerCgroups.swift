@@ -54,6 +54,7 @@ public final class WorkerCgroups: Sendable {
     throws(CgroupError) -> WorkerCgroups
   {
     let hierarchy = try CgroupHierarchy.current(files: files)
+    let autogroup = SchedulerAutogroup.applies(hierarchy: hierarchy, files: files)
     var sites: [Site] = []
     var notes: [String] = []
     for controller in CgroupController.allCases {
@@ -62,7 +63,7 @@ public final class WorkerCgroups: Sendable {
         p = try hierarchy.placement(controller)
       } catch {
         guard controller.isOptional else { throw error }
-        notes.append(without(controller, error))
+        notes.append(without(controller, error, autogroup: autogroup))
         continue
       }
       // A host that moved itself into a leaf earlier (a second preparation) still owns the
@@ -85,11 +86,13 @@ public final class WorkerCgroups: Sendable {
     var prepared: [Site] = []
     for var site in sites {
       do throws(CgroupError) {
-        if try prepare(&site, hostPID: hostPID, files: files, notes: &notes) { prepared.append(site) }
+        if try prepare(&site, hostPID: hostPID, files: files, autogroup: autogroup, notes: &notes) {
+          prepared.append(site)
+        }
       } catch {
         // A hierarchy of optional controllers only (v1 `cpu`) is done without; any other stops all.
         guard site.controllers.allSatisfy(\.isOptional) else { throw error }
-        for c in site.controllers { notes.append(without(c, error)) }
+        for c in site.controllers { notes.append(without(c, error, autogroup: autogroup)) }
       }
     }
     sites = prepared
@@ -111,13 +114,13 @@ public final class WorkerCgroups: Sendable {
   /// optional ones where they can be had (dropped from `site` with a note where not). false
   /// when nothing is left of the site.
   private static func prepare(
-    _ site: inout Site, hostPID: Int32, files: any CgroupFiles, notes: inout [String]
+    _ site: inout Site, hostPID: Int32, files: any CgroupFiles, autogroup: Bool, notes: inout [String]
   ) throws(CgroupError) -> Bool {
     let required = site.controllers.filter { !$0.isOptional }
     var dropped: [String] = []
     func drop(_ c: CgroupController, _ why: CgroupError) {
       site.controllers.removeAll { $0 == c }
-      dropped.append(without(c, why))
+      dropped.append(without(c, why, autogroup: autogroup))
     }
     defer { notes += dropped }
     if site.version == .v2 {
@@ -239,9 +242,9 @@ public final class WorkerCgroups: Sendable {
   }
 
   /// The note for an optional controller the host does without.
-  private static func without(_ c: CgroupController, _ why: CgroupError) -> String {
-    "\(why); the threads of all modules then compete for the CPU one by one, not per module "
-      + "(--cpu-weight and --cpu-max are not applied)"
+  private static func without(_ c: CgroupController, _ why: CgroupError, autogroup: Bool) -> String {
+    "\(why); \(SchedulerAutogroup.consequence(applies: autogroup)) (--cpu-weight and --cpu-max are not "
+      + "applied)"
   }
 
   /// `forsetti-<hostpid>` in each hierarchy used.
