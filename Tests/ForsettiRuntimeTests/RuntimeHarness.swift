@@ -104,7 +104,9 @@ enum Placement: String, CaseIterable, CustomTestStringConvertible {
   var testDescription: String { rawValue }
 
   var execution: ExecutionMode {
-    self == .inProcess ? .inProcess : RuntimeHarness.isolated(maxRestarts: 5, backoff: 0.1)
+    // The suites using this check services, not deadlines: a start that works hard (a
+    // red-team module flooding a service from four threads) gets as long as a loaded machine needs.
+    self == .inProcess ? .inProcess : RuntimeHarness.isolated(maxRestarts: 5, backoff: 0.1, startTimeout: 60)
   }
 
   /// Manifest members (template 1.1) of a module that consumes the shared_database role.

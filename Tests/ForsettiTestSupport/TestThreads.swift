@@ -47,7 +47,30 @@ public struct OnTestThreads: SuiteTrait, TestTrait, TestScoping {
     for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
   ) async throws {
     guard testCase != nil else { return try await function() }
-    try await withTaskExecutorPreference(TestThreads.shared) { try await function() }
+    try await withTaskExecutorPreference(TestThreads.shared) {
+      // Here the case has a thread: from now on its time is its own, not its wait for a place.
+      let began = Date()
+      defer { TestTimes.record(String(describing: test.id), from: began, to: Date()) }
+      try await function()
+    }
+  }
+}
+
+/// Where each test case ran, for `scripts/test`'s slowest-suites summary: one line per case
+/// (`test-id TAB start TAB end`, seconds since 1970) appended to $FORSETTI_TEST_TIMES when set.
+enum TestTimes {
+  static let file = ProcessInfo.processInfo.environment["FORSETTI_TEST_TIMES"]
+  static let lock = Mutex(())
+
+  static func record(_ id: String, from: Date, to: Date) {
+    guard let file else { return }
+    let line = "\(id)\t\(from.timeIntervalSince1970)\t\(to.timeIntervalSince1970)\n"
+    lock.withLock { _ in
+      let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+      guard fd >= 0 else { return }
+      _ = line.withCString { write(fd, $0, strlen($0)) }
+      close(fd)
+    }
   }
 }
 
