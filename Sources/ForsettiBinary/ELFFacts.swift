@@ -13,10 +13,13 @@ public struct ELFFacts: Sendable, Hashable {
   public var embeddedManifest: [UInt8]?
   /// `DT_NEEDED` entries: the libraries the dynamic loader will have to find.
   public var neededLibraries: [String]
+  /// Where the dynamic loader looks for them first (`DT_RUNPATH`, `DT_RPATH`, `DF_1_NODEFLIB`).
+  public var searchPaths: LibrarySearchPaths
 
   public init(
     path: String, fileSize: Int, elfClass: ELFClass, machine: ELFMachine, isSharedObject: Bool,
-    symbolTable: SymbolTable, embeddedManifest: [UInt8]?, neededLibraries: [String]
+    symbolTable: SymbolTable, embeddedManifest: [UInt8]?, neededLibraries: [String],
+    searchPaths: LibrarySearchPaths = LibrarySearchPaths()
   ) {
     self.path = path
     self.fileSize = fileSize
@@ -26,6 +29,7 @@ public struct ELFFacts: Sendable, Hashable {
     self.symbolTable = symbolTable
     self.embeddedManifest = embeddedManifest
     self.neededLibraries = neededLibraries
+    self.searchPaths = searchPaths
   }
 
   /// Every named symbol of `.dynsym`.
@@ -209,6 +213,24 @@ public struct DynamicSymbol: Sendable, Hashable {
         "it is defined only as non-default version \(version ?? "?") (\(name)@\(version ?? "?")), which plain dlsym cannot find"
     }
     return nil
+  }
+}
+
+/// The search paths a shared object names for its own `DT_NEEDED` libraries, as written
+/// (`$ORIGIN` and the other tokens unexpanded: `LibraryResolver` expands them).
+public struct LibrarySearchPaths: Sendable, Hashable {
+  /// `DT_RUNPATH`: searched after `LD_LIBRARY_PATH`, for this object's own needs only.
+  public var runPath: String?
+  /// `DT_RPATH`: searched first, for this object and what it loads; ignored when a
+  /// `DT_RUNPATH` is present.
+  public var rPath: String?
+  /// `DF_1_NODEFLIB`: the loader's cache and default directories are not searched.
+  public var noDefaultLibraries = false
+
+  public init(runPath: String? = nil, rPath: String? = nil, noDefaultLibraries: Bool = false) {
+    self.runPath = runPath
+    self.rPath = rPath
+    self.noDefaultLibraries = noDefaultLibraries
   }
 }
 

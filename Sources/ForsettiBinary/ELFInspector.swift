@@ -118,7 +118,7 @@ public enum ELFInspector {
     var symbols = SymbolTable()
     // The section `.dynsym` names its symbols from; `.dynamic` usually links the same one.
     var symbolNames: (section: Int, table: StringTable)?
-    var needed: [String] = []
+    var dynamic = DynamicEntries()
     switch table.unique(UInt32(SHT_DYNSYM), ".dynsym") {
     case .failure(let e): return .failure(e)
     case .success(let s?):
@@ -133,8 +133,8 @@ public enum ELFInspector {
     switch table.unique(UInt32(SHT_DYNAMIC), ".dynamic") {
     case .failure(let e): return .failure(e)
     case .success(let s?):
-      switch readNeeded(table, s, reusing: symbolNames) {
-      case .success(let n): needed = n
+      switch readDynamic(table, s, reusing: symbolNames) {
+      case .success(let d): dynamic = d
       case .failure(let e): return .failure(e)
       }
     case .success(nil): break
@@ -147,7 +147,8 @@ public enum ELFInspector {
     return .success(
       ELFFacts(
         path: path, fileSize: size, elfClass: cls, machine: ELFMachine(rawValue: ehdr.e_machine),
-        isSharedObject: true, symbolTable: symbols, embeddedManifest: embedded, neededLibraries: needed))
+        isSharedObject: true, symbolTable: symbols, embeddedManifest: embedded,
+        neededLibraries: dynamic.needed, searchPaths: dynamic.searchPaths))
   }
 
   private static func readSymbols(_ table: ELFSectionTable, _ section: ELFSection) -> Result<
@@ -209,13 +210,17 @@ public enum ELFInspector {
     return .success(SymbolTable(names: names.bytes, entries: entries, versionNames: versionNames))
   }
 
+  /// What `.dynamic` says of the libraries a file needs and where the loader looks for them.
+  private struct DynamicEntries {
+    var needed: [String] = []
+    var searchPaths = LibrarySearchPaths()
+  }
+
   /// `reusing` is a string table already read and checked, taken when `.dynamic` links the
   /// same section instead of copying it again.
-  private static func readNeeded(
+  private static func readDynamic(
     _ table: ELFSectionTable, _ section: ELFSection, reusing read: (section: Int, table: StringTable)?
-  ) -> Result<
-    [String], BinaryError
-  > {
+  ) -> Result<DynamicEntries, BinaryError> {
     let what = ".dynamic"
     let entry: Int
     let data: UnsafeMutablePointer<Elf_Data>
@@ -226,12 +231,17 @@ public enum ELFInspector {
     // The names are read only if some entry needs them: a .dynamic with no DT_NEEDED may link
     // to nothing usable.
     var strings: Result<StringTable, BinaryError>?
-    var out: [String] = []
+    var out = DynamicEntries()
     var dyn = GElf_Dyn()
     for i in 0..<min(data.pointee.d_size / entry, Int(Int32.max)) {
       guard let ndx = Int32(exactly: i), gelf_getdyn(data, ndx, &dyn) != nil else { break }
-      if dyn.d_tag == Int64(DT_NULL) { break }
-      guard dyn.d_tag == Int64(DT_NEEDED) else { continue }
+      let tag = dyn.d_tag
+      if tag == Int64(DT_NULL) { break }
+      if tag == Int64(DT_FLAGS_1) {
+        out.searchPaths.noDefaultLibraries = dyn.d_un.d_val & UInt64(DF_1_NODEFLIB) != 0
+        continue
+      }
+      guard tag == Int64(DT_NEEDED) || tag == Int64(DT_RUNPATH) || tag == Int64(DT_RPATH) else { continue }
       if strings == nil {
         strings = table.linked(from: section, what).flatMap { linked in
           if let read, read.section == linked.index { return .success(read.table) }
@@ -241,9 +251,14 @@ public enum ELFInspector {
       switch strings {
       case .failure(let e)?: return .failure(e)
       case .success(let s)?:
-        // An offset outside the table names no library; the loader would fail on it, and the
-        // load step reports that.
-        if let name = s.string(at: dyn.d_un.d_val) { out.append(name) }
+        // An offset outside the table names nothing; the loader would fail on a library so
+        // named, and the load step reports that.
+        guard let name = s.string(at: dyn.d_un.d_val) else { continue }
+        switch tag {
+        case Int64(DT_NEEDED): out.needed.append(name)
+        case Int64(DT_RUNPATH): out.searchPaths.runPath = name
+        default: out.searchPaths.rPath = name
+        }
       case nil: break
       }
     }

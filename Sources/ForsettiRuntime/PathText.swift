@@ -20,6 +20,15 @@ package enum PathText {
     return parent.isEmpty ? "/" : String(decoding: parent, as: UTF8.self)
   }
 
+  /// Whether `path` is `ancestor` or beneath it, component by component (`/a/bc` is not within
+  /// `/a/b`). Both are taken as written: resolve links first.
+  package static func isWithin(_ path: String, _ ancestor: String) -> Bool {
+    let a = ancestor.hasSuffix("/") && ancestor.count > 1 ? String(ancestor.dropLast()) : ancestor
+    let p = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
+    if a == "/" { return p.hasPrefix("/") }
+    return p == a || p.hasPrefix(a + "/")
+  }
+
   /// The last component, as NSString's lastPathComponent: `a/b/` → `b`, `/` → `/`.
   package static func name(_ path: String) -> String {
     var bytes = Array(path.utf8)

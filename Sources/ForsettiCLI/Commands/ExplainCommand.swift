@@ -11,7 +11,9 @@ enum ExplainCommand {
       the running or last host. MODULE_ID may also be a manifest file name. It says whether
       signatures are required (--require-signatures), which keys are trusted for modules, what
       the module's signature is and why it passed or failed (JSON: "signatures"), and warns of
-      any key in STATE/trusted-keys/ trusted for nothing.
+      any key in STATE/trusted-keys/ trusted for nothing. With --plugins it says which
+      directories a worker of the module may read for its own libraries (its DT_NEEDED, found
+      as the dynamic loader finds them) and any it may not (JSON: "libraries").
 
       \(ExitCode.helpText)
       """,
@@ -44,6 +46,7 @@ enum ExplainCommand {
     let runState = j.moduleID.flatMap { last?.states[$0] }
     let trust = try TrustReport.make(j.manifest, options: options)
     let signatures = SignatureStepReport.make(j.manifest, index: verdicts.index, options: options)
+    let libraries = LibraryGrantReport.make(j.manifest, index: verdicts.index, options: options)
     if options.json {
       guard case .object(var o) = TraceJSON.judgement(j) else { return .blocked }
       o["entitlement"] = trust?.entitlementJSON ?? .null
@@ -53,6 +56,7 @@ enum ExplainCommand {
       o["runState"] = .string(orNull: runState?.state)
       o["runReason"] = .string(orNull: runState?.reason)
       o["isolation"] = .string(IsolationSettings.kernelSupport())
+      o["libraries"] = libraries?.json ?? .null
       o["health"] = health.json(j.moduleID)
       health.annotate(&o)
       console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
@@ -68,6 +72,7 @@ enum ExplainCommand {
       if let trust { out += trust.text }
       out += signatures.text
       out += "  isolation available here: \(IsolationSettings.kernelSupport())\n"
+      if let libraries { out += libraries.text }
       if let last, let runState {
         // runtime.json is a file: whatever it holds is shown by the module-text rule.
         out +=

@@ -145,14 +145,15 @@ extension ModuleManager {
     { [inbox] id, pid in inbox.post(id, pid: pid) }
   }
 
-  private func configuration(_ a: Activation, _ settings: IsolationSettings, memoryAccounted: Bool)
-    -> WorkerConfiguration
-  {
+  private func configuration(
+    _ a: Activation, _ settings: IsolationSettings, memoryAccounted: Bool, libraries: [String]
+  ) -> WorkerConfiguration {
     let sandbox = environment.sandboxPath(for: a.manifest.moduleID)
     let dir = PathText.parent(a.path)
+    var readExecute = [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"] + workerLibraryDirectories
+    readExecute += libraries.filter { !readExecute.contains($0) }
     let policy = ConfinementPolicy(
-      readExecute: [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"]
-        + workerLibraryDirectories,
+      readExecute: readExecute,
       readWrite: [sandbox, "/dev/null"], networking: table[a.slot].record.granted.contains(.networking),
       limits: settings.limits, memoryAccounted: memoryAccounted)
     return WorkerConfiguration(
@@ -187,6 +188,18 @@ extension ModuleManager {
   ) -> WorkerProcess? {
     var cgroup = placed
     let id = a.manifest.moduleID
+    // The directories of the module's own libraries (its DT_NEEDED, found as the loader finds
+    // them): read/execute, before the worker confines itself.
+    let grants = libraryGrants.grants(for: a.path)
+    if let refused = grants?.refused.first {
+      started.discard()
+      if let placed { WorkerProcess.release(placed) }
+      fail(
+        a.slot, .load, .loadFailed,
+        "library \(refused.library) is in \(refused.directory), which a worker may not read: \(refused.reason); "
+          + "ship it in a directory of its own (DT_RUNPATH $ORIGIN/…) or a system library directory")
+      return nil
+    }
     if let placed {
       // A spare's cgroup was made before its module was known: the module's CPU share now.
       do {
@@ -207,7 +220,9 @@ extension ModuleManager {
       }
     }
     return WorkerProcess(
-      started, configuration: configuration(a, settings, memoryAccounted: cgroup != nil), cgroup: cgroup,
+      started, configuration: configuration(
+        a, settings, memoryAccounted: cgroup != nil, libraries: grants?.granted ?? []),
+      cgroup: cgroup,
       joined: placed != nil, environment: environment, onExit: exitHandler)
   }
 

@@ -59,6 +59,9 @@ public final class ModuleManager {
   /// The library directories every worker may read (`IsolationSettings.libraryDirectories`),
   /// read from this process's maps once, at the first worker, not at each.
   lazy var workerLibraryDirectories = IsolationSettings.libraryDirectories()
+  /// The directories of each module's own libraries a worker may read (`LibraryGrants`).
+  lazy var libraryGrants = LibraryGrantCache(
+    protected: [environment.stateDirectory] + (environment.services.fileExport.directory.map { [$0] } ?? []))
 
   /// Starts a spare worker if one is kept and was used; called where the host's main thread is
   /// done with a batch of starts (a reload, a supervision round), not in the middle of one.
