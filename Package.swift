@@ -94,6 +94,8 @@ let package = Package(
         "ForsettiRuntime", "ForsettiBridge", "ForsettiBinary", "ForsettiCore", "CForsetti",
         "ForsettiTestSupport",
       ]),
+    // The SDK's own logic (status mapping, role handler buffers) against host tables faked in Swift.
+    .testTarget(name: "ForsettiSDKTests", dependencies: ["ForsettiSDK", "CForsetti"]),
     .testTarget(
       name: "ForsettiCLITests", dependencies: ["ForsettiCLI", "ForsettiCore", "ForsettiTestSupport"]),
   ]

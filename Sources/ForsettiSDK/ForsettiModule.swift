@@ -44,27 +44,6 @@ public struct ModuleIdentity: Sendable {
   }
 }
 
-/// A forsetti.h status code as a Swift error.
-public struct ForsettiError: Error, Sendable, Equatable, CustomStringConvertible {
-  public var status: Int32
-
-  public init(_ status: Int32) { self.status = status }
-
-  public static let invalidArgument = ForsettiError(FORSETTI_ERR_INVALID_ARGUMENT)
-  public static let denied = ForsettiError(FORSETTI_ERR_DENIED)
-  public static let revoked = ForsettiError(FORSETTI_ERR_REVOKED)
-  public static let notFound = ForsettiError(FORSETTI_ERR_NOT_FOUND)
-  public static let io = ForsettiError(FORSETTI_ERR_IO)
-  public static let tooLarge = ForsettiError(FORSETTI_ERR_TOO_LARGE)
-  public static let communicationDenied = ForsettiError(FORSETTI_ERR_COMMUNICATION_DENIED)
-  public static let startFailed = ForsettiError(FORSETTI_ERR_START_FAILED)
-  public static let quota = ForsettiError(FORSETTI_ERR_QUOTA)
-
-  public var description: String { "forsetti status \(status)" }
-
-  static func check(_ s: Int32) throws(ForsettiError) { if s != FORSETTI_OK { throw ForsettiError(s) } }
-}
-
 /// UI contributions of a ui or app module.
 public struct UIContributionSet: Sendable {
   public struct ToolbarItem: Sendable {

@@ -50,6 +50,40 @@ public struct Host: @unchecked Sendable {
       Messages(raw: $0.assumingMemoryBound(to: forsetti_messages.self), box: box)
     }
   }
+
+  /// Secrets sealed at rest; nil without the `secure_storage` capability.
+  public var secureStorage: SecureStorage? {
+    resolve(FORSETTI_SERVICE_SECURE_STORAGE).map {
+      SecureStorage(raw: $0.assumingMemoryBound(to: forsetti_secure_storage.self))
+    }
+  }
+
+  /// Files out to the operator's export directory; nil without the `file_export` capability.
+  public var fileExport: FileExport? {
+    resolve(FORSETTI_SERVICE_FILE_EXPORT).map {
+      FileExport(raw: $0.assumingMemoryBound(to: forsetti_file_export.self))
+    }
+  }
+
+  /// Hashing, randomness, sealing and signing; nil without the `crypto_utilities` capability.
+  public var crypto: Crypto? {
+    resolve(FORSETTI_SERVICE_CRYPTO).map { Crypto(raw: $0.assumingMemoryBound(to: forsetti_crypto.self)) }
+  }
+
+  /// The module's own health report; nil without the `diagnostics` capability.
+  public var diagnostics: Diagnostics? {
+    resolve(FORSETTI_SERVICE_DIAGNOSTICS).map {
+      Diagnostics(raw: $0.assumingMemoryBound(to: forsetti_diagnostics.self))
+    }
+  }
+
+  /// A default role's service, to serve it (its holder) or call it (a consumer); nil without
+  /// the role's capability or when the module neither holds nor consumes it (the host logs which).
+  public func role(_ role: Role) -> RoleService? {
+    resolve(role.serviceID).map {
+      RoleService(raw: $0.assumingMemoryBound(to: forsetti_role_service.self), box: box)
+    }
+  }
 }
 
 /// forsetti/services/storage.h.
@@ -66,19 +100,9 @@ public struct Storage: @unchecked Sendable {
 
   /// The value of `key`, or nil when absent.
   public func get(_ key: String) throws(ForsettiError) -> [UInt8]? {
-    var capacity = 256
-    while true {
-      var buffer = [UInt8](repeating: 0, count: capacity)
-      var length = 0
-      let s = buffer.withUnsafeMutableBytes { b in
-        key.withCString { raw.pointee.get($0, b.baseAddress, b.count, &length) }
-      }
-      switch s {
-      case FORSETTI_OK: return Array(buffer.prefix(length))
-      case FORSETTI_ERR_NOT_FOUND: return nil
-      case FORSETTI_ERR_BUFFER_TOO_SMALL: capacity = length
-      default: throw ForsettiError(s)
-      }
+    guard let get = raw.pointee.get else { throw .unavailable }
+    return try GrowingRead.read(initialCapacity: 256, limit: Int(FORSETTI_STORAGE_MAX_VALUE)) { b, length in
+      key.withCString { get($0, b.baseAddress, b.count, &length) }
     }
   }
 
@@ -95,6 +119,36 @@ public struct Storage: @unchecked Sendable {
     let fd = path.withCString { raw.pointee.open_file($0, flags) }
     if fd < 0 { throw ForsettiError(fd) }
     return fd
+  }
+
+  /// The FORSETTI_OPEN_* flags as a set, so a call cannot pass a bit the host does not know.
+  public struct OpenOptions: OptionSet, Sendable {
+    /// The flag bits as forsetti/services/storage.h defines them.
+    public let rawValue: UInt32
+    /// Wraps FORSETTI_OPEN_* bits, for flags from C code.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Read access.
+    public static let read = OpenOptions(rawValue: FORSETTI_OPEN_READ)
+    /// Write access.
+    public static let write = OpenOptions(rawValue: FORSETTI_OPEN_WRITE)
+    /// Create when absent (needs write).
+    public static let create = OpenOptions(rawValue: FORSETTI_OPEN_CREATE)
+    /// Empty an existing file (needs write).
+    public static let truncate = OpenOptions(rawValue: FORSETTI_OPEN_TRUNCATE)
+    /// Write at the end.
+    public static let append = OpenOptions(rawValue: FORSETTI_OPEN_APPEND)
+  }
+
+  /// Opens a file beneath the sandbox with typed options; the caller owns and closes the descriptor.
+  public func openFile(_ path: String, _ options: OpenOptions) throws(ForsettiError) -> Int32 {
+    try openFile(path, flags: options.rawValue)
+  }
+
+  /// Creates a directory beneath the sandbox (parents must exist), since `openFile` makes none;
+  /// an existing directory is success.
+  public func makeDirectory(_ path: String) throws(ForsettiError) {
+    guard let makeDirectory = raw.pointee.make_directory else { throw .unavailable }
+    try ForsettiError.check(path.withCString { makeDirectory($0) })
   }
 }
 
@@ -169,6 +223,11 @@ public struct Messages: @unchecked Sendable {
   public func onMessage(_ handler: @escaping @Sendable (Delivery) -> Void) throws(ForsettiError) {
     let context = box.retain(HandlerBox(handler))
     try ForsettiError.check(raw.pointee.set_handler(deliverMessage, context))
+  }
+
+  /// Removes the message handler, so senders get `.notFound` instead of a module that ignores them.
+  public func removeHandler() throws(ForsettiError) {
+    try ForsettiError.check(raw.pointee.set_handler(nil, nil))
   }
 }
 
