@@ -8,13 +8,20 @@ public struct Host: @unchecked Sendable {
   let raw: UnsafePointer<forsetti_host>
   let box: ModuleBoxBase
 
+  /// The module's own ID as the host bound it, which every call acts as.
   public var moduleID: String { String(cString: raw.pointee.module_id) }
+  /// The only directory the module may write (in a worker, the kernel enforces it).
   public var sandboxPath: String { String(cString: raw.pointee.sandbox_path) }
 
+  /// Log levels of forsetti/host.h, so a line cannot carry one the host does not know.
   public enum Level: Int32, Sendable {
+    /// Detail for the module's author, not the operator.
     case debug = 0
+    /// What the module did.
     case info = 1
+    /// Something the operator may want to look at.
     case warning = 2
+    /// Something failed.
     case error = 3
   }
 
@@ -91,11 +98,13 @@ public struct Storage: @unchecked Sendable {
   // @unchecked: as Host.
   let raw: UnsafePointer<forsetti_storage>
 
+  /// Stores `bytes` under `key`, atomically: a crash leaves the old value or the new one.
   public func set(_ key: String, _ bytes: [UInt8]) throws(ForsettiError) {
     try ForsettiError.check(
       bytes.withUnsafeBytes { b in key.withCString { raw.pointee.set($0, b.baseAddress, b.count) } })
   }
 
+  /// Stores the UTF-8 of `string`, for the usual small text value.
   public func set(_ key: String, string: String) throws(ForsettiError) { try set(key, Array(string.utf8)) }
 
   /// The value of `key`, or nil when absent.
@@ -106,10 +115,12 @@ public struct Storage: @unchecked Sendable {
     }
   }
 
+  /// The value as UTF-8 text (invalid bytes repaired), nil when absent.
   public func string(_ key: String) throws(ForsettiError) -> String? {
     try get(key).map { String(decoding: $0, as: UTF8.self) }
   }
 
+  /// Removes `key`; `.notFound` when there is none, so a caller can tell.
   public func remove(_ key: String) throws(ForsettiError) {
     try ForsettiError.check(key.withCString { raw.pointee.remove($0) })
   }
@@ -169,9 +180,13 @@ public struct Telemetry: @unchecked Sendable {
 
 /// An event or message as delivered to a Swift handler.
 public struct Delivery: Sendable {
+  /// The sending module as the host bound it, never what the sender claims.
   public var source: String
+  /// The event or message type.
   public var type: String
+  /// The bytes, copied out of the host's borrowed buffer.
   public var payload: [UInt8]
+  /// The payload as UTF-8 text (invalid bytes repaired), for text protocols.
   public var text: String { String(decoding: payload, as: UTF8.self) }
 }
 
@@ -181,11 +196,13 @@ public struct Events: @unchecked Sendable {
   let raw: UnsafePointer<forsetti_events>
   let box: ModuleBoxBase
 
+  /// Publishes as this module to every subscriber of `type`; payloads at most 64 KiB.
   public func publish(_ type: String, _ payload: [UInt8] = []) throws(ForsettiError) {
     try ForsettiError.check(
       payload.withUnsafeBytes { b in type.withCString { raw.pointee.publish($0, b.baseAddress, b.count) } })
   }
 
+  /// Publishes the UTF-8 of `text`.
   public func publish(_ type: String, text: String) throws(ForsettiError) {
     try publish(type, Array(text.utf8))
   }
@@ -201,6 +218,7 @@ public struct Events: @unchecked Sendable {
     return id
   }
 
+  /// Ends a subscription this module made; `.notFound` for any other ID.
   public func unsubscribe(_ id: Int64) throws(ForsettiError) {
     try ForsettiError.check(raw.pointee.unsubscribe(id))
   }
@@ -212,6 +230,7 @@ public struct Messages: @unchecked Sendable {
   let raw: UnsafePointer<forsetti_messages>
   let box: ModuleBoxBase
 
+  /// Sends as this module; `.notFound` when the target is not running or has no handler.
   public func send(to target: String, _ type: String, _ payload: [UInt8] = []) throws(ForsettiError) {
     let s = payload.withUnsafeBytes { b in
       target.withCString { t in type.withCString { raw.pointee.send(t, $0, b.baseAddress, b.count) } }
