@@ -13,10 +13,13 @@ public struct ELFFacts: Sendable, Hashable {
   public var embeddedManifest: [UInt8]?
   /// `DT_NEEDED` entries: the libraries the dynamic loader will have to find.
   public var neededLibraries: [String]
+  /// Whether the file keeps a full symbol table (`.symtab`): not stripped. Packaging shows it
+  /// (lintian's `unstripped-binary-or-object`); loading never reads it.
+  public var hasSymbolTable: Bool
 
   public init(
     path: String, fileSize: Int, elfClass: ELFClass, machine: ELFMachine, isSharedObject: Bool,
-    symbolTable: SymbolTable, embeddedManifest: [UInt8]?, neededLibraries: [String]
+    symbolTable: SymbolTable, embeddedManifest: [UInt8]?, neededLibraries: [String], hasSymbolTable: Bool = false
   ) {
     self.path = path
     self.fileSize = fileSize
@@ -26,6 +29,7 @@ public struct ELFFacts: Sendable, Hashable {
     self.symbolTable = symbolTable
     self.embeddedManifest = embeddedManifest
     self.neededLibraries = neededLibraries
+    self.hasSymbolTable = hasSymbolTable
   }
 
   /// Every named symbol of `.dynsym`.

@@ -147,7 +147,8 @@ public enum ELFInspector {
     return .success(
       ELFFacts(
         path: path, fileSize: size, elfClass: cls, machine: ELFMachine(rawValue: ehdr.e_machine),
-        isSharedObject: true, symbolTable: symbols, embeddedManifest: embedded, neededLibraries: needed))
+        isSharedObject: true, symbolTable: symbols, embeddedManifest: embedded, neededLibraries: needed,
+        hasSymbolTable: table.sections.contains { $0.type == UInt32(SHT_SYMTAB) }))
   }
 
   private static func readSymbols(_ table: ELFSectionTable, _ section: ELFSection) -> Result<
