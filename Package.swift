@@ -95,6 +95,7 @@ let package = Package(
         "ForsettiTestSupport",
       ]),
     .testTarget(
-      name: "ForsettiCLITests", dependencies: ["ForsettiCLI", "ForsettiCore", "ForsettiTestSupport"]),
+      name: "ForsettiCLITests",
+      dependencies: ["ForsettiCLI", "ForsettiCore", "ForsettiBinary", "ForsettiTestSupport"]),
   ]
 )

@@ -68,12 +68,21 @@ struct DebianControl: Sendable, Equatable {
     return out.trimmed()
   }
 
-  /// Words into lines of at most `width` characters (a longer word gets a line of its own). A
-  /// line that is only "." would end the paragraph, so none is.
+  /// Words into lines of at most `width` characters (a longer word is cut). A line that is
+  /// only "." would end the paragraph, so none is.
   static func wrap(_ text: String, width: Int) -> [String] {
     var lines: [String] = []
     var line = ""
+    var words: [Substring] = []
     for word in oneLine(text).split(separator: " ") {
+      var rest = word
+      while rest.count > width {
+        words.append(rest.prefix(width))
+        rest = rest.dropFirst(width)
+      }
+      words.append(rest)
+    }
+    for word in words {
       if line.isEmpty {
         line = String(word)
       } else if line.count + 1 + word.count <= width {
