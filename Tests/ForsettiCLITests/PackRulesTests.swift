@@ -181,3 +181,28 @@ enum ELFFactsFixture {
       symbolTable: SymbolTable(), embeddedManifest: nil, neededLibraries: needed, hasSymbolTable: symtab)
   }
 }
+
+/// Tools that are not there, or fail, as a ToolRunner reports them.
+struct AbsentTools: ToolRunner {
+  var present: Set<String>
+  func locate(_ tool: String) -> String? { present.contains(tool) ? "/usr/bin/" + tool : nil }
+  func run(_ tool: String, _ arguments: [String], in directory: String) -> Result<ToolRun, PackError> {
+    .success(ToolRun(status: 2, stdout: "", stderr: "\(tool): something broke"))
+  }
+}
+
+@Suite struct PackToolTests {
+  @Test func missingDpkgDevIsAConfigurationErrorNamingThePackage() {
+    let builder = DebianPackageBuilder(tools: AbsentTools(present: ["dpkg-deb"]))
+    #expect(throws: PackError.missingTools(["dpkg-shlibdeps"])) { try builder.checkTools() }
+    #expect(PackError.missingTools(["dpkg-shlibdeps"]).exitCode == .usage)
+    #expect(PackError.missingTools(["dpkg-shlibdeps"]).fix == "apt-get install dpkg-dev")
+  }
+
+  @Test func aFailingToolIsReportedWithWhatItPrinted() {
+    let builder = DebianPackageBuilder(tools: AbsentTools(present: ["dpkg-deb", "dpkg-shlibdeps"]))
+    #expect(throws: PackError.tool(name: "dpkg-deb", status: 2, output: "dpkg-deb: something broke")) {
+      _ = try builder.run("dpkg-deb", ["--build"], in: "/")
+    }
+  }
+}
