@@ -17,6 +17,7 @@ let package = Package(
     // The example modules, built as the .so files a vendor would ship.
     .library(name: "CounterModule", type: .dynamic, targets: ["CounterModule"]),
     .library(name: "DashboardModule", type: .dynamic, targets: ["DashboardModule"]),
+    .library(name: "ToolboxModule", type: .dynamic, targets: ["ToolboxModule"]),
   ],
   targets: [
     // Pure rules: manifest model and validation, versions, capabilities, gates. No dlopen, no processes.
@@ -65,6 +66,8 @@ let package = Package(
     .target(
       name: "DashboardModule", dependencies: ["ForsettiSDK"], path: "Plugins/Dashboard",
       exclude: ["README.md"]),
+    .target(
+      name: "ToolboxModule", dependencies: ["ForsettiSDK"], path: "Plugins/Toolbox", exclude: ["README.md"]),
 
     // The command line: argument parsing, verbs, human and JSON output, exit codes.
     // The debug screen's page is compiled into the host (no resource bundle to install beside it).
@@ -94,7 +97,10 @@ let package = Package(
         "ForsettiRuntime", "ForsettiBridge", "ForsettiBinary", "ForsettiCore", "CForsetti",
         "ForsettiTestSupport",
       ]),
+    // The SDK's own logic (status mapping, role handler buffers) against host tables faked in Swift.
+    .testTarget(name: "ForsettiSDKTests", dependencies: ["ForsettiSDK", "CForsetti"]),
     .testTarget(
-      name: "ForsettiCLITests", dependencies: ["ForsettiCLI", "ForsettiCore", "ForsettiTestSupport"]),
+      name: "ForsettiCLITests",
+      dependencies: ["ForsettiCLI", "ForsettiCore", "ForsettiBinary", "ForsettiTestSupport"]),
   ]
 )

@@ -59,7 +59,7 @@ public struct BinaryIndex: Sendable {
   }
 
   /// `x.so` or a versioned `x.so.1.2`; not `x.so.sig` (a detached signature) or `x.so.tmp`.
-  static func isSharedObjectName(_ name: String) -> Bool {
+  public static func isSharedObjectName(_ name: String) -> Bool {
     if name.hasSuffix(".so") { return true }
     // The part after the last ".so." must be digits and dots: `libx.so.1.2`.
     let bytes = Array(name.utf8)

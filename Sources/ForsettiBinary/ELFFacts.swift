@@ -15,11 +15,14 @@ public struct ELFFacts: Sendable, Hashable {
   public var neededLibraries: [String]
   /// Where the dynamic loader looks for them first (`DT_RUNPATH`, `DT_RPATH`, `DF_1_NODEFLIB`).
   public var searchPaths: LibrarySearchPaths
+  /// Whether the file keeps a full symbol table (`.symtab`): not stripped. Packaging shows it
+  /// (lintian's `unstripped-binary-or-object`); loading never reads it.
+  public var hasSymbolTable: Bool
 
   public init(
     path: String, fileSize: Int, elfClass: ELFClass, machine: ELFMachine, isSharedObject: Bool,
     symbolTable: SymbolTable, embeddedManifest: [UInt8]?, neededLibraries: [String],
-    searchPaths: LibrarySearchPaths = LibrarySearchPaths()
+    searchPaths: LibrarySearchPaths = LibrarySearchPaths(), hasSymbolTable: Bool = false
   ) {
     self.path = path
     self.fileSize = fileSize
@@ -30,6 +33,7 @@ public struct ELFFacts: Sendable, Hashable {
     self.embeddedManifest = embeddedManifest
     self.neededLibraries = neededLibraries
     self.searchPaths = searchPaths
+    self.hasSymbolTable = hasSymbolTable
   }
 
   /// Every named symbol of `.dynsym`.

@@ -148,7 +148,8 @@ public enum ELFInspector {
       ELFFacts(
         path: path, fileSize: size, elfClass: cls, machine: ELFMachine(rawValue: ehdr.e_machine),
         isSharedObject: true, symbolTable: symbols, embeddedManifest: embedded,
-        neededLibraries: dynamic.needed, searchPaths: dynamic.searchPaths))
+        neededLibraries: dynamic.needed, searchPaths: dynamic.searchPaths,
+        hasSymbolTable: table.sections.contains { $0.type == UInt32(SHT_SYMTAB) }))
   }
 
   private static func readSymbols(_ table: ELFSectionTable, _ section: ELFSection) -> Result<

@@ -38,6 +38,7 @@ public enum ForsettiHostCLI {
     Verb(spec: InspectCommand.spec, run: InspectCommand.run),
     Verb(spec: LintCommand.spec, run: LintCommand.run),
     Verb(spec: NewCommand.spec, run: NewCommand.run),
+    Verb(spec: PackCommand.spec, run: PackCommand.run),
     Verb(spec: SurfaceCommand.spec, run: SurfaceCommand.run),
     Verb(spec: ApproveCommand.approveSpec, run: ApproveCommand.approve),
     Verb(spec: ApproveCommand.revokeSpec, run: ApproveCommand.revoke),

@@ -25,9 +25,9 @@ public enum Forsetti {
 class ModuleBoxBase: @unchecked Sendable {
   // @unchecked: subclasses hold the module, driven from the host's main thread only; the one
   // mutable list here is behind a Mutex.
-  private let retained = Mutex<[HandlerBox]>([])
+  private let retained = Mutex<[any AnyObject & Sendable]>([])
 
-  func retain(_ o: HandlerBox) -> UnsafeMutableRawPointer {
+  func retain(_ o: some AnyObject & Sendable) -> UnsafeMutableRawPointer {
     retained.withLock { $0.append(o) }
     return Unmanaged.passUnretained(o).toOpaque()
   }

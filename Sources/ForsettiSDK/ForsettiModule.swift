@@ -8,8 +8,11 @@ import CForsetti
 public protocol ForsettiModule: AnyObject {
   /// Who the module is; must agree with its manifest (moduleID, moduleType, moduleVersion).
   static var identity: ModuleIdentity { get }
+  /// Does no work: the entry point only builds tables, and `start` is where work begins.
   init()
+  /// Starts the module's work; must return promptly (long work goes on a thread of its own).
   func start(_ host: Host) throws(ForsettiError)
+  /// Ends the module's threads, so no host call happens after it returns.
   func stop()
   /// UI contributions (ui and app modules); checked against the manifest before `start`.
   var uiContributions: UIContributionSet? { get }
@@ -20,22 +23,33 @@ public protocol ForsettiModule: AnyObject {
 }
 
 extension ForsettiModule {
+  /// None: a service module contributes no UI.
   public var uiContributions: UIContributionSet? { nil }
+  /// None: a module without state to carry starts fresh after a reload.
   public func saveState() -> [UInt8]? { nil }
+  /// Ignored, for the same reason.
   public func restoreState(_ bytes: [UInt8]) {}
 }
 
 /// A module's identity, as its descriptor reports it.
 public struct ModuleIdentity: Sendable {
+  /// The manifest's moduleType; the host refuses a descriptor that disagrees.
   public enum Kind: String, Sendable { case service, ui, app }
 
+  /// Reverse-DNS and stable for the module's life: approvals, storage and licences are keyed on it.
   public var moduleID: String
+  /// Service, ui or app, as the manifest says.
   public var kind: Kind
+  /// The version, which must equal the manifest's moduleVersion.
   public var major: UInt32
+  /// See `major`.
   public var minor: UInt32
+  /// See `major`.
   public var patch: UInt32
+  /// A prerelease label (`beta.1`), nil for a release.
   public var prerelease: String?
 
+  /// The identity in one line, as `static let identity` wants it.
   public init(_ moduleID: String, kind: Kind, version: (UInt32, UInt32, UInt32), prerelease: String? = nil) {
     self.moduleID = moduleID
     self.kind = kind
@@ -44,33 +58,17 @@ public struct ModuleIdentity: Sendable {
   }
 }
 
-/// A forsetti.h status code as a Swift error.
-public struct ForsettiError: Error, Sendable, Equatable, CustomStringConvertible {
-  public var status: Int32
-
-  public init(_ status: Int32) { self.status = status }
-
-  public static let invalidArgument = ForsettiError(FORSETTI_ERR_INVALID_ARGUMENT)
-  public static let denied = ForsettiError(FORSETTI_ERR_DENIED)
-  public static let revoked = ForsettiError(FORSETTI_ERR_REVOKED)
-  public static let notFound = ForsettiError(FORSETTI_ERR_NOT_FOUND)
-  public static let io = ForsettiError(FORSETTI_ERR_IO)
-  public static let tooLarge = ForsettiError(FORSETTI_ERR_TOO_LARGE)
-  public static let communicationDenied = ForsettiError(FORSETTI_ERR_COMMUNICATION_DENIED)
-  public static let startFailed = ForsettiError(FORSETTI_ERR_START_FAILED)
-  public static let quota = ForsettiError(FORSETTI_ERR_QUOTA)
-
-  public var description: String { "forsetti status \(status)" }
-
-  static func check(_ s: Int32) throws(ForsettiError) { if s != FORSETTI_OK { throw ForsettiError(s) } }
-}
-
 /// UI contributions of a ui or app module.
 public struct UIContributionSet: Sendable {
+  /// A toolbar button; the host checks its ID against the manifest.
   public struct ToolbarItem: Sendable {
+    /// Declared in the manifest's UI contributions.
     public var itemID: String
+    /// What the user reads.
     public var title: String
+    /// The overlay route it opens, nil for none.
     public var actionRouteID: String?
+    /// One item, ID first as in the manifest.
     public init(_ itemID: String, title: String, actionRouteID: String? = nil) {
       self.itemID = itemID
       self.title = title
@@ -78,10 +76,15 @@ public struct UIContributionSet: Sendable {
     }
   }
 
+  /// A view injected into a slot the host offers.
   public struct View: Sendable {
+    /// Declared in the manifest's UI contributions.
     public var viewID: String
+    /// Where the host places it.
     public var slotID: String
+    /// Higher first among views in one slot.
     public var priority: Int32
+    /// One view, ID first as in the manifest.
     public init(_ viewID: String, slot: String, priority: Int32 = 0) {
       self.viewID = viewID
       slotID = slot
@@ -89,13 +92,20 @@ public struct UIContributionSet: Sendable {
     }
   }
 
+  /// Needs capability `toolbar_items`.
   public var toolbarItems: [ToolbarItem]
+  /// Needs capability `view_injection`.
   public var views: [View]
+  /// Overlay routes; need capability `routing_overlay`.
   public var routes: [String]
+  /// Overlay pointers; need capability `routing_overlay`.
   public var pointers: [String]
+  /// A theme mask; needs capability `ui_theme_mask`.
   public var themeID: String?
+  /// The mask's colours by token name.
   public var themeTokens: [(name: String, color: String)]
 
+  /// Everything optional, so a module names only what it contributes.
   public init(
     toolbarItems: [ToolbarItem] = [], views: [View] = [], routes: [String] = [], pointers: [String] = [],
     themeID: String? = nil, themeTokens: [(name: String, color: String)] = []

@@ -1,13 +1,16 @@
 import Foundation
 
-/// The bundled example modules, built as scripts/build-plugins builds them: the two Swift ones
+/// The bundled example modules, built as scripts/build-plugins builds them: the Swift ones
 /// SwiftPM built beside the host, and the C ones compiled here.
 public enum ExampleModules {
   /// The example modules' IDs, one per manifest in `manifests/`.
   public static let moduleIDs = [
     "com.example.counter", "com.example.dashboard", "com.example.helloc", "com.example.journal",
-    "com.example.notes", "com.example.shared-database",
+    "com.example.notes", "com.example.shared-database", "com.example.toolbox",
   ]
+
+  /// The Swift examples' libraries, as SwiftPM names them beside the host.
+  static let swiftLibraries = ["libCounterModule.so", "libDashboardModule.so", "libToolboxModule.so"]
 
   /// The C examples: source (from the package root), library name, extra compiler arguments.
   static let cModules: [(source: String, library: String, flags: [String])] = [
@@ -25,12 +28,24 @@ public enum ExampleModules {
     let plugins = dir.url("plugins")
     try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
     let bin = (HostBinary.path as NSString).deletingLastPathComponent
-    for lib in ["libCounterModule.so", "libDashboardModule.so"] {
+    for lib in swiftLibraries {
       try FileManager.default.copyItem(
         atPath: (bin as NSString).appendingPathComponent(lib), toPath: plugins + "/" + lib)
     }
     for m in cModules { try compile(m, into: plugins) }
     return plugins
+  }
+
+  /// Puts the Swift Toolbox example with the shared database example it calls (provider, Notes,
+  /// Journal) in `dir/plugins` and their manifests in `dir/manifests`.
+  public static func installToolbox(in dir: TemporaryDirectory) throws {
+    try installSharedDatabase(in: dir)
+    let bin = (HostBinary.path as NSString).deletingLastPathComponent
+    try FileManager.default.copyItem(
+      atPath: (bin as NSString).appendingPathComponent("libToolboxModule.so"),
+      toPath: dir.url("plugins/libToolboxModule.so"))
+    try dir.write(
+      "manifests/toolbox.json", String(contentsOfFile: root("manifests/toolbox.json"), encoding: .utf8))
   }
 
   /// Puts the shared database example (provider, Notes, Journal) in `dir/plugins` and its

@@ -33,9 +33,10 @@ struct ModuleTemplate {
   }
 
   static let sdkNames: Set<String> = [
-    "Delivery", "Events", "Forsetti", "ForsettiError", "ForsettiModule", "ForsettiSDK", "Host", "Kind",
-    "Level",
-    "Messages", "ModuleIdentity", "Storage", "Telemetry", "ToolbarItem", "UIContributionSet", "View",
+    "Crypto", "Delivery", "Diagnostics", "Events", "FileExport", "Forsetti", "ForsettiError",
+    "ForsettiModule", "ForsettiSDK", "Health", "Host", "Kind", "Level", "Messages", "Mode",
+    "ModuleIdentity", "OpenOptions", "Role", "RoleCall", "RoleService", "SecureStorage", "Storage",
+    "Telemetry", "ToolbarItem", "UIContributionSet", "View",
   ]
 
   /// The C library's base name: `thing` → `libthing.so`; hyphens become underscores.
