@@ -159,23 +159,26 @@ import Testing
       "run", "--manifests", dir.url("\(set)/manifests"), "--plugins", dir.url("\(set)/plugins"), "--state",
       state, "--approve-all",
     ]
-    host.standardOutput = FileHandle.nullDevice
-    host.standardError = FileHandle.nullDevice
+    let log = dir.url("\(set)/host.log")
+    _ = FileManager.default.createFile(atPath: log, contents: nil)
+    host.standardOutput = FileHandle(forWritingAtPath: log)
+    host.standardError = host.standardOutput
     try host.run()
     defer {
       host.terminate()
       host.waitUntilExit()
     }
-    for _ in 0..<200 where host.isRunning {
-      let r = try HostBinary.run(["surface", "--state", state, "--json"])
-      if r.status == 0, let o = try? JSONParser.parse(r.stdout).objectValue,
-        o["toolbarItems"]?.arrayValue?.isEmpty == false
-      {
-        return o
-      }
-      usleep(50_000)
+    // Started means the worker read the arrays and the host published them.
+    let moduleID = set == "abi-1.0" ? "com.test.old" : "com.test.grown"
+    let wait = LiveHost.wait(
+      stateDirectory: state, pid: host.processIdentifier, for: [moduleID: "started"],
+      isRunning: { host.isRunning })
+    guard wait.reached else {
+      Issue.record("the host said: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+      return nil
     }
-    return nil
+    let r = try HostBinary.run(["surface", "--state", state, "--json"])
+    return r.status == 0 ? try JSONParser.parse(r.stdout).objectValue : nil
   }
 
   @Test(arguments: ["abi-1.0", "grown"])

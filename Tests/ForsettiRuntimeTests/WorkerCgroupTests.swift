@@ -315,6 +315,31 @@ import Testing
     #expect(cgroups.notes.contains { $0.contains("forsetti-999") && $0.contains("no longer running") })
   }
 
+  /// A host started from inside another host's `forsetti-host` leaf nests its `forsetti-<pid>`
+  /// there. When both are gone, the nested one is removed first, so the outer one goes too; one
+  /// whose host still runs keeps the leaf that holds it, without waiting on it.
+  @Test func nestedStaleCgroupsAreRemovedDepthFirst() throws {
+    let fs = try FakeCgroupFS.v2(hostCgroup: "/", offered: "memory pids", hostProcesses: [100])
+    try fs.write(fs.mount + "/cgroup.subtree_control", "+memory +pids")
+    for dir in [
+      "forsetti-999", "forsetti-999/forsetti-host", "forsetti-999/forsetti-host/forsetti-888",
+      "forsetti-999/forsetti-host/forsetti-888/forsetti-host", "forsetti-999/forsetti-host/forsetti-888/m-1",
+      "forsetti-666", "forsetti-666/forsetti-host", "forsetti-666/forsetti-host/forsetti-777",
+      "forsetti-666/forsetti-host/forsetti-777/m-1",
+    ] {
+      try fs.makeDirectory(fs.mount + "/" + dir)
+    }
+    fs.spawn(555, in: "forsetti-999/forsetti-host/forsetti-888/m-1")
+    fs.setAlive(777)
+    let cgroups = try WorkerCgroups.prepare(files: fs, hostPID: 100)
+    #expect(!fs.has("forsetti-999"))
+    #expect(fs.killedThroughCgroupKill == [555])
+    #expect(cgroups.notes.contains { $0.hasSuffix("forsetti-999, left by host 999 which is no longer running") })
+    #expect(fs.has("forsetti-666/forsetti-host/forsetti-777/m-1"))
+    #expect(cgroups.notes.contains { $0.contains("could not remove") && $0.contains("forsetti-666") })
+    #expect(fs.pauses == 0)
+  }
+
   // MARK: - cgroup v1 on a temporary tree
 
   /// v1: memory and pids each in their hierarchy; with swap accounting, memory plus swap is held
@@ -621,6 +646,7 @@ final class FakeCgroupFS: CgroupFiles {
     var unmovable: Set<Int32> = []
     var refuseDirectories = false
     var killedThroughCgroupKill: [Int32] = []
+    var pauses = 0
     var killedOneByOne: [Int32] = []
     var hybrid = false
     var refusedUnder: String?
@@ -738,6 +764,7 @@ final class FakeCgroupFS: CgroupFiles {
     state.withLock { $0.refusedUnder = root + "/" + relative }
   }
   var killedThroughCgroupKill: [Int32] { state.withLock { $0.killedThroughCgroupKill } }
+  var pauses: Int { state.withLock { $0.pauses } }
   var killedOneByOne: [Int32] { state.withLock { $0.killedOneByOne } }
 
   private func full(_ relative: String, underRoot: Bool) -> String {
@@ -907,7 +934,7 @@ final class FakeCgroupFS: CgroupFiles {
     removeEverywhere(pid)
   }
 
-  func pause(milliseconds: Int) {}
+  func pause(milliseconds: Int) { state.withLock { $0.pauses += 1 } }
 
   private func words(_ path: String) -> [String] {
     ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(whereSeparator: \.isWhitespace).map(

@@ -174,6 +174,8 @@ public final class WorkerCgroup: Sendable {
           removed = true
           break
         } catch  where error.code == EBUSY || error.code == ENOTEMPTY {
+          // A cgroup beneath this one keeps it busy whatever is killed: waiting cannot help.
+          if let inner = try? files.subdirectories(place.directory), !inner.isEmpty { break }
           killAll()
           files.pause(milliseconds: Self.pauseMilliseconds)
         } catch {

@@ -479,18 +479,31 @@ public final class WorkerCgroups: Sendable {
   /// Removes `forsetti-<pid>` cgroups whose host is no longer running: kills anything left in
   /// their workers' cgroups (workers die with their host, so normally nothing is) and removes them.
   private static func removeStale(in site: Site, files: any CgroupFiles, hostPID: Int32) -> [String] {
-    guard let names = try? files.subdirectories(site.hostDirectory) else { return [] }
     var notes: [String] = []
+    removeStale(under: site.hostDirectory, site: site, files: files, hostPID: hostPID, notes: &notes, depth: 0)
+    return notes
+  }
+
+  /// A host started from inside another host's `forsetti-host` leaf (a test runner that embedded
+  /// a host, say) nests its own `forsetti-<pid>` there; a leaf holding such a child cannot be
+  /// removed, so stale children go first, depth first, a bounded number of levels down.
+  private static func removeStale(
+    under directory: String, site: Site, files: any CgroupFiles, hostPID: Int32, notes: inout [String],
+    depth: Int
+  ) {
+    guard depth < 8, let names = try? files.subdirectories(directory) else { return }
     for name in names where name.hasPrefix(prefix) {
       guard let pid = Int32(name.dropFirst(prefix.count)), pid > 0, pid != hostPID, !files.isAlive(pid) else {
         continue
       }
-      let parent = CgroupHierarchy.join(site.hostDirectory, name)
+      let parent = CgroupHierarchy.join(directory, name)
       let leaves = (try? files.subdirectories(parent)) ?? []
       var left: [String] = []
       for leaf in leaves {
-        let place = WorkerCgroup.Place(
-          version: site.version, directory: CgroupHierarchy.join(parent, leaf), controllers: site.controllers)
+        let leafDirectory = CgroupHierarchy.join(parent, leaf)
+        removeStale(
+          under: leafDirectory, site: site, files: files, hostPID: hostPID, notes: &notes, depth: depth + 1)
+        let place = WorkerCgroup.Place(version: site.version, directory: leafDirectory, controllers: site.controllers)
         do {
           try WorkerCgroup(places: [place], files: files, hostPID: hostPID).release()
         } catch {
@@ -503,7 +516,6 @@ public final class WorkerCgroups: Sendable {
         notes.append("could not remove \(parent), left by host \(pid): " + left.joined(separator: "; "))
       }
     }
-    return notes
   }
 
   private static func swapIsOn(_ files: any CgroupFiles) -> Bool {
