@@ -179,7 +179,7 @@ public final class ModuleManager {
       path = facts.path
       isSwift = facts.neededLibraries.contains { $0.hasPrefix("libswiftCore") }
       if versionCopies {
-        guard let c = versionCopy(path, moduleID: m.moduleID, slot: i) else { return nil }
+        guard let c = versionCopy(path, moduleID: m.moduleID, slot: i, facts: facts) else { return nil }
         path = c
       }
     }
@@ -189,11 +189,17 @@ public final class ModuleManager {
 
   /// The copy module `i` loads `path` from: in memory when it loads into this process (a disk
   /// copy when memory cannot hold one), else on disk; nil after recording why there is none.
-  private func versionCopy(_ path: String, moduleID: String, slot i: Int) -> String? {
-    if case .inProcess = mode, case .success(let c) = VersionCopies.inMemory(path, moduleID: moduleID) {
+  private func versionCopy(_ path: String, moduleID: String, slot i: Int, facts: ELFFacts) -> String? {
+    // A memory copy's $ORIGIN is /proc/self/fd: a binary that finds libraries through it gets
+    // a disk copy beside links to them.
+    if case .inProcess = mode, !VersionCopies.usesOrigin(facts),
+      case .success(let c) = VersionCopies.inMemory(path, moduleID: moduleID)
+    {
       return c
     }
-    switch VersionCopies.copy(path, moduleID: moduleID, stateDirectory: environment.stateDirectory) {
+    switch VersionCopies.copy(
+      path, moduleID: moduleID, stateDirectory: environment.stateDirectory, facts: facts)
+    {
     case .failure(let e):
       fail(i, .load, .loadFailed, "could not copy \(path) for loading: \(e)")
       return nil
