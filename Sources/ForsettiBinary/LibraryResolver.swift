@@ -14,7 +14,8 @@ import Glibc
 public struct LibraryResolver: Sendable {
   /// How a library was found.
   public enum Source: String, Sendable, Hashable {
-    case path, rPath = "DT_RPATH", runPath = "DT_RUNPATH", cache = "ld.so.cache", defaultDirectory = "default directory"
+    case path, rPath = "DT_RPATH", runPath = "DT_RUNPATH", cache = "ld.so.cache", defaultDirectory =
+      "default directory"
   }
 
   /// A library the loader would map.
@@ -193,7 +194,9 @@ public struct LibraryResolver: Sendable {
       var s = String(element)
       let tokens: [(String, String?)] = [
         ("ORIGIN", origin),
-        ("LIB", Self.multiarchTriplet(elfClass: object.elfClass, machine: object.machine).map { "lib/" + $0 }),
+        (
+          "LIB", Self.multiarchTriplet(elfClass: object.elfClass, machine: object.machine).map { "lib/" + $0 }
+        ),
         ("PLATFORM", Self.platform(object.machine)),
       ]
       for (token, value) in tokens {

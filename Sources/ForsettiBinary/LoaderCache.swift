@@ -128,7 +128,9 @@ enum FileBytes {
     var out = [UInt8](repeating: 0, count: Int(st.st_size))
     var got = 0
     while got < out.count {
-      let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress.map { $0 + got }, $0.count - got, off_t(got)) }
+      let n = out.withUnsafeMutableBytes {
+        pread(fd, $0.baseAddress.map { $0 + got }, $0.count - got, off_t(got))
+      }
       if n < 0 && errno == EINTR { continue }
       guard n > 0 else { break }
       got += n

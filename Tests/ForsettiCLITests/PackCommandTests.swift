@@ -34,14 +34,20 @@ import Testing
     let t = ModuleTemplate(language: .c, moduleID: id, type: .service, prefix: "")
     var manifest = t.manifest
     if let displayName {
-      manifest = manifest.replacingOccurrences(of: "\"displayName\": \"\(t.typeName)\"", with: "\"displayName\": \"\(displayName)\"")
+      manifest = manifest.replacingOccurrences(
+        of: "\"displayName\": \"\(t.typeName)\"", with: "\"displayName\": \"\(displayName)\"")
     }
     try dir.write("\(name)/\(t.manifestPath)", manifest)
-    let src = try dir.write("\(name)/src/\(t.cName).c", source.replacingOccurrences(of: "ENTRY", with: t.entryPoint))
-    try FileManager.default.createDirectory(atPath: dir.url("\(name)/build"), withIntermediateDirectories: true)
+    let src = try dir.write(
+      "\(name)/src/\(t.cName).c", source.replacingOccurrences(of: "ENTRY", with: t.entryPoint))
+    try FileManager.default.createDirectory(
+      atPath: dir.url("\(name)/build"), withIntermediateDirectories: true)
     let cc = try ProcessRunner.run(
       "/usr/bin/env",
-      ["cc", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-shared", "-o", dir.url("\(name)/\(t.binaryPath)"), src]
+      [
+        "cc", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-shared", "-o",
+        dir.url("\(name)/\(t.binaryPath)"), src,
+      ]
         + flags)
     try #require(cc.status == 0, "cc: \(cc.stderr)")
     return dir.url(name)
@@ -90,7 +96,10 @@ import Testing
     try FileManager.default.createDirectory(atPath: dir.url("out"), withIntermediateDirectories: true)
 
     let r = try pack(
-      ["--out", dir.url("out"), "--maintainer", Self.maintainer, "--public-key", dir.url("vendor.pub"), "--json"],
+      [
+        "--out", dir.url("out"), "--maintainer", Self.maintainer, "--public-key", dir.url("vendor.pub"),
+        "--json",
+      ],
       in: project)
     try #require(r.status == 0, "pack: \(r.stdout)\(r.stderr)")
     let json = try #require(
@@ -170,7 +179,8 @@ import Testing
       "--maintainer", Self.maintainer,
     ])
     #expect(dynamic.status == 1, "\(dynamic.stdout)\(dynamic.stderr)")
-    #expect(dynamic.stderr.contains("libswift") && dynamic.stderr.contains("which no Debian package installs"))
+    #expect(
+      dynamic.stderr.contains("libswift") && dynamic.stderr.contains("which no Debian package installs"))
     #expect(dynamic.stderr.contains("-Xswiftc -static-stdlib"), "\(dynamic.stderr)")
   }
 
@@ -182,7 +192,9 @@ import Testing
     #expect(none.stderr.contains("--manifest FILE"))
 
     let two = try cProject("com.test.two", in: "two")
-    try dir.write("two/manifests/other.json", ModuleTemplate(language: .c, moduleID: "com.test.other", type: .service, prefix: "").manifest)
+    try dir.write(
+      "two/manifests/other.json",
+      ModuleTemplate(language: .c, moduleID: "com.test.other", type: .service, prefix: "").manifest)
     let several = try pack([two] + m)
     #expect(several.status == 2 && several.stderr.contains("2 manifests"), "\(several.stderr)")
     #expect(several.stderr.contains("two.json") && several.stderr.contains("other.json"))
@@ -190,7 +202,9 @@ import Testing
     let chosen = try pack([two, "--manifest", two + "/manifests/two.json"] + m)
     #expect(chosen.status == 0, "\(chosen.stderr)")
 
-    try dir.write("unbuilt/manifests/x.json", ModuleTemplate(language: .c, moduleID: "com.test.unbuilt", type: .service, prefix: "").manifest)
+    try dir.write(
+      "unbuilt/manifests/x.json",
+      ModuleTemplate(language: .c, moduleID: "com.test.unbuilt", type: .service, prefix: "").manifest)
     let unbuilt = try pack([dir.url("unbuilt")] + m)
     #expect(unbuilt.status == 2 && unbuilt.stderr.contains("com_test_unbuilt_entry"), "\(unbuilt.stderr)")
     #expect(unbuilt.stderr.contains("make") && unbuilt.stderr.contains("--library"))
@@ -200,7 +214,8 @@ import Testing
     #expect(invalid.status == 1 && invalid.stderr.contains("moduleID"), "\(invalid.stderr)")
     #expect(invalid.stderr.contains("x.json"))
 
-    let missing = try pack([two, "--manifest", two + "/manifests/two.json", "--library", dir.url("nope.so")] + m)
+    let missing = try pack(
+      [two, "--manifest", two + "/manifests/two.json", "--library", dir.url("nope.so")] + m)
     #expect(missing.status == 2 && missing.stderr.contains("--library \(dir.url("nope.so")): no such file"))
   }
 
@@ -214,7 +229,8 @@ import Testing
     #expect(r.status == 1 || r.status == 2, "\(r.stderr)")
     #expect(r.stderr.contains("com_test_hidden_entry"), "\(r.stderr)")
     let named = try pack([hidden, "--library", hidden + "/build/libhidden.so"] + m)
-    #expect(named.status == 1 && named.stderr.contains("does not export com_test_hidden_entry"), "\(named.stderr)")
+    #expect(
+      named.status == 1 && named.stderr.contains("does not export com_test_hidden_entry"), "\(named.stderr)")
     #expect(named.stderr.contains("visibility"))
 
     try dir.write("notelf/libx.so", "not a library")
@@ -252,22 +268,31 @@ import Testing
     try handle.seekToEnd()
     try handle.write(contentsOf: Data([0]))
     try handle.close()
-    let stale = try pack([project, "--public-key", dir.url("vendor.pub"), "--maintainer", Self.maintainer, "--out", dir.path])
+    let stale = try pack([
+      project, "--public-key", dir.url("vendor.pub"), "--maintainer", Self.maintainer, "--out", dir.path,
+    ])
     #expect(stale.status == 1 && stale.stderr.contains("changed after it was signed"), "\(stale.stderr)")
     #expect(stale.stderr.contains("forsetti-host sign"))
 
     let nobody = try ProcessRunner.run(
-      "/usr/bin/env", ["-u", "DEBFULLNAME", "-u", "DEBEMAIL", HostBinary.path, "pack", project, "--out", dir.path])
+      "/usr/bin/env",
+      ["-u", "DEBFULLNAME", "-u", "DEBEMAIL", HostBinary.path, "pack", project, "--out", dir.path])
     #expect(nobody.status == 2 && nobody.stderr.contains("no maintainer"), "\(nobody.stderr)")
     #expect(nobody.stderr.contains("DEBFULLNAME"))
     let fromEnvironment = try ProcessRunner.run(
       "/usr/bin/env",
-      ["DEBFULLNAME=Env Vendor", "DEBEMAIL=env@example.org", HostBinary.path, "pack", project, "--out", dir.path, "--json",
-       "--signature", dir.url("none.sig")])
-    #expect(fromEnvironment.status == 2 && fromEnvironment.stderr.contains("--signature"), "\(fromEnvironment.stderr)")
+      [
+        "DEBFULLNAME=Env Vendor", "DEBEMAIL=env@example.org", HostBinary.path, "pack", project, "--out",
+        dir.path, "--json",
+        "--signature", dir.url("none.sig"),
+      ])
+    #expect(
+      fromEnvironment.status == 2 && fromEnvironment.stderr.contains("--signature"),
+      "\(fromEnvironment.stderr)")
 
     let noTools = try ProcessRunner.run(
-      "/usr/bin/env", ["PATH=/nonexistent", HostBinary.path, "pack", project, "--maintainer", Self.maintainer])
+      "/usr/bin/env",
+      ["PATH=/nonexistent", HostBinary.path, "pack", project, "--maintainer", Self.maintainer])
     #expect(noTools.status == 2 && noTools.stderr.contains("apt-get install dpkg-dev"), "\(noTools.stderr)")
   }
 
@@ -275,7 +300,8 @@ import Testing
     let r = try HostBinary.run(["pack", "--help"])
     #expect(r.status == 0)
     for text in [
-      "/usr/lib/forsetti/plugins", "/usr/lib/forsetti/manifests", "/usr/share/forsetti/keys", "trusts nothing",
+      "/usr/lib/forsetti/plugins", "/usr/lib/forsetti/manifests", "/usr/share/forsetti/keys",
+      "trusts nothing",
       "--manifest FILE", "--library FILE.so", "--signature FILE", "--public-key FILE", "--out DIR",
       "--maintainer NAME", "--json", "-static-stdlib", "apt-get install dpkg-dev", "EXIT STATUS",
     ] {

@@ -92,7 +92,8 @@ import Testing
     let fields = lines.filter { !$0.hasPrefix(" ") }.map { $0.split(separator: ":")[0] }
     #expect(
       fields == [
-        "Package", "Version", "Architecture", "Maintainer", "Installed-Size", "Depends", "Section", "Priority",
+        "Package", "Version", "Architecture", "Maintainer", "Installed-Size", "Depends",
+        "Section", "Priority",
         "Description",
       ])
     #expect(lines.filter { $0.hasPrefix(" ") }.allSatisfy { $0.count <= 80 }, "\(control.text)")
@@ -112,7 +113,8 @@ import Testing
     #expect(layout.vendorKey(moduleID: "com.vendor.thing") == "/usr/share/forsetti/keys/com.vendor.thing.pub")
     let facts = ELFFactsFixture.facts(path: "/src/build/libthing.so", needed: ["libc.so.6"], symtab: false)
     let inputs = PackInputs(
-      manifestPath: "/src/manifests/thing.json", manifest: manifest(version: .init(2, 0, 0, prerelease: "rc.1")),
+      manifestPath: "/src/manifests/thing.json",
+      manifest: manifest(version: .init(2, 0, 0, prerelease: "rc.1")),
       libraryPath: "/src/build/libthing.so", library: facts, signaturePath: "/keys/any.sig",
       publicKeyPath: "/keys/vendor.pub", publicKey: nil)
     let plan = try PackagePlan.make(inputs, maintainer: "A <a@example.org>", date: 1_764_000_000)
@@ -120,7 +122,8 @@ import Testing
     let paths = Dictionary(uniqueKeysWithValues: plan.entries.map { ($0.path, $0.content) })
     #expect(paths["/usr/lib/forsetti/plugins/libthing.so"] == .copy(from: "/src/build/libthing.so"))
     #expect(paths["/usr/lib/forsetti/plugins/libthing.so.sig"] == .copy(from: "/keys/any.sig"))
-    #expect(paths["/usr/lib/forsetti/manifests/com.vendor.thing.json"] == .copy(from: "/src/manifests/thing.json"))
+    #expect(
+      paths["/usr/lib/forsetti/manifests/com.vendor.thing.json"] == .copy(from: "/src/manifests/thing.json"))
     #expect(paths["/usr/share/forsetti/keys/com.vendor.thing.pub"] == .copy(from: "/keys/vendor.pub"))
     #expect(paths["/usr/share/doc/com.vendor.thing/copyright"] != nil)
     #expect(paths["/usr/share/doc/com.vendor.thing/changelog.Debian.gz"] != nil)
@@ -161,7 +164,9 @@ import Testing
         dpkg-shlibdeps: debug: No associated package found for /opt/swift/usr/lib/swift/linux/libswiftCore.so
         shlibs:Depends=libc6 (>= 2.14)
         """, stderr: "")
-    #expect(swift == .unpackaged(library: "libswiftCore.so", foundAt: "/opt/swift/usr/lib/swift/linux/libswiftCore.so"))
+    #expect(
+      swift
+        == .unpackaged(library: "libswiftCore.so", foundAt: "/opt/swift/usr/lib/swift/linux/libswiftCore.so"))
     #expect(SharedLibraryDependencies.isSwiftRuntime("libswiftCore.so"))
     #expect(!SharedLibraryDependencies.isSwiftRuntime("libhelper.so"))
     let missing = SharedLibraryDependencies.read(

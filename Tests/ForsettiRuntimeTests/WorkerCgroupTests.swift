@@ -334,7 +334,8 @@ import Testing
     let cgroups = try WorkerCgroups.prepare(files: fs, hostPID: 100)
     #expect(!fs.has("forsetti-999"))
     #expect(fs.killedThroughCgroupKill == [555])
-    #expect(cgroups.notes.contains { $0.hasSuffix("forsetti-999, left by host 999 which is no longer running") })
+    #expect(
+      cgroups.notes.contains { $0.hasSuffix("forsetti-999, left by host 999 which is no longer running") })
     #expect(fs.has("forsetti-666/forsetti-host/forsetti-777/m-1"))
     #expect(cgroups.notes.contains { $0.contains("could not remove") && $0.contains("forsetti-666") })
     #expect(fs.pauses == 0)

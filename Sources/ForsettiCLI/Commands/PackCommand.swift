@@ -44,7 +44,8 @@ enum PackCommand {
       .value("manifest", "FILE", "The module's manifest.", default: "the one manifest in DIR/manifests"),
       .value(
         "library", "FILE.so", "The module's binary.",
-        default: "the .so exporting the manifest's entryPoint in DIR/build, DIR/.build/release or DIR/.build/debug"),
+        default:
+          "the .so exporting the manifest's entryPoint in DIR/build, DIR/.build/release or DIR/.build/debug"),
       .value(
         "signature", "FILE", "Its detached signature (forsetti-host sign), installed as LIB.so.sig.",
         default: "LIB.so.sig beside the library, when there is one"),
@@ -58,7 +59,9 @@ enum PackCommand {
       .flag("json", "Print what was packed as JSON."),
     ],
     positionals: [
-      PositionalSpec("DIR", "The module project (from `forsetti-host new`); default: the current directory.", optional: true)
+      PositionalSpec(
+        "DIR", "The module project (from `forsetti-host new`); default: the current directory.",
+        optional: true)
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
@@ -71,7 +74,9 @@ enum PackCommand {
     }
   }
 
-  static func pack(_ p: ParsedArguments, console: Console, tools: any ToolRunner) throws(PackError) -> ExitCode {
+  static func pack(_ p: ParsedArguments, console: Console, tools: any ToolRunner) throws(PackError)
+    -> ExitCode
+  {
     let builder = DebianPackageBuilder(tools: tools)
     // Before anything is judged: without dpkg-dev there is nothing pack can do.
     try builder.checkTools()
@@ -99,7 +104,8 @@ enum PackCommand {
     }
     return .object(
       JSONObject([
-        ("deb", .string(b.deb)), ("package", .string(b.control.package)), ("version", .string(b.control.version)),
+        ("deb", .string(b.deb)), ("package", .string(b.control.package)),
+        ("version", .string(b.control.version)),
         ("arch", .string(b.control.architecture)), ("depends", .strings(b.control.depends)),
         ("files", .array(files)), ("maintainer", .string(b.control.maintainer)),
         ("signature", .string(orNull: b.signature)),

@@ -57,7 +57,8 @@ struct DebianControl: Sendable, Equatable {
   static func oneLine(_ s: String) -> String {
     var out = ""
     for scalar in s.unicodeScalars {
-      let space = scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value)
+      let space =
+        scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value)
         || scalar.properties.isWhitespace
       if space {
         if !out.isEmpty && out.last != " " { out.append(" ") }

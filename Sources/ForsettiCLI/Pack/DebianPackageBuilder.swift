@@ -28,7 +28,8 @@ struct DebianPackageBuilder {
     guard missing.isEmpty else { throw .missingTools(missing) }
   }
 
-  func build(_ plan: PackagePlan, _ inputs: PackInputs, into outDirectory: String) throws(PackError) -> Built {
+  func build(_ plan: PackagePlan, _ inputs: PackInputs, into outDirectory: String) throws(PackError) -> Built
+  {
     try checkTools()
     guard PackInputs.isDirectory(outDirectory), access(outDirectory, W_OK) == 0 else {
       throw .output(path: outDirectory, reason: "is not a directory this user can write")
@@ -43,7 +44,9 @@ struct DebianPackageBuilder {
 
     // dpkg-shlibdeps reads debian/control and finds a binary's package by the DEBIAN above it.
     try Self.directory(root + "/DEBIAN")
-    try Self.write("Source: \(plan.package)\n\nPackage: \(plan.package)\nArchitecture: \(plan.architecture)\n", to: work + "/debian/control")
+    try Self.write(
+      "Source: \(plan.package)\n\nPackage: \(plan.package)\nArchitecture: \(plan.architecture)\n",
+      to: work + "/debian/control")
     let shlibs = try run(
       "dpkg-shlibdeps", SharedLibraryDependencies.arguments(binary: "debian/\(plan.package)\(plan.library)"),
       in: work, mayFail: true)
@@ -55,7 +58,9 @@ struct DebianPackageBuilder {
         swift: SharedLibraryDependencies.isSwiftRuntime(library))
     case .depends(let d):
       guard shlibs.succeeded else {
-        throw .tool(name: "dpkg-shlibdeps", status: shlibs.status, output: Self.withoutDebug(shlibs.stdout + shlibs.stderr))
+        throw .tool(
+          name: "dpkg-shlibdeps", status: shlibs.status,
+          output: Self.withoutDebug(shlibs.stdout + shlibs.stderr))
       }
       libraryDepends = d
     }
@@ -126,13 +131,18 @@ struct DebianPackageBuilder {
         : "signature \(sig) by key \(k), not the shipped key; not checked"
     case .mismatch(let k):
       throw .signature(
-        path: sig, detail: "the signature by key \(k) does not match \(inputs.libraryPath): the library changed after it was signed")
-    case .malformed(let why): throw .signature(path: sig, detail: why.replacing(root + plan.library + ".sig", with: sig))
+        path: sig,
+        detail:
+          "the signature by key \(k) does not match \(inputs.libraryPath): the library changed after it was signed"
+      )
+    case .malformed(let why):
+      throw .signature(path: sig, detail: why.replacing(root + plan.library + ".sig", with: sig))
     case .unsigned, .unreadable: throw .signature(path: sig, detail: "cannot be read")
     }
   }
 
-  func run(_ tool: String, _ arguments: [String], in directory: String, mayFail: Bool = false) throws(PackError)
+  func run(_ tool: String, _ arguments: [String], in directory: String, mayFail: Bool = false)
+    throws(PackError)
     -> ToolRun
   {
     let result = tools.run(tool, arguments, in: directory)
@@ -169,8 +179,13 @@ struct DebianPackageBuilder {
   static func temporaryDirectory() throws(PackError) -> String {
     let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
     var template = Array(PathText.join(base, "forsetti-pack.XXXXXX").utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { b in b.baseAddress.map { mkdtemp($0) != nil } ?? false }
-    guard made else { throw .output(path: base, reason: "cannot make a temporary directory: \(String(cString: strerror(errno)))") }
+    let made = template.withUnsafeMutableBufferPointer { b in
+      b.baseAddress.map { mkdtemp($0) != nil } ?? false
+    }
+    guard made else {
+      throw .output(
+        path: base, reason: "cannot make a temporary directory: \(String(cString: strerror(errno)))")
+    }
     return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
@@ -178,10 +193,14 @@ struct DebianPackageBuilder {
     if mkdir(path, 0o755) != 0 && errno != EEXIST {
       throw .output(path: path, reason: "cannot be made: \(String(cString: strerror(errno)))")
     }
-    guard chmod(path, 0o755) == 0 else { throw .output(path: path, reason: "chmod: \(String(cString: strerror(errno)))") }
+    guard chmod(path, 0o755) == 0 else {
+      throw .output(path: path, reason: "chmod: \(String(cString: strerror(errno)))")
+    }
   }
 
-  static func write(_ text: String, to path: String) throws(PackError) { try write(Array(text.utf8), to: path) }
+  static func write(_ text: String, to path: String) throws(PackError) {
+    try write(Array(text.utf8), to: path)
+  }
 
   static func write(_ bytes: [UInt8], to path: String) throws(PackError) {
     do { try AtomicFile.write(bytes, to: path, mode: 0o644, durable: false) } catch {

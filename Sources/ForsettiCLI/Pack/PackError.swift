@@ -33,7 +33,8 @@ enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
 
   var exitCode: ExitCode {
     switch self {
-    case .manifestInvalid, .libraryRefused, .architecture, .packageName, .unpackagedLibrary, .signature, .tool:
+    case .manifestInvalid, .libraryRefused, .architecture, .packageName, .unpackagedLibrary, .signature,
+      .tool:
       .blocked
     case .noManifest, .severalManifests, .file, .noLibrary, .missingTools, .maintainer, .output:
       .usage

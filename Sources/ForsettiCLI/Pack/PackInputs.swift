@@ -46,7 +46,9 @@ struct PackInputs: Sendable {
     var key: [UInt8]?
     if let path = r.publicKey {
       do { key = try Signatures.readPublic(path) } catch {
-        throw .file(option: "public-key", path: path, reason: "\(error); give the vendor's NAME.pub from `forsetti-host keygen`")
+        throw .file(
+          option: "public-key", path: path,
+          reason: "\(error); give the vendor's NAME.pub from `forsetti-host keygen`")
       }
     }
     return PackInputs(
@@ -93,7 +95,9 @@ struct PackInputs: Sendable {
     do { report = try ManifestDiscovery.discover(from: source, mode: .strict) } catch {
       throw .file(option: "manifest", path: path, reason: error.description)
     }
-    guard let file = report.files.first else { throw .file(option: "manifest", path: path, reason: "cannot be read") }
+    guard let file = report.files.first else {
+      throw .file(option: "manifest", path: path, reason: "cannot be read")
+    }
     switch file.outcome {
     case .manifest(let m): return m
     case .unreadable(let e): throw .file(option: "manifest", path: path, reason: e.description)
@@ -108,7 +112,9 @@ struct PackInputs: Sendable {
       guard isFile(file) else { throw .file(option: "library", path: file, reason: "no such file") }
       switch ELFInspector.inspect(file) {
       case .success(let facts): return (file, facts)
-      case .failure(let e): throw .libraryRefused(path: file, detail: e.description, fix: "rebuild it as a shared object (-shared -fPIC)")
+      case .failure(let e):
+        throw .libraryRefused(
+          path: file, detail: e.description, fix: "rebuild it as a shared object (-shared -fPIC)")
       }
     }
     let looked = buildDirectories.map { PathText.join(r.directory, $0) }.filter(isDirectory)
@@ -130,7 +136,8 @@ struct PackInputs: Sendable {
     let name = PathText.name(path)
     guard BinaryIndex.isSharedObjectName(name), !name.hasPrefix(".") else {
       throw .libraryRefused(
-        path: path, detail: "the host loads only files named NAME.so (or NAME.so.N) from its plugin directory",
+        path: path,
+        detail: "the host loads only files named NAME.so (or NAME.so.N) from its plugin directory",
         fix: "rename it, e.g. lib\(name).so")
     }
     guard !facts.exportedFunctions.contains(entryPoint) else { return }

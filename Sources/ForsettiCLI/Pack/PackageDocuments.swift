@@ -21,7 +21,9 @@ enum PackageDocuments {
   }
 
   /// The one entry of the package's `changelog.Debian` (gzipped when staged).
-  static func changelog(package: String, version: String, moduleVersion: String, maintainer: String, date: String)
+  static func changelog(
+    package: String, version: String, moduleVersion: String, maintainer: String, date: String
+  )
     -> String
   {
     """

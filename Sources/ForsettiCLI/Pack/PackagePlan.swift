@@ -47,7 +47,8 @@ struct PackagePlan: Sendable, Equatable {
     if let sig = inputs.signaturePath {
       entries.append(Entry(path: ModuleSignature.path(for: library), content: .copy(from: sig)))
     }
-    entries.append(Entry(path: layout.manifest(moduleID: m.moduleID), content: .copy(from: inputs.manifestPath)))
+    entries.append(
+      Entry(path: layout.manifest(moduleID: m.moduleID), content: .copy(from: inputs.manifestPath)))
     if let key = inputs.publicKeyPath {
       entries.append(Entry(path: layout.vendorKey(moduleID: m.moduleID), content: .copy(from: key)))
     }

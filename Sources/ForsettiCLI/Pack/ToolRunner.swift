@@ -67,7 +67,8 @@ struct SpawnedTools: ToolRunner {
     var pid = pid_t()
     let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, envp)
     guard spawned == 0 else {
-      return .failure(.tool(name: tool, status: -1, output: "cannot start it: \(String(cString: strerror(spawned)))"))
+      return .failure(
+        .tool(name: tool, status: -1, output: "cannot start it: \(String(cString: strerror(spawned)))"))
     }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

@@ -480,7 +480,8 @@ public final class WorkerCgroups: Sendable {
   /// their workers' cgroups (workers die with their host, so normally nothing is) and removes them.
   private static func removeStale(in site: Site, files: any CgroupFiles, hostPID: Int32) -> [String] {
     var notes: [String] = []
-    removeStale(under: site.hostDirectory, site: site, files: files, hostPID: hostPID, notes: &notes, depth: 0)
+    removeStale(
+      under: site.hostDirectory, site: site, files: files, hostPID: hostPID, notes: &notes, depth: 0)
     return notes
   }
 
@@ -503,7 +504,8 @@ public final class WorkerCgroups: Sendable {
         let leafDirectory = CgroupHierarchy.join(parent, leaf)
         removeStale(
           under: leafDirectory, site: site, files: files, hostPID: hostPID, notes: &notes, depth: depth + 1)
-        let place = WorkerCgroup.Place(version: site.version, directory: leafDirectory, controllers: site.controllers)
+        let place = WorkerCgroup.Place(
+          version: site.version, directory: leafDirectory, controllers: site.controllers)
         do {
           try WorkerCgroup(places: [place], files: files, hostPID: hostPID).release()
         } catch {
