@@ -1,3 +1,4 @@
+import ForsettiCore
 import ForsettiTestSupport
 import Foundation
 import Synchronization
@@ -40,6 +41,83 @@ import Testing
       $0.contains(name)
     }
     return (r.status, complaints)
+  }
+
+  /// The value after `option` in a command line of single-space-separated words.
+  static func value(of option: String, in commandLine: String) -> String? {
+    let words = commandLine.split(separator: " ").map(String.init)
+    guard let i = words.firstIndex(of: option), i + 1 < words.count else { return nil }
+    return words[i + 1]
+  }
+
+  /// Runs scripts/install with the binaries these tests run; nil when it succeeded, else what
+  /// it printed.
+  func install(_ arguments: [String]) throws -> String? {
+    let binDir = (HostBinary.path as NSString).deletingLastPathComponent
+    let r = try ProcessRunner.run(
+      "/usr/bin/env",
+      ["bash", HostBinary.packageRoot + "/scripts/install", "--bin-dir", binDir] + arguments)
+    return r.status == 0 ? nil : r.stdout + r.stderr
+  }
+
+  /// `path` is a directory with mode 0755 and nothing in it.
+  func expectEmptyDirectory(_ path: String) {
+    var isDirectory: ObjCBool = false
+    #expect(
+      FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue,
+      "\(path)")
+    let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int
+    #expect(mode == 0o755, "\(path): mode \(mode.map { String($0, radix: 8) } ?? "none")")
+    #expect((try? FileManager.default.contentsOfDirectory(atPath: path)) == [], "\(path)")
+  }
+
+  /// One layout everywhere: installed with PREFIX=/usr, as scripts/package stages the Debian
+  /// package, the unit runs the host on exactly the directories of `SystemLayout.debian`, where
+  /// `forsetti-host pack`'s module packages install, and the install creates them (so the host
+  /// package ships and owns them), with the vendors' key directory beside them.
+  @Test func installedIntoUsrTheUnitRunsTheModulesWhereModulePackagesInstallThem() throws {
+    let root = dir.url("root")
+    let failed = try install(["--prefix", "/usr", "--destdir", root])
+    try #require(failed == nil, "install failed: \(failed ?? "")")
+    let unit = try String(
+      contentsOfFile: root + "/usr/lib/systemd/system/forsetti-host.service", encoding: .utf8)
+    let exec = try #require(Self.settings(unit)["ExecStart"])
+    let layout = SystemLayout.debian
+    #expect(exec.hasPrefix("/usr/bin/forsetti-host run "), "\(exec)")
+    #expect(Self.value(of: "--manifests", in: exec) == layout.manifests, "\(exec)")
+    #expect(Self.value(of: "--plugins", in: exec) == layout.plugins, "\(exec)")
+    #expect(Self.value(of: "--state", in: exec) == "/var/lib/forsetti", "\(exec)")
+    for directory in [layout.manifests, layout.plugins, layout.vendorKeys] {
+      expectEmptyDirectory(root + directory)
+    }
+  }
+
+  /// With another prefix the module directories follow it; they are recorded, so --uninstall
+  /// removes them when empty and keeps them, with the module in them, when not.
+  @Test func theModuleDirectoriesFollowThePrefixAndUninstallKeepsAModuleInThem() throws {
+    let prefix = dir.url("local")
+    let failed = try install(["--prefix", prefix])
+    try #require(failed == nil, "install failed: \(failed ?? "")")
+    let unit = try String(
+      contentsOfFile: prefix + "/lib/systemd/system/forsetti-host.service", encoding: .utf8)
+    let exec = try #require(Self.settings(unit)["ExecStart"])
+    let manifests = try #require(Self.value(of: "--manifests", in: exec))
+    let plugins = try #require(Self.value(of: "--plugins", in: exec))
+    #expect(
+      manifests == prefix + "/lib/forsetti/manifests" && plugins == prefix + "/lib/forsetti/plugins",
+      "\(exec)")
+    expectEmptyDirectory(manifests)
+    expectEmptyDirectory(plugins)
+    expectEmptyDirectory(prefix + "/share/forsetti/keys")
+
+    try dir.write("local/lib/forsetti/plugins/libmine.so", "an operator's module")
+    let uninstall = try ProcessRunner.run(
+      "/usr/bin/env",
+      ["bash", HostBinary.packageRoot + "/scripts/install", "--uninstall", "--prefix", prefix])
+    #expect(uninstall.status == 0, "\(uninstall.stderr)")
+    #expect(FileManager.default.fileExists(atPath: plugins + "/libmine.so"))
+    #expect(!FileManager.default.fileExists(atPath: manifests), "empty, so removed")
+    #expect(uninstall.stdout.contains("kept    \(plugins)/ (not empty)"), "\(uninstall.stdout)")
   }
 
   @Test func theInstalledUnitPassesSystemdAnalyzeVerify() throws {
@@ -127,7 +205,7 @@ import Testing
     let words = exec.split(separator: " ").dropFirst().map { word -> String in
       switch word {
       case "/var/lib/forsetti": dir.url("state")
-      case "/etc/forsetti/manifests": dir.url("manifests")
+      case "/usr/local/lib/forsetti/manifests": dir.url("manifests")
       case "/usr/local/lib/forsetti/plugins": dir.url("plugins")
       default: String(word)
       }
