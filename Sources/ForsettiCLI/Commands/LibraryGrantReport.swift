@@ -10,18 +10,22 @@ struct LibraryGrantReport {
 
   /// nil without the module's binary (no --plugins, or no file exports its entry point).
   static func make(_ m: ModuleManifest?, index: BinaryIndex?, options: HostOptions) -> LibraryGrantReport? {
-    guard let m, let index, case .success(let facts) = index.locate(entryPoint: m.entryPoint) else { return nil }
+    guard let m, let index, case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
+      return nil
+    }
     let resolution = LibraryResolver(cache: LoaderCache.system()).resolve(facts, path: facts.path)
     // explain knows no --export-dir: the state directory is the one it can protect here.
     let protected = [LibraryResolver.realPath(options.stateDirectory) ?? options.stateDirectory]
-    return LibraryGrantReport(resolution: resolution, grants: LibraryGrants.decide(resolution, protected: protected))
+    return LibraryGrantReport(
+      resolution: resolution, grants: LibraryGrants.decide(resolution, protected: protected))
   }
 
   var text: String {
     var out = "  libraries (\(resolution.found.count) needed, found as the loader finds them): "
     out += LogRecord.streamSafe(grants.summary) + "\n"
     for f in resolution.found {
-      out += "    \(LogRecord.streamSafe(f.name)) → \(LogRecord.streamSafe(f.realPath)) (\(f.source.rawValue))\n"
+      out +=
+        "    \(LogRecord.streamSafe(f.name)) → \(LogRecord.streamSafe(f.realPath)) (\(f.source.rawValue))\n"
     }
     return out
   }
@@ -31,7 +35,10 @@ struct LibraryGrantReport {
       ["directory": .string($0.directory), "library": .string($0.library), "reason": .string($0.reason)]
     }
     let missing: [JSONValue] = grants.missing.map {
-      ["name": .string($0.name), "neededBy": .string($0.neededBy), "searched": .strings($0.searched)]
+      [
+        "name": .string($0.name), "neededBy": .string($0.neededBy), "searched": .strings($0.searched),
+        "unusable": $0.unusable.map(JSONValue.string) ?? .null,
+      ]
     }
     let found: [JSONValue] = resolution.found.map {
       [

@@ -55,7 +55,9 @@ public struct LibraryGrants: Sendable, Hashable {
     for p in protected where PathText.isWithin(dir, p) || PathText.isWithin(p, dir) {
       return "overlaps \(p), where modules write: a module may not load code from there"
     }
-    if anyoneWrites(dir) { return "anyone may write there: a grant would let a module read what others leave" }
+    if anyoneWrites(dir) {
+      return "anyone may write there: a grant would let a module read what others leave"
+    }
     return nil
   }
 
@@ -68,11 +70,15 @@ public struct LibraryGrants: Sendable, Hashable {
   /// One line for the host's log and `explain`: "granted A, B; refused C (lib): why".
   public var summary: String {
     var parts: [String] = []
-    parts.append(granted.isEmpty ? "no directory beyond the system's" : "granted " + granted.joined(separator: ", "))
+    parts.append(
+      granted.isEmpty ? "no directory beyond the system's" : "granted " + granted.joined(separator: ", "))
     if !refused.isEmpty { parts.append("REFUSED " + refused.map(\.description).joined(separator: "; ")) }
     if !missing.isEmpty {
       parts.append(
-        "not found: " + missing.map { "\($0.name) (needed by \($0.neededBy))" }.joined(separator: ", "))
+        "not found: "
+          + missing.map { m in
+            "\(m.name) (needed by \(m.neededBy)\(m.unusable.map { "; the loader stops at \($0)" } ?? ""))"
+          }.joined(separator: ", "))
     }
     return parts.joined(separator: "; ")
   }
