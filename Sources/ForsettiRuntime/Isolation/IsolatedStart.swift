@@ -220,7 +220,8 @@ extension ModuleManager {
       }
     }
     return WorkerProcess(
-      started, configuration: configuration(
+      started,
+      configuration: configuration(
         a, settings, memoryAccounted: cgroup != nil, libraries: grants?.granted ?? []),
       cgroup: cgroup,
       joined: placed != nil, environment: environment, onExit: exitHandler)
