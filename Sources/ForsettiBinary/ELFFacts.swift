@@ -18,11 +18,15 @@ public struct ELFFacts: Sendable, Hashable {
   /// Whether the file keeps a full symbol table (`.symtab`): not stripped. Packaging shows it
   /// (lintian's `unstripped-binary-or-object`); loading never reads it.
   public var hasSymbolTable: Bool
+  /// `DF_1_PIE`: an executable built position-independent, which is `ET_DYN` too but which the
+  /// loader refuses to load as a library.
+  public var isPositionIndependentExecutable: Bool
 
   public init(
     path: String, fileSize: Int, elfClass: ELFClass, machine: ELFMachine, isSharedObject: Bool,
     symbolTable: SymbolTable, embeddedManifest: [UInt8]?, neededLibraries: [String],
-    searchPaths: LibrarySearchPaths = LibrarySearchPaths(), hasSymbolTable: Bool = false
+    searchPaths: LibrarySearchPaths = LibrarySearchPaths(), hasSymbolTable: Bool = false,
+    isPositionIndependentExecutable: Bool = false
   ) {
     self.path = path
     self.fileSize = fileSize
@@ -34,6 +38,7 @@ public struct ELFFacts: Sendable, Hashable {
     self.neededLibraries = neededLibraries
     self.searchPaths = searchPaths
     self.hasSymbolTable = hasSymbolTable
+    self.isPositionIndependentExecutable = isPositionIndependentExecutable
   }
 
   /// Every named symbol of `.dynsym`.
@@ -228,7 +233,8 @@ public struct LibrarySearchPaths: Sendable, Hashable {
   /// `DT_RPATH`: searched first, for this object and what it loads; ignored when a
   /// `DT_RUNPATH` is present.
   public var rPath: String?
-  /// `DF_1_NODEFLIB`: the loader's cache and default directories are not searched.
+  /// `DF_1_NODEFLIB`: the default directories are not searched, nor the cache's entries that
+  /// lie in them.
   public var noDefaultLibraries = false
 
   public init(runPath: String? = nil, rPath: String? = nil, noDefaultLibraries: Bool = false) {

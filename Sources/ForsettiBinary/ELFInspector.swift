@@ -149,7 +149,8 @@ public enum ELFInspector {
         path: path, fileSize: size, elfClass: cls, machine: ELFMachine(rawValue: ehdr.e_machine),
         isSharedObject: true, symbolTable: symbols, embeddedManifest: embedded,
         neededLibraries: dynamic.needed, searchPaths: dynamic.searchPaths,
-        hasSymbolTable: table.sections.contains { $0.type == UInt32(SHT_SYMTAB) }))
+        hasSymbolTable: table.sections.contains { $0.type == UInt32(SHT_SYMTAB) },
+        isPositionIndependentExecutable: dynamic.isPositionIndependentExecutable))
   }
 
   private static func readSymbols(_ table: ELFSectionTable, _ section: ELFSection) -> Result<
@@ -215,6 +216,7 @@ public enum ELFInspector {
   private struct DynamicEntries {
     var needed: [String] = []
     var searchPaths = LibrarySearchPaths()
+    var isPositionIndependentExecutable = false
   }
 
   /// `reusing` is a string table already read and checked, taken when `.dynamic` links the
@@ -240,6 +242,7 @@ public enum ELFInspector {
       if tag == Int64(DT_NULL) { break }
       if tag == Int64(DT_FLAGS_1) {
         out.searchPaths.noDefaultLibraries = dyn.d_un.d_val & UInt64(DF_1_NODEFLIB) != 0
+        out.isPositionIndependentExecutable = dyn.d_un.d_val & UInt64(DF_1_PIE) != 0
         continue
       }
       guard tag == Int64(DT_NEEDED) || tag == Int64(DT_RUNPATH) || tag == Int64(DT_RPATH) else { continue }

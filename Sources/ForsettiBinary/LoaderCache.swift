@@ -35,37 +35,71 @@ public struct LoaderCache: Sendable, Hashable {
 
   public init(entries: [Entry]) { self.entries = entries }
 
-  /// The cache in `bytes`; nil when they are no cache of a format this glibc writes (the
-  /// resolver then searches the default directories only, as the loader does).
+  /// The cache in `bytes`; nil when they are no cache the loader reads (the resolver then
+  /// searches the default directories only, as the loader does). Like glibc's loader, this
+  /// takes the new table when there is one, else the old: a file of the old format alone
+  /// (`ldconfig -c old`), or an old table followed by a new one (`-c compat`).
   public init?(bytes: [UInt8]) {
-    var base = 0
+    var newBase = 0
+    var oldTable: (count: Int, strings: Int)?
     if bytes.starts(with: Self.oldMagic) {
-      // An old-format cache with the new one appended (glibc < 2.32's "compat" format): skip
-      // the old table, then align to the new header's 8 bytes as ldconfig does.
-      guard let count = Self.u32(bytes, at: 11 + 1) else { return nil }
-      let (skip, o1) = Int(count).multipliedReportingOverflow(by: Self.oldEntry)
-      let (end, o2) = Self.oldHeader.addingReportingOverflow(skip)
+      guard let count = Self.u32(bytes, at: Self.oldMagic.count + 1) else { return nil }
+      let (size, o1) = Int(count).multipliedReportingOverflow(by: Self.oldEntry)
+      let (end, o2) = Self.oldHeader.addingReportingOverflow(size)
       guard !o1, !o2, end <= bytes.count else { return nil }
-      base = (end + 7) & ~7
+      oldTable = (Int(count), end)
+      // The new table, when appended, starts at the next multiple of its 8-byte alignment.
+      newBase = (end + 7) & ~7
     }
-    guard base <= bytes.count, bytes[base...].starts(with: Self.newMagic),
-      let count = Self.u32(bytes, at: base + 20), Int(count) <= Self.maxEntries
+    if let entries = Self.newTable(bytes, at: newBase) {
+      self.entries = entries
+    } else if let oldTable {
+      self.entries = Self.oldTable(bytes, count: oldTable.count, strings: oldTable.strings)
+    } else {
+      return nil
+    }
+  }
+
+  /// The entries of a new-format table at `base`; nil when there is none there, or it is
+  /// damaged, or of the other byte order. Its strings count from `base`.
+  private static func newTable(_ bytes: [UInt8], at base: Int) -> [Entry]? {
+    guard base <= bytes.count, bytes[base...].starts(with: newMagic),
+      let count = u32(bytes, at: base + 20), Int(count) <= maxEntries,
+      base + newHeader + Int(count) * newEntry <= bytes.count
     else { return nil }
+    // `flags`' low two bits: 0 unset (older ldconfig), 2 little-endian, 3 big-endian; the
+    // loader ignores a cache of the other byte order.
+    let endian = bytes[base + 28] & 3
+    guard endian == 0 || endian == (1.littleEndian == 1 ? 2 : 3) else { return nil }
     var entries: [Entry] = []
     entries.reserveCapacity(Int(count))
     for i in 0..<Int(count) {
-      let at = base + Self.newHeader + i * Self.newEntry
-      guard let flags = Self.u32(bytes, at: at), let key = Self.u32(bytes, at: at + 4),
-        let value = Self.u32(bytes, at: at + 8), let hwcap = Self.u64(bytes, at: at + 16)
+      let at = base + newHeader + i * newEntry
+      guard let flags = u32(bytes, at: at), let key = u32(bytes, at: at + 4),
+        let value = u32(bytes, at: at + 8), let hwcap = u64(bytes, at: at + 16)
       else { return nil }
-      // String offsets count from the new header (which is the file's start but in the
-      // compat format).
-      guard let name = Self.string(bytes, at: base + Int(key)),
-        let path = Self.string(bytes, at: base + Int(value))
+      // An entry whose strings lie outside the file names nothing; the loader skips it too.
+      guard let name = string(bytes, at: base + Int(key)), let path = string(bytes, at: base + Int(value))
       else { continue }
       entries.append(Entry(name: name, path: path, flags: Int32(bitPattern: flags), hwcap: hwcap))
     }
-    self.entries = entries
+    return entries
+  }
+
+  /// The entries of the old-format table: `count` entries after the header, their strings
+  /// counting from `strings`, where the entries end.
+  private static func oldTable(_ bytes: [UInt8], count: Int, strings: Int) -> [Entry] {
+    var entries: [Entry] = []
+    entries.reserveCapacity(count)
+    for i in 0..<count {
+      let at = oldHeader + i * oldEntry
+      guard let flags = u32(bytes, at: at), let key = u32(bytes, at: at + 4),
+        let value = u32(bytes, at: at + 8),
+        let name = string(bytes, at: strings + Int(key)), let path = string(bytes, at: strings + Int(value))
+      else { continue }
+      entries.append(Entry(name: name, path: path, flags: Int32(bitPattern: flags), hwcap: 0))
+    }
+    return entries
   }
 
   /// The system's cache, or nil when it is missing or unreadable.
@@ -83,13 +117,17 @@ public struct LoaderCache: Sendable, Hashable {
     case (.elf64, .x86_64): return libc6 | 0x0300  // FLAG_X8664_LIB64
     case (.elf64, .aarch64): return libc6 | 0x0a00  // FLAG_AARCH64_LIB64
     case (.elf64, .riscv): return libc6 | 0x1000  // FLAG_RISCV_FLOAT_ABI_DOUBLE
-    case (.elf32, .x86), (.elf32, .arm): return libc6
+    // The hard-float loader (Debian's armhf) takes only entries marked hard-float.
+    case (.elf32, .arm): return libc6 | 0x0900  // FLAG_ARM_LIBHF
+    case (.elf32, .x86): return libc6
     default: return nil
     }
   }
 
   /// The path the loader takes for `name` among entries of `flags`: the first plain entry,
-  /// else the first in a `glibc-hwcaps` subdirectory.
+  /// else the first in a `glibc-hwcaps` subdirectory. (The loader prefers the subdirectory of
+  /// the best level this CPU has; ldconfig puts it beneath the plain entry's directory, which
+  /// a grant of that directory covers.)
   public func path(for name: String, flags: Int32) -> String? {
     var hwcapPath: String?
     for e in entries where e.name == name && e.flags == flags {

@@ -1,6 +1,7 @@
 import ForsettiBinary
 import ForsettiCore
 import ForsettiTestSupport
+import Foundation
 import Testing
 
 /// The ELF fuzzer's kept inputs (seeds in Fuzz/Corpus/elf, crashes it found in
@@ -16,5 +17,27 @@ import Testing
   @Test(arguments: inputs("Corpus") + inputs("Regressions"))
   func replays(_ path: String) {
     #expect(ELFFuzzEntry.run(path: path) == [], "\(path)")
+  }
+}
+
+/// The loader-cache fuzzer's kept inputs (seeds in Fuzz/Corpus/ldcache, findings in
+/// Fuzz/Regressions/ldcache), replayed through its own entry: each file is read or refused
+/// without a trap and breaks none of the entry's properties.
+@Suite struct LoaderCacheFuzzRegressionTests {
+  static func inputs(_ folder: String) -> [String] { FuzzInputs.paths(folder, "ldcache") }
+
+  @Test func theSeedCorpusIsThere() {
+    #expect(Self.inputs("Corpus").count >= 3, "Fuzz/Corpus/ldcache holds a cache of each format")
+    // Every seed is a cache this reads: the fuzzer starts from valid files.
+    for path in Self.inputs("Corpus") {
+      let bytes = FileManager.default.contents(atPath: path).map { [UInt8]($0) } ?? []
+      #expect(LoaderCache(bytes: bytes) != nil, "\(path)")
+    }
+  }
+
+  @Test(arguments: inputs("Corpus") + inputs("Regressions"))
+  func replays(_ path: String) throws {
+    let bytes = try #require(FileManager.default.contents(atPath: path).map { [UInt8]($0) }, "\(path)")
+    #expect(LoaderCacheFuzzEntry.run(bytes) == [], "\(path)")
   }
 }

@@ -35,7 +35,10 @@ struct LibraryGrantReport {
       ["directory": .string($0.directory), "library": .string($0.library), "reason": .string($0.reason)]
     }
     let missing: [JSONValue] = grants.missing.map {
-      ["name": .string($0.name), "neededBy": .string($0.neededBy), "searched": .strings($0.searched)]
+      [
+        "name": .string($0.name), "neededBy": .string($0.neededBy), "searched": .strings($0.searched),
+        "unusable": $0.unusable.map(JSONValue.string) ?? .null,
+      ]
     }
     let found: [JSONValue] = resolution.found.map {
       [

@@ -75,7 +75,10 @@ public struct LibraryGrants: Sendable, Hashable {
     if !refused.isEmpty { parts.append("REFUSED " + refused.map(\.description).joined(separator: "; ")) }
     if !missing.isEmpty {
       parts.append(
-        "not found: " + missing.map { "\($0.name) (needed by \($0.neededBy))" }.joined(separator: ", "))
+        "not found: "
+          + missing.map { m in
+            "\(m.name) (needed by \(m.neededBy)\(m.unusable.map { "; the loader stops at \($0)" } ?? ""))"
+          }.joined(separator: ", "))
     }
     return parts.joined(separator: "; ")
   }
