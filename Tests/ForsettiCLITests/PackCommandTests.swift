@@ -125,7 +125,7 @@ import Testing
     let files = try contents(deb)
     let layout = SystemLayout.debian
     for path in [
-      layout.plugin("libPacked_C.so"), layout.plugin("libPacked_C.so.sig"),
+      layout.plugin("com.Test.Packed-C.so"), layout.plugin("com.Test.Packed-C.so.sig"),
       layout.manifest(moduleID: "com.Test.Packed-C"), layout.vendorKey(moduleID: "com.Test.Packed-C"),
       "/usr/share/doc/com.test.packed-c/copyright", "/usr/share/doc/com.test.packed-c/changelog.Debian.gz",
     ] {
@@ -142,7 +142,7 @@ import Testing
     _ = try dpkgDeb(["-x", deb, root])
     let sums = try ProcessRunner.run("/usr/bin/md5sum", ["-c", control + "/md5sums"], in: root)
     #expect(sums.status == 0, "\(sums.stdout)\(sums.stderr)")
-    #expect(try Data(contentsOf: URL(fileURLWithPath: root + layout.plugin("libPacked_C.so"))) == original)
+    #expect(try Data(contentsOf: URL(fileURLWithPath: root + layout.plugin("com.Test.Packed-C.so"))) == original)
 
     #expect(try lintianComplaints(deb) == [])
   }
@@ -166,7 +166,7 @@ import Testing
     let r = try pack([project, "--out", dir.path, "--maintainer", Self.maintainer])
     try #require(r.status == 0, "\(r.stdout)\(r.stderr)")
     let deb = dir.url("com.test.packedswift_0.1.0-1_amd64.deb")
-    #expect(try contents(deb)[SystemLayout.debian.plugin("libPackedswiftModule.so")] == "-rw-r--r--")
+    #expect(try contents(deb)[SystemLayout.debian.plugin("com.test.packedswift.so")] == "-rw-r--r--")
     let depends = try dpkgDeb(["-f", deb, "Depends"])
     #expect(depends.contains("libc6") && !depends.contains("swift"), "\(depends)")
     #expect(try lintianComplaints(deb) == [])

@@ -120,8 +120,8 @@ import Testing
     let plan = try PackagePlan.make(inputs, maintainer: "A <a@example.org>", date: 1_764_000_000)
     #expect(plan.debName == "com.vendor.thing_2.0.0~rc.1-1_amd64.deb")
     let paths = Dictionary(uniqueKeysWithValues: plan.entries.map { ($0.path, $0.content) })
-    #expect(paths["/usr/lib/forsetti/plugins/libthing.so"] == .copy(from: "/src/build/libthing.so"))
-    #expect(paths["/usr/lib/forsetti/plugins/libthing.so.sig"] == .copy(from: "/keys/any.sig"))
+    #expect(paths["/usr/lib/forsetti/plugins/com.vendor.thing.so"] == .copy(from: "/src/build/libthing.so"))
+    #expect(paths["/usr/lib/forsetti/plugins/com.vendor.thing.so.sig"] == .copy(from: "/keys/any.sig"))
     #expect(
       paths["/usr/lib/forsetti/manifests/com.vendor.thing.json"] == .copy(from: "/src/manifests/thing.json"))
     #expect(paths["/usr/share/forsetti/keys/com.vendor.thing.pub"] == .copy(from: "/keys/vendor.pub"))

@@ -12,7 +12,8 @@ enum PackCommand {
     abstract: "Make a Debian package of a module project, to install with `apt install ./PACKAGE.deb`.",
     discussion: """
       The package installs the module into the packaged host's system directories: its binary as
-      \(layout.plugins)/LIB.so, its detached signature (if any) beside it as LIB.so.sig, its
+      \(layout.plugins)/MODULE_ID.so (the module ID is unique; the file name of the build need
+      not be), its detached signature (if any) beside it as MODULE_ID.so.sig, its
       manifest as \(layout.manifests)/MODULE_ID.json and, with --public-key, the vendor's key as
       \(layout.vendorKeys)/MODULE_ID.pub. Installing the package trusts nothing and approves
       nothing: an operator trusts the key with `forsetti-host trust
@@ -47,7 +48,7 @@ enum PackCommand {
         default:
           "the .so exporting the manifest's entryPoint in DIR/build, DIR/.build/release or DIR/.build/debug"),
       .value(
-        "signature", "FILE", "Its detached signature (forsetti-host sign), installed as LIB.so.sig.",
+        "signature", "FILE", "Its detached signature (forsetti-host sign), installed as MODULE_ID.so.sig.",
         default: "LIB.so.sig beside the library, when there is one"),
       .value(
         "public-key", "FILE",

@@ -42,7 +42,10 @@ struct PackagePlan: Sendable, Equatable {
         path: inputs.libraryPath, machine: "\(inputs.library.elfClass.rawValue) \(inputs.library.machine)")
     }
     let version = DebianVersion.package(m.moduleVersion)
-    let library = layout.plugin(inputs.libraryFileName)
+    // Named after the module ID, not the build's file name: two vendors' libweather.so would
+    // be the same path, and dpkg refuses the second package. The host finds a module's library
+    // by the entry point it exports, whatever the file is called.
+    let library = layout.plugin(m.moduleID + ".so")
     var entries = [Entry(path: library, content: .copy(from: inputs.libraryPath))]
     if let sig = inputs.signaturePath {
       entries.append(Entry(path: ModuleSignature.path(for: library), content: .copy(from: sig)))
