@@ -142,7 +142,8 @@ import Testing
     _ = try dpkgDeb(["-x", deb, root])
     let sums = try ProcessRunner.run("/usr/bin/md5sum", ["-c", control + "/md5sums"], in: root)
     #expect(sums.status == 0, "\(sums.stdout)\(sums.stderr)")
-    #expect(try Data(contentsOf: URL(fileURLWithPath: root + layout.plugin("com.Test.Packed-C.so"))) == original)
+    #expect(
+      try Data(contentsOf: URL(fileURLWithPath: root + layout.plugin("com.Test.Packed-C.so"))) == original)
 
     #expect(try lintianComplaints(deb) == [])
   }
