@@ -164,9 +164,10 @@ import Testing
       "/usr/bin/env", ["swift", "build", "-c", "release", "-Xswiftc", "-static-stdlib"], in: project)
     try #require(release.status == 0, "\(release.stdout)\(release.stderr)")
 
-    let r = try pack([project, "--out", dir.path, "--maintainer", Self.maintainer])
+    // As the author guide does it: from the project, into the current directory (no --out).
+    let r = try pack(["--maintainer", Self.maintainer], in: project)
     try #require(r.status == 0, "\(r.stdout)\(r.stderr)")
-    let deb = dir.url("com.test.packedswift_0.1.0-1_amd64.deb")
+    let deb = project + "/com.test.packedswift_0.1.0-1_amd64.deb"
     #expect(try contents(deb)[SystemLayout.debian.plugin("com.test.packedswift.so")] == "-rw-r--r--")
     let depends = try dpkgDeb(["-f", deb, "Depends"])
     #expect(depends.contains("libc6") && !depends.contains("swift"), "\(depends)")

@@ -28,9 +28,12 @@ struct DebianPackageBuilder {
     guard missing.isEmpty else { throw .missingTools(missing) }
   }
 
-  func build(_ plan: PackagePlan, _ inputs: PackInputs, into outDirectory: String) throws(PackError) -> Built
+  func build(_ plan: PackagePlan, _ inputs: PackInputs, into out: String) throws(PackError) -> Built
   {
     try checkTools()
+    // dpkg-deb runs in the staging directory: a relative --out (the default, ".") would be
+    // taken from there.
+    let outDirectory = out.hasPrefix("/") ? out : PathText.join(FileManager.default.currentDirectoryPath, out)
     guard PackInputs.isDirectory(outDirectory), access(outDirectory, W_OK) == 0 else {
       throw .output(path: outDirectory, reason: "is not a directory this user can write")
     }
