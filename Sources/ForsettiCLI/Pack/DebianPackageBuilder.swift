@@ -28,8 +28,7 @@ struct DebianPackageBuilder {
     guard missing.isEmpty else { throw .missingTools(missing) }
   }
 
-  func build(_ plan: PackagePlan, _ inputs: PackInputs, into out: String) throws(PackError) -> Built
-  {
+  func build(_ plan: PackagePlan, _ inputs: PackInputs, into out: String) throws(PackError) -> Built {
     try checkTools()
     // dpkg-deb runs in the staging directory: a relative --out (the default, ".") would be
     // taken from there.
