@@ -138,7 +138,9 @@ public final class LiveHost {
   /// `trustChanged`, a time edge comes as `edge`, an in-memory override is compared here).
   /// Every manifest still goes through the gate stack, with the rewritten binaries' facts.
   private func rejudged(binaries paths: Set<String>) -> Judge.Verdicts? {
-    guard var (v, inMemory) = last, var index = v.index, !paths.isEmpty else { return nil }
+    guard let previous = last, var index = previous.verdicts.index, !paths.isEmpty else { return nil }
+    var v = previous.verdicts
+    let inMemory = previous.inMemory
     let now = judge.configuration.inMemoryOverrides.snapshot
     guard now.modules == inMemory.modules, now.products == inMemory.products else { return nil }
     for path in paths {
