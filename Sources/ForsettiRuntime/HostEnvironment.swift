@@ -23,9 +23,10 @@ public final class HostEnvironment: Sendable {
   /// its own subdirectory; `quotas` bound what each module stores and exports. `log`
   /// receives what passes the limits; `limits` also sets the rotation of
   /// `logs/telemetry.jsonl` (the sink for `host.log` is made by the caller, see `FileLogSink`).
+  /// `applicationServices` are the embedding application's own, offered to modules.
   public init(
     stateDirectory: String, log: any LogSink, limits: LogLimits = .standard, exportDirectory: String? = nil,
-    quotas: ServiceQuotas = .standard
+    quotas: ServiceQuotas = .standard, applicationServices: ApplicationServices = ApplicationServices()
   ) {
     self.stateDirectory = stateDirectory
     self.limits = limits
@@ -33,7 +34,8 @@ public final class HostEnvironment: Sendable {
     self.log = RateLimitedLogSink(log, limiter: limiter)
     // Refusals are the host's own lines: never rate-limited away.
     services = HostServices(
-      stateDirectory: stateDirectory, exportDirectory: exportDirectory, quotas: quotas, log: log)
+      stateDirectory: stateDirectory, exportDirectory: exportDirectory, quotas: quotas, log: log,
+      applications: applicationServices)
     events = EventBus()
     messages = MessageRouter()
     telemetry = TelemetryRecorder(

@@ -16,9 +16,10 @@ final class RuntimeHarness {
 
   /// Gates and starts everything installed so far.
   @discardableResult
-  func start(approvals: ApprovalLedger = .init(approveAll: true), mode: ExecutionMode = .inProcess) throws
-    -> ModuleManager
-  {
+  func start(
+    approvals: ApprovalLedger = .init(approveAll: true), mode: ExecutionMode = .inProcess,
+    applicationServices: ApplicationServices = ApplicationServices()
+  ) throws -> ModuleManager {
     let report = try ManifestDiscovery.discover(from: DirectoryManifestSource(root: dir.url("manifests")))
     let context = GateContext(
       approvals: approvals, providers: ProviderAvailability(discovered: report.manifests))
@@ -26,7 +27,8 @@ final class RuntimeHarness {
     let judgements = GateStack.judge(
       report, context: context, inspect: index.inspectionStep(for:), laterSteps: nil)
     let m = ModuleManager(
-      environment: HostEnvironment(stateDirectory: dir.url("state"), log: log), mode: mode)
+      environment: HostEnvironment(
+        stateDirectory: dir.url("state"), log: log, applicationServices: applicationServices), mode: mode)
     m.activate(judgements, index: index)
     manager = m
     return m

@@ -5,8 +5,8 @@ import Foundation
 public enum ExampleModules {
   /// The example modules' IDs, one per manifest in `manifests/`.
   public static let moduleIDs = [
-    "com.example.counter", "com.example.dashboard", "com.example.helloc", "com.example.journal",
-    "com.example.notes", "com.example.shared-database", "com.example.toolbox",
+    "com.example.asktheapp", "com.example.counter", "com.example.dashboard", "com.example.helloc",
+    "com.example.journal", "com.example.notes", "com.example.shared-database", "com.example.toolbox",
   ]
 
   /// The Swift examples' libraries, as SwiftPM names them beside the host.
@@ -15,6 +15,7 @@ public enum ExampleModules {
   /// The C examples: source (from the package root), library name, extra compiler arguments.
   static let cModules: [(source: String, library: String, flags: [String])] = [
     ("Plugins/HelloC/hello.c", "libhelloc.so", []),
+    ("Plugins/AskTheApp/ask.c", "libasktheapp.so", []),
     ("Plugins/SharedDatabase/shared_database.c", "libshared_database.so", ["-lsqlite3"]),
     ("Plugins/Notes/notes.c", "libnotes.so", ["-I", root("Plugins/SharedDatabase"), "-lpthread"]),
     ("Plugins/Journal/journal.c", "libjournal.so", ["-I", root("Plugins/SharedDatabase"), "-lpthread"]),
@@ -53,7 +54,9 @@ public enum ExampleModules {
   public static func installSharedDatabase(in dir: TemporaryDirectory) throws {
     let plugins = dir.url("plugins")
     try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
-    for m in cModules where m.library != "libhelloc.so" { try compile(m, into: plugins) }
+    for m in cModules where !["libhelloc.so", "libasktheapp.so"].contains(m.library) {
+      try compile(m, into: plugins)
+    }
     for name in sharedDatabaseManifests {
       try dir.write("manifests/" + name, String(contentsOfFile: root("manifests/" + name), encoding: .utf8))
     }

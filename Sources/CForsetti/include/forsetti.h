@@ -34,6 +34,7 @@
 #include "forsetti/services/crypto.h"
 #include "forsetti/services/diagnostics.h"
 #include "forsetti/services/roles.h"
+#include "forsetti/services/application.h"
 #include "forsetti/ui.h"
 
 #endif /* FORSETTI_H */

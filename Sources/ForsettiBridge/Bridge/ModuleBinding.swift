@@ -65,6 +65,13 @@ public final class ModuleBinding: Sendable {
 
   /// The service table for `serviceID` if granted; nil (and a warning) otherwise.
   package func resolve(_ serviceID: String) -> UnsafeRawPointer? {
+    // Host service IDs break the application's ID rule: an ID is one or the other.
+    if ApplicationServiceID.problem(serviceID) == nil {
+      guard HostFunctions.applicationServiceOffered(serviceID, to: self) else { return nil }
+      return cachedTable(serviceID) { b throws(BindingError) in
+        try HostFunctions.applicationService(b, serviceID)
+      }
+    }
     guard let access = HostFunctions.access(serviceID) else {
       warn("denied service resolution: unknown service \"\(serviceID)\"", ["service": serviceID])
       return nil
@@ -80,9 +87,18 @@ public final class ModuleBinding: Sendable {
         "denied service resolution: \(serviceID): \(problem)", ["service": serviceID, "role": role.rawValue])
       return nil
     }
+    return cachedTable(serviceID) { b throws(BindingError) in
+      try HostFunctions.serviceTable(serviceID, for: b)
+    }
+  }
+
+  /// The table of `serviceID` this binding built before, or the one `make` builds now.
+  private func cachedTable(
+    _ serviceID: String, _ make: (ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer?
+  ) -> UnsafeRawPointer? {
     if let existing = services.withLock({ $0[serviceID] }) { return UnsafeRawPointer(existing.pointer) }
     do {
-      guard let made = try HostFunctions.serviceTable(serviceID, for: self) else { return nil }
+      guard let made = try make(self) else { return nil }
       // Two threads may race to build a table; the first stored wins, the other is leaked
       // (tables are never freed anyway, see FFIClosure).
       let winner: CRawPointer = services.withLock { s in

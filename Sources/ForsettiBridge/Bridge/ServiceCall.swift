@@ -24,6 +24,13 @@ package enum ServiceOperation: Int64, Sendable, CaseIterable {
   /// From a worker: a call on the channel to the provider of the role `number` names was not
   /// answered by its deadline. A claim: the host probes the provider itself (`WireKind.probe`).
   case roleStalled
+  /// A call of a service the embedding application offers (forsetti/services/application.h):
+  /// arguments the service's ID, the method and the request.
+  case applicationCall = 50
+  /// Whether the application offers the service argument 0 names to the caller: FORSETTI_OK,
+  /// FORSETTI_ERR_DENIED (its capability was not granted; the bytes name it) or
+  /// FORSETTI_ERR_NOT_FOUND. Asked of the host, so a worker needs no list of its own.
+  case applicationResolve
 
   /// The capability the operation needs; the role operations need the role's own (checked
   /// with the role, `RoleRules`).
@@ -35,6 +42,8 @@ package enum ServiceOperation: Int64, Sendable, CaseIterable {
       .cryptoUtilities
     case .diagnosticsReport, .diagnosticsCounter: .diagnostics
     case .roleCall, .roleServe, .roleConnect, .roleStalled: nil
+    // Each application service names its own, checked by the registry (`ApplicationServices`).
+    case .applicationCall, .applicationResolve: nil
     }
   }
 }

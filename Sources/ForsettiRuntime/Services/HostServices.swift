@@ -11,11 +11,16 @@ public final class HostServices: Sendable {
   let crypto: CryptoService
   let fileExport: FileExportService
   let diagnostics: DiagnosticsBoard
+  /// The services the embedding application offers modules.
+  public let applications: ApplicationServices
   private let log: any LogSink
 
-  init(stateDirectory: String, exportDirectory: String?, quotas: ServiceQuotas = .standard, log: any LogSink)
-  {
+  init(
+    stateDirectory: String, exportDirectory: String?, quotas: ServiceQuotas = .standard, log: any LogSink,
+    applications: ApplicationServices = ApplicationServices()
+  ) {
     self.log = log
+    self.applications = applications
     let warn: @Sendable (String, String) -> Void = { moduleID, line in
       log.write(LogRecord(level: .warning, moduleID: moduleID, message: line, origin: .host))
     }
@@ -50,6 +55,10 @@ public final class HostServices: Sendable {
     // Installing a handler is `HostBackend.serveRole`; a worker's arrives in `WorkerProcess`.
     // So are a worker's own channel requests (`WorkerProcess.answerService`).
     case .roleServe, .roleConnect, .roleStalled: return .status(FORSETTI_ERR_INVALID_ARGUMENT)
+    case .applicationCall, .applicationResolve:
+      return applications.answer(r, from: caller) { line in
+        log.write(LogRecord(level: .warning, moduleID: caller.moduleID, message: line, origin: .host))
+      }
     }
   }
 

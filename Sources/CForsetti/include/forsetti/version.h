@@ -8,9 +8,10 @@
  * of at least N. Majors change only when existing fields change meaning; minors only add
  * fields at the end of tables or add services.
  * 1.1 added the services secure_storage, file_export, crypto_utilities, diagnostics and the role
- * services (forsetti/services/), and element sizes for the arrays of forsetti/ui.h. */
+ * services (forsetti/services/), and element sizes for the arrays of forsetti/ui.h.
+ * 1.2 added the services an embedding application offers (forsetti/services/application.h). */
 #define FORSETTI_ABI_MAJOR 1u
-#define FORSETTI_ABI_MINOR 1u
+#define FORSETTI_ABI_MINOR 2u
 
 /* The packed form used in tables: major in the high 16 bits, minor in the low 16 bits. */
 #define FORSETTI_ABI_VERSION_MAKE(major, minor) ((uint32_t)(((major) << 16) | ((minor) & 0xFFFFu)))

@@ -49,7 +49,9 @@ extern "C" {
 #define FORSETTI_ROLE_MAX_PAYLOAD (64u * 1024u)
 #define FORSETTI_ROLE_CALL_TIMEOUT_MS 10000u
 
-/* Answers one call. `caller_module_id` is the calling module, as the host bound it. Write at most
+/* Answers one call. `caller_module_id` is the calling module, as the host bound it, or, for a
+ * call from the application embedding the host, "application:" and the name the application
+ * gave (a module ID never holds a colon); such a call has a module's deadline too. Write at most
  * `capacity` bytes of response into `response` and set `*response_length`; when the answer does
  * not fit, return FORSETTI_ERR_BUFFER_TOO_SMALL with `*response_length` set to what it needs
  * (the caller may retry with more room). Every pointer is borrowed for the call. */

@@ -1,0 +1,65 @@
+import CFFI
+import CForsetti
+import ForsettiCore
+
+extension HostFunctions {
+  /// Whether the embedding application offers `id` to `b`'s module, as the host answers
+  /// (`applicationResolve`, in-process and from a worker alike: the registry is the host's, and
+  /// a service registered after a worker started is found too). A refusal is logged against the
+  /// module like any other resolve.
+  package static func applicationServiceOffered(_ id: String, to b: ModuleBinding) -> Bool {
+    let reply = b.backend.service(ServiceRequest(.applicationResolve, [Array(id.utf8)]), from: b.caller)
+    switch reply.status {
+    case FORSETTI_OK:
+      return true
+    case FORSETTI_ERR_DENIED:
+      let capability = String(decoding: reply.bytes, as: UTF8.self)
+      b.warn(
+        "denied service resolution: \(id) needs capability \(capability), which was not granted",
+        ["service": id, "capability": capability])
+    case FORSETTI_ERR_NOT_FOUND:
+      b.warn(
+        "denied service resolution: unknown service \"\(id)\": the application offers no such service",
+        ["service": id])
+    default:
+      b.warn("denied service resolution: \(id): the host answered \(reply.status)", ["service": id])
+    }
+    return false
+  }
+
+  /// The table of the application service `id` (forsetti/services/application.h). The host
+  /// checks the capability and the limits again on every call, with the module as it bound it.
+  package static func applicationService(_ b: ModuleBinding, _ id: String) throws(BindingError)
+    -> UnsafeMutableRawPointer
+  {
+    let service = Array(id.utf8)
+    let call = try closure(
+      [FFIType.pointer, FFIType.pointer, FFIType.size, FFIType.pointer, FFIType.size, FFIType.pointer],
+      FFIType.int32
+    ) { a in
+      guard !b.isRevoked else { return revoked }
+      guard let method = name(a, 0), !method.isEmpty, let lengthOut = a.pointer(5) else { return invalid }
+      guard a.size(2) <= RoleCall.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
+      guard let request = buffer(a, 1, 2) else { return invalid }
+      let capacity = min(a.size(4), RoleCall.maxPayload)
+      guard capacity == 0 || a.pointer(3) != nil else { return invalid }
+      let reply = b.backend.service(
+        ServiceRequest(.applicationCall, capacity: capacity, [service, Array(method.utf8), Array(request)]),
+        from: b.caller)
+      return .int32(
+        reply.deliver(
+          into: a.pointer(3), capacity: capacity, length: lengthOut.assumingMemoryBound(to: Int.self)))
+    }
+    typealias Call =
+      @convention(c) (
+        UnsafePointer<CChar>?, UnsafeRawPointer?, Int, UnsafeMutableRawPointer?, Int,
+        UnsafeMutablePointer<Int>?
+      ) -> Int32
+    let t = UnsafeMutablePointer<forsetti_application_service>.allocate(capacity: 1)
+    t.initialize(
+      to: forsetti_application_service(
+        struct_size: UInt32(MemoryLayout<forsetti_application_service>.size),
+        call: call.function(as: Call.self)))
+    return UnsafeMutableRawPointer(t)
+  }
+}
