@@ -8,7 +8,10 @@ extension HostFunctions {
   /// a service registered after a worker started is found too). A refusal is logged against the
   /// module like any other resolve.
   package static func applicationServiceOffered(_ id: String, to b: ModuleBinding) -> Bool {
-    let reply = b.backend.service(ServiceRequest(.applicationResolve, [Array(id.utf8)]), from: b.caller)
+    // Room for the name of the capability a refusal carries (from a worker, a reply longer
+    // than the room is not believed).
+    let reply = b.backend.service(
+      ServiceRequest(.applicationResolve, capacity: 64, [Array(id.utf8)]), from: b.caller)
     switch reply.status {
     case FORSETTI_OK:
       return true
