@@ -16,7 +16,8 @@ public final class HostEnvironment: Sendable {
   public let limits: LogLimits
   /// The per-module buckets behind `log` and `telemetry`.
   public let limiter: ModuleRateLimiter
-  /// The services of ABI 1.1: secure storage, crypto, file export, diagnostics, roles.
+  /// The services of ABI 1.1 and 1.2: secure storage, crypto, file export, diagnostics, roles,
+  /// and the application's own.
   public let services: HostServices
 
   /// `exportDirectory` is where modules export files (`--export-dir`; nil for none), each in
