@@ -142,9 +142,16 @@ struct Layering: Sendable {
           ], foundation: true,
           why: "the host's lifecycle, supervision, services (keys and sealing: libsodium), reload, trust")),
       .init(
+        subject: .target("ForsettiHost"),
+        rule: .init(
+          mayDependOn: ["ForsettiRuntime", "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "CForsetti"],
+          foundation: true,
+          why: "the host as a value, what the command line and an embedding application compose; "
+            + "nothing of the runtime depends on it")),
+      .init(
         subject: .target("ForsettiCLI"),
         rule: .init(
-          mayDependOn: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
+          mayDependOn: ["ForsettiHost", "ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
           foundation: true,
           why: "the command line is one client of the runtime; it never reaches into the bridge")),
       .init(
@@ -175,7 +182,7 @@ struct Layering: Sendable {
         rule: .init(
           mayDependOn: [
             "CForsetti", "CForsettiSys", "ForsettiCore", "ForsettiBinary", "ForsettiBridge",
-            "ForsettiRuntime",
+            "ForsettiRuntime", "ForsettiHost",
             "ForsettiCLI", "ForsettiSDK", "ForsettiTestSupport",
           ], foundation: true, why: "tests use any library of the product and the fixtures")),
     ],
@@ -227,8 +234,9 @@ struct Layering: Sendable {
     #expect(report.targets.count >= 20, "targets read: \(report.targets.map(\.name))")
     #expect(report.imports >= 300, "only \(report.imports) imports read")
     for name in [
-      "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "ForsettiRuntime", "ForsettiCLI", "ForsettiSDK",
-      "forsetti-worker", "forsetti-host", "CounterModule", "ForsettiTestSupport", "ForsettiCoreTests",
+      "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "ForsettiRuntime", "ForsettiHost", "ForsettiCLI",
+      "ForsettiSDK", "forsetti-worker", "forsetti-host", "CounterModule", "ForsettiTestSupport",
+      "ForsettiCoreTests",
     ] {
       #expect(report.files[name, default: 0] > 0, "no Swift file of \(name) was read")
     }
