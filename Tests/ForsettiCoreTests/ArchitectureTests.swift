@@ -226,6 +226,30 @@ struct Layering: Sendable {
     #expect(Layering.forsetti.problems() == [])
   }
 
+  /// The host facade is a layer of its own: the command line and the tests use it, nothing of the
+  /// runtime or below does.
+  @Test func onlyTheCommandLineAndTestsDependOnTheHostFacade() {
+    let users = Layering.forsetti.rows.filter { $0.rule.mayDependOn.contains("ForsettiHost") }.map(\.subject)
+    #expect(users == [.target("ForsettiCLI"), .tests])
+  }
+
+  /// The command line composes no host of its own: it configures `ForsettiHost` (a control that
+  /// reads nothing would pass, so the facade's own sources must be found composing one).
+  @Test func onlyTheFacadeComposesAHost() throws {
+    let checker = ArchitectureChecker(root: Self.packageRoot, layering: .forsetti)
+    let parts = ["LiveHost(", "ModuleManager(", "ControlServer(", "HostLock(", "StateDirectoryHold("]
+    func composing(_ directory: String) throws -> [String] {
+      try checker.swiftFiles(directory).flatMap { file in
+        let text = try String(contentsOf: Self.packageRoot.appendingPathComponent(file), encoding: .utf8)
+        return parts.filter { text.contains($0) }.map { "\(file): \($0)" }
+      }
+    }
+    #expect(try composing("Sources/ForsettiCLI") == [])
+    #expect(
+      Set(try composing("Sources/ForsettiHost").map { $0.split(separator: " ").last.map(String.init) ?? "" })
+        == Set(parts))
+  }
+
   @Test func packageAndImportsFollowTheLayering() throws {
     let report = try ArchitectureChecker(root: Self.packageRoot, layering: .forsetti).check()
     let breaks = report.violations.map(\.description).joined(separator: "\n")

@@ -47,14 +47,9 @@ func main() -> Int32 {
   configuration.isolation = option("worker").map { IsolationSettings(workerExecutable: $0) }
   configuration.logSinks = [StreamLogSink(fd: 2)]
   configuration.applicationID = "com.example.embed-example"
-  do throws(ForsettiHostError) {
+  do {
     let host = try ForsettiHost(configuration)
-    do throws(ApplicationServiceError) {
-      try host.register(ApplicationService(id: "com.example.weather.v1", capability: .api, handler: weather))
-    } catch {
-      print("embed-example: \(error)")
-      return 1
-    }
+    try host.register(ApplicationService(id: "com.example.weather.v1", capability: .api, handler: weather))
     host.observe { change in
       if case .module(let r) = change { print("module \(r.moduleID ?? r.file): \(r.state)") }
     }
