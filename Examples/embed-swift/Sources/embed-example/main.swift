@@ -13,7 +13,7 @@ struct Purchases: EntitlementProvider {
 
   func isUnlocked(productID: String, moduleID: String) -> Bool {
     let yes = unlocked.contains(productID)
-    print("entitlement: \(moduleID) asks for \(productID): \(yes ? "unlocked" : "locked")")
+    say("entitlement: \(moduleID) asks for \(productID): \(yes ? "unlocked" : "locked")")
     return yes
   }
 }
@@ -24,8 +24,13 @@ func weather(_ call: ApplicationServiceCall) -> ApplicationServiceReply {
     return ApplicationServiceReply(status: FORSETTI_ERR_INVALID_ARGUMENT, response: [])
   }
   let city = String(decoding: call.request, as: UTF8.self)
-  print("weather: \(call.moduleID) asks about \(city)")
+  say("weather: \(call.moduleID) asks about \(city)")
   return ApplicationServiceReply(status: FORSETTI_OK, response: Array("sunny in \(city)".utf8))
+}
+
+/// One line to standard output, unbuffered: it shows as it happens, in a pipe too.
+func say(_ line: String) {
+  _ = (line + "\n").withCString { write(1, $0, strlen($0)) }
 }
 
 /// The value of `--name` on the command line, if given.
@@ -51,7 +56,7 @@ func main() -> Int32 {
     let host = try ForsettiHost(configuration)
     try host.register(ApplicationService(id: "com.example.weather.v1", capability: .api, handler: weather))
     host.observe { change in
-      if case .module(let r) = change { print("module \(r.moduleID ?? r.file): \(r.state)") }
+      if case .module(let r) = change { say("module \(r.moduleID ?? r.file): \(r.state)") }
     }
     try host.start()
 
@@ -60,16 +65,16 @@ func main() -> Int32 {
     let put = host.call(
       role: .sharedDatabase, method: "put", request: key + [0] + Array("hello from Swift".utf8))
     let get = host.call(role: .sharedDatabase, method: "get", request: key)
-    print(
+    say(
       "shared_database: put \(put.status), get \(get.status): \(String(decoding: get.response, as: UTF8.self))"
     )
 
     let ending = host.run(until: option("for").flatMap(Double.init).map { .now + .seconds($0) })
     host.stop()
-    print("stopped: \(ending)")
+    say("stopped: \(ending)")
     return 0
   } catch {
-    print("embed-example: \(error)")
+    say("embed-example: \(error)")
     return 1
   }
 }
