@@ -10,6 +10,8 @@ let package = Package(
     .executable(name: "forsetti-worker", targets: ["forsetti-worker"]),
     .library(name: "ForsettiCore", targets: ["ForsettiCore"]),
     .library(name: "ForsettiSDK", targets: ["ForsettiSDK"]),
+    // The host as a library: what an application depends on to embed it (docs/embedding.md).
+    .library(name: "ForsettiHost", targets: ["ForsettiHost"]),
     // For the fuzzers in Fuzz/, a package of their own that builds these with libFuzzer.
     .library(name: "ForsettiBinary", targets: ["ForsettiBinary"]),
     .library(name: "ForsettiBridge", targets: ["ForsettiBridge"]),
@@ -59,6 +61,10 @@ let package = Package(
         "CSodium",
       ]),
 
+    // The host as a value (ForsettiHost): what the command line's run and dev, and an application
+    // embedding the host, compose; it re-exports what an embedder needs.
+    .target(name: "ForsettiHost", dependencies: ["ForsettiRuntime", "ForsettiCore", "CForsetti"]),
+
     // Swift conveniences for module authors, built on forsetti.h only (never the host's modules).
     .target(name: "ForsettiSDK", dependencies: ["CForsetti"]),
     .target(
@@ -73,7 +79,7 @@ let package = Package(
     // The debug screen's page is compiled into the host (no resource bundle to install beside it).
     .target(
       name: "ForsettiCLI",
-      dependencies: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
+      dependencies: ["ForsettiHost", "ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
       resources: [
         .embedInCode("Web/Assets/index.html"), .embedInCode("Web/Assets/app.js"),
         .embedInCode("Web/Assets/app.css"),
@@ -101,6 +107,6 @@ let package = Package(
     .testTarget(name: "ForsettiSDKTests", dependencies: ["ForsettiSDK", "CForsetti"]),
     .testTarget(
       name: "ForsettiCLITests",
-      dependencies: ["ForsettiCLI", "ForsettiCore", "ForsettiBinary", "ForsettiTestSupport"]),
+      dependencies: ["ForsettiCLI", "ForsettiHost", "ForsettiCore", "ForsettiBinary", "ForsettiTestSupport"]),
   ]
 )

@@ -142,9 +142,16 @@ struct Layering: Sendable {
           ], foundation: true,
           why: "the host's lifecycle, supervision, services (keys and sealing: libsodium), reload, trust")),
       .init(
+        subject: .target("ForsettiHost"),
+        rule: .init(
+          mayDependOn: ["ForsettiRuntime", "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "CForsetti"],
+          foundation: true,
+          why: "the host as a value, what the command line and an embedding application compose; "
+            + "nothing of the runtime depends on it")),
+      .init(
         subject: .target("ForsettiCLI"),
         rule: .init(
-          mayDependOn: ["ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
+          mayDependOn: ["ForsettiHost", "ForsettiCore", "ForsettiBinary", "ForsettiRuntime", "CForsettiWeb"],
           foundation: true,
           why: "the command line is one client of the runtime; it never reaches into the bridge")),
       .init(
@@ -175,7 +182,7 @@ struct Layering: Sendable {
         rule: .init(
           mayDependOn: [
             "CForsetti", "CForsettiSys", "ForsettiCore", "ForsettiBinary", "ForsettiBridge",
-            "ForsettiRuntime",
+            "ForsettiRuntime", "ForsettiHost",
             "ForsettiCLI", "ForsettiSDK", "ForsettiTestSupport",
           ], foundation: true, why: "tests use any library of the product and the fixtures")),
     ],
@@ -219,6 +226,30 @@ struct Layering: Sendable {
     #expect(Layering.forsetti.problems() == [])
   }
 
+  /// The host facade is a layer of its own: the command line and the tests use it, nothing of the
+  /// runtime or below does.
+  @Test func onlyTheCommandLineAndTestsDependOnTheHostFacade() {
+    let users = Layering.forsetti.rows.filter { $0.rule.mayDependOn.contains("ForsettiHost") }.map(\.subject)
+    #expect(users == [.target("ForsettiCLI"), .tests])
+  }
+
+  /// The command line composes no host of its own: it configures `ForsettiHost` (a control that
+  /// reads nothing would pass, so the facade's own sources must be found composing one).
+  @Test func onlyTheFacadeComposesAHost() throws {
+    let checker = ArchitectureChecker(root: Self.packageRoot, layering: .forsetti)
+    let parts = ["LiveHost(", "ModuleManager(", "ControlServer(", "HostLock(", "StateDirectoryHold("]
+    func composing(_ directory: String) throws -> [String] {
+      try checker.swiftFiles(directory).flatMap { file in
+        let text = try String(contentsOf: Self.packageRoot.appendingPathComponent(file), encoding: .utf8)
+        return parts.filter { text.contains($0) }.map { "\(file): \($0)" }
+      }
+    }
+    #expect(try composing("Sources/ForsettiCLI") == [])
+    #expect(
+      Set(try composing("Sources/ForsettiHost").map { $0.split(separator: " ").last.map(String.init) ?? "" })
+        == Set(parts))
+  }
+
   @Test func packageAndImportsFollowTheLayering() throws {
     let report = try ArchitectureChecker(root: Self.packageRoot, layering: .forsetti).check()
     let breaks = report.violations.map(\.description).joined(separator: "\n")
@@ -227,8 +258,9 @@ struct Layering: Sendable {
     #expect(report.targets.count >= 20, "targets read: \(report.targets.map(\.name))")
     #expect(report.imports >= 300, "only \(report.imports) imports read")
     for name in [
-      "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "ForsettiRuntime", "ForsettiCLI", "ForsettiSDK",
-      "forsetti-worker", "forsetti-host", "CounterModule", "ForsettiTestSupport", "ForsettiCoreTests",
+      "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "ForsettiRuntime", "ForsettiHost", "ForsettiCLI",
+      "ForsettiSDK", "forsetti-worker", "forsetti-host", "CounterModule", "ForsettiTestSupport",
+      "ForsettiCoreTests",
     ] {
       #expect(report.files[name, default: 0] > 0, "no Swift file of \(name) was read")
     }

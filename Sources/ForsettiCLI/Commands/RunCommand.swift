@@ -1,10 +1,9 @@
-import Dispatch
 import ForsettiBinary
 import ForsettiCore
+import ForsettiHost
 import ForsettiRuntime
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// `forsetti-host run`: discover, gate, load and start modules; run until SIGINT/SIGTERM or
 /// `--for SECONDS`; stop them in reverse order.
@@ -125,8 +124,8 @@ enum RunCommand {
   }
 
   /// The host of `run` and `dev`: judge and start, converge on every change until a signal or
-  /// `--for`, stop. The runtime does the judging and converging (`LiveHost`); this is its
-  /// command line.
+  /// `--for`, stop. The facade (`ForsettiHost`) runs the host; this is its command line: the
+  /// options, the approval prompt, the start table and summary, the debug screen, exit codes.
   static func host(
     _ p: ParsedArguments, console: Console, development: LiveHost.Development?
   ) throws(CommandFailure) -> ExitCode {
@@ -148,91 +147,44 @@ enum RunCommand {
       options.pluginDirectories = [defaultPlugins]
     }
     let duration = try seconds(p, "for", default: nil)
-    var mode = ExecutionMode.inProcess
-    if !p.flag("in-process") {
-      var settings = IsolationSettings(workerExecutable: IsolationSettings.defaultWorker)
-      guard FileManager.default.isExecutableFile(atPath: settings.workerExecutable) else {
-        throw .configuration(.workerMissing(path: settings.workerExecutable))
-      }
-      settings.startTimeout = try seconds(p, "start-timeout", default: 5) ?? 5
-      settings.stopTimeout = try seconds(p, "stop-timeout", default: 5) ?? 5
-      if let mib = try bounded(p, "memory-limit", atMost: 16_777_216, "MiB (16 TiB)") {
-        settings.limits.memoryBytes = UInt64(mib * 1024 * 1024)
-      }
-      if let cpu = try bounded(p, "cpu-limit", atMost: 1e9, "seconds") {
-        settings.limits.cpuSeconds = UInt64(max(1, cpu))
-      }
-      if let n = try bounded(p, "max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
-      settings.cpu = try cpuShares(p)
-      settings.zygote = !p.flag("no-zygote")
-      for argument in p.all("worker-env") {
-        do throws(WorkerEnvironment.Refusal) {
-          try settings.workerEnvironment.pass(argument, host: ProcessInfo.processInfo.environment)
-        } catch {
-          throw .usage(.invalidValue(option: "worker-env", value: argument, why: error.description))
-        }
-      }
-      mode = .isolated(settings)
+    var configuration = ForsettiHost.Configuration(
+      manifestsDirectory: options.manifestsDirectory, pluginDirectories: options.pluginDirectories,
+      stateDirectory: options.stateDirectory)
+    configuration.judging = options.configuration
+    configuration.development = development
+    configuration.isolation = try isolation(p)
+    configuration.logLimits = try logLimits(p)
+    configuration.exportDirectory = try exportDirectory(p)
+    configuration.quotas = try quotas(p)
+    // A SIGTERM while modules start (systemd's stop right after its start) must stop the host.
+    configuration.catchesSignalsAtStart = true
+    let uiPort = try port(p)
+    let webEvents = WebEvents()
+    configuration.logSinks = [StreamLogSink(fd: options.json ? 2 : 1)]
+    if uiPort != nil { configuration.logSinks.append(WebLogSink(webEvents)) }
+    let values = hostValues(p, options)
+    let flags = p.flags.intersection(RemoteVerbs.hostOptions)
+    let state = options.stateDirectory
+    let pid = getpid()
+    configuration.controlAnswer = { request, live in
+      ControlHandler(host: live, hostValues: values, hostFlags: flags, stateDirectory: state, pid: pid)
+        .handle(request)
     }
-    let limits = try logLimits(p)
-    let exportDirectory = try exportDirectory(p)
-    let quotas = try quotas(p)
-    // One host per state directory, decided before anything in it is touched. The directory is
-    // held by identity: the lock, the logs and runtime.json go into the directory opened here,
-    // whatever is put at its path later (StateDirectoryHold).
-    try? FileManager.default.createDirectory(
-      atPath: options.stateDirectory, withIntermediateDirectories: true)
-    let hold: StateDirectoryHold
-    do { hold = try StateDirectoryHold(path: options.stateDirectory) } catch {
-      throw .configuration(
-        .directory(option: "state", path: options.stateDirectory, reason: error.description))
-    }
-    let lock: HostLock
-    do { lock = try HostLock(in: hold) } catch {
-      throw .configuration(
-        .directory(option: "state", path: options.stateDirectory, reason: error.description))
-    }
+
+    // One host per state directory, decided before anything in it is touched.
+    let host: ForsettiHost
+    do { host = try ForsettiHost(configuration) } catch { throw failure(error, options) }
     if !options.approveAll {
       let report = try options.discover()
       // Reductions shrink the stored approval at once (Apsule), before anything is asked.
       _ = try? ApprovalStore(stateDirectory: options.stateDirectory).shrink(to: report.manifests)
       try ApprovalPrompt.ask(report.manifests, options: options, console: console)
     }
-
-    _ = mkdirat(hold.fd, "logs", 0o755)
-    let uiPort = try port(p)
-    let webEvents = WebEvents()
-    var sinks: [any LogSink] = [StreamLogSink(fd: options.json ? 2 : 1)]
-    if uiPort != nil { sinks.append(WebLogSink(webEvents)) }
-    if let file = FileLogSink(path: hold.within("logs/host.log"), rotation: limits.rotation) {
-      sinks.append(file)
-    }
-    let environment = HostEnvironment(
-      stateDirectory: options.stateDirectory, log: FanOutLogSink(sinks), limits: limits,
-      exportDirectory: exportDirectory, quotas: quotas)
-    if let exportDirectory {
-      environment.hostLog(
-        .info, "file export: modules granted file_export write into \(exportDirectory)/<module ID>/")
-    }
-    let manager = ModuleManager(environment: environment, mode: mode)
-    manager.stateDirectoryHold = hold
-    // From a copy always (in memory in-process, under STATE/versions/ for a worker): `reload ID`
-    // (and dev) may replace the file while the loaded version must stay reachable for a rollback.
-    manager.versionCopies = true
-    manager.keepsSpareWorker = development != nil
-    if case .isolated(let settings) = mode {
-      environment.hostLog(.info, "isolation: \(IsolationSettings.kernelSupport())")
-      environment.hostLog(.info, "cgroups: \(ModuleManager.cgroupSupport(cpu: settings.cpu))")
-    }
-
-    let loop = SignalWaiter()
-    hold.whenReplaced { [waker = loop.waker] _ in waker() }
-    let host = LiveHost(judge: options.judge, manager: manager, development: development, wake: loop.waker)
-    host.onReload = { r in
+    host.observeReloads { r in
       console.out(DevCommand.describe(r))
       webEvents.publish("reload", .object(JSONObject([("line", .string(r.line))])))
     }
-    host.onChange = { change in
+    host.observe { change in
       guard case .module(let r) = change else { return }
       webEvents.publish(
         "state",
@@ -242,105 +194,90 @@ enum RunCommand {
             ("reason", .string(orNull: r.state.reason?.rawValue)),
           ])))
     }
-    do { try host.start() } catch {
-      manager.stopAll()
-      throw HostOptions.failure(error)
-    }
-    if case .isolated(let settings) = mode {
-      // A module ID mistyped in --cpu-weight or --cpu-max would otherwise go unnoticed.
-      let found = Set(manager.records.compactMap(\.moduleID))
-      for id in settings.cpu.namedModules.subtracting(found).sorted() {
-        environment.hostLog(
-          .warning,
-          "cpu: --cpu-weight or --cpu-max names \(id), which is no module found at start (a typo?); "
-            + "it applies if that module appears")
-      }
-    }
-    if !options.json { console.out(RunReport.table(manager.records)) }
-    let running = manager.records.filter { $0.state == .started }.count
-    ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")
-    // The control socket is made at the path: not once the path names another directory.
-    var server: ControlServer?
-    if hold.check() == nil {
-      do { server = try ControlServer(stateDirectory: options.stateDirectory, wake: loop.waker) } catch {
-        host.stop()
-        throw .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(error)"))
-      }
-    }
+    do { try host.start() } catch { throw failure(error, options) }
+    if !options.json { console.out(RunReport.table(host.modules)) }
     var screen: DebugScreen?
-    if let uiPort, let server {
-      do { screen = try DebugScreen(port: uiPort, events: webEvents, ask: server.ask) } catch {
-        server.stop()
-        host.stop()
+    if let uiPort, host.controlSocketPath != nil {
+      do { screen = try DebugScreen(port: uiPort, events: webEvents, ask: host.ask) } catch {
+        host.stop(because: "the debug screen could not start")
         throw .configuration(.directory(option: "ui-port", path: String(uiPort), reason: error.description))
       }
       console.out("ui: \(screen?.url ?? "")\n")
     }
-    let handler = ControlHandler(
-      host: host, hostValues: hostValues(p, options),
-      hostFlags: p.flags.intersection(RemoteVerbs.hostOptions),
-      stateDirectory: options.stateDirectory, pid: getpid())
 
-    let deadline = duration.map { ContinuousClock.now + .wait($0) }
-    var why = "--for \(duration ?? 0)s elapsed"
-    var signalled = false
-    var replaced = false
-    while true {
-      // Each round looks at the path too: the watch misses an ancestor reached through a link.
-      if let r = hold.check() {
-        // Acting on the directory now at the path would be acting on another host's (its
-        // runtime.json, its socket) or on one an operator put there for a new host; this host's
-        // modules stop, and a service manager restarts a host on what is really there.
-        environment.hostLog(
-          .error,
-          "\(hold.describe(r)); this host stops, and touches nothing at \(hold.path) (exit status \(ExitCode.stateDirectoryReplaced.rawValue)); a new host may start on the directory now there"
-        )
-        why = "state directory replaced"
-        replaced = true
-        break
+    let ending = host.run(until: duration.map { ContinuousClock.now + .wait($0) })
+    let why: String =
+      switch ending {
+      case .signal(let name): name
+      case .deadline: "--for \(duration ?? 0)s elapsed"
+      case .stopRequested: "stop requested"
+      case .stateDirectoryReplaced: "state directory replaced"
       }
-      if let deadline, ContinuousClock.now >= deadline { break }
-      let until = [deadline, host.nextDue].compactMap { $0 }.min()
-      if let stop = loop.wait(until: until) {
-        why = stop
-        signalled = true
-        break
-      }
-      host.process()
-      server?.serve(handler.handle)
-    }
-    environment.hostLog(.info, "stopping all modules (\(why))")
-    ServiceNotifier.stopping()
     screen?.stop()
-    // ControlServer.stop unlinks control.sock by path: at a replaced path that is another
-    // host's socket. This host's own is removed in the directory it holds (no other host can
-    // have made one there: this one holds its lock); a client waiting on it reads the end of
-    // the connection when the host exits.
-    if hold.check() == nil {
-      server?.stop()
-    } else if server != nil {
-      _ = unlinkat(hold.fd, "control.sock", 0)
-    }
-    host.stop()
-    hold.stop()
-    withExtendedLifetime(lock) {}
-    // Counts of lines dropped by the rate limit are written before the summary.
-    environment.limiter.flush()
+    host.stop(because: why)
+    let records = host.modules
     if options.json {
-      console.out(JSONWriter.string(RunReport.json(manager.records), pretty: true) + "\n")
+      console.out(JSONWriter.string(RunReport.json(records), pretty: true) + "\n")
     } else {
-      console.out(RunReport.summary(manager.records))
+      console.out(RunReport.summary(records))
     }
-    if replaced { return .stateDirectoryReplaced }
+    switch ending {
+    case .stateDirectoryReplaced: return .stateDirectoryReplaced
     // Stopped on request, the host did its job; after --for, a script asks whether all went well.
-    if signalled { return .success }
-    let clean = manager.records.allSatisfy { r in
-      switch r.state {
-      case .blocked, .failed: false
-      default: true
+    case .signal, .stopRequested: return .success
+    case .deadline:
+      let clean = records.allSatisfy { r in
+        switch r.state {
+        case .blocked, .failed: false
+        default: true
+        }
+      }
+      return clean ? .success : .blocked
+    }
+  }
+
+  /// The command line's form of a host's failure to hold its state directory or start.
+  private static func failure(_ e: ForsettiHostError, _ options: HostOptions) -> CommandFailure {
+    switch e {
+    case .stateDirectoryUnusable(let path, let reason):
+      .configuration(.directory(option: "state", path: path, reason: reason.description))
+    case .stateDirectoryLocked(let path, let reason):
+      .configuration(.directory(option: "state", path: path, reason: reason.description))
+    case .workerMissing(let path): .configuration(.workerMissing(path: path))
+    case .judging(let e): HostOptions.failure(e)
+    case .controlSocket(_, let reason):
+      .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(reason)"))
+    case .logLimits, .service, .wrongPhase:
+      .configuration(.directory(option: "state", path: options.stateDirectory, reason: e.description))
+    }
+  }
+
+  /// Where modules run: `--in-process`, or workers with the limits of the options.
+  private static func isolation(_ p: ParsedArguments) throws(CommandFailure) -> IsolationSettings? {
+    guard !p.flag("in-process") else { return nil }
+    var settings = IsolationSettings(workerExecutable: IsolationSettings.defaultWorker)
+    guard FileManager.default.isExecutableFile(atPath: settings.workerExecutable) else {
+      throw .configuration(.workerMissing(path: settings.workerExecutable))
+    }
+    settings.startTimeout = try seconds(p, "start-timeout", default: 5) ?? 5
+    settings.stopTimeout = try seconds(p, "stop-timeout", default: 5) ?? 5
+    if let mib = try bounded(p, "memory-limit", atMost: 16_777_216, "MiB (16 TiB)") {
+      settings.limits.memoryBytes = UInt64(mib * 1024 * 1024)
+    }
+    if let cpu = try bounded(p, "cpu-limit", atMost: 1e9, "seconds") {
+      settings.limits.cpuSeconds = UInt64(max(1, cpu))
+    }
+    if let n = try bounded(p, "max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
+    settings.cpu = try cpuShares(p)
+    settings.zygote = !p.flag("no-zygote")
+    for argument in p.all("worker-env") {
+      do throws(WorkerEnvironment.Refusal) {
+        try settings.workerEnvironment.pass(argument, host: ProcessInfo.processInfo.environment)
+      } catch {
+        throw .usage(.invalidValue(option: "worker-env", value: argument, why: error.description))
       }
     }
-    return clean ? .success : .blocked
+    return settings
   }
 }
 
@@ -460,72 +397,4 @@ private func seconds(_ p: ParsedArguments, _ name: String, default d: Double?) t
       .invalidValue(option: name, value: raw, why: "expected a non-negative number, e.g. 5 or 0.5"))
   }
   return v
-}
-
-/// The host's main loop: sleeps until SIGINT/SIGTERM, a wake-up from supervision, or a time.
-final class SignalWaiter {
-  private let semaphore = DispatchSemaphore(value: 0)
-  private let sources: [any DispatchSourceSignal]
-  private let received = ReceivedSignal()
-
-  init() {
-    let signals = [SIGINT, SIGTERM]
-    var made: [any DispatchSourceSignal] = []
-    for sig in signals {
-      // Not SIG_IGN: Dispatch installs its own handler only once the source is registered, on
-      // its own thread, and a signal ignored meanwhile would be lost (a SIGTERM right after
-      // start left the host running). The latch keeps it until then.
-      SignalLatch.install(sig)
-      made.append(DispatchSource.makeSignalSource(signal: sig, queue: .global()))
-    }
-    sources = made
-    for (s, sig) in zip(sources, signals) {
-      s.setEventHandler { [semaphore, received] in Self.deliver(sig, semaphore, received) }
-      s.resume()
-    }
-    // Until Dispatch's handlers are in place (microseconds; bounded, should it never say so),
-    // then whatever the latch caught counts as received.
-    var waited = 0
-    while signals.contains(where: SignalLatch.isInstalled) && waited < 2_000 {
-      usleep(1_000)
-      waited += 1
-    }
-    for sig in signals where SignalLatch.caught(sig) { Self.deliver(sig, semaphore, received) }
-  }
-
-  private static func deliver(_ sig: Int32, _ semaphore: DispatchSemaphore, _ received: ReceivedSignal) {
-    let again = received.value.withLock { r in
-      defer { r = sig }
-      return r != nil
-    }
-    if again {
-      // A second Ctrl-C means "now": a module stuck in start or stop must not hold the host.
-      let text = "forsetti-host: second signal, exiting without waiting for modules\n"
-      _ = text.withCString { write(2, $0, strlen($0)) }
-      _exit(130)
-    }
-    semaphore.signal()
-  }
-
-  /// Wakes `wait` without a signal (supervision has work); callable from any thread.
-  var waker: @Sendable () -> Void { { [semaphore] in semaphore.signal() } }
-
-  /// Sleeps until a signal (returns its name), a wake-up or `until` (returns nil).
-  func wait(until: ContinuousClock.Instant?) -> String? {
-    if let until {
-      let left = until - ContinuousClock.now
-      let ns = max(
-        0, Int(left.components.seconds) * 1_000_000_000 + Int(left.components.attoseconds / 1_000_000_000))
-      _ = semaphore.wait(timeout: .now() + .nanoseconds(ns))
-    } else {
-      semaphore.wait()
-    }
-    guard let sig = received.value.withLock({ $0 }) else { return nil }
-    return sig == SIGTERM ? "SIGTERM" : "SIGINT"
-  }
-}
-
-/// The signal that ended the wait, shared with the signal handlers.
-final class ReceivedSignal: Sendable {
-  let value = Mutex<Int32?>(nil)
 }

@@ -1,0 +1,312 @@
+import ForsettiCore
+import ForsettiRuntime
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// A host as a value: it holds its state directory, judges and starts modules, converges on
+/// every change, answers its control socket, and stops them in reverse order. The command
+/// line's `run` and `dev` are clients of it; so is an application that embeds the host.
+///
+/// Threads. The thread that calls `start` is the host's thread: modules' `start` and `stop`
+/// run on it, and the lifecycle is kept there without locks, so `register`, `start`, `run`,
+/// `process`, `nextDue` and `stop` must all come from it (`init` may come from any thread, as
+/// long as the host then stays on one). `requestStop`, `call`, `observe`, `observeReloads`,
+/// `modules`, `ask` and `controlSocketPath` are safe from any thread. Observers are called on the
+/// host's thread, from `start`, `run` or `process`; they must not call the host's-thread methods.
+///
+/// `@unchecked Sendable`: the any-thread members reach only `Mutex`-guarded or `Atomic` state
+/// and `Sendable` runtime objects; everything else is confined to the host's thread by the rule
+/// above, which the type system cannot state.
+public final class ForsettiHost: @unchecked Sendable {
+  private let configuration: Configuration
+  private let hold: StateDirectoryHold
+  /// Released (nil) when the host stops: another host may then take the directory.
+  private var lock: HostLock?
+  private let waiter = SignalWaiter()
+  private let applicationServices = ApplicationServices()
+  private let changeObservers = ObserverList<HostChange>()
+  private let reloadObservers = ObserverList<ReloadReport>()
+  private let stopRequested = Atomic<Bool>(false)
+  private let phase = Mutex(Phase.configured)
+  /// What `call` and `ask` use from other threads, set once `start` made them.
+  private let shared = Mutex(Shared())
+  /// Host's thread only.
+  private var live: LiveHost?
+  private var server: ControlServer?
+
+  private enum Phase: String {
+    case configured, starting, started, stopped
+  }
+
+  private struct Shared {
+    var environment: HostEnvironment?
+    var server: ControlServer?
+    var records: [ModuleRecord] = []
+  }
+
+  /// Why `run` returned.
+  public enum Ending: Sendable, Equatable {
+    /// SIGINT or SIGTERM, by name.
+    case signal(String)
+    /// `run`'s deadline came.
+    case deadline
+    /// `requestStop` was called.
+    case stopRequested
+    /// The state directory was moved away or replaced under the host: it touches nothing at the
+    /// path any more (another host may start on what is there).
+    case stateDirectoryReplaced
+  }
+
+  /// Holds and locks the state directory (creating it if missing): one host per directory.
+  public init(_ configuration: Configuration) throws(ForsettiHostError) {
+    let state = configuration.judging.stateDirectory
+    if let worker = configuration.isolation?.workerExecutable, access(worker, X_OK) != 0 {
+      throw .workerMissing(path: worker)
+    }
+    do { _ = try configuration.logLimits.validated() } catch { throw .logLimits(error) }
+    self.configuration = configuration
+    // Held by identity: the lock, the logs and runtime.json go into the directory opened here,
+    // whatever is put at its path later (StateDirectoryHold).
+    try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    do { hold = try StateDirectoryHold(path: state) } catch {
+      throw .stateDirectoryUnusable(path: state, error)
+    }
+    do { lock = try HostLock(in: hold) } catch {
+      hold.stop()
+      throw .stateDirectoryLocked(path: state, error)
+    }
+  }
+
+  /// A host dropped without `stop` stops here, so no module outlives it.
+  deinit { stop(because: "the host was released") }
+
+  /// Offers `service` to modules (behind its capability); before `start` only.
+  public func register(_ service: ApplicationService) throws(ForsettiHostError) {
+    let now = phase.withLock { $0 }
+    guard now == .configured else { throw .wrongPhase(call: "register", phase: now.rawValue) }
+    do { try applicationServices.register(service) } catch { throw .service(id: service.id, error) }
+  }
+
+  /// Calls `observer` with each module whose state changed and each change of the UI surface.
+  public func observe(_ observer: @escaping @Sendable (HostChange) -> Void) {
+    changeObservers.add(observer)
+  }
+
+  /// Calls `observer` with each reload (`development`, or a control socket's `reload`).
+  public func observeReloads(_ observer: @escaping @Sendable (ReloadReport) -> Void) {
+    reloadObservers.add(observer)
+  }
+
+  /// Judges every module and starts those that pass every gate and are active, then opens the
+  /// control socket. A judging failure stops what started and releases the state directory.
+  public func start() throws(ForsettiHostError) {
+    let before = phase.withLock { p in
+      defer { if p == .configured { p = .starting } }
+      return p
+    }
+    guard before == .configured else { throw .wrongPhase(call: "start", phase: before.rawValue) }
+    if configuration.catchesSignalsAtStart { waiter.catchSignals() }
+    let state = configuration.judging.stateDirectory
+    let environment = makeEnvironment()
+    let manager = makeManager(environment)
+    hold.whenReplaced { [waker = waiter.waker] _ in waker() }
+    let live = LiveHost(
+      judge: Judge(configuration.judging), manager: manager, development: configuration.development,
+      wake: waiter.waker)
+    live.onReload = reloadObservers.tell
+    live.onChange = changeObservers.tell
+    self.live = live
+    shared.withLock { $0.environment = environment }
+    do { try live.start() } catch {
+      manager.stopAll()
+      finish()
+      throw .judging(error)
+    }
+    warnUnknownCPUModules(manager)
+    let running = manager.records.filter { $0.state == .started }.count
+    ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")
+    // The control socket is made at the path: not once the path names another directory.
+    if configuration.controlSocket && hold.check() == nil {
+      do { server = try ControlServer(stateDirectory: state, wake: waiter.waker) } catch {
+        live.stop()
+        finish()
+        throw .controlSocket(path: PathText.join(state.isEmpty ? "." : state, "control.sock"), error)
+      }
+    }
+    shared.withLock {
+      $0.server = server
+      $0.records = manager.records
+    }
+    phase.withLock { $0 = .started }
+  }
+
+  /// The environment every module shares, its log going to the configured sinks and to
+  /// `STATE/logs/host.log`.
+  private func makeEnvironment() -> HostEnvironment {
+    _ = mkdirat(hold.fd, "logs", 0o755)
+    var sinks = configuration.logSinks
+    if let file = FileLogSink(path: hold.within("logs/host.log"), rotation: configuration.logLimits.rotation)
+    {
+      sinks.append(file)
+    }
+    let environment = HostEnvironment(
+      stateDirectory: configuration.judging.stateDirectory, log: FanOutLogSink(sinks),
+      limits: configuration.logLimits, exportDirectory: configuration.exportDirectory,
+      quotas: configuration.quotas)
+    if let exportDirectory = configuration.exportDirectory {
+      environment.hostLog(
+        .info, "file export: modules granted file_export write into \(exportDirectory)/<module ID>/")
+    }
+    return environment
+  }
+
+  private func makeManager(_ environment: HostEnvironment) -> ModuleManager {
+    let mode = configuration.isolation.map(ExecutionMode.isolated) ?? .inProcess
+    let manager = ModuleManager(environment: environment, mode: mode)
+    manager.stateDirectoryHold = hold
+    // From a copy always (in memory in-process, under STATE/versions/ for a worker): `reload ID`
+    // (and dev) may replace the file while the loaded version must stay reachable for a rollback.
+    manager.versionCopies = true
+    manager.keepsSpareWorker = configuration.development != nil
+    if let settings = configuration.isolation {
+      environment.hostLog(.info, "isolation: \(IsolationSettings.kernelSupport())")
+      environment.hostLog(.info, "cgroups: \(ModuleManager.cgroupSupport(cpu: settings.cpu))")
+    }
+    return manager
+  }
+
+  /// A module ID mistyped in the CPU shares would otherwise go unnoticed.
+  private func warnUnknownCPUModules(_ manager: ModuleManager) {
+    guard let settings = configuration.isolation else { return }
+    let found = Set(manager.records.compactMap(\.moduleID))
+    for id in settings.cpu.namedModules.subtracting(found).sorted() {
+      manager.environment.hostLog(
+        .warning,
+        "cpu: --cpu-weight or --cpu-max names \(id), which is no module found at start (a typo?); "
+          + "it applies if that module appears")
+    }
+  }
+
+  /// Every module the host knows, blocked ones included, as of the last round.
+  public var modules: [ModuleRecord] { shared.withLock { $0.records } }
+
+  /// Calls `method` of the module serving `role`, as the application (`applicationID`), with the
+  /// deadlines and errors of a module's call; `FORSETTI_ERR_UNAVAILABLE` before `start`.
+  public func call(role: DefaultModuleRole, method: String, request: [UInt8]) -> ModuleCallReply {
+    guard let environment = shared.withLock({ $0.environment }) else {
+      return ModuleCallReply(status: FORSETTI_ERR_UNAVAILABLE, response: [])
+    }
+    return environment.services.callRole(
+      role, method: method, request: request, from: configuration.applicationID)
+  }
+
+  /// Converges on every change until `deadline`, a signal (with `handlingSignals`: SIGINT or
+  /// SIGTERM, a second one exits the process at once), `requestStop`, or the state directory
+  /// replaced. Returns at once, `.stopRequested`, on a host not started or already stopped.
+  public func run(until deadline: ContinuousClock.Instant? = nil, handlingSignals: Bool = true) -> Ending {
+    guard phase.withLock({ $0 }) == .started else { return .stopRequested }
+    if handlingSignals { waiter.catchSignals() }
+    while true {
+      // Each round looks at the path too: the watch misses an ancestor reached through a link.
+      if let r = hold.check() {
+        // Acting on the directory now at the path would be acting on another host's (its
+        // runtime.json, its socket) or on one an operator put there for a new host; this host's
+        // modules stop, and a service manager restarts a host on what is really there.
+        shared.withLock { $0.environment }?.hostLog(
+          .error,
+          "\(hold.describe(r)); this host stops, and touches nothing at \(hold.path); a new host may start on the directory now there"
+        )
+        return .stateDirectoryReplaced
+      }
+      if stopRequested.load(ordering: .acquiring) { return .stopRequested }
+      if let deadline, ContinuousClock.now >= deadline { return .deadline }
+      let until = [deadline, nextDue].compactMap { $0 }.min()
+      if let signal = waiter.wait(until: until), handlingSignals { return .signal(signal) }
+      process()
+    }
+  }
+
+  /// When the host next wants `process` without anything waking it (a restart, a licence or
+  /// override window's edge, file changes settling); nil: only when woken.
+  public var nextDue: ContinuousClock.Instant? { live?.nextDue }
+
+  /// One round, for an application's own loop: worker exits and restarts, a change judged and
+  /// converged on, the control requests waiting answered.
+  public func process() {
+    guard let live else { return }
+    live.process()
+    server?.serve(answer(live))
+    shared.withLock { $0.records = live.manager.records }
+  }
+
+  /// How this host answers its control socket: `controlAnswer`, else a refusal.
+  private func answer(_ live: LiveHost) -> (ControlRequest) -> ControlResponse {
+    let state = configuration.judging.stateDirectory
+    guard let answer = configuration.controlAnswer else {
+      return { _ in
+        ControlResponse(
+          status: 2, stderr: "forsetti-host: error: this host answers no control requests\n", pid: getpid(),
+          stateDirectory: state)
+      }
+    }
+    return { answer($0, live) }
+  }
+
+  /// Asks this host as a control client would (from a thread of the application's, such as a
+  /// debug page's): waits until the host's thread has answered. Without a control socket, a
+  /// refusal.
+  public func ask(_ request: ControlRequest) -> ControlResponse {
+    guard let server = shared.withLock({ $0.server }) else {
+      return ControlResponse(
+        status: 2, stderr: "forsetti-host: error: this host has no control socket\n", pid: getpid(),
+        stateDirectory: configuration.judging.stateDirectory)
+    }
+    return server.ask(request)
+  }
+
+  /// `STATE/control.sock` while this host answers it; nil before `start`, without one, or after
+  /// `stop`.
+  public var controlSocketPath: String? { shared.withLock { $0.server?.path } }
+
+  /// Makes `run` return `.stopRequested` soon; from any thread. The modules stop in `stop`.
+  public func requestStop() {
+    stopRequested.store(true, ordering: .releasing)
+    waiter.waker()
+  }
+
+  /// Stops every module, last started first, removes the control socket and releases the state
+  /// directory; `reason` goes into the host's log line. Idempotent.
+  public func stop(because reason: String? = nil) {
+    let before = phase.withLock { p in
+      defer { p = .stopped }
+      return p
+    }
+    guard before != .stopped else { return }
+    let environment = shared.withLock { $0.environment }
+    environment?.hostLog(.info, "stopping all modules (\(reason ?? "stop requested"))")
+    if live != nil { ServiceNotifier.stopping() }
+    // ControlServer.stop unlinks control.sock by path: at a replaced path that is another
+    // host's socket. This host's own is removed in the directory it holds (no other host can
+    // have made one there: this one holds its lock); a client waiting on it reads the end of
+    // the connection when the host exits.
+    if hold.check() == nil {
+      server?.stop()
+    } else if server != nil {
+      _ = unlinkat(hold.fd, "control.sock", 0)
+    }
+    live?.stop()
+    finish()
+    // Counts of lines dropped by the rate limit are written before the caller's summary.
+    environment?.limiter.flush()
+  }
+
+  /// Releases what the host holds, after its modules stopped.
+  private func finish() {
+    if let live { shared.withLock { $0.records = live.manager.records } }
+    shared.withLock { $0.server = nil }
+    hold.stop()
+    lock = nil
+    phase.withLock { $0 = .stopped }
+  }
+}

@@ -1,0 +1,53 @@
+import ForsettiCore
+import ForsettiRuntime
+
+extension ForsettiHost {
+  /// Everything a host is told before it starts: what it judges (`judging`), where modules run,
+  /// the limits of their logs and stores, where its lines go, and whether it answers its control
+  /// socket. The defaults are `run`'s: isolated workers, standard limits, a control socket.
+  public struct Configuration: Sendable {
+    /// The gate stack's inputs: manifests, plugin directories, state directory, capability
+    /// policy, entitlement source, approvals.
+    public var judging: HostConfiguration
+    /// Worker executable and limits; nil loads modules into this process (no confinement).
+    public var isolation: IsolationSettings?
+    /// `dev`'s hot reload; nil for `run`.
+    public var development: LiveHost.Development?
+    public var logLimits: LogLimits
+    /// Where modules granted `file_export` write (each under its module ID); nil: nowhere.
+    public var exportDirectory: String?
+    public var quotas: ServiceQuotas
+    /// Where the host's and modules' lines go besides `STATE/logs/host.log`.
+    public var logSinks: [any LogSink]
+    /// Whether the host makes `STATE/control.sock` and answers it (with `controlAnswer`).
+    public var controlSocket: Bool
+    /// How the host answers a request on its control socket, on its own thread, given its live
+    /// state; nil answers every request with a refusal. The one seam through which a control
+    /// protocol plugs in.
+    public var controlAnswer: (@Sendable (ControlRequest, LiveHost) -> ControlResponse)?
+    /// The caller ID a module sees when the application calls it (`call`).
+    public var applicationID: String
+    /// Whether SIGINT and SIGTERM are the host's from the beginning of `start` (a signal while
+    /// modules start is kept for `run`), rather than only once `run(handlingSignals: true)` runs.
+    public var catchesSignalsAtStart: Bool
+
+    /// A configuration with `run`'s defaults: modules isolated in `forsetti-worker` beside this
+    /// executable (or under `PREFIX/libexec/forsetti/`), approvals required, no paid product
+    /// unlocked, a control socket that refuses every request.
+    public init(manifestsDirectory: String, pluginDirectories: [String], stateDirectory: String) {
+      judging = HostConfiguration(
+        manifestsDirectory: manifestsDirectory, pluginDirectories: pluginDirectories,
+        stateDirectory: stateDirectory)
+      isolation = IsolationSettings(workerExecutable: IsolationSettings.defaultWorker)
+      development = nil
+      logLimits = .standard
+      exportDirectory = nil
+      quotas = .standard
+      logSinks = []
+      controlSocket = true
+      controlAnswer = nil
+      applicationID = "application"
+      catchesSignalsAtStart = false
+    }
+  }
+}

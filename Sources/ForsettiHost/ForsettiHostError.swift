@@ -1,0 +1,39 @@
+import ForsettiCore
+import ForsettiRuntime
+
+/// Why a `ForsettiHost` could not be made, configured or started: the reason and the value at
+/// fault.
+public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
+  /// The state directory at `path` cannot be created, opened or held.
+  case stateDirectoryUnusable(path: String, StateDirectoryHold.HoldError)
+  /// Another host runs on the state directory at `path`, or its lock cannot be taken.
+  case stateDirectoryLocked(path: String, HostLock.LockError)
+  /// Isolation names a worker executable that is not there (or not executable).
+  case workerMissing(path: String)
+  /// The log limits of the configuration are out of range.
+  case logLimits(LogLimits.Invalid)
+  /// Judging failed: unreadable manifests, a malformed state or entitlements file.
+  case judging(JudgeError)
+  /// `STATE/control.sock` could not be made at `path`.
+  case controlSocket(path: String, ControlError)
+  /// An application service was refused (its ID is registered already, say).
+  case service(id: String, ApplicationServiceError)
+  /// `call` was made at the wrong moment of the host's life: `register` after `start`, `start`
+  /// twice or after `stop`.
+  case wrongPhase(call: String, phase: String)
+
+  public var description: String {
+    switch self {
+    case .stateDirectoryUnusable(let path, let e): "state directory \(path): \(e)"
+    case .stateDirectoryLocked(let path, let e): "state directory \(path): \(e)"
+    case .workerMissing(let path):
+      "no worker executable at \(path); point isolation's workerExecutable at forsetti-worker, "
+        + "or set isolation to nil to load modules into this process"
+    case .logLimits(let e): "log limits: \(e)"
+    case .judging(let e): e.description
+    case .controlSocket(let path, let e): "control socket \(path): \(e)"
+    case .service(let id, let e): "application service \(id): \(e)"
+    case .wrongPhase(let call, let phase): "\(call) cannot be called on a host that is \(phase)"
+    }
+  }
+}

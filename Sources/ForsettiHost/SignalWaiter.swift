@@ -1,0 +1,77 @@
+import Dispatch
+import ForsettiRuntime
+import Glibc
+import Synchronization
+
+/// The host's sleep between rounds: until SIGINT/SIGTERM (once `catchSignals` was called), a
+/// wake-up (supervision has work, a control request waits, a stop was requested), or a time.
+final class SignalWaiter: Sendable {
+  private let semaphore = DispatchSemaphore(value: 0)
+  private let sources = Mutex<[any DispatchSourceSignal]>([])
+  private let received = ReceivedSignal()
+
+  /// Makes SIGINT and SIGTERM end `wait` from now on; the second of them exits the process at
+  /// once. Idempotent.
+  func catchSignals() {
+    sources.withLock { sources in
+      guard sources.isEmpty else { return }
+      let signals = [SIGINT, SIGTERM]
+      for sig in signals {
+        // Not SIG_IGN: Dispatch installs its own handler only once the source is registered, on
+        // its own thread, and a signal ignored meanwhile would be lost (a SIGTERM right after
+        // start left the host running). The latch keeps it until then.
+        SignalLatch.install(sig)
+        sources.append(DispatchSource.makeSignalSource(signal: sig, queue: .global()))
+      }
+      for (s, sig) in zip(sources, signals) {
+        s.setEventHandler { [semaphore, received] in Self.deliver(sig, semaphore, received) }
+        s.resume()
+      }
+      // Until Dispatch's handlers are in place (microseconds; bounded, should it never say so),
+      // then whatever the latch caught counts as received.
+      var waited = 0
+      while signals.contains(where: SignalLatch.isInstalled) && waited < 2_000 {
+        usleep(1_000)
+        waited += 1
+      }
+      for sig in signals where SignalLatch.caught(sig) { Self.deliver(sig, semaphore, received) }
+    }
+  }
+
+  private static func deliver(_ sig: Int32, _ semaphore: DispatchSemaphore, _ received: ReceivedSignal) {
+    let again = received.value.withLock { r in
+      defer { r = sig }
+      return r != nil
+    }
+    if again {
+      // A second Ctrl-C means "now": a module stuck in start or stop must not hold the host.
+      let text = "forsetti-host: second signal, exiting without waiting for modules\n"
+      _ = text.withCString { write(2, $0, strlen($0)) }
+      _exit(130)
+    }
+    semaphore.signal()
+  }
+
+  /// Wakes `wait` without a signal; callable from any thread.
+  var waker: @Sendable () -> Void { { [semaphore] in semaphore.signal() } }
+
+  /// Sleeps until a signal (returns its name), a wake-up or `until` (returns nil).
+  func wait(until: ContinuousClock.Instant?) -> String? {
+    if let until {
+      let left = until - ContinuousClock.now
+      // At most a day at a time (the caller loops): a far deadline must not overflow the product.
+      let seconds = min(max(left.components.seconds, 0), 86_400)
+      let ns = max(0, Int(seconds) * 1_000_000_000 + Int(left.components.attoseconds / 1_000_000_000))
+      _ = semaphore.wait(timeout: .now() + .nanoseconds(ns))
+    } else {
+      semaphore.wait()
+    }
+    guard let sig = received.value.withLock({ $0 }) else { return nil }
+    return sig == SIGTERM ? "SIGTERM" : "SIGINT"
+  }
+}
+
+/// The signal that ended the wait, shared with the signal handlers.
+final class ReceivedSignal: Sendable {
+  let value = Mutex<Int32?>(nil)
+}
