@@ -153,7 +153,7 @@ public final class ForsettiHost: @unchecked Sendable {
     let environment = HostEnvironment(
       stateDirectory: configuration.judging.stateDirectory, log: FanOutLogSink(sinks),
       limits: configuration.logLimits, exportDirectory: configuration.exportDirectory,
-      quotas: configuration.quotas)
+      quotas: configuration.quotas, applicationServices: applicationServices)
     if let exportDirectory = configuration.exportDirectory {
       environment.hostLog(
         .info, "file export: modules granted file_export write into \(exportDirectory)/<module ID>/")

@@ -46,6 +46,9 @@ import Testing
     let build = try ProcessRunner.run("/usr/bin/env", ["swift", "build", "--package-path", Self.package])
     try #require(build.status == 0, "swift build failed:\n\(build.stdout)\(build.stderr)")
     try ExampleModules.installSharedDatabase(in: dir)
+    // AskTheApp, made a paid module here: it starts only if the application's own entitlement
+    // source unlocks its product, and then calls the application's service from its worker.
+    try ExampleModules.installAskTheApp(in: dir, product: "com.example.weather-plus")
     let worker = (HostBinary.path as NSString).deletingLastPathComponent + "/forsetti-worker"
     let run = try ProcessRunner.run(
       Self.package + "/.build/debug/embed-example",
@@ -55,17 +58,17 @@ import Testing
       ])
     let lines = run.stdout.split(separator: "\n").map(String.init)
     #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
-    for id in ["com.example.shared-database", "com.example.notes", "com.example.journal"] {
+    for id in [
+      "com.example.shared-database", "com.example.notes", "com.example.journal", "com.example.asktheapp",
+    ] {
       #expect(lines.contains("module \(id): started"), "\(run.stdout)")
     }
-    // While Sources/ForsettiHost/PendingRuntimeAPI.swift stands in for the runtime's calls into
-    // modules (branch wip/appsvc), every call is FORSETTI_ERR_UNAVAILABLE (-10); with the real
-    // one, the row the application wrote comes back.
-    let pending = FileManager.default.fileExists(
-      atPath: ExampleModules.root("Sources/ForsettiHost/PendingRuntimeAPI.swift"))
-    let answer =
-      pending ? "shared_database: put -10, get -10: " : "shared_database: put 0, get 0: hello from Swift"
-    #expect(lines.contains(answer), "\(run.stdout)")
+    #expect(
+      lines.contains("entitlement: com.example.asktheapp asks for com.example.weather-plus: unlocked"),
+      "\(run.stdout)")
+    #expect(lines.contains("weather: com.example.asktheapp asks about Oslo"), "\(run.stdout)")
+    #expect(run.stderr.contains("the application says: sunny in Oslo"), "\(run.stderr)")
+    #expect(lines.contains("shared_database: put 0, get 0: hello from Swift"), "\(run.stdout)")
     #expect(lines.last == "stopped: deadline", "\(run.stdout)")
     #expect(
       !FileManager.default.fileExists(atPath: dir.url("state/control.sock")), "the socket outlived the host")

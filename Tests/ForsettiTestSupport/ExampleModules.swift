@@ -62,6 +62,20 @@ public enum ExampleModules {
     }
   }
 
+  /// Puts the AskTheApp example in `dir/plugins` and its manifest in `dir/manifests`; with
+  /// `product`, its manifest names that paid product (`iapProductID`).
+  public static func installAskTheApp(in dir: TemporaryDirectory, product: String? = nil) throws {
+    let plugins = dir.url("plugins")
+    try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
+    for m in cModules where m.library == "libasktheapp.so" { try compile(m, into: plugins) }
+    var manifest = try String(contentsOfFile: root("manifests/ask-the-app.json"), encoding: .utf8)
+    if let product {
+      manifest = manifest.replacingOccurrences(
+        of: #""entryPoint""#, with: #""iapProductID": "\#(product)", "entryPoint""#)
+    }
+    try dir.write("manifests/ask-the-app.json", manifest)
+  }
+
   private static func compile(_ m: (source: String, library: String, flags: [String]), into plugins: String)
     throws
   {

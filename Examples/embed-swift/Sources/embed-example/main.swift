@@ -8,7 +8,7 @@ import Glibc
 
 /// The application's own record of purchases; the host asks it about each paid module.
 struct Purchases: EntitlementProvider {
-  var unlocked: Set<String> = []
+  var unlocked: Set<String>
   var name: String { "embed-example purchases" }
 
   func isUnlocked(productID: String, moduleID: String) -> Bool {
@@ -47,7 +47,7 @@ func main() -> Int32 {
     stateDirectory: option("state") ?? ".forsetti-embed")
   // An example: the capabilities the modules request count as approved.
   configuration.judging.approveAll = true
-  configuration.judging.entitlementSource = Purchases()
+  configuration.judging.entitlementSource = Purchases(unlocked: ["com.example.weather-plus"])
   // Without --worker, modules load into this process (no confinement).
   configuration.isolation = option("worker").map { IsolationSettings(workerExecutable: $0) }
   configuration.logSinks = [StreamLogSink(fd: 2)]
