@@ -14,6 +14,9 @@ let package = Package(
     .library(name: "ForsettiBinary", targets: ["ForsettiBinary"]),
     .library(name: "ForsettiBridge", targets: ["ForsettiBridge"]),
     .library(name: "ForsettiCLI", targets: ["ForsettiCLI"]),
+    // The host inside an application: the Swift facade, and the C API over it (forsetti/embed.h).
+    .library(name: "ForsettiHost", targets: ["ForsettiHost"]),
+    .library(name: "forsetti-embed", type: .dynamic, targets: ["ForsettiEmbed"]),
     // The example modules, built as the .so files a vendor would ship.
     .library(name: "CounterModule", type: .dynamic, targets: ["CounterModule"]),
     .library(name: "DashboardModule", type: .dynamic, targets: ["DashboardModule"]),
@@ -58,6 +61,19 @@ let package = Package(
         "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp",
         "CSodium",
       ]),
+
+    // The host as a value an application embeds (issue 29).
+    .target(
+      name: "ForsettiHost", dependencies: ["ForsettiRuntime", "ForsettiCore", "ForsettiBinary", "CForsetti"]),
+    // The C API over ForsettiHost: forsetti/embed.h, and its implementation, built as
+    // libforsetti-embed.so.
+    .target(name: "CForsettiEmbed", dependencies: ["CForsetti"]),
+    .target(
+      name: "ForsettiEmbed",
+      dependencies: ["ForsettiHost", "ForsettiRuntime", "ForsettiCore", "CForsetti", "CForsettiEmbed"],
+      // SwiftPM names no SONAME; a program linked with -lforsetti-embed should record the
+      // library's name, not the path it was linked from.
+      linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libforsetti-embed.so"])]),
 
     // Swift conveniences for module authors, built on forsetti.h only (never the host's modules).
     .target(name: "ForsettiSDK", dependencies: ["CForsetti"]),

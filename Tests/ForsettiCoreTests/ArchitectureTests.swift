@@ -148,6 +148,21 @@ struct Layering: Sendable {
           foundation: true,
           why: "the command line is one client of the runtime; it never reaches into the bridge")),
       .init(
+        subject: .target("ForsettiHost"),
+        rule: .init(
+          mayDependOn: ["ForsettiRuntime", "ForsettiCore", "ForsettiBinary", "CForsetti"], foundation: true,
+          why: "the host as a value: what an application (and the command line) runs")),
+      .init(
+        subject: .target("CForsettiEmbed"),
+        rule: .init(
+          mayDependOn: ["CForsetti"], foundation: false,
+          why: "the embedding C API's header (forsetti/embed.h), beside the module ABI it reuses")),
+      .init(
+        subject: .target("ForsettiEmbed"),
+        rule: .init(
+          mayDependOn: ["ForsettiHost", "ForsettiRuntime", "ForsettiCore", "CForsetti", "CForsettiEmbed"],
+          foundation: true, why: "the C API over the facade, built as libforsetti-embed.so")),
+      .init(
         subject: .target("forsetti-host"),
         rule: .init(mayDependOn: ["ForsettiCLI"], foundation: true, why: "the executable: main() only")),
       .init(
