@@ -21,7 +21,9 @@
  *    start, run, process, stop and delete for a host; one thread at a time may do so.
  *
  * A `void *context` given with a callback is passed back as it is and must stay valid until
- * the host made from the configuration is deleted (or the configuration, if no host is made). */
+ * the host made from the configuration is deleted (or the configuration, if no host is made).
+ * A callback may call forsetti_embed_host_request_stop, but no other function of its host: it
+ * runs inside one (start, run, process, stop) and would re-enter it. */
 #ifndef FORSETTI_EMBED_H
 #define FORSETTI_EMBED_H
 
@@ -49,10 +51,10 @@ typedef struct forsetti_embed_error forsetti_embed_error;
 #define FORSETTI_EMBED_ERROR_WRONG_STATE 5    /* e.g. start twice, call before start */
 #define FORSETTI_EMBED_ERROR_HOST 6           /* the host refused (configuration, judging, start) */
 
-/* The reason code (FORSETTI_EMBED_ERROR_*). Any thread. */
+/* The reason code (FORSETTI_EMBED_ERROR_*); 0 for NULL. Any thread. */
 int32_t forsetti_embed_error_code(const forsetti_embed_error *error);
-/* One line saying what went wrong and with which value, UTF-8. Borrowed: valid until the error
- * is deleted. Any thread. */
+/* One line saying what went wrong and with which value, UTF-8; "" for NULL. Borrowed: valid
+ * until the error is deleted. Any thread. */
 const char *forsetti_embed_error_message(const forsetti_embed_error *error);
 /* Frees an error; NULL is ignored. Any thread. */
 void forsetti_embed_error_delete(forsetti_embed_error *error);
