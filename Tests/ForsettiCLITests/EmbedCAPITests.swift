@@ -113,10 +113,12 @@ import Testing
     }
     // The positive controls: the same calls with good arguments succeed, the host runs and
     // stops, and the NULL-tolerant functions return.
-    for name in ["service", "host", "start", "run", "stop"] {
+    for name in ["service", "host", "start", "run", "run-until-stopped", "next-due", "process", "stop"] {
       #expect(r.stdout.contains("\(name) ok\n"), "\(name) did not succeed:\n\(r.stdout)")
     }
-    #expect(r.stdout.contains("ending 1\n"))
+    #expect(r.stdout.contains("\nending 1\n"), "a run of 0.05 s ends at its deadline")
+    #expect(r.stdout.contains("stopped-ending 2\n"), "a run another thread stops ends so")
+    #expect(r.stdout.contains("due-known 1\n"))
     #expect(r.stdout.contains("null-error [] 0\n"))
     #expect(r.stdout.hasSuffix("end\n"))
   }
@@ -125,7 +127,10 @@ import Testing
   static let refusals = #"""
     #include <forsetti/embed.h>
     #include <math.h>
+    #include <pthread.h>
+    #include <stdatomic.h>
     #include <stdio.h>
+    #include <time.h>
 
     static void report(const char *name, forsetti_embed_error *error) {
       if (error == NULL) {
@@ -143,6 +148,19 @@ import Testing
           (void)capacity;
       *response_length = 0;
       return FORSETTI_OK;
+    }
+
+    static atomic_bool run_ended;
+
+    /* Asks the host to stop from another thread until its run has ended: whenever the request
+     * comes, the run in progress ends with it. */
+    static void *stopper(void *host) {
+      const struct timespec pause = {0, 1000000};
+      while (!atomic_load(&run_ended)) {
+        forsetti_embed_error_delete(forsetti_embed_host_request_stop(host));
+        nanosleep(&pause, NULL);
+      }
+      return NULL;
     }
 
     int main(int argc, char **argv) {
@@ -191,6 +209,16 @@ import Testing
       int32_t ending = 0;
       report("run", forsetti_embed_host_run(h, 0.05, false, &ending));
       printf("ending %d\n", (int)ending);
+      pthread_t thread;
+      if (pthread_create(&thread, NULL, stopper, h) != 0) return 3;
+      report("run-until-stopped", forsetti_embed_host_run(h, 600, false, &ending));
+      atomic_store(&run_ended, true);
+      pthread_join(thread, NULL);
+      printf("stopped-ending %d\n", (int)ending);
+      int64_t due = -2;
+      report("next-due", forsetti_embed_host_next_due(h, &due));
+      printf("due-known %d\n", due >= -1);
+      report("process", forsetti_embed_host_process(h));
       report("null-host", forsetti_embed_host_start(NULL));
       report("null-milliseconds", forsetti_embed_host_next_due(h, NULL));
       printf("null-error [%s] %d\n", forsetti_embed_error_message(NULL), (int)forsetti_embed_error_code(NULL));

@@ -168,8 +168,8 @@ forsetti_embed_error *forsetti_embed_host_next_due(const forsetti_embed_host *ho
                                                    int64_t *milliseconds);
 /* Handles what happened since the last call (exits, restarts, changed files). Host's thread. */
 forsetti_embed_error *forsetti_embed_host_process(forsetti_embed_host *host);
-/* Makes a running (or the next) forsetti_embed_host_run return soon. Any thread, but not a
- * signal handler (it takes a lock); the host must not be deleted meanwhile. */
+/* Makes a running forsetti_embed_host_run return soon. Any thread, but not a signal handler
+ * (it takes a lock); the host must not be deleted meanwhile. */
 forsetti_embed_error *forsetti_embed_host_request_stop(forsetti_embed_host *host);
 /* Calls the module holding the default role `role` ("shared_database", "authentication",
  * "diagnostics", "api", "security") with `method` and `request_length` bytes of `request` (NULL
