@@ -123,6 +123,85 @@ import Testing
     #expect(r.stdout.hasSuffix("end\n"))
   }
 
+  @Test func theApplicationsCallbacksDecideEntitlementsAndCapabilities() throws {
+    let prefix = try install()
+    let program = try build(Self.callbacks, named: "callbacks", prefix: prefix)
+    // Two paid modules (one product the application unlocks, one it does not), one asking for a
+    // capability its policy refuses, and one it lets run: the positive control.
+    try ModuleFixture(moduleID: "com.test.paid", entryPoint: "paid_entry")
+      .install(in: dir, manifestExtra: #","iapProductID":"com.test.pro""#)
+    try ModuleFixture(moduleID: "com.test.locked", entryPoint: "locked_entry")
+      .install(in: dir, manifestExtra: #","iapProductID":"com.test.other""#)
+    try ModuleFixture(moduleID: "com.test.storage", entryPoint: "storage_entry")
+      .install(in: dir, capabilities: ["storage"])
+    try ModuleFixture(moduleID: "com.test.free", entryPoint: "free_entry")
+      .install(in: dir, capabilities: ["telemetry"])
+    let r = try ProcessRunner.run(program, [dir.url("manifests"), dir.url("plugins"), dir.url("state")])
+    let out = r.stdout + r.stderr
+    try #require(r.status == 0, "\(out)")
+    #expect(out.contains("entitlement com.test.pro com.test.paid\n"), "\(out)")
+    #expect(out.contains("entitlement com.test.other com.test.locked\n"), "\(out)")
+    #expect(out.contains("policy com.test.storage storage\n"), "\(out)")
+    #expect(out.contains("com.test.paid: started\n"), "\(out)")
+    #expect(out.contains("com.test.free: started\n"), "\(out)")
+    #expect(out.contains("com.test.locked: blocked moduleLocked\n"), "\(out)")
+    #expect(out.contains("com.test.storage: blocked capabilityDenied\n"), "\(out)")
+    #expect(!out.contains("com.test.locked: started") && !out.contains("com.test.storage: started"), "\(out)")
+  }
+
+  /// Runs a host in process whose entitlement and policy callbacks say each question asked,
+  /// unlock `com.test.pro` only and refuse `storage`; prints every module's change.
+  static let callbacks = #"""
+    #include <forsetti/embed.h>
+    #include <stdio.h>
+    #include <string.h>
+
+    static bool unlocked(void *context, const char *product_id, const char *module_id) {
+      (void)context;
+      printf("entitlement %s %s\n", product_id, module_id);
+      return strcmp(product_id, "com.test.pro") == 0;
+    }
+
+    static bool allowed(void *context, const char *module_id, const char *capability) {
+      (void)context;
+      printf("policy %s %s\n", module_id, capability);
+      return strcmp(capability, "storage") != 0;
+    }
+
+    static void changed(void *context, const char *module_id, const char *state, const char *reason) {
+      (void)context;
+      printf("%s: %s%s%s\n", module_id ? module_id : "-", state, reason ? " " : "", reason ? reason : "");
+    }
+
+    static int check(const char *what, forsetti_embed_error *error) {
+      if (error == NULL) return 0;
+      fprintf(stderr, "%s: %s\n", what, forsetti_embed_error_message(error));
+      forsetti_embed_error_delete(error);
+      return 1;
+    }
+
+    int main(int argc, char **argv) {
+      if (argc != 4) return 2;
+      forsetti_embed_config *c = forsetti_embed_config_new();
+      forsetti_embed_host *h = NULL;
+      if (check("manifests", forsetti_embed_config_set_manifests_dir(c, argv[1])) ||
+          check("plugins", forsetti_embed_config_add_plugins_dir(c, argv[2])) ||
+          check("state", forsetti_embed_config_set_state_dir(c, argv[3])) ||
+          check("in-process", forsetti_embed_config_set_in_process(c, true)) ||
+          check("approve", forsetti_embed_config_set_approve_all(c, true)) ||
+          check("entitlements", forsetti_embed_config_set_entitlement_callback(c, unlocked, NULL)) ||
+          check("policy", forsetti_embed_config_set_policy_callback(c, allowed, NULL)) ||
+          check("host", forsetti_embed_host_new(c, &h)))
+        return 1;
+      forsetti_embed_config_delete(c);
+      if (check("observe", forsetti_embed_host_observe(h, changed, NULL)) ||
+          check("start", forsetti_embed_host_start(h)) || check("stop", forsetti_embed_host_stop(h)))
+        return 1;
+      forsetti_embed_host_delete(h);
+      return 0;
+    }
+    """#
+
   /// Calls every refusing path of the API and prints `NAME CODE MESSAGE` or `NAME ok`.
   static let refusals = #"""
     #include <forsetti/embed.h>
