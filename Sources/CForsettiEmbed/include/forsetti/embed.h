@@ -112,9 +112,8 @@ forsetti_embed_error *forsetti_embed_config_set_entitlement_callback(
     forsetti_embed_config *config, forsetti_embed_entitlement_callback callback, void *context);
 /* The capability policy: a capability the callback refuses is not granted; NULL allows all.
  * Threads as for the entitlement callback. */
-forsetti_embed_error *forsetti_embed_config_set_policy_callback(forsetti_embed_config *config,
-                                                                forsetti_embed_policy_callback callback,
-                                                                void *context);
+forsetti_embed_error *forsetti_embed_config_set_policy_callback(
+    forsetti_embed_config *config, forsetti_embed_policy_callback callback, void *context);
 /* Offers modules the service `service_id` (versioned reverse DNS: "com.example.weather.v1")
  * behind `capability` (a manifest's capability name, e.g. "api"). `handler` answers each call
  * as a role handler does (forsetti/services/roles.h: the caller's module ID as the host bound
