@@ -10,12 +10,13 @@ let package = Package(
     .executable(name: "forsetti-worker", targets: ["forsetti-worker"]),
     .library(name: "ForsettiCore", targets: ["ForsettiCore"]),
     .library(name: "ForsettiSDK", targets: ["ForsettiSDK"]),
-    // The host as a library: what an application depends on to embed it (docs/embedding.md).
-    .library(name: "ForsettiHost", targets: ["ForsettiHost"]),
     // For the fuzzers in Fuzz/, a package of their own that builds these with libFuzzer.
     .library(name: "ForsettiBinary", targets: ["ForsettiBinary"]),
     .library(name: "ForsettiBridge", targets: ["ForsettiBridge"]),
     .library(name: "ForsettiCLI", targets: ["ForsettiCLI"]),
+    // The host inside an application: the Swift facade, and the C API over it (forsetti/embed.h).
+    .library(name: "ForsettiHost", targets: ["ForsettiHost"]),
+    .library(name: "forsetti-embed", type: .dynamic, targets: ["ForsettiEmbed"]),
     // The example modules, built as the .so files a vendor would ship.
     .library(name: "CounterModule", type: .dynamic, targets: ["CounterModule"]),
     .library(name: "DashboardModule", type: .dynamic, targets: ["DashboardModule"]),
@@ -64,6 +65,15 @@ let package = Package(
     // The host as a value (ForsettiHost): what the command line's run and dev, and an application
     // embedding the host, compose; it re-exports what an embedder needs.
     .target(name: "ForsettiHost", dependencies: ["ForsettiRuntime", "ForsettiCore", "CForsetti"]),
+    // The C API over ForsettiHost: forsetti/embed.h, and its implementation, built as
+    // libforsetti-embed.so.
+    .target(name: "CForsettiEmbed", dependencies: ["CForsetti"]),
+    .target(
+      name: "ForsettiEmbed",
+      dependencies: ["ForsettiHost", "ForsettiRuntime", "ForsettiCore", "CForsetti", "CForsettiEmbed"],
+      // SwiftPM names no SONAME; a program linked with -lforsetti-embed should record the
+      // library's name, not the path it was linked from.
+      linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libforsetti-embed.so"])]),
 
     // Swift conveniences for module authors, built on forsetti.h only (never the host's modules).
     .target(name: "ForsettiSDK", dependencies: ["CForsetti"]),

@@ -155,6 +155,16 @@ struct Layering: Sendable {
           foundation: true,
           why: "the command line is one client of the runtime; it never reaches into the bridge")),
       .init(
+        subject: .target("CForsettiEmbed"),
+        rule: .init(
+          mayDependOn: ["CForsetti"], foundation: false,
+          why: "the embedding C API's header (forsetti/embed.h), beside the module ABI it reuses")),
+      .init(
+        subject: .target("ForsettiEmbed"),
+        rule: .init(
+          mayDependOn: ["ForsettiHost", "ForsettiRuntime", "ForsettiCore", "CForsetti", "CForsettiEmbed"],
+          foundation: true, why: "the C API over the facade, built as libforsetti-embed.so")),
+      .init(
         subject: .target("forsetti-host"),
         rule: .init(mayDependOn: ["ForsettiCLI"], foundation: true, why: "the executable: main() only")),
       .init(
@@ -226,11 +236,11 @@ struct Layering: Sendable {
     #expect(Layering.forsetti.problems() == [])
   }
 
-  /// The host facade is a layer of its own: the command line and the tests use it, nothing of the
-  /// runtime or below does.
-  @Test func onlyTheCommandLineAndTestsDependOnTheHostFacade() {
+  /// The host facade is a layer of its own: the command line, the C API and the tests use it,
+  /// nothing of the runtime or below does.
+  @Test func onlyTheCommandLineTheCAPIAndTestsDependOnTheHostFacade() {
     let users = Layering.forsetti.rows.filter { $0.rule.mayDependOn.contains("ForsettiHost") }.map(\.subject)
-    #expect(users == [.target("ForsettiCLI"), .tests])
+    #expect(Set(users) == [.target("ForsettiCLI"), .target("ForsettiEmbed"), .tests])
   }
 
   /// The command line composes no host of its own: it configures `ForsettiHost` (a control that
