@@ -84,6 +84,12 @@ public struct Host: @unchecked Sendable {
     }
   }
 
+  /// The application's service `id` (e.g. `com.example.weather.v1`); nil when the application
+  /// embedding the host offers none by that ID, or the module lacks its capability (the host logs which).
+  public func applicationService(_ id: String) -> ApplicationService? {
+    resolve(id).map { ApplicationService(raw: $0.assumingMemoryBound(to: forsetti_application_service.self)) }
+  }
+
   /// A default role's service, to serve it (its holder) or call it (a consumer); nil without
   /// the role's capability or when the module neither holds nor consumes it (the host logs which).
   public func role(_ role: Role) -> RoleService? {

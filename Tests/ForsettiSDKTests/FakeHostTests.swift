@@ -139,6 +139,24 @@ import Testing
     #expect(Self.seen.withLock { $0.calls } == 1)
   }
 
+  // MARK: An application's service
+
+  func applicationCall(mode: Int) throws(ForsettiError) -> [UInt8] {
+    Self.reset(mode: mode)
+    var table = forsetti_application_service(
+      struct_size: UInt32(MemoryLayout<forsetti_application_service>.size), call: Self.fakeCall)
+    return try withUnsafePointer(to: &table) { p throws(ForsettiError) in
+      try ApplicationService(raw: p).call("today", text: "Oslo")
+    }
+  }
+
+  @Test func anApplicationServiceCallReturnsTheAnswerOrItsStatusAndNeverReadsPastItsBuffer() throws {
+    #expect(try applicationCall(mode: 0) == Array("pong".utf8))
+    #expect(throws: ForsettiError.other(-42)) { try applicationCall(mode: 1) }
+    #expect(throws: ForsettiError.io) { try applicationCall(mode: 2) }
+    #expect(Self.seen.withLock { $0.calls } == 1)
+  }
+
   // MARK: Crypto
 
   static let fakeVerify:
