@@ -1,7 +1,8 @@
 import ForsettiCore
 import ForsettiRuntime
 
-/// `forsetti-host list`: every module, its gate verdict now, and its state in the last run.
+/// `forsetti-host list`: every module, its gate verdict now, and its state in the running (or
+/// last) host; the answer is `VerdictAnswers.list`, the running host's own when one answers.
 enum ListCommand {
   static let spec = CommandSpec(
     name: "list",
@@ -9,65 +10,48 @@ enum ListCommand {
     discussion: "\(ExitCode.helpText)",
     options: HostOptions.specs)
 
+  static let served = ServedVerb(
+    command: { _ throws(CommandFailure) in .list }, judge: ServedVerb.options, render: render)
+
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    try run(p, console: console, health: .unknown)
+    try served.local(p, console)
   }
 
-  /// `list` with the health modules reported, as the running host answering knows it.
-  static func run(_ p: ParsedArguments, console: Console, health: ReportedHealth) throws(CommandFailure)
-    -> ExitCode
-  {
-    let options = try HostOptions.parse(p)
-    let (_, judgements) = try options.judge(laterSteps: "list does not load modules")
-    let last = try LastRun.read(stateDirectory: options.stateDirectory)
-    if options.json {
-      var modules: [JSONValue] = []
-      for j in judgements {
-        let runState = j.moduleID.flatMap { last?.states[$0] }
-        modules.append(
-          .object(
-            JSONObject([
-              ("moduleID", .string(orNull: j.moduleID)), ("file", .string(j.file)),
-              ("displayName", .string(orNull: j.manifest?.displayName)),
-              ("version", .string(orNull: j.manifest?.moduleVersion.description)),
-              ("type", .string(orNull: j.manifest?.moduleType.rawValue)),
-              ("verdict", .string(j.passed ? "pass" : "blocked")),
-              ("reason", .string(orNull: j.reason?.rawValue)),
-              ("runState", .string(orNull: runState?.state)),
-              ("runReason", .string(orNull: runState?.reason)),
-              ("health", health.json(j.moduleID)),
-            ])))
-      }
-      var root = JSONObject([("modules", .array(modules))])
-      root["host"] =
-        last.map {
-          .object(JSONObject([("pid", .number(String($0.pid))), ("running", .bool($0.alive))]))
-        } ?? .null
-      health.annotate(&root)
-      console.out(JSONWriter.string(.object(root), pretty: true) + "\n")
-    } else {
-      var rows: [[String]] = [
-        [
-          "MODULE", "VERSION", "TYPE", "GATES", last.map { $0.alive ? "RUNNING HOST" : "LAST RUN" } ?? "RUN",
-          "HEALTH",
-        ]
-      ]
-      for j in judgements {
-        let gate = j.passed ? "pass" : "blocked: \(j.reason?.rawValue ?? "?")"
-        let run =
-          j.moduleID.flatMap { last?.states[$0] }.map { s in
-            LogRecord.streamSafe(s.reason.map { "\(s.state) (\($0))" } ?? s.state)
-          } ?? "-"
-        rows.append([
-          j.moduleID ?? j.file, j.manifest?.moduleVersion.description ?? "-",
-          j.manifest?.moduleType.rawValue ?? "-", gate, run, health.cell(j.moduleID),
-        ])
-      }
-      console.out(Columns.render(rows))
-      if let last { console.out("run state from the \(last.label)\n") }
-      console.out(health.listFooter)
+  /// The answer as `--json` prints it, or as the table.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    let root = answer.objectValue ?? JSONObject()
+    let modules = (root["modules"]?.arrayValue ?? []).compactMap(\.objectValue)
+    let passed = modules.allSatisfy { $0["verdict"]?.stringValue == "pass" }
+    if p.flag("json") {
+      ServedVerb.printJSON(answer, console)
+      return passed ? .success : .blocked
     }
-    return judgements.allSatisfy(\.passed) ? .success : .blocked
+    let host = root["host"]?.objectValue
+    let pid = host?["pid"]?.integerValue.flatMap(Int32.init(exactly:))
+    let running = host?["running"]?.boolValue ?? false
+    let health = ReportedHealth(root)
+    var rows: [[String]] = [
+      ["MODULE", "VERSION", "TYPE", "GATES", pid == nil ? "RUN" : running ? "RUNNING HOST" : "LAST RUN", "HEALTH"]
+    ]
+    for m in modules {
+      let id = m["moduleID"]?.stringValue
+      var gate =
+        m["verdict"]?.stringValue == "pass" ? "pass" : "blocked: \(m["reason"]?.stringValue ?? "?")"
+      // The override that decided the entitlement (a running host's in-memory one included).
+      if let o = m["override"]?.objectValue, let summary = o["summary"]?.stringValue { gate += " (\(summary))" }
+      let run =
+        m["runState"]?.stringValue.map { s in
+          LogRecord.streamSafe(m["runReason"]?.stringValue.map { "\(s) (\($0))" } ?? s)
+        } ?? "-"
+      rows.append([
+        id ?? m["file"]?.stringValue ?? "-", m["version"]?.stringValue ?? "-", m["type"]?.stringValue ?? "-",
+        gate, run, health.cell(m["health"]),
+      ])
+    }
+    console.out(Columns.render(rows))
+    if let pid { console.out("run state from the \(RunStates.label(pid: pid, running: running))\n") }
+    console.out(health.listFooter)
+    return passed ? .success : .blocked
   }
 }
 

@@ -276,10 +276,7 @@ enum RunCommand {
       }
       console.out("ui: \(screen?.url ?? "")\n")
     }
-    let handler = ControlHandler(
-      host: host, hostValues: hostValues(p, options),
-      hostFlags: p.flags.intersection(RemoteVerbs.hostOptions),
-      stateDirectory: options.stateDirectory, pid: getpid())
+    let answerer = ControlAnswerer(host: host, stateDirectory: options.stateDirectory, pid: getpid())
 
     let deadline = duration.map { ContinuousClock.now + .wait($0) }
     var why = "--for \(duration ?? 0)s elapsed"
@@ -307,7 +304,7 @@ enum RunCommand {
         break
       }
       host.process()
-      server?.serve(handler.handle)
+      server?.serve(answerer.answer)
     }
     environment.hostLog(.info, "stopping all modules (\(why))")
     ServiceNotifier.stopping()
@@ -357,15 +354,6 @@ private func port(_ p: ParsedArguments) throws(CommandFailure) -> UInt16? {
     throw .usage(.invalidValue(option: "ui-port", value: raw, why: "expected a port number, 0 to 65535"))
   }
   return n
-}
-
-/// The host's own options as a client's verb would take them: what `run` was given, with the
-/// plugin directories it defaulted to.
-private func hostValues(_ p: ParsedArguments, _ options: HostOptions) -> [String: [String]] {
-  var values = p.values.filter { RemoteVerbs.hostOptions.contains($0.key) }
-  values["plugins"] = options.pluginDirectories
-  values["state"] = [options.stateDirectory]
-  return values
 }
 
 /// `--export-dir` as an absolute path to a directory, created (0750) if missing; nil without it.

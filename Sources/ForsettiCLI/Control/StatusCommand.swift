@@ -21,35 +21,35 @@ enum StatusCommand {
       .flag("json", "Print JSON instead of text."),
     ])
 
+  static let served = ServedVerb(
+    command: { _ throws(CommandFailure) in .status }, judge: { p throws(CommandFailure) in ServedVerb.files(p) },
+    render: render)
+
   /// Runs only when no host answered: nothing runs.
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.stateDirectory
-    let last = try LastRun.read(stateDirectory: state)
-    if p.flag("json") {
-      var o = JSONObject([("running", .bool(false)), ("state", .string(state))])
-      o["lastPID"] = last.map { .number(String($0.pid)) } ?? .null
-      console.out(JSONWriter.string(.object(o)) + "\n")
-    } else {
-      console.out(
-        "not running: no host on \(state)\(last.map { " (the last one was pid \($0.pid))" } ?? "")\n")
-    }
-    return .notRunning
+    try served.local(p, console)
   }
 
-  /// The running host's answer.
-  static func answer(_ records: [ModuleRecord], state: String, json: Bool, pid: Int32) -> String {
-    var counts: [String: Int] = [:]
-    for r in records { counts[r.state.name, default: 0] += 1 }
-    if json {
-      let o = JSONObject([
-        ("running", .bool(true)), ("pid", .number(String(pid))), ("state", .string(state)),
-        ("modules", .object(JSONObject(counts.keys.sorted().map { ($0, .number(String(counts[$0] ?? 0))) }))),
-      ])
-      return JSONWriter.string(.object(o)) + "\n"
+  /// The answer: a running host's pid and its modules' states, or the last host's pid.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    let o = answer.objectValue ?? JSONObject()
+    let running = o["running"]?.boolValue ?? false
+    let state = o["state"]?.stringValue ?? p.stateDirectory
+    if p.flag("json") {
+      console.out(JSONWriter.string(answer) + "\n")
+      return running ? .success : .notRunning
     }
-    let started = counts["started"] ?? 0
-    let others = counts.keys.sorted().filter { $0 != "started" }.map { "\(counts[$0] ?? 0) \($0)" }
-    return
-      "running: pid \(pid), \(started) module\(started == 1 ? "" : "s") started\(others.map { ", " + $0 }.joined()) (state directory \(state))\n"
+    guard running else {
+      let last = o["lastPID"]?.integerValue
+      console.out("not running: no host on \(state)\(last.map { " (the last one was pid \($0))" } ?? "")\n")
+      return .notRunning
+    }
+    let counts = (o["modules"]?.objectValue?.members ?? []).map { ($0.key, $0.value.integerValue ?? 0) }
+    let started = counts.first { $0.0 == "started" }?.1 ?? 0
+    let others = counts.filter { $0.0 != "started" }.map { "\($0.1) \($0.0)" }
+    console.out(
+      "running: pid \(o["pid"]?.integerValue ?? 0), \(started) module\(started == 1 ? "" : "s") started\(others.map { ", " + $0 }.joined()) (state directory \(state))\n"
+    )
+    return .success
   }
 }

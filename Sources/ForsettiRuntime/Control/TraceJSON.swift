@@ -1,8 +1,9 @@
 import ForsettiCore
 
-/// The JSON forms of gate results, shared by every verb that prints them.
-enum TraceJSON {
-  static func entry(_ e: GateEntry) -> JSONValue {
+/// The JSON forms of gate results: the one builder every verb and every control answer uses.
+public enum TraceJSON {
+  /// One gate step: its verdict, reason code and the inputs that decided it (`detail`).
+  public static func entry(_ e: GateEntry) -> JSONValue {
     .object(
       JSONObject([
         ("step", .string(e.step.rawValue)), ("verdict", .string(e.verdict.rawValue)),
@@ -10,7 +11,8 @@ enum TraceJSON {
       ]))
   }
 
-  static func judgement(_ j: ModuleJudgement) -> JSONValue {
+  /// A module's verdict with its whole trace.
+  public static func judgement(_ j: ModuleJudgement) -> JSONValue {
     .object(
       JSONObject([
         ("file", .string(j.file)), ("moduleID", .string(orNull: j.moduleID)),
