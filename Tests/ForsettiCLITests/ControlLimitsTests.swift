@@ -126,7 +126,8 @@ import Testing
     try ready(host, ["com.test.one": "started"])
     for verb in ControlRequest.verbs.sorted() {
       for (request, code) in Self.hostileRequests {
-        let line = #"{"protocol":2,"request":"# + request.replacingOccurrences(of: #""V""#, with: "\"\(verb)\"") + "}"
+        let line =
+          #"{"protocol":2,"request":"# + request.replacingOccurrences(of: #""V""#, with: "\"\(verb)\"") + "}"
         let answer = try #require(
           Self.ask(socket, line: line),
           "\(line): no answer; host running: \(host.process.isRunning)\n\(host.lines.suffix(20).joined(separator: "\n"))"
@@ -149,10 +150,12 @@ import Testing
       #expect(a.objectValue?["running"] == .bool(true) && status.pid == host.process.processIdentifier)
     }
     // The field a refusal names, for a verb that takes a module.
-    let wrong = try #require(Self.ask(socket, line: #"{"protocol":2,"request":{"verb":"explain","module":7}}"#))
+    let wrong = try #require(
+      Self.ask(socket, line: #"{"protocol":2,"request":{"verb":"explain","module":7}}"#))
     #expect(wrong.failure?.code == .usage, "\(wrong)")
     #expect(wrong.failure?.message.contains(#""module" must be a string, not number"#) == true, "\(wrong)")
-    let extra = try #require(Self.ask(socket, line: #"{"protocol":2,"request":{"verb":"list","plugins":["/tmp"]}}"#))
+    let extra = try #require(
+      Self.ask(socket, line: #"{"protocol":2,"request":{"verb":"list","plugins":["/tmp"]}}"#))
     #expect(extra.failure?.message.contains(#""plugins" is not a field of list"#) == true, "\(extra)")
     // Positive control: a well-formed request of the same shape is answered.
     let good = try #require(Self.ask(socket, ControlRequest(.explain(module: "com.test.one"))))
@@ -421,7 +424,8 @@ import Testing
     answer(.answered(["running": true, "pid": 1, "state": .string(state), "modules": [:]], changes: []))
   }
 
-  static let busyAnswer = answer(.failed(ControlFailure(.busy, "the host is busy with other clients; try again")))
+  static let busyAnswer = answer(
+    .failed(ControlFailure(.busy, "the host is busy with other clients; try again")))
 
   /// The impostor's answer: escape sequences that would recolour (or worse) a terminal.
   static let hostileAnswer = statusAnswer("\u{1b}[31mIMPOSTOR\u{1b}]0;owned\u{07}")

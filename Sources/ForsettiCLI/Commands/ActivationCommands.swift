@@ -56,7 +56,9 @@ enum ActivationCommands {
     }
   }
 
-  static func served(_ command: @escaping @Sendable (ParsedArguments) throws(CommandFailure) -> ControlCommand)
+  static func served(
+    _ command: @escaping @Sendable (ParsedArguments) throws(CommandFailure) -> ControlCommand
+  )
     -> ServedVerb
   {
     ServedVerb(command: command, judge: { p throws(CommandFailure) in ServedVerb.files(p) }, render: render)

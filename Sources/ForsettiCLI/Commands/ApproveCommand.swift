@@ -68,7 +68,8 @@ enum ApproveCommand {
     let o = answer.objectValue ?? JSONObject()
     let caps = (o["approved"]?.arrayValue ?? []).compactMap(\.stringValue)
     console.out(
-      "approved for \(o["moduleID"]?.stringValue ?? "?")\(now): \(caps.isEmpty ? "nothing" : caps.joined(separator: ", "))\n")
+      "approved for \(o["moduleID"]?.stringValue ?? "?")\(now): \(caps.isEmpty ? "nothing" : caps.joined(separator: ", "))\n"
+    )
     return .success
   }
 }

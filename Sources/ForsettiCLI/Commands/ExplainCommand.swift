@@ -79,7 +79,8 @@ enum ExplainCommand {
       "    required product: \(e["requiredProduct"]?.stringValue ?? "none (free)"); active: \(listed(e["activeProducts"]))\n"
     for l in licences.compactMap(\.stringValue) { out += "    licence \(l)\n" }
     let approved = a["approved"].flatMap { $0 == .null ? nil : listed($0) } ?? "never"
-    out += "  approval: requested \(listed(a["requested"])); approved \(approved); pending \(listed(a["pending"]))"
+    out +=
+      "  approval: requested \(listed(a["requested"])); approved \(approved); pending \(listed(a["pending"]))"
     out += a["approveAll"]?.boolValue == true ? " (--approve-all in force)\n" : "\n"
     return out
   }

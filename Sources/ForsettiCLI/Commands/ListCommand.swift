@@ -31,14 +31,19 @@ enum ListCommand {
     let running = host?["running"]?.boolValue ?? false
     let health = ReportedHealth(root)
     var rows: [[String]] = [
-      ["MODULE", "VERSION", "TYPE", "GATES", pid == nil ? "RUN" : running ? "RUNNING HOST" : "LAST RUN", "HEALTH"]
+      [
+        "MODULE", "VERSION", "TYPE", "GATES", pid == nil ? "RUN" : running ? "RUNNING HOST" : "LAST RUN",
+        "HEALTH",
+      ]
     ]
     for m in modules {
       let id = m["moduleID"]?.stringValue
       var gate =
         m["verdict"]?.stringValue == "pass" ? "pass" : "blocked: \(m["reason"]?.stringValue ?? "?")"
       // The override that decided the entitlement (a running host's in-memory one included).
-      if let o = m["override"]?.objectValue, let summary = o["summary"]?.stringValue { gate += " (\(summary))" }
+      if let o = m["override"]?.objectValue, let summary = o["summary"]?.stringValue {
+        gate += " (\(summary))"
+      }
       let run =
         m["runState"]?.stringValue.map { s in
           LogRecord.streamSafe(m["runReason"]?.stringValue.map { "\(s) (\($0))" } ?? s)

@@ -90,7 +90,8 @@ enum OverrideCommand {
         console.out(JSONWriter.string(answer) + "\n")
       } else {
         if o["inMemoryKnown"]?.boolValue != true {
-          console.out("overrides in \(OverrideStore(stateDirectory: p.stateDirectory).path) (read from the file)\n")
+          console.out(
+            "overrides in \(OverrideStore(stateDirectory: p.stateDirectory).path) (read from the file)\n")
         }
         console.out(listing(o))
       }
@@ -100,7 +101,8 @@ enum OverrideCommand {
       ServedVerb.printJSON(answer, console)
       return .success
     }
-    let head = "\(o["channel"]?.stringValue ?? "?") \(o["id"]?.stringValue ?? "?"): \(o["done"]?.stringValue ?? "")\n"
+    let head =
+      "\(o["channel"]?.stringValue ?? "?") \(o["id"]?.stringValue ?? "?"): \(o["done"]?.stringValue ?? "")\n"
     if p.flag("in-memory") {
       console.out(head)
       return .success
@@ -137,7 +139,9 @@ enum OverrideCommand {
         let provider = now?["provider"]?.stringValue
         let state = now?["state"]?.stringValue ?? "unset"
         var line = state != "unset" ? "\(state), decided by \(provider ?? "?")" : "no override"
-        if !known && provider != "persisted" { line += " (an in-memory override of a running host would come first)" }
+        if !known && provider != "persisted" {
+          line += " (an in-memory override of a running host would come first)"
+        }
         out += "    now: \(line)\n"
       }
     }
@@ -147,9 +151,10 @@ enum OverrideCommand {
 
   /// `on from 2027-01-01T00:00:00Z until 2027-02-01T00:00:00Z`.
   static func windowText(_ w: JSONObject) -> String {
-    ([w["state"]?.stringValue ?? "?"] + [
-      w["from"]?.stringValue.map { "from \($0)" }, w["until"]?.stringValue.map { "until \($0)" },
-    ].compactMap { $0 }).joined(separator: " ")
+    ([w["state"]?.stringValue ?? "?"]
+      + [
+        w["from"]?.stringValue.map { "from \($0)" }, w["until"]?.stringValue.map { "until \($0)" },
+      ].compactMap { $0 }).joined(separator: " ")
   }
 
   /// What is stored for one ID: `persisted off; windows: on from A until B, off from C`.

@@ -21,7 +21,8 @@ enum SurfaceCommand {
     ])
 
   static let served = ServedVerb(
-    command: { _ throws(CommandFailure) in .surface }, judge: { p throws(CommandFailure) in ServedVerb.files(p) },
+    command: { _ throws(CommandFailure) in .surface },
+    judge: { p throws(CommandFailure) in ServedVerb.files(p) },
     render: render)
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {

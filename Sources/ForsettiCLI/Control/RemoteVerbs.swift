@@ -33,7 +33,8 @@ enum RemoteVerbs {
 
   /// Asks the host running on the state directory of `p`. nil: none runs (compute the answer on
   /// the files); otherwise the exit status, its answer rendered.
-  static func ask(_ verb: String, _ p: ParsedArguments, spec: CommandSpec, console: Console) throws(CommandFailure)
+  static func ask(_ verb: String, _ p: ParsedArguments, spec: CommandSpec, console: Console)
+    throws(CommandFailure)
     -> Int32?
   {
     guard let served = ServedVerb.named(verb) else { return nil }

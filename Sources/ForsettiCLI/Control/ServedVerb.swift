@@ -20,7 +20,9 @@ struct ServedVerb: Sendable {
   /// A judge over the manifests (`--manifests`) and state directory only, for the verbs that
   /// take no more.
   static func files(_ p: ParsedArguments) -> Judge {
-    Judge(HostConfiguration(manifestsDirectory: p.value("manifests") ?? "manifests", stateDirectory: p.stateDirectory))
+    Judge(
+      HostConfiguration(
+        manifestsDirectory: p.value("manifests") ?? "manifests", stateDirectory: p.stateDirectory))
   }
 
   /// A judge with every judging option of the verb (`list`, `explain`).

@@ -22,7 +22,8 @@ enum StatusCommand {
     ])
 
   static let served = ServedVerb(
-    command: { _ throws(CommandFailure) in .status }, judge: { p throws(CommandFailure) in ServedVerb.files(p) },
+    command: { _ throws(CommandFailure) in .status },
+    judge: { p throws(CommandFailure) in ServedVerb.files(p) },
     render: render)
 
   /// Runs only when no host answered: nothing runs.

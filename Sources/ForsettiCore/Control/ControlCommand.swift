@@ -87,7 +87,9 @@ public enum ControlCommand: Sendable, Equatable {
     case "approve", "revoke":
       let module = try f.string("module")
       let caps = try f.capabilities("capabilities")
-      command = verb == "approve" ? .approve(module: module, capabilities: caps) : .revoke(module: module, capabilities: caps)
+      command =
+        verb == "approve"
+        ? .approve(module: module, capabilities: caps) : .revoke(module: module, capabilities: caps)
     case "select":
       let module = try f.optionalString("module")
       let none = try f.optionalBool("none") ?? false
@@ -209,7 +211,8 @@ struct ControlFields {
         let shown = item.stringValue.map { "'\(ModuleText.visible(String($0.prefix(64))))'" } ?? item.typeName
         throw .field(
           name,
-          "holds \(shown), which is no capability (\(Capability.allCases.map(\.rawValue).joined(separator: ", ")))")
+          "holds \(shown), which is no capability (\(Capability.allCases.map(\.rawValue).joined(separator: ", ")))"
+        )
       }
       out.append(c)
     }

@@ -64,10 +64,13 @@ public struct ControlResponse: Sendable, Equatable {
       }
       var changes: [ModuleChange] = []
       for item in list {
-        guard let c = ModuleChange(item) else { return .failure(.malformed("a change without moduleID and state")) }
+        guard let c = ModuleChange(item) else {
+          return .failure(.malformed("a change without moduleID and state"))
+        }
         changes.append(c)
       }
-      return .success(ControlResponse(pid: pid, stateDirectory: state, outcome: .answered(answer, changes: changes)))
+      return .success(
+        ControlResponse(pid: pid, stateDirectory: state, outcome: .answered(answer, changes: changes)))
     }
     guard let e = o["error"]?.objectValue, let raw = e["code"]?.stringValue,
       let message = e["message"]?.stringValue

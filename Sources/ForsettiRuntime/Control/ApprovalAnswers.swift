@@ -3,7 +3,8 @@ import ForsettiCore
 /// The `approve` and `revoke` answers: the user's decisions written to `approvals.json` (one
 /// `StateTransaction`), and the capabilities approved afterwards.
 enum ApprovalAnswers {
-  static func approve(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure) -> JSONValue {
+  static func approve(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure) -> JSONValue
+  {
     let m = try ActivationAnswers.manifest(id, judge: judge)
     let caps = wanted.map(Set.init) ?? m.capabilitySet
     let notRequested = caps.subtracting(m.capabilitySet)
@@ -19,7 +20,8 @@ enum ApprovalAnswers {
     }
   }
 
-  static func revoke(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure) -> JSONValue {
+  static func revoke(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure) -> JSONValue
+  {
     let store = ApprovalStore(stateDirectory: judge.configuration.stateDirectory)
     do { return result(id, try store.revoke(id, wanted.map(Set.init)) ?? []) } catch {
       throw ControlFailure(.failed, "--state \(store.path): \(error)")

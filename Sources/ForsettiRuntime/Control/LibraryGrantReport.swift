@@ -19,7 +19,6 @@ struct LibraryGrantReport {
       resolution: resolution, grants: LibraryGrants.decide(resolution, protected: protected))
   }
 
-
   var json: JSONValue {
     let refused: [JSONValue] = grants.refused.map {
       ["directory": .string($0.directory), "library": .string($0.library), "reason": .string($0.reason)]
@@ -37,7 +36,8 @@ struct LibraryGrantReport {
       ]
     }
     return [
-      "summary": .string(grants.summary), "granted": .strings(grants.granted), "refused": .array(refused), "missing": .array(missing),
+      "summary": .string(grants.summary), "granted": .strings(grants.granted), "refused": .array(refused),
+      "missing": .array(missing),
       "found": .array(found),
     ]
   }

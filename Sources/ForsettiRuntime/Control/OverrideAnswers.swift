@@ -31,7 +31,9 @@ public enum OverrideAnswers {
       case ("clear", let w?):
         let kept = entry.windows.filter { $0.span.from != w.span.from || $0.span.until != w.span.until }
         guard kept.count < entry.windows.count else {
-          throw .invalid(w.from == nil ? "until" : "from", w.from ?? w.until ?? "", why: "\(channel.rawValue) \(id) has no window \(bounds(w)); \(stored(entry))")
+          throw .invalid(
+            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            why: "\(channel.rawValue) \(id) has no window \(bounds(w)); \(stored(entry))")
         }
         what = "\(count(entry.windows.count - kept.count, "window")) \(bounds(w)) cleared"
         done = JSONObject([
@@ -58,12 +60,16 @@ public enum OverrideAnswers {
         what = cleared.isEmpty ? "nothing to clear" : cleared.joined(separator: " and ") + " cleared"
       case (_, let w?):
         if let same = entry.windows.first(where: { $0.sameAs(w) }) {
-          throw .invalid(w.from == nil ? "until" : "from", w.from ?? w.until ?? "", why: "\(channel.rawValue) \(id) already has the window \(same.text)")
+          throw .invalid(
+            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            why: "\(channel.rawValue) \(id) already has the window \(same.text)")
         }
         if let clash = entry.windows.first(where: { $0.state != w.state && $0.overlaps(w) }) {
-          throw .invalid(w.from == nil ? "until" : "from", w.from ?? w.until ?? "", why:
-                "the window \(w.text) overlaps the window \(clash.text) of \(channel.rawValue) \(id): which one decides would depend on the order they were added; choose bounds that do not overlap, or clear that window first (override \(channel.rawValue) \(id) clear \(flags(clash)))"
-            )
+          throw .invalid(
+            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            why:
+              "the window \(w.text) overlaps the window \(clash.text) of \(channel.rawValue) \(id): which one decides would depend on the order they were added; choose bounds that do not overlap, or clear that window first (override \(channel.rawValue) \(id) clear \(flags(clash)))"
+          )
         }
         entry.windows.append(w)
         what = "window \(w.text) added"
@@ -93,7 +99,9 @@ public enum OverrideAnswers {
   }
 
   /// `override module|product ID on|off|clear --in-memory`: held by the host until it stops.
-  static func inMemory(_ order: OverrideOrder, overrides: InMemoryOverrides) throws(ControlFailure) -> JSONValue {
+  static func inMemory(_ order: OverrideOrder, overrides: InMemoryOverrides) throws(ControlFailure)
+    -> JSONValue
+  {
     guard let channel = OverrideChannel(rawValue: order.channel),
       let state = ["on": OverrideState.on, "off": .off, "clear": .unset][order.action]
     else {
@@ -113,13 +121,15 @@ public enum OverrideAnswers {
     ])
     o["inMemory"] = state == .unset ? .null : .string(state.rawValue)
     o["done"] = .string(
-      state == .unset ? "in-memory override cleared" : "forced \(state.rawValue) in memory (until this host stops)")
+      state == .unset
+        ? "in-memory override cleared" : "forced \(state.rawValue) in memory (until this host stops)")
     return .object(o)
   }
 
   /// `override list`: every provider's entries per channel and ID, and which decides now;
   /// `inMemory` nil when no running host answers (nobody knows them).
-  public static func listing(stateDirectory: String, inMemory: InMemoryOverrides.Tables?) throws(ControlFailure)
+  public static func listing(stateDirectory: String, inMemory: InMemoryOverrides.Tables?)
+    throws(ControlFailure)
     -> JSONValue
   {
     let store = OverrideStore(stateDirectory: stateDirectory)
@@ -146,7 +156,9 @@ public enum OverrideAnswers {
     return w
   }
 
-  public static func listingJSON(content: OverrideStore.Content, inMemory: InMemoryOverrides.Tables?, now: Instant)
+  public static func listingJSON(
+    content: OverrideStore.Content, inMemory: InMemoryOverrides.Tables?, now: Instant
+  )
     -> JSONValue
   {
     let channels = OverrideStore.channels(content, inMemory: inMemory ?? ([:], [:]))

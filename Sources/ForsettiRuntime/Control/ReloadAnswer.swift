@@ -24,7 +24,8 @@ enum ReloadAnswer {
           "reports",
           .array(
             reports.map { r in
-              let trace = r.outcome == .reloaded ? [] : r.trace?.entries.filter { $0.verdict != .skipped } ?? []
+              let trace =
+                r.outcome == .reloaded ? [] : r.trace?.entries.filter { $0.verdict != .skipped } ?? []
               return .object(
                 JSONObject([
                   ("moduleID", .string(r.moduleID)), ("line", .string(r.line)),

@@ -6,7 +6,8 @@ enum SurfaceAnswer {
   static func answer(stateDirectory: String) throws(ControlFailure) -> JSONValue {
     let value: JSONValue?
     do {
-      value = try Judge.readJSON(RuntimeStateFile.surfacePath(stateDirectory), setting: "state", missingOK: true)
+      value = try Judge.readJSON(
+        RuntimeStateFile.surfacePath(stateDirectory), setting: "state", missingOK: true)
     } catch { throw .judging(error) }
     guard let value, case .object(var o) = value else {
       return .object(JSONObject([("running", false), ("surface", .null)]))

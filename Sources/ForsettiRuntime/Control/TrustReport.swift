@@ -23,7 +23,6 @@ struct TrustReport {
 
   var decision: ApprovalDecision { ApprovalRules.evaluate(requested: requested, approved: approved) }
 
-
   var entitlementJSON: JSONValue {
     let decided: String =
       switch evaluation.decidedBy {
@@ -104,7 +103,6 @@ struct SignatureStepReport {
       : "not required (no --require-signatures): an unsigned module runs; a signature by a key trusted for modules must match"
   }
 
-
   var json: JSONValue {
     var o = JSONObject([
       ("required", .bool(required)),
@@ -116,7 +114,9 @@ struct SignatureStepReport {
           })
       ),
       ("rolelessKeys", .strings(roleless)), ("setting", .string(setting)),
-      ("warnings", .strings(roleless.map { TrustedKeys.rolelessWarning($0, stateDirectory: stateDirectory) })),
+      (
+        "warnings", .strings(roleless.map { TrustedKeys.rolelessWarning($0, stateDirectory: stateDirectory) })
+      ),
     ])
     o["binary"] = .string(orNull: binary)
     o["signaturePath"] = .string(orNull: binary.map(ModuleSignature.path(for:)))

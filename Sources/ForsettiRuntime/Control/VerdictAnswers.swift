@@ -58,7 +58,8 @@ public enum VerdictAnswers {
     o["signatures"] = signatures.json
     o["runState"] = .string(orNull: runState?.state)
     o["runReason"] = .string(orNull: runState?.reason)
-    o["runFrom"] = .string(orNull: runState == nil ? nil : view.run.map { RunStates.label(pid: $0.pid, running: $0.alive) })
+    o["runFrom"] = .string(
+      orNull: runState == nil ? nil : view.run.map { RunStates.label(pid: $0.pid, running: $0.alive) })
     o["isolation"] = .string(IsolationSettings.kernelSupport())
     o["libraries"] = libraries?.json ?? .null
     o["health"] = HealthJSON.of(j.moduleID, in: view.health)
@@ -85,7 +86,9 @@ public enum VerdictAnswers {
       ]))
   }
 
-  private static func verdicts(_ view: ControlView, laterSteps: String) throws(ControlFailure) -> Judge.Verdicts {
+  private static func verdicts(_ view: ControlView, laterSteps: String) throws(ControlFailure)
+    -> Judge.Verdicts
+  {
     do { return try view.judge.judge(laterSteps: laterSteps) } catch { throw .judging(error) }
   }
 }
