@@ -76,11 +76,14 @@ enum ActivationCommands {
     try selectServed.local(p, console)
   }
 
-  /// What was done, or the activation state as JSON.
+  /// What was done, or the activation state (`activation.json`, the answer without `done`) as
+  /// JSON.
   static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    var state = answer.objectValue ?? JSONObject()
+    state["done"] = nil
     console.out(
       p.flag("json")
-        ? JSONWriter.string(answer) + "\n"
+        ? JSONWriter.string(.object(state)) + "\n"
         : "\(answer.objectValue?["done"]?.stringValue ?? "done"); a running host applies this at once\n")
     return .success
   }

@@ -6,7 +6,7 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// The host's end of `STATE/control.sock` (the protocol is in `ControlMessage.swift`; the limits
+/// The host's end of `STATE/control.sock` (the protocol is in `ControlRequest.swift`; the limits
 /// in docs/control.md). One thread accepts and reads every client's request line with `poll`,
 /// each connection against one deadline for its whole line, so slow clients cost a descriptor
 /// and a few bytes, never a thread. A request read whole gets a thread that waits for the
