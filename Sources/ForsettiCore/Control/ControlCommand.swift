@@ -128,9 +128,12 @@ public struct OverrideOrder: Sendable, Equatable {
   /// The running host's in-memory override (gone when it stops).
   public var inMemory: Bool
 
+  /// The channels an override is set in.
   public static let channels = ["module", "product"]
+  /// What an override order does (`list` is `ControlCommand.overrideList`).
   public static let actions = ["on", "off", "clear"]
 
+  /// An order; the decoder and the command line check `channel` and `action` against the lists.
   public init(
     channel: String, id: String, action: String, from: String? = nil, until: String? = nil,
     persisted: Bool = false, windows: Bool = false, inMemory: Bool = false

@@ -38,6 +38,7 @@ public struct ControlRequest: Sendable, Equatable {
   /// Seconds a client keeps trying again while the host says it is busy.
   public static let busyRetry = 10.0
 
+  /// A request of `command`.
   public init(_ command: ControlCommand) { self.command = command }
 
   /// The verb's name, as the command line spells it.

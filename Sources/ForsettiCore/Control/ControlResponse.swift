@@ -14,6 +14,7 @@ public struct ControlResponse: Sendable, Equatable {
     case failed(ControlFailure)
   }
 
+  /// The answer of the host `pid` on `stateDirectory`.
   public init(pid: Int32, stateDirectory: String, outcome: Outcome) {
     self.pid = pid
     self.stateDirectory = stateDirectory
@@ -88,6 +89,7 @@ public struct ModuleChange: Sendable, Equatable {
   /// The state's name (`started`, `blocked/moduleLocked`, …).
   public var state: String
 
+  /// `moduleID` is now in `state`.
   public init(moduleID: String, state: String) {
     self.moduleID = moduleID
     self.state = state
@@ -104,6 +106,7 @@ public struct ModuleChange: Sendable, Equatable {
 
 /// Why the host did not answer a request: a code a client acts on, and one line for a person.
 public struct ControlFailure: Error, Sendable, Equatable, CustomStringConvertible {
+  /// What a client does about a failure: its exit status, whether it asks again.
   public enum Code: String, Sendable, CaseIterable {
     /// The request is malformed, or not what the verb takes (the command line's usage error).
     case usage
@@ -123,6 +126,7 @@ public struct ControlFailure: Error, Sendable, Equatable, CustomStringConvertibl
   public var code: Code
   public var message: String
 
+  /// A failure of `code`, told in `message` (one line, the offending value in it).
   public init(_ code: Code, _ message: String) {
     self.code = code
     self.message = message

@@ -12,6 +12,7 @@ public struct ControlView: Sendable {
   /// Whether the in-memory overrides are the answering host's (false on the files).
   public var inMemoryKnown: Bool
 
+  /// A view of what `judge` judges, with these run states and reports.
   public init(judge: Judge, run: RunStates?, health: [String: ModuleHealth]?, inMemoryKnown: Bool) {
     self.judge = judge
     self.run = run
@@ -28,6 +29,7 @@ public struct ControlView: Sendable {
     return ControlView(judge: judge, run: run, health: nil, inMemoryKnown: false)
   }
 
+  /// The state directory the judge reads.
   public var stateDirectory: String { judge.configuration.stateDirectory }
 }
 

@@ -156,6 +156,7 @@ public enum OverrideAnswers {
     return w
   }
 
+  /// The listing of `content` (and a running host's in-memory overrides) at `now`.
   public static func listingJSON(
     content: OverrideStore.Content, inMemory: InMemoryOverrides.Tables?, now: Instant
   )
@@ -202,6 +203,7 @@ public enum OverrideAnswers {
   public enum WindowStatus: String {
     case inEffect, notYet, ended
 
+    /// How the listing says it.
     public var text: String {
       switch self {
       case .inEffect: "in effect"

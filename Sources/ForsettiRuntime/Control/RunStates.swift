@@ -8,6 +8,7 @@ public struct RunStates: Sendable {
   /// moduleID → state name and reason code.
   public var states: [String: (state: String, reason: String?)]
 
+  /// The states of the host `pid`, running or not.
   public init(pid: Int32, alive: Bool, states: [String: (state: String, reason: String?)]) {
     self.pid = pid
     self.alive = alive
