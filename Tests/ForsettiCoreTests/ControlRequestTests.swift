@@ -96,6 +96,29 @@ import Testing
     #expect(busy.isBusy)
   }
 
+  /// The list answer is one model: built by the runtime, decoded by the client, the same.
+  @Test func aListAnswerRoundTripsAndRefusesAWrongMemberByName() {
+    let list = ListAnswer(
+      modules: [
+        ModuleVerdict(
+          moduleID: "com.x", file: "x.json", displayName: nil, version: "1.0.0", type: "service",
+          passed: true,
+          reason: nil,
+          override: DecidingOverride(
+            channel: "module", provider: "in-memory", state: "on",
+            summary: "module override on from in-memory"),
+          runState: "started", runReason: nil, health: .null,
+          trace: [
+            TraceStep(
+              step: "entitlement", verdict: "pass", reason: nil, detail: "module override on from in-memory")
+          ])
+      ], host: RunHost(pid: 42, running: true), inMemoryKnown: true, healthKnown: true)
+    #expect(ListAnswer.decode(list.json) == .success(list))
+    guard case .object(var o) = list.json else { return }
+    o["healthKnown"] = .string("yes")
+    #expect(ListAnswer.decode(.object(o)) == .failure(.field("healthKnown", "must be true or false")))
+  }
+
   /// The fuzzer's dictionary names every field and verb the decoder takes, so a new field is
   /// fuzzed the day it is declared.
   @Test func theFuzzDictionaryHasEveryVerbAndField() throws {

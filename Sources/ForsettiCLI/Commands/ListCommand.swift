@@ -19,44 +19,33 @@ enum ListCommand {
 
   /// The answer as `--json` prints it, or as the table.
   static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
-    let root = answer.objectValue ?? JSONObject()
-    let modules = (root["modules"]?.arrayValue ?? []).compactMap(\.objectValue)
-    let passed = modules.allSatisfy { $0["verdict"]?.stringValue == "pass" }
+    let list: ListAnswer
+    switch ListAnswer.decode(answer) {
+    case .success(let decoded): list = decoded
+    case .failure(let e):
+      console.err("forsetti-host: error: \(e)\n")
+      return .usage
+    }
     if p.flag("json") {
       ServedVerb.printJSON(answer, console)
-      return passed ? .success : .blocked
+      return list.allPass ? .success : .blocked
     }
-    let host = root["host"]?.objectValue
-    let pid = host?["pid"]?.integerValue.flatMap(Int32.init(exactly:))
-    let running = host?["running"]?.boolValue ?? false
-    let health = ReportedHealth(root)
-    var rows: [[String]] = [
-      [
-        "MODULE", "VERSION", "TYPE", "GATES", pid == nil ? "RUN" : running ? "RUNNING HOST" : "LAST RUN",
-        "HEALTH",
-      ]
-    ]
-    for m in modules {
-      let id = m["moduleID"]?.stringValue
-      var gate =
-        m["verdict"]?.stringValue == "pass" ? "pass" : "blocked: \(m["reason"]?.stringValue ?? "?")"
+    let health = ReportedHealth(known: list.healthKnown)
+    let run = list.host.map { $0.running ? "RUNNING HOST" : "LAST RUN" } ?? "RUN"
+    var rows: [[String]] = [["MODULE", "VERSION", "TYPE", "GATES", run, "HEALTH"]]
+    for m in list.modules {
+      var gate = m.passed ? "pass" : "blocked: \(m.reason ?? "?")"
       // The override that decided the entitlement (a running host's in-memory one included).
-      if let o = m["override"]?.objectValue, let summary = o["summary"]?.stringValue {
-        gate += " (\(summary))"
-      }
-      let run =
-        m["runState"]?.stringValue.map { s in
-          LogRecord.streamSafe(m["runReason"]?.stringValue.map { "\(s) (\($0))" } ?? s)
-        } ?? "-"
+      if let o = m.override { gate += " (\(o.summary))" }
+      let state = m.runState.map { s in LogRecord.streamSafe(m.runReason.map { "\(s) (\($0))" } ?? s) } ?? "-"
       rows.append([
-        id ?? m["file"]?.stringValue ?? "-", m["version"]?.stringValue ?? "-", m["type"]?.stringValue ?? "-",
-        gate, run, health.cell(m["health"]),
+        m.moduleID ?? m.file, m.version ?? "-", m.type ?? "-", gate, state, health.cell(m.health),
       ])
     }
     console.out(Columns.render(rows))
-    if let pid { console.out("run state from the \(RunStates.label(pid: pid, running: running))\n") }
+    if let host = list.host { console.out("run state from the \(host.label)\n") }
     console.out(health.listFooter)
-    return passed ? .success : .blocked
+    return list.allPass ? .success : .blocked
   }
 }
 

@@ -8,6 +8,8 @@ struct ReportedHealth {
   /// Whether a running host answered (it knows the reports; on the files nobody does).
   var known: Bool
 
+  init(known: Bool) { self.known = known }
+
   init(_ answer: JSONObject) { known = answer["healthKnown"]?.boolValue ?? false }
 
   /// How every place that shows a report marks it.

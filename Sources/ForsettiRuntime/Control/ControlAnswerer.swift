@@ -50,7 +50,7 @@ public final class ControlAnswerer {
     case .status:
       guard let host else { return StatusAnswer.files(try ControlView.files(judge)) }
       return StatusAnswer.live(host.manager.records, state: stateDirectory, pid: pid)
-    case .list: return try VerdictAnswers.list(try view())
+    case .list: return try VerdictAnswers.list(try view()).json
     case .explain(let m): return try VerdictAnswers.explain(try view(), module: m)
     case .surface: return try SurfaceAnswer.answer(stateDirectory: judge.configuration.stateDirectory)
     case .approve(let m, let caps): return try ApprovalAnswers.approve(m, caps, judge: judge)

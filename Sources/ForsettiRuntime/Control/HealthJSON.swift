@@ -5,7 +5,7 @@ import FoundationEssentials
 /// answer: the module's own words, marked as its own, and known only to a running host.
 public enum HealthJSON {
   /// What answers say when no running host answers.
-  public static let unknownText = "no running host: health unknown"
+  public static let unknownText = ListAnswer.healthUnknown
 
   /// One module's report: null when it made none, or when nobody knows (`healthKnown` says
   /// which).

@@ -38,14 +38,4 @@ public struct RunStates: Sendable {
     }
     return RunStates(pid: pid, alive: RuntimeStateFile.isAlive(pid), states: states)
   }
-
-  /// The `host` object of a list answer.
-  public var json: JSONValue {
-    .object(JSONObject([("pid", .number(String(pid))), ("running", .bool(alive))]))
-  }
-
-  /// How a verb names where the states come from.
-  public static func label(pid: Int32, running: Bool) -> String {
-    running ? "running host (pid \(pid))" : "last run (pid \(pid), no longer running)"
-  }
 }

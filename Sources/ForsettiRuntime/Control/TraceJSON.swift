@@ -3,13 +3,7 @@ import ForsettiCore
 /// The JSON forms of gate results: the one builder every verb and every control answer uses.
 public enum TraceJSON {
   /// One gate step: its verdict, reason code and the inputs that decided it (`detail`).
-  public static func entry(_ e: GateEntry) -> JSONValue {
-    .object(
-      JSONObject([
-        ("step", .string(e.step.rawValue)), ("verdict", .string(e.verdict.rawValue)),
-        ("reason", .string(orNull: e.reason?.rawValue)), ("detail", .string(e.detail)),
-      ]))
-  }
+  public static func entry(_ e: GateEntry) -> JSONValue { TraceStep(e).json }
 
   /// A module's verdict with its whole trace.
   public static func judgement(_ j: ModuleJudgement) -> JSONValue {

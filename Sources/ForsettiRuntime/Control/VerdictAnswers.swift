@@ -7,32 +7,21 @@ import ForsettiCore
 /// The command line prints these documents for `--json` and renders its text from them.
 public enum VerdictAnswers {
   /// `list`: every module.
-  public static func list(_ view: ControlView) throws(ControlFailure) -> JSONValue {
+  public static func list(_ view: ControlView) throws(ControlFailure) -> ListAnswer {
     let v = try verdicts(view, laterSteps: "list does not load modules")
-    var modules: [JSONValue] = []
-    for j in v.judgements {
+    let modules = v.judgements.map { j in
       let runState = j.moduleID.flatMap { view.run?.states[$0] }
-      modules.append(
-        .object(
-          JSONObject([
-            ("moduleID", .string(orNull: j.moduleID)), ("file", .string(j.file)),
-            ("displayName", .string(orNull: j.manifest?.displayName)),
-            ("version", .string(orNull: j.manifest?.moduleVersion.description)),
-            ("type", .string(orNull: j.manifest?.moduleType.rawValue)),
-            ("verdict", .string(j.passed ? "pass" : "blocked")),
-            ("reason", .string(orNull: j.reason?.rawValue)),
-            ("override", deciding(j.manifest, v.context)),
-            ("runState", .string(orNull: runState?.state)),
-            ("runReason", .string(orNull: runState?.reason)),
-            ("health", HealthJSON.of(j.moduleID, in: view.health)),
-            ("trace", .array(j.trace.entries.map(TraceJSON.entry))),
-          ])))
+      return ModuleVerdict(
+        moduleID: j.moduleID, file: j.file, displayName: j.manifest?.displayName,
+        version: j.manifest?.moduleVersion.description, type: j.manifest?.moduleType.rawValue,
+        passed: j.passed,
+        reason: j.reason?.rawValue, override: deciding(j.manifest, v.context), runState: runState?.state,
+        runReason: runState?.reason, health: HealthJSON.of(j.moduleID, in: view.health),
+        trace: j.trace.entries.map(TraceStep.init))
     }
-    var root = JSONObject([("modules", .array(modules))])
-    root["host"] = view.run?.json ?? .null
-    root["inMemoryKnown"] = .bool(view.inMemoryKnown)
-    HealthJSON.annotate(&root, known: view.health != nil)
-    return .object(root)
+    return ListAnswer(
+      modules: modules, host: view.run.map { RunHost(pid: $0.pid, running: $0.alive) },
+      inMemoryKnown: view.inMemoryKnown, healthKnown: view.health != nil)
   }
 
   /// `explain`: one module, by ID or manifest file name.
@@ -51,7 +40,7 @@ public enum VerdictAnswers {
     let signatures = SignatureStepReport.make(j.manifest, index: v.index, judge: view.judge)
     let libraries = LibraryGrantReport.make(j.manifest, index: v.index, stateDirectory: view.stateDirectory)
     guard case .object(var o) = TraceJSON.judgement(j) else { return .null }
-    o["override"] = deciding(j.manifest, v.context)
+    o["override"] = deciding(j.manifest, v.context)?.json ?? .null
     o["entitlement"] = trust?.entitlementJSON ?? .null
     o["approval"] = trust?.approvalJSON ?? .null
     o["licences"] = .strings(trust?.licences ?? [])
@@ -59,7 +48,7 @@ public enum VerdictAnswers {
     o["runState"] = .string(orNull: runState?.state)
     o["runReason"] = .string(orNull: runState?.reason)
     o["runFrom"] = .string(
-      orNull: runState == nil ? nil : view.run.map { RunStates.label(pid: $0.pid, running: $0.alive) })
+      orNull: runState == nil ? nil : view.run.map { RunHost(pid: $0.pid, running: $0.alive).label })
     o["isolation"] = .string(IsolationSettings.kernelSupport())
     o["libraries"] = libraries?.json ?? .null
     o["health"] = HealthJSON.of(j.moduleID, in: view.health)
@@ -70,20 +59,16 @@ public enum VerdictAnswers {
 
   /// The override that decided a module's entitlement (its channel, provider and state), or
   /// null when none did: a running host's in-memory override shows here as the deciding input.
-  static func deciding(_ m: ModuleManifest?, _ context: GateContext) -> JSONValue {
-    guard let m else { return .null }
+  static func deciding(_ m: ModuleManifest?, _ context: GateContext) -> DecidingOverride? {
+    guard let m else { return nil }
     let e = context.entitlement(m)
-    let (channel, provider, state): (String, String, OverrideState)
     switch e.decidedBy {
-    case .moduleOverride(let p, let s): (channel, provider, state) = ("module", p, s)
-    case .productOverride(let p, let s): (channel, provider, state) = ("product", p, s)
-    case .free, .provider: return .null
+    case .moduleOverride(let p, let s):
+      return DecidingOverride(channel: "module", provider: p, state: s.rawValue, summary: e.summary)
+    case .productOverride(let p, let s):
+      return DecidingOverride(channel: "product", provider: p, state: s.rawValue, summary: e.summary)
+    case .free, .provider: return nil
     }
-    return .object(
-      JSONObject([
-        ("channel", .string(channel)), ("provider", .string(provider)), ("state", .string(state.rawValue)),
-        ("summary", .string(e.summary)),
-      ]))
   }
 
   private static func verdicts(_ view: ControlView, laterSteps: String) throws(ControlFailure)
