@@ -33,23 +33,27 @@ enum StatusCommand {
 
   /// The answer: a running host's pid and its modules' states, or the last host's pid.
   static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
-    let o = answer.objectValue ?? JSONObject()
-    let running = o["running"]?.boolValue ?? false
-    let state = o["state"]?.stringValue ?? p.stateDirectory
+    let status: StatusAnswer
+    switch StatusAnswer.decode(answer) {
+    case .success(let decoded): status = decoded
+    case .failure(let e):
+      console.err("forsetti-host: error: \(e)\n")
+      return .usage
+    }
     if p.flag("json") {
       console.out(JSONWriter.string(answer) + "\n")
-      return running ? .success : .notRunning
+      return status.running ? .success : .notRunning
     }
-    guard running else {
-      let last = o["lastPID"]?.integerValue
-      console.out("not running: no host on \(state)\(last.map { " (the last one was pid \($0))" } ?? "")\n")
+    let state = status.stateDirectory
+    guard status.running, let pid = status.pid else {
+      console.out(
+        "not running: no host on \(state)\(status.lastPID.map { " (the last one was pid \($0))" } ?? "")\n")
       return .notRunning
     }
-    let counts = (o["modules"]?.objectValue?.members ?? []).map { ($0.key, $0.value.integerValue ?? 0) }
-    let started = counts.first { $0.0 == "started" }?.1 ?? 0
-    let others = counts.filter { $0.0 != "started" }.map { "\($0.1) \($0.0)" }
+    let started = status.modules.first { $0.name == "started" }?.count ?? 0
+    let others = status.modules.filter { $0.name != "started" }.map { ", \($0.count) \($0.name)" }
     console.out(
-      "running: pid \(o["pid"]?.integerValue ?? 0), \(started) module\(started == 1 ? "" : "s") started\(others.map { ", " + $0 }.joined()) (state directory \(state))\n"
+      "running: pid \(pid), \(started) module\(started == 1 ? "" : "s") started\(others.joined()) (state directory \(state))\n"
     )
     return .success
   }

@@ -48,8 +48,13 @@ public final class ControlAnswerer {
   public func compute(_ command: ControlCommand) throws(ControlFailure) -> JSONValue {
     switch command {
     case .status:
-      guard let host else { return StatusAnswer.files(try ControlView.files(judge)) }
-      return StatusAnswer.live(host.manager.records, state: stateDirectory, pid: pid)
+      guard let host else {
+        let last = try ControlView.files(judge).run?.pid
+        return StatusAnswer.notRunning(stateDirectory: stateDirectory, lastPID: last).json
+      }
+      return StatusAnswer.running(
+        pid: pid, stateDirectory: stateDirectory, states: host.manager.records.map(\.state.name)
+      ).json
     case .list: return try VerdictAnswers.list(try view()).json
     case .explain(let m): return try VerdictAnswers.explain(try view(), module: m)
     case .surface: return try SurfaceAnswer.answer(stateDirectory: judge.configuration.stateDirectory)
