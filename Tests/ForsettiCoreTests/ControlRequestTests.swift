@@ -119,6 +119,21 @@ import Testing
     #expect(ListAnswer.decode(.object(o)) == .failure(.field("healthKnown", "must be true or false")))
   }
 
+  @Test func anExplainAnswerRoundTrips() {
+    let verdict = ModuleVerdict(
+      moduleID: "com.x", file: "x.json", displayName: "X", version: "1.0.0", type: "service", passed: false,
+      reason: "moduleLocked", override: nil, runState: nil, runReason: nil, health: .null,
+      trace: [TraceStep(step: "entitlement", verdict: "fail", reason: "moduleLocked", detail: "not unlocked")]
+    )
+    let x = ExplainAnswer(
+      verdict: verdict, runFrom: nil, isolation: "landlock", inMemoryKnown: false, healthKnown: false,
+      entitlement: ["unlocked": false], approval: .null, licences: ["a.licence"],
+      signatures: ["required": false],
+      libraries: .null)
+    #expect(ExplainAnswer.decode(x.json) == .success(x))
+    #expect(x.json.objectValue?["healthNote"] == .string(ListAnswer.healthUnknown))
+  }
+
   /// The fuzzer's dictionary names every field and verb the decoder takes, so a new field is
   /// fuzzed the day it is declared.
   @Test func theFuzzDictionaryHasEveryVerbAndField() throws {

@@ -29,34 +29,37 @@ enum ExplainCommand {
 
   /// The answer as `--json` prints it, or as the trace and its sections.
   static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
-    let o = answer.objectValue ?? JSONObject()
-    let passed = o["verdict"]?.stringValue == "pass"
+    let x: ExplainAnswer
+    switch ExplainAnswer.decode(answer) {
+    case .success(let decoded): x = decoded
+    case .failure(let e):
+      console.err("forsetti-host: error: \(e)\n")
+      return .usage
+    }
+    let v = x.verdict
     if p.flag("json") {
       ServedVerb.printJSON(answer, console)
-      return passed ? .success : .blocked
+      return v.passed ? .success : .blocked
     }
     var out =
-      "\(o["moduleID"]?.stringValue ?? "-") (\(o["file"]?.stringValue ?? "-")): \(passed ? "passes every gate evaluated" : "BLOCKED by \(o["reason"]?.stringValue ?? "?")")\n"
-    for case .object(let e) in o["trace"]?.arrayValue ?? [] {
-      let verdict = (e["verdict"]?.stringValue ?? "?").uppercased().padded(to: 7)
-      let step = (e["step"]?.stringValue ?? "?").padded(to: 19)
+      "\(v.moduleID ?? "-") (\(v.file)): \(v.passed ? "passes every gate evaluated" : "BLOCKED by \(v.reason ?? "?")")\n"
+    for e in v.trace {
       out +=
-        "  \(verdict) \(step) \(e["reason"]?.stringValue.map { "\($0): " } ?? "")\(LogRecord.streamSafe(e["detail"]?.stringValue ?? ""))\n"
+        "  \(e.verdict.uppercased().padded(to: 7)) \(e.step.padded(to: 19)) \(e.reason.map { "\($0): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
     }
-    if let ent = o["entitlement"]?.objectValue, let approval = o["approval"]?.objectValue {
-      out += trust(ent, approval, licences: o["licences"]?.arrayValue ?? [])
+    if let ent = x.entitlement.objectValue, let approval = x.approval.objectValue {
+      out += trust(ent, approval, licences: x.licences)
     }
-    if let s = o["signatures"]?.objectValue { out += signatures(s) }
-    out += "  isolation available here: \(o["isolation"]?.stringValue ?? "?")\n"
-    if let l = o["libraries"]?.objectValue { out += libraries(l) }
-    if let from = o["runFrom"]?.stringValue, let state = o["runState"]?.stringValue {
+    if let s = x.signatures.objectValue { out += signatures(s) }
+    out += "  isolation available here: \(x.isolation)\n"
+    if let l = x.libraries.objectValue { out += libraries(l) }
+    if let from = x.runFrom, let state = v.runState {
       // runtime.json is a file: whatever it holds is shown by the module-text rule.
-      out +=
-        "  in the \(from): \(LogRecord.streamSafe(state + (o["runReason"]?.stringValue.map { " (\($0))" } ?? "")))\n"
+      out += "  in the \(from): \(LogRecord.streamSafe(state + (v.runReason.map { " (\($0))" } ?? "")))\n"
     }
-    out += ReportedHealth(o).text(o["health"])
+    out += ReportedHealth(known: x.healthKnown).text(v.health)
     console.out(out)
-    return passed ? .success : .blocked
+    return v.passed ? .success : .blocked
   }
 
   private static func strings(_ v: JSONValue?) -> [String] { (v?.arrayValue ?? []).compactMap(\.stringValue) }
@@ -68,7 +71,7 @@ enum ExplainCommand {
 
   /// The entitlement evaluation (which override or provider decided, every provider's answer
   /// in order) and the approval state.
-  private static func trust(_ e: JSONObject, _ a: JSONObject, licences: [JSONValue]) -> String {
+  private static func trust(_ e: JSONObject, _ a: JSONObject, licences: [String]) -> String {
     let unlocked = e["unlocked"]?.boolValue ?? false
     var out = "  entitlement: \(unlocked ? "UNLOCKED" : "LOCKED") — \(e["summary"]?.stringValue ?? "")\n"
     for case .object(let s) in e["steps"]?.arrayValue ?? [] {
@@ -77,7 +80,7 @@ enum ExplainCommand {
     }
     out +=
       "    required product: \(e["requiredProduct"]?.stringValue ?? "none (free)"); active: \(listed(e["activeProducts"]))\n"
-    for l in licences.compactMap(\.stringValue) { out += "    licence \(l)\n" }
+    for l in licences { out += "    licence \(l)\n" }
     let approved = a["approved"].flatMap { $0 == .null ? nil : listed($0) } ?? "never"
     out +=
       "  approval: requested \(listed(a["requested"])); approved \(approved); pending \(listed(a["pending"]))"

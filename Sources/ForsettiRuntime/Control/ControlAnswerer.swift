@@ -56,7 +56,7 @@ public final class ControlAnswerer {
         pid: pid, stateDirectory: stateDirectory, states: host.manager.records.map(\.state.name)
       ).json
     case .list: return try VerdictAnswers.list(try view()).json
-    case .explain(let m): return try VerdictAnswers.explain(try view(), module: m)
+    case .explain(let m): return try VerdictAnswers.explain(try view(), module: m).json
     case .surface: return try SurfaceAnswer.answer(stateDirectory: judge.configuration.stateDirectory)
     case .approve(let m, let caps): return try ApprovalAnswers.approve(m, caps, judge: judge)
     case .revoke(let m, let caps): return try ApprovalAnswers.revoke(m, caps, judge: judge)

@@ -9,23 +9,16 @@ public enum VerdictAnswers {
   /// `list`: every module.
   public static func list(_ view: ControlView) throws(ControlFailure) -> ListAnswer {
     let v = try verdicts(view, laterSteps: "list does not load modules")
-    let modules = v.judgements.map { j in
-      let runState = j.moduleID.flatMap { view.run?.states[$0] }
-      return ModuleVerdict(
-        moduleID: j.moduleID, file: j.file, displayName: j.manifest?.displayName,
-        version: j.manifest?.moduleVersion.description, type: j.manifest?.moduleType.rawValue,
-        passed: j.passed,
-        reason: j.reason?.rawValue, override: deciding(j.manifest, v.context), runState: runState?.state,
-        runReason: runState?.reason, health: HealthJSON.of(j.moduleID, in: view.health),
-        trace: j.trace.entries.map(TraceStep.init))
-    }
     return ListAnswer(
-      modules: modules, host: view.run.map { RunHost(pid: $0.pid, running: $0.alive) },
-      inMemoryKnown: view.inMemoryKnown, healthKnown: view.health != nil)
+      modules: v.judgements.map { verdict($0, v.context, view) },
+      host: view.run.map { RunHost(pid: $0.pid, running: $0.alive) }, inMemoryKnown: view.inMemoryKnown,
+      healthKnown: view.health != nil)
   }
 
   /// `explain`: one module, by ID or manifest file name.
-  public static func explain(_ view: ControlView, module wanted: String) throws(ControlFailure) -> JSONValue {
+  public static func explain(_ view: ControlView, module wanted: String) throws(ControlFailure)
+    -> ExplainAnswer
+  {
     let v = try verdicts(view, laterSteps: "explain does not load modules")
     guard
       let j = v.judgements.first(where: { $0.moduleID == wanted })
@@ -35,26 +28,29 @@ public enum VerdictAnswers {
         wanted, among: v.judgements.compactMap(\.moduleID),
         manifests: view.judge.configuration.manifestsDirectory)
     }
-    let runState = j.moduleID.flatMap { view.run?.states[$0] }
     let trust = TrustReport.make(j.manifest, context: v.context, judge: view.judge)
-    let signatures = SignatureStepReport.make(j.manifest, index: v.index, judge: view.judge)
-    let libraries = LibraryGrantReport.make(j.manifest, index: v.index, stateDirectory: view.stateDirectory)
-    guard case .object(var o) = TraceJSON.judgement(j) else { return .null }
-    o["override"] = deciding(j.manifest, v.context)?.json ?? .null
-    o["entitlement"] = trust?.entitlementJSON ?? .null
-    o["approval"] = trust?.approvalJSON ?? .null
-    o["licences"] = .strings(trust?.licences ?? [])
-    o["signatures"] = signatures.json
-    o["runState"] = .string(orNull: runState?.state)
-    o["runReason"] = .string(orNull: runState?.reason)
-    o["runFrom"] = .string(
-      orNull: runState == nil ? nil : view.run.map { RunHost(pid: $0.pid, running: $0.alive).label })
-    o["isolation"] = .string(IsolationSettings.kernelSupport())
-    o["libraries"] = libraries?.json ?? .null
-    o["health"] = HealthJSON.of(j.moduleID, in: view.health)
-    o["inMemoryKnown"] = .bool(view.inMemoryKnown)
-    HealthJSON.annotate(&o, known: view.health != nil)
-    return .object(o)
+    let head = verdict(j, v.context, view)
+    return ExplainAnswer(
+      verdict: head,
+      runFrom: head.runState == nil ? nil : view.run.map { RunHost(pid: $0.pid, running: $0.alive).label },
+      isolation: IsolationSettings.kernelSupport(), inMemoryKnown: view.inMemoryKnown,
+      healthKnown: view.health != nil, entitlement: trust?.entitlementJSON ?? .null,
+      approval: trust?.approvalJSON ?? .null, licences: trust?.licences ?? [],
+      signatures: SignatureStepReport.make(j.manifest, index: v.index, judge: view.judge).json,
+      libraries: LibraryGrantReport.make(j.manifest, index: v.index, stateDirectory: view.stateDirectory)?
+        .json
+        ?? .null)
+  }
+
+  /// One module's verdict: the judgement, the deciding override, its run state and report.
+  static func verdict(_ j: ModuleJudgement, _ context: GateContext, _ view: ControlView) -> ModuleVerdict {
+    let runState = j.moduleID.flatMap { view.run?.states[$0] }
+    return ModuleVerdict(
+      moduleID: j.moduleID, file: j.file, displayName: j.manifest?.displayName,
+      version: j.manifest?.moduleVersion.description, type: j.manifest?.moduleType.rawValue, passed: j.passed,
+      reason: j.reason?.rawValue, override: deciding(j.manifest, context), runState: runState?.state,
+      runReason: runState?.reason, health: HealthJSON.of(j.moduleID, in: view.health),
+      trace: j.trace.entries.map(TraceStep.init))
   }
 
   /// The override that decided a module's entitlement (its channel, provider and state), or
