@@ -5,10 +5,6 @@ import ForsettiRuntime
 /// the state directory first with the verb's typed request and renders its answer, and computes
 /// the same answer on the files only when none runs, saying which.
 enum RemoteVerbs {
-  /// The host's own options: a host that answers uses its own, so a client never sends them.
-  static let hostOptions: Set<String> = Set(HostOptions.specs.map(\.name)).subtracting(["json"])
-    .union(["default-policy"])
-
   /// What every served verb's help adds.
   static let helpNote = """
 
