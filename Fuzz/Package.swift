@@ -27,10 +27,7 @@ let package = Package(
       name: "fuzz-manifest", dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
     .executableTarget(
       name: "fuzz-control",
-      dependencies: [
-        "FuzzSupport", .product(name: "ForsettiCore", package: forsetti),
-        .product(name: "ForsettiCLI", package: forsetti),
-      ]),
+      dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
     .executableTarget(
       name: "fuzz-wire", dependencies: ["FuzzSupport", .product(name: "ForsettiBridge", package: forsetti)]),
   ]

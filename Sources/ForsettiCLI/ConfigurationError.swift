@@ -26,4 +26,6 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
 public enum CommandFailure: Error, Sendable, Equatable {
   case usage(UsageError)
   case configuration(ConfigurationError)
+  /// A control answer's failure (a host's, or the same computed on the files).
+  case control(ControlFailure)
 }

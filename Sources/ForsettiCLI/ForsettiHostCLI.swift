@@ -152,7 +152,7 @@ public enum ForsettiHostCLI {
       if parsed.helpRequested { return try verb.call(parsed, console).rawValue }
       // A running host on the state directory answers for itself; with none, the files do.
       guard RemoteVerbs.served(verb.spec.name) else { return try verb.call(parsed, console).rawValue }
-      if let status = RemoteVerbs.ask(verb.spec.name, parsed, spec: verb.spec, console: console) {
+      if let status = try RemoteVerbs.ask(verb.spec.name, parsed, spec: verb.spec, console: console) {
         return status
       }
       let status = try verb.call(parsed, console).rawValue
@@ -204,6 +204,12 @@ public enum ForsettiHostCLI {
       console.err("hint: see '\(help)'\n")
     case .configuration(let e):
       console.err("\(program): error: \(e)\n")
+    case .control(let f):
+      console.err("\(program): error: \(f.message)\n")
+      if f.code == .usage {
+        console.err("hint: see '\(command.map { "\(program) \($0) --help" } ?? "\(program) --help")'\n")
+      }
+      return f.code == .timedOut ? ExitCode.noAnswer.rawValue : ExitCode.usage.rawValue
     }
     return ExitCode.usage.rawValue
   }

@@ -33,6 +33,9 @@ public final class ForsettiHost: @unchecked Sendable {
   private let shared = Mutex(Shared())
   /// Host's thread only.
   private var live: LiveHost?
+  /// The control plane's answers, from `live`'s own state (its judge with the in-memory
+  /// overrides, its records, the health modules report); made on the host's thread.
+  private var controlAnswerer: ControlAnswerer?
   private var server: ControlServer?
 
   private enum Phase: String {
@@ -236,21 +239,16 @@ public final class ForsettiHost: @unchecked Sendable {
   public func process() {
     guard let live else { return }
     live.process()
-    server?.serve(answer(live))
+    server?.serve(answerer(live).answer)
     shared.withLock { $0.records = live.manager.records }
   }
 
-  /// How this host answers its control socket: `controlAnswer`, else a refusal.
-  private func answer(_ live: LiveHost) -> (ControlRequest) -> ControlResponse {
-    let state = configuration.judging.stateDirectory
-    guard let answer = configuration.controlAnswer else {
-      return { _ in
-        ControlResponse(
-          status: 2, stderr: "forsetti-host: error: this host answers no control requests\n", pid: getpid(),
-          stateDirectory: state)
-      }
-    }
-    return { answer($0, live) }
+  private func answerer(_ live: LiveHost) -> ControlAnswerer {
+    if let made = controlAnswerer { return made }
+    let made = ControlAnswerer(
+      host: live, stateDirectory: configuration.judging.stateDirectory, pid: getpid())
+    controlAnswerer = made
+    return made
   }
 
   /// Asks this host as a control client would (from a thread of the application's, such as a
@@ -259,8 +257,8 @@ public final class ForsettiHost: @unchecked Sendable {
   public func ask(_ request: ControlRequest) -> ControlResponse {
     guard let server = shared.withLock({ $0.server }) else {
       return ControlResponse(
-        status: 2, stderr: "forsetti-host: error: this host has no control socket\n", pid: getpid(),
-        stateDirectory: configuration.judging.stateDirectory)
+        pid: getpid(), stateDirectory: configuration.judging.stateDirectory,
+        outcome: .failed(ControlFailure(.refused, "this host has no control socket")))
     }
     return server.ask(request)
   }

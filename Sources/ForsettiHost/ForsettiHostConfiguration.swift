@@ -19,12 +19,9 @@ extension ForsettiHost {
     public var quotas: ServiceQuotas
     /// Where the host's and modules' lines go besides `STATE/logs/host.log`.
     public var logSinks: [any LogSink]
-    /// Whether the host makes `STATE/control.sock` and answers it (with `controlAnswer`).
+    /// Whether the host makes `STATE/control.sock` and answers it (docs/control.md), from its
+    /// own state: the command line's verbs and the debug page are its clients.
     public var controlSocket: Bool
-    /// How the host answers a request on its control socket, on its own thread, given its live
-    /// state; nil answers every request with a refusal. The one seam through which a control
-    /// protocol plugs in.
-    public var controlAnswer: (@Sendable (ControlRequest, LiveHost) -> ControlResponse)?
     /// The caller ID a module sees when the application calls it (`call`).
     public var applicationID: String
     /// Whether SIGINT and SIGTERM are the host's from the beginning of `start` (a signal while
@@ -45,7 +42,6 @@ extension ForsettiHost {
       quotas = .standard
       logSinks = []
       controlSocket = true
-      controlAnswer = nil
       applicationID = "application"
       catchesSignalsAtStart = false
     }

@@ -89,67 +89,95 @@ import Testing
   }
 
   /// Sends one request line as a client would and decodes the host's answer.
-  static func ask(_ socket: String, verb: String, _ arguments: [String]) -> ControlResponse? {
+  static func ask(_ socket: String, _ request: ControlRequest) -> ControlResponse? {
+    ask(socket, line: String(decoding: request.line, as: UTF8.self))
+  }
+
+  /// Sends `line` (a newline is added) and decodes the host's answer.
+  static func ask(_ socket: String, line: String) -> ControlResponse? {
     let fd = connectTo(socket)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    guard send(fd, String(decoding: ControlRequest(verb: verb, arguments: arguments).line, as: UTF8.self))
-    else { return nil }
+    guard send(fd, line.hasSuffix("\n") ? line : line + "\n") else { return nil }
     let bytes = readAll(fd)
     guard let nl = bytes.firstIndex(of: 0x0A) else { return nil }
     return try? ControlResponse.decode(Array(bytes[..<nl])).get()
   }
 
-  // MARK: - Every verb's arguments, total
+  // MARK: - Every verb's fields, total
 
-  /// Arguments no verb may trap on, and what the answer must say, one of (empty: any answer
-  /// will do). A missing positional is reported before a host option, as on the command line.
-  static let hostileArguments: [(args: [String], says: [String])] = [
-    (["--help"], []), (["-h"], []), (["--version"], ["unknown option '--version'"]),
-    (["--bogus"], ["unknown option '--bogus'"]), ([], []), (["a", "b", "c", "d"], ["unexpected argument"]),
-    (["--help", "--help"], []), (["-h", "--", "-h"], []), (["--json", "--json"], []),
-    (["--state", "/elsewhere"], ["the running host uses its own", "missing argument"]),
-    (["-x"], ["unknown option"]), (["--state"], ["needs a value"]), (["--json=1"], []), (["--"], []),
-    (["", ""], []),
+  /// Request objects no verb may trap on (`V` stands for the verb), and the code of the
+  /// refusal each must get from every verb (nil: any answer will do).
+  static let hostileRequests: [(request: String, code: ControlFailure.Code?)] = [
+    (#"{"verb":"V"}"#, nil), (#"{"verb":"V","module":7}"#, .usage), (#"{"verb":"V","bogus":true}"#, .usage),
+    (#"{"verb":"V","module":""}"#, .usage), (#"{"verb":"V","module":"com.test.nope"}"#, nil),
+    (#"{"verb":"V","module":"com.test.nope","capabilities":["root"]}"#, .usage),
+    (#"{"verb":"V","action":"list","manifests":"/elsewhere"}"#, .usage),
+    (#"{"verb":"V","module":"com.test.one","none":true}"#, .usage),
   ]
 
-  /// `approve --help` crashed the host (issue 26, 2): now every served verb, given help, an
-  /// unknown option, nothing, too much, is answered (help as the command line prints it), and
-  /// the host goes on answering `status` after each.
-  @Test func everyServedVerbAnswersAnyArgumentsAndTheHostLives() throws {
+  /// `approve --help` crashed the host (issue 26, 2): now every served verb, given a field of
+  /// the wrong type, an unknown one, nothing, too much, is answered (a typed refusal naming
+  /// the field), and the host goes on answering `status` after each.
+  @Test func everyServedVerbAnswersAnyFieldsAndTheHostLives() throws {
     try module("com.test.one")
     let host = try launchLong()
     defer { host.stop() }
     try ready(host, ["com.test.one": "started"])
     for verb in ControlRequest.verbs.sorted() {
-      let localHelp = try HostBinary.run([verb, "--help"])
-      #expect(
-        localHelp.status == 0 && localHelp.stdout.contains("USAGE: forsetti-host \(verb)"), shown(localHelp))
-      for (args, says) in Self.hostileArguments {
+      for (request, code) in Self.hostileRequests {
+        let line =
+          #"{"protocol":2,"request":"# + request.replacingOccurrences(of: #""V""#, with: "\"\(verb)\"") + "}"
         let answer = try #require(
-          Self.ask(socket, verb: verb, args),
-          "\(verb) \(args): no answer; host running: \(host.process.isRunning)\n\(host.lines.suffix(20).joined(separator: "\n"))"
+          Self.ask(socket, line: line),
+          "\(line): no answer; host running: \(host.process.isRunning)\n\(host.lines.suffix(20).joined(separator: "\n"))"
         )
-        if args.first == "--help" || args.first == "-h" {
-          #expect(answer.status == 0, "\(verb) \(args): \(answer)")
-          #expect(answer.stdout == localHelp.stdout, "\(verb) \(args): help differs from the command line's")
+        // Where the verb takes the field, a refusal is not required of it.
+        if let code, let f = answer.failure, f.code != code {
+          Issue.record("\(line): \(f.code) instead of \(code): \(f.message)")
         }
-        if !says.isEmpty {
-          #expect(answer.status == 2, "\(verb) \(args): \(answer)")
-          #expect(says.contains { answer.stderr.contains($0) }, "\(verb) \(args): \(answer)")
-        }
-        #expect([0, 1, 2].contains(answer.status), "\(verb) \(args): \(answer)")
+        #expect(answer.pid == host.process.processIdentifier, "\(line): \(answer)")
       }
       // Still the same host, still answering.
       #expect(
         host.process.isRunning,
         "\(verb) took the host down:\n\(host.lines.suffix(30).joined(separator: "\n"))")
-      let status = try #require(Self.ask(socket, verb: "status", ["--json"]), "status after \(verb)")
-      #expect(status.status == 0 && status.pid == host.process.processIdentifier, "after \(verb): \(status)")
+      let status = try #require(Self.ask(socket, ControlRequest(.status)), "status after \(verb)")
+      guard case .answered(let a, _) = status.outcome else {
+        Issue.record("status after \(verb): \(status)")
+        continue
+      }
+      #expect(a.objectValue?["running"] == .bool(true) && status.pid == host.process.processIdentifier)
     }
+    // The field a refusal names, for a verb that takes a module.
+    let wrong = try #require(
+      Self.ask(socket, line: #"{"protocol":2,"request":{"verb":"explain","module":7}}"#))
+    #expect(wrong.failure?.code == .usage, "\(wrong)")
+    #expect(wrong.failure?.message.contains(#""module" must be a string, not number"#) == true, "\(wrong)")
+    let extra = try #require(
+      Self.ask(socket, line: #"{"protocol":2,"request":{"verb":"list","plugins":["/tmp"]}}"#))
+    #expect(extra.failure?.message.contains(#""plugins" is not a field of list"#) == true, "\(extra)")
+    // Positive control: a well-formed request of the same shape is answered.
+    let good = try #require(Self.ask(socket, ControlRequest(.explain(module: "com.test.one"))))
+    #expect(good.failure == nil, "\(good)")
     let w = published(["com.test.one": "started"], by: host)
     #expect(w.reached, "\(w)")
     #expect(!host.lines.contains { $0.contains("Fatal error") }, "\(host.lines)")
+  }
+
+  /// A protocol-1 client (argv and captured text) is refused with a reason that names
+  /// protocol 2; the host goes on.
+  @Test func aProtocolOneClientIsRefusedClearly() throws {
+    try module("com.test.one")
+    let host = try launchLong()
+    defer { host.stop() }
+    try ready(host, ["com.test.one": "started"])
+    let old = try #require(Self.ask(socket, line: #"{"protocol":1,"verb":"list","arguments":["--json"]}"#))
+    #expect(old.failure?.code == .usage, "\(old)")
+    #expect(old.failure?.message.contains("protocol 2") == true, "\(old)")
+    #expect(old.failure?.message.contains("protocol 1") == true, "\(old)")
+    let now = try #require(Self.ask(socket, ControlRequest(.list)))
+    #expect(now.failure == nil, "\(now)")
   }
 
   // MARK: - Slow clients
@@ -387,14 +415,20 @@ import Testing
     }
     """#
 
-  static func answer(status: Int32, stdout: String) -> String {
-    String(
-      decoding: ControlResponse(status: status, stdout: stdout, pid: 1, stateDirectory: "fake").line,
-      as: UTF8.self)
+  static func answer(_ outcome: ControlResponse.Outcome) -> String {
+    String(decoding: ControlResponse(pid: 1, stateDirectory: "fake", outcome: outcome).line, as: UTF8.self)
   }
 
+  /// A `status` answer whose state directory is `state`.
+  static func statusAnswer(_ state: String) -> String {
+    answer(.answered(["running": true, "pid": 1, "state": .string(state), "modules": [:]], changes: []))
+  }
+
+  static let busyAnswer = answer(
+    .failed(ControlFailure(.busy, "the host is busy with other clients; try again")))
+
   /// The impostor's answer: escape sequences that would recolour (or worse) a terminal.
-  static let hostileAnswer = answer(status: 0, stdout: "\u{1b}[31mIMPOSTOR\u{1b}]0;owned\u{07}\n")
+  static let hostileAnswer = statusAnswer("\u{1b}[31mIMPOSTOR\u{1b}]0;owned\u{07}")
 
   /// Builds the fake listener (once per test) into `dir`.
   func fakeListener() throws -> String {
@@ -530,17 +564,17 @@ import Testing
     let busyState = dir.url("busy")
     try FileManager.default.createDirectory(atPath: busyState, withIntermediateDirectories: true)
     let log = dir.url("busy.log")
-    let busy = Self.answer(status: ControlResponse.busyStatus, stdout: "")
+    let busy = Self.busyAnswer
     let p = try startFake(
       fake, stateDirectory: busyState, log: log, recordPID: true,
-      answers: [busy, busy, Self.answer(status: 0, stdout: "served at last\n")])
+      answers: [busy, busy, Self.statusAnswer("served at last")])
     defer {
       kill(p.processIdentifier, SIGKILL)
       p.waitUntilExit()
     }
     let r = try HostBinary.run(["status", "--state", busyState])
     #expect(r.status == 0, shown(r))
-    #expect(r.stdout == "served at last\n", shown(r))
+    #expect(r.stdout == "running: pid 1, 0 modules started (state directory served at last)\n", shown(r))
     #expect(received(log, count: 3).count == 3)
   }
 
@@ -552,7 +586,7 @@ import Testing
     let log = dir.url("busy.log")
     let p = try startFake(
       fake, stateDirectory: busyState, log: log, recordPID: true,
-      answers: [Self.answer(status: ControlResponse.busyStatus, stdout: "")])
+      answers: [Self.busyAnswer])
     defer {
       kill(p.processIdentifier, SIGKILL)
       p.waitUntilExit()

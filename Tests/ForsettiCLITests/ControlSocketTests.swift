@@ -248,6 +248,62 @@ import Testing
     #expect(!after.stdout.contains("com.test.paid"), shown(after))
   }
 
+  /// The running host answers from its own judge: a module it runs because an in-memory
+  /// override forced it on is shown passing, with that override as the deciding input, never
+  /// "BLOCKED by moduleLocked … in-memory: unset" beside "started" (issue 29).
+  @Test func listAndExplainShowTheHostsInMemoryOverrideAsTheDecidingInput() throws {
+    try module("com.test.paid", product: "com.vendor.pro")
+    try module("com.test.keeper")
+    let host = try launch()
+    defer { host.stop() }
+    try ready(host, ["com.test.paid": "blocked/moduleLocked", "com.test.keeper": "started"])
+    // Positive control: before the override, the host's own answer says locked.
+    let before = try cli(["explain", "com.test.paid", "--state", state])
+    #expect(before.status == 1 && before.stdout.contains("BLOCKED by moduleLocked"), shown(before))
+
+    let on = try cli(["override", "module", "com.test.paid", "on", "--in-memory", "--state", state])
+    #expect(on.status == 0, shown(on))
+    let w = published(["com.test.paid": "started"], by: host)
+    #expect(w.reached, why(w, host))
+
+    let list = try cli(["list", "--state", state])
+    #expect(list.status == 0 && list.stderr.contains(answeredBy(host)), shown(list))
+    let row =
+      list.stdout.split(separator: "\n").first { $0.hasPrefix("com.test.paid") }.map(String.init) ?? ""
+    #expect(row.contains("pass (module override on from in-memory)"), shown(list))
+    #expect(row.contains("started") && !row.contains("blocked"), shown(list))
+
+    let json = try cli(["list", "--json", "--state", state])
+    let doc = try #require(try? JSONParser.parse(json.stdout), shown(json))
+    let paid = try #require(
+      doc.objectValue?["modules"]?.arrayValue?.compactMap(\.objectValue).first {
+        $0["moduleID"]?.stringValue == "com.test.paid"
+      }, shown(json))
+    #expect(paid["verdict"]?.stringValue == "pass" && paid["runState"]?.stringValue == "started", shown(json))
+    let decided = paid["override"]?.objectValue
+    #expect(
+      decided?["provider"]?.stringValue == "in-memory" && decided?["state"]?.stringValue == "on", shown(json))
+    let entitlement = paid["trace"]?.arrayValue?.compactMap(\.objectValue).first {
+      $0["step"]?.stringValue == "entitlement"
+    }
+    #expect(entitlement?["detail"]?.stringValue == "module override on from in-memory", shown(json))
+
+    let explain = try cli(["explain", "com.test.paid", "--state", state])
+    #expect(explain.status == 0, shown(explain))
+    #expect(explain.stdout.contains("passes every gate evaluated"), shown(explain))
+    #expect(!explain.stdout.contains("BLOCKED"), shown(explain))
+    #expect(explain.stdout.contains("UNLOCKED — module override on from in-memory"), shown(explain))
+    #expect(explain.stdout.contains("module override, in-memory: on"), shown(explain))
+    #expect(
+      explain.stdout.contains("in the running host (pid \(host.process.processIdentifier)): started"),
+      shown(explain))
+    let explainJSON = try cli(["explain", "com.test.paid", "--json", "--state", state])
+    let x = try #require(try? JSONParser.parse(explainJSON.stdout).objectValue, shown(explainJSON))
+    #expect(
+      x["entitlement"]?.objectValue?["decidedBy"]?.stringValue == "moduleOverride:in-memory",
+      shown(explainJSON))
+  }
+
   // MARK: - Time-frame overrides
 
   /// Two windows for one module are both kept: off inside each, on before, between and after.

@@ -79,7 +79,7 @@ import Testing
     #expect(try Self.exchange(port, Self.request("GET", "/", host: me)).status == 200)
 
     // What is the host's needs the token, in its header; a cookie of that name is nothing.
-    let status = #"{"verb":"status","arguments":["--json"]}"#
+    let status = #"{"verb":"status"}"#
     let cookie =
       "POST /api HTTP/1.1\r\nHost: \(me)\r\nConnection: close\r\nCookie: forsetti_token=\(token)\r\n"
       + "X-Forsetti-Request: 1\r\nContent-Length: \(status.utf8.count)\r\n\r\n\(status)"
@@ -114,8 +114,9 @@ import Testing
     let answered = try Self.exchange(
       port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: status))
     #expect(answered.status == 200)
-    #expect(answered.text.contains(#"\"running\":true"#), "\(answered.text)")
-    let bad = #"{"verb":"rm","arguments":[]}"#
+    #expect(answered.text.contains(#""ok":true"#), "\(answered.text)")
+    #expect(answered.text.contains(#""running":true"#), "\(answered.text)")
+    let bad = #"{"verb":"rm"}"#
     #expect(
       try Self.exchange(port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: bad))
         .status == 400)
@@ -123,7 +124,7 @@ import Testing
       try Self.exchange(port, Self.request("DELETE", "/api", host: me, token: token, csrf: true)).status
         == 405)
     // Oversized: a body past 1 MiB is refused, not gathered.
-    let huge = #"{"verb":"status","arguments":[""# + String(repeating: "x", count: 2 << 20) + #""]}"#
+    let huge = #"{"verb":"explain","module":""# + String(repeating: "x", count: 2 << 20) + #""}"#
     let refused = try Self.exchange(
       port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: huge))
     #expect(refused.status == 413)
@@ -197,7 +198,7 @@ import Testing
     try #require(host.await("started com.test.slow", timeout: 30) != nil, "\(host.lines)")
 
     _ = try dir.write("hold", "")
-    let reload = #"{"verb":"reload","arguments":["--","com.test.slow"]}"#
+    let reload = #"{"verb":"reload","module":"com.test.slow"}"#
     let busy = try Self.open(
       port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: reload))
     defer { close(busy) }
@@ -208,7 +209,7 @@ import Testing
       if !began { usleep(100_000) }
     }
     try #require(began, "the module's start did not begin: \(host.lines)")
-    let status = #"{"verb":"status","arguments":["--json"]}"#
+    let status = #"{"verb":"status"}"#
     let waiting = try (0..<8).map { _ in
       try Self.open(port, Self.request("POST", "/api", host: me, token: token, csrf: true, body: status))
     }

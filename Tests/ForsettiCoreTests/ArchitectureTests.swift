@@ -327,6 +327,32 @@ struct Layering: Sendable {
     }
   }
 
+  /// The control plane belongs to the runtime (issue 29): the command line sends typed requests
+  /// and renders answers, and never answers one itself: no server, no serving loop, no answer
+  /// built: the `ForsettiHost` facade serves the socket with the runtime's `ControlAnswerer`.
+  @Test func theCommandLineAnswersNoControlRequests() throws {
+    let forbidden = [
+      "ControlServer", ".serve(", "ControlAnswerer(host:", "ControlResponse(", "ControlRequest.decode",
+      "ControlHandler", "CapturedConsole",
+    ]
+    let checker = ArchitectureChecker(root: Self.packageRoot, layering: .forsetti)
+    let files = try checker.swiftFiles("Sources/ForsettiCLI")
+    #expect(files.count > 20, "read \(files.count) files of the CLI")
+    var found: [String] = []
+    for file in files {
+      let text = try String(contentsOf: Self.packageRoot.appendingPathComponent(file), encoding: .utf8)
+      let code = SwiftText.blanked(text, strings: true)
+      for word in forbidden where code.contains(word) { found.append("\(file): \(word)") }
+    }
+    #expect(found.isEmpty, "the command line answers control requests:\n\(found.joined(separator: "\n"))")
+    // Positive control: the words are found where they are (the runtime answers).
+    let answerer = try String(
+      contentsOf: Self.packageRoot.appendingPathComponent(
+        "Sources/ForsettiRuntime/Control/ControlAnswerer.swift"),
+      encoding: .utf8)
+    #expect(SwiftText.blanked(answerer, strings: true).contains("ControlResponse("))
+  }
+
   // MARK: The checker fails when it should
 
   /// A miniature of the package: a pure core, a bridge shared with a Foundation-free worker, a

@@ -46,11 +46,11 @@ import Testing
   @Test func theSeedsSayWhatTheyAre() throws {
     let list = try #require(Self.inputs("Corpus").first { $0.hasSuffix("list.json") })
     let bytes = try #require(PlainFiles.contents(of: list))
-    #expect(ControlRequest.decode(bytes) == .success(ControlRequest(verb: "list", arguments: ["--json"])))
+    #expect(ControlRequest.decode(bytes) == .success(ControlRequest(.list)))
     let unknown = try #require(Self.inputs("Corpus").first { $0.hasSuffix("unknown.json") })
     #expect(
       ControlRequest.decode(try #require(PlainFiles.contents(of: unknown))) == .failure(.unknownVerb("rm")))
-    let version = try #require(Self.inputs("Corpus").first { $0.hasSuffix("version.json") })
-    #expect(ControlRequest.decode(try #require(PlainFiles.contents(of: version))) == .failure(.version(2)))
+    let version = try #require(Self.inputs("Corpus").first { $0.hasSuffix("protocol-1.json") })
+    #expect(ControlRequest.decode(try #require(PlainFiles.contents(of: version))) == .failure(.version(1)))
   }
 }

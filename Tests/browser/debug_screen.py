@@ -353,6 +353,42 @@ def drive_page(driver, url, args, ids):
     gates = driver.execute_script("return [...document.querySelectorAll('#gates tr.gate')].map(r => r.textContent)")
     check(len(gates) > 0 and any("entitlement" in g for g in gates), f"the gate table shows {len(gates)} steps")
 
+    step(f"clear {target}'s persisted override, then force it on in the host's memory")
+    click(driver, target, "override-clear")
+    eventually(
+        "the page shows it started again",
+        lambda: (lambda s: (s and s[0] == "started", s))(row_state(driver, target)),
+    )
+    driver.execute_script("document.getElementById('channel-in-memory').click()")
+    click(driver, target, "override-on")
+    shown = eventually(
+        "the row names the in-memory override as the deciding input, beside started",
+        lambda: (
+            lambda r: (r is not None and "module override on from in-memory" in r["verdict"] and r["run"].startswith("started"), r)
+        )(
+            driver.execute_script(
+                """const tr=[...document.querySelectorAll('#modules tbody tr')].find(r=>r.dataset.module===arguments[0]);
+                   return tr && {verdict: tr.querySelector('td.verdict').textContent, run: tr.querySelector('td.run-state').textContent};""",
+                target,
+            )
+        ),
+    )[1]
+    check("blocked" not in shown["verdict"], f"no 'blocked' beside started: {shown}")
+    ok(f"the row: {shown['verdict']} / {shown['run']}")
+    driver.execute_script(
+        """const tr=[...document.querySelectorAll('#modules tbody tr')].find(r=>r.dataset.module===arguments[0]);
+           tr.querySelector('button[data-action=trace]').click();""",
+        target,
+    )
+    decided = eventually(
+        "the trace names the in-memory override as deciding",
+        lambda: (
+            lambda t: (t == "moduleOverride:in-memory", t)
+        )(driver.execute_script("const d=document.getElementById('decided-by'); return d && d.textContent")),
+    )[1]
+    ok(f"decided by: {decided}")
+    driver.execute_script("document.getElementById('channel-persisted').click()")
+
     events = driver.execute_script(
         "return [...document.querySelectorAll('#events li.state')].map(l => l.textContent)"
     )
@@ -507,7 +543,7 @@ def check_guards(url):
     token = urllib.parse.parse_qs(parsed.query)["token"][0]
     good_host = f"127.0.0.1:{port}"
     auth = {"X-Forsetti-Token": token}
-    body = json.dumps({"verb": "status", "arguments": ["--json"]}).encode()
+    body = json.dumps({"verb": "status"}).encode()
     answers = []
 
     def expect(label, status_wanted, method, path, headers, body=None):
@@ -575,7 +611,10 @@ def check_guards(url):
         body,
     )
     answer = json.loads(data)
-    check(answer.get("status") == 0 and json.loads(answer["stdout"]).get("running") is True, "it answers status --json")
+    check(
+        answer.get("ok") is True and (answer.get("answer") or {}).get("running") is True,
+        "it answers a typed status request",
+    )
     status, h, _ = request(
         port,
         "OPTIONS",

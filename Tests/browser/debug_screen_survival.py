@@ -203,7 +203,7 @@ def rows_and_confirmation(driver, args):
     )
     check(clicks["first"]["status"] == clicks["before"], "one click does nothing (the status area is as it was)")
     check(clicks["first"]["armed"] == "1" and "confirm" in clicks["first"]["label"], f"the button asks: {clicks['first']['label']!r}")
-    check(clicks["second"].startswith("$ forsetti-host approve -- com.test.pending"), f"the second click acts: {clicks['second']!r}")
+    check(clicks["second"].startswith("$ forsetti-host approve com.test.pending"), f"the second click acts: {clicks['second']!r}")
     eventually(
         "the host starts it",
         lambda: (lambda s: (s[0] == "started", s))(ds.cli_run_state(args.host, args.state_a, "com.test.pending")),

@@ -44,74 +44,47 @@ enum ActivationCommands {
     options: [.flag("none", "Select no UI module: every UI and app module stops.")] + common,
     positionals: [PositionalSpec("MODULE_ID", "The ui or app module to select.", optional: true)])
 
+  static let enableServed = served { p throws(CommandFailure) in .enable(module: p.positionals[0]) }
+  static let disableServed = served { p throws(CommandFailure) in .disable(module: p.positionals[0]) }
+  static let selectServed = served { p throws(CommandFailure) in
+    switch (p.positionals.first, p.flag("none")) {
+    case (nil, false): throw .usage(.missingArgument("MODULE_ID (or --none)"))
+    case (let id?, true):
+      throw .usage(.invalidValue(option: "none", value: id, why: "give a MODULE_ID or --none, not both"))
+    case (nil, true): return .select(module: nil)
+    case (let id?, false): return .select(module: id)
+    }
+  }
+
+  static func served(
+    _ command: @escaping @Sendable (ParsedArguments) throws(CommandFailure) -> ControlCommand
+  )
+    -> ServedVerb
+  {
+    ServedVerb(command: command, judge: { p throws(CommandFailure) in ServedVerb.files(p) }, render: render)
+  }
+
   static func enable(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let m = try manifest(p.positionals[0], p)
-    let state = try update(p) { $0.enable(m.moduleID) }
-    return report(p, state, "enabled \(m.moduleID)", console)
+    try enableServed.local(p, console)
   }
 
   static func disable(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let m = try manifest(p.positionals[0], p)
-    let state = try update(p) { $0.disable(m.moduleID) }
-    return report(p, state, "disabled \(m.moduleID)", console)
+    try disableServed.local(p, console)
   }
 
   static func select(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    switch (p.positionals.first, p.flag("none")) {
-    case (nil, false):
-      throw .usage(.missingArgument("MODULE_ID (or --none)"))
-    case (let id?, true):
-      throw .usage(.invalidValue(option: "none", value: id, why: "give a MODULE_ID or --none, not both"))
-    case (nil, true):
-      let state = try update(p) { $0.selectNone() }
-      return report(p, state, "no UI module selected", console)
-    case (let id?, false):
-      let m = try manifest(id, p)
-      guard m.moduleType.isVisual else {
-        throw .configuration(
-          .file(
-            option: "manifests", path: manifestsDirectory(p),
-            reason:
-              "select is for ui and app modules; \(m.moduleID) is a \(m.moduleType.rawValue) module; enable it instead"
-          ))
-      }
-      let state = try update(p) { $0.select(m.moduleID) }
-      return report(p, state, "selected \(m.moduleID) as the UI module", console)
-    }
+    try selectServed.local(p, console)
   }
 
-  static func manifestsDirectory(_ p: ParsedArguments) -> String { p.value("manifests") ?? "manifests" }
-
-  /// The valid manifest declaring `id`, or a configuration error suggesting the closest ID.
-  static func manifest(_ id: String, _ p: ParsedArguments) throws(CommandFailure) -> ModuleManifest {
-    let dir = manifestsDirectory(p)
-    let report: DiscoveryReport
-    do { report = try ManifestDiscovery.discover(from: DirectoryManifestSource(root: dir)) } catch {
-      throw .configuration(.manifests(error))
-    }
-    if let m = report.manifests.first(where: { $0.moduleID == id }) { return m }
-    let hint =
-      Suggestion.closest(to: id, among: report.manifests.map(\.moduleID)).map { "; did you mean '\($0)'?" }
-      ?? ""
-    throw .configuration(
-      .file(option: "manifests", path: dir, reason: "no manifest declares module \(id)\(hint)"))
-  }
-
-  static func update(_ p: ParsedArguments, _ change: (inout ActivationState) -> Void) throws(CommandFailure)
-    -> ActivationState
-  {
-    let store = ActivationStore(stateDirectory: p.stateDirectory)
-    do { return try store.update(change) } catch {
-      throw .configuration(.file(option: "state", path: error.path, reason: error.reason))
-    }
-  }
-
-  static func report(_ p: ParsedArguments, _ state: ActivationState, _ line: String, _ console: Console)
-    -> ExitCode
-  {
+  /// What was done, or the activation state (`activation.json`, the answer without `done`) as
+  /// JSON.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    var state = answer.objectValue ?? JSONObject()
+    state["done"] = nil
     console.out(
-      p.flag("json") ? JSONWriter.string(state.json) + "\n" : "\(line); a running host applies this at once\n"
-    )
+      p.flag("json")
+        ? JSONWriter.string(.object(state)) + "\n"
+        : "\(answer.objectValue?["done"]?.stringValue ?? "done"); a running host applies this at once\n")
     return .success
   }
 }

@@ -37,63 +37,39 @@ enum ApproveCommand {
     return out
   }
 
+  static let approveServed = ServedVerb(
+    command: { p throws(CommandFailure) in
+      .approve(module: p.positionals[0], capabilities: try capabilities(p).map { $0.sorted() })
+    },
+    judge: { p throws(CommandFailure) in ServedVerb.files(p) },
+    render: { a, p, console in render(a, p, console, now: "") })
+
+  static let revokeServed = ServedVerb(
+    command: { p throws(CommandFailure) in
+      .revoke(module: p.positionals[0], capabilities: try capabilities(p).map { $0.sorted() })
+    },
+    judge: { p throws(CommandFailure) in ServedVerb.files(p) },
+    render: { a, p, console in render(a, p, console, now: " now") })
+
   static func approve(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let id = p.positionals[0]
-    let store = ApprovalStore(stateDirectory: p.stateDirectory)
-    let report: DiscoveryReport
-    do {
-      report = try ManifestDiscovery.discover(
-        from: DirectoryManifestSource(root: p.value("manifests") ?? "manifests"))
-    } catch {
-      throw .configuration(.manifests(error))
-    }
-    guard let m = report.manifests.first(where: { $0.moduleID == id }) else {
-      let hint =
-        Suggestion.closest(to: id, among: report.manifests.map(\.moduleID)).map { "; did you mean '\($0)'?" }
-        ?? ""
-      throw .configuration(
-        .file(
-          option: "manifests", path: p.value("manifests") ?? "manifests",
-          reason: "no manifest declares module \(id)\(hint)"))
-    }
-    let wanted = try capabilities(p) ?? m.capabilitySet
-    let notRequested = wanted.subtracting(m.capabilitySet)
-    guard notRequested.isEmpty else {
-      throw .usage(
-        .invalidValue(
-          option: "capabilities", value: notRequested.sorted().map(\.rawValue).joined(separator: ","),
-          why: "\(id) does not request these"))
-    }
-    do {
-      let now = try store.approve(id, wanted)
-      console.out(
-        p.flag("json") ? JSONWriter.string(result(id, now)) + "\n" : "approved for \(id): \(list(now))\n")
-    } catch { throw .configuration(.file(option: "state", path: store.path, reason: error.description)) }
-    return .success
+    try approveServed.local(p, console)
   }
 
   static func revoke(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let id = p.positionals[0]
-    let store = ApprovalStore(stateDirectory: p.stateDirectory)
-    do {
-      let left = try store.revoke(id, try capabilities(p))
-      console.out(
-        p.flag("json")
-          ? JSONWriter.string(result(id, left ?? [])) + "\n" : "approved for \(id) now: \(list(left ?? []))\n"
-      )
-    } catch let e as CommandFailure {
-      throw e
-    } catch {
-      throw .configuration(.file(option: "state", path: store.path, reason: "\(error)"))
+    try revokeServed.local(p, console)
+  }
+
+  /// `approved for ID: CAP, CAP` (`now` after a revoke), or the answer as JSON.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console, now: String) -> ExitCode {
+    if p.flag("json") {
+      console.out(JSONWriter.string(answer) + "\n")
+      return .success
     }
+    let o = answer.objectValue ?? JSONObject()
+    let caps = (o["approved"]?.arrayValue ?? []).compactMap(\.stringValue)
+    console.out(
+      "approved for \(o["moduleID"]?.stringValue ?? "?")\(now): \(caps.isEmpty ? "nothing" : caps.joined(separator: ", "))\n"
+    )
     return .success
-  }
-
-  static func list(_ s: Set<Capability>) -> String {
-    s.isEmpty ? "nothing" : s.sorted().map(\.rawValue).joined(separator: ", ")
-  }
-
-  static func result(_ id: String, _ s: Set<Capability>) -> JSONValue {
-    .object(JSONObject([("moduleID", .string(id)), ("approved", .strings(s.sorted().map(\.rawValue)))]))
   }
 }

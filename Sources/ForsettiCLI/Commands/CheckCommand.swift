@@ -1,5 +1,6 @@
 import ForsettiBinary
 import ForsettiCore
+import ForsettiRuntime
 
 /// `forsetti-host check`: judges every manifest without loading any module code.
 enum CheckCommand {

@@ -19,68 +19,101 @@ enum ExplainCommand {
       """,
     options: HostOptions.specs, positionals: [PositionalSpec("MODULE_ID", "The module to explain.")])
 
+  static let served = ServedVerb(
+    command: { p throws(CommandFailure) in .explain(module: p.positionals[0]) }, judge: ServedVerb.options,
+    render: render)
+
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    try run(p, console: console, health: .unknown)
+    try served.local(p, console)
   }
 
-  /// `explain` with the health the module reported, as the running host answering knows it.
-  static func run(_ p: ParsedArguments, console: Console, health: ReportedHealth) throws(CommandFailure)
-    -> ExitCode
-  {
-    let options = try HostOptions.parse(p)
-    let wanted = p.positionals[0]
-    let verdicts = try options.verdicts(laterSteps: "explain does not load modules")
-    let judgements = verdicts.judgements
-    guard
-      let j = judgements.first(where: { $0.moduleID == wanted })
-        ?? judgements.first(where: { $0.file == wanted })
-    else {
-      let known = judgements.compactMap(\.moduleID)
-      let hint = Suggestion.closest(to: wanted, among: known).map { "; did you mean '\($0)'?" } ?? ""
-      throw .configuration(
-        .file(
-          option: "manifests", path: options.manifestsDirectory,
-          reason: "no manifest declares module \(wanted)\(hint)"))
+  /// The answer as `--json` prints it, or as the trace and its sections.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    let x: ExplainAnswer
+    switch ExplainAnswer.decode(answer) {
+    case .success(let decoded): x = decoded
+    case .failure(let e):
+      console.err("forsetti-host: error: \(e)\n")
+      return .usage
     }
-    let last = try LastRun.read(stateDirectory: options.stateDirectory)
-    let runState = j.moduleID.flatMap { last?.states[$0] }
-    let trust = try TrustReport.make(j.manifest, options: options)
-    let signatures = SignatureStepReport.make(j.manifest, index: verdicts.index, options: options)
-    let libraries = LibraryGrantReport.make(j.manifest, index: verdicts.index, options: options)
-    if options.json {
-      guard case .object(var o) = TraceJSON.judgement(j) else { return .blocked }
-      o["entitlement"] = trust?.entitlementJSON ?? .null
-      o["approval"] = trust?.approvalJSON ?? .null
-      o["licences"] = .strings(trust?.licences ?? [])
-      o["signatures"] = signatures.json
-      o["runState"] = .string(orNull: runState?.state)
-      o["runReason"] = .string(orNull: runState?.reason)
-      o["isolation"] = .string(IsolationSettings.kernelSupport())
-      o["libraries"] = libraries?.json ?? .null
-      o["health"] = health.json(j.moduleID)
-      health.annotate(&o)
-      console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
-    } else {
-      var out =
-        "\(j.moduleID ?? "-") (\(j.file)): \(j.passed ? "passes every gate evaluated" : "BLOCKED by \(j.reason?.rawValue ?? "?")")\n"
-      for e in j.trace.entries {
-        let verdict = e.verdict.rawValue.uppercased().padded(to: 7)
-        let step = e.step.rawValue.padded(to: 19)
-        out +=
-          "  \(verdict) \(step) \(e.reason.map { "\($0.rawValue): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
-      }
-      if let trust { out += trust.text }
-      out += signatures.text
-      out += "  isolation available here: \(IsolationSettings.kernelSupport())\n"
-      if let libraries { out += libraries.text }
-      if let last, let runState {
-        // runtime.json is a file: whatever it holds is shown by the module-text rule.
-        out +=
-          "  in the \(last.label): \(LogRecord.streamSafe(runState.state + (runState.reason.map { " (\($0))" } ?? "")))\n"
-      }
-      out += health.text(j.moduleID)
-      console.out(out)
+    let v = x.verdict
+    if p.flag("json") {
+      ServedVerb.printJSON(answer, console)
+      return v.passed ? .success : .blocked
     }
-    return j.passed ? .success : .blocked
+    var out =
+      "\(v.moduleID ?? "-") (\(v.file)): \(v.passed ? "passes every gate evaluated" : "BLOCKED by \(v.reason ?? "?")")\n"
+    for e in v.trace {
+      out +=
+        "  \(e.verdict.uppercased().padded(to: 7)) \(e.step.padded(to: 19)) \(e.reason.map { "\($0): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
+    }
+    if let ent = x.entitlement.objectValue, let approval = x.approval.objectValue {
+      out += trust(ent, approval, licences: x.licences)
+    }
+    if let s = x.signatures.objectValue { out += signatures(s) }
+    out += "  isolation available here: \(x.isolation)\n"
+    if let l = x.libraries.objectValue { out += libraries(l) }
+    if let from = x.runFrom, let state = v.runState {
+      // runtime.json is a file: whatever it holds is shown by the module-text rule.
+      out += "  in the \(from): \(LogRecord.streamSafe(state + (v.runReason.map { " (\($0))" } ?? "")))\n"
+    }
+    out += ReportedHealth(known: x.healthKnown).text(v.health)
+    console.out(out)
+    return v.passed ? .success : .blocked
+  }
+
+  private static func strings(_ v: JSONValue?) -> [String] { (v?.arrayValue ?? []).compactMap(\.stringValue) }
+
+  private static func listed(_ v: JSONValue?) -> String {
+    let s = strings(v)
+    return s.isEmpty ? "none" : s.joined(separator: ", ")
+  }
+
+  /// The entitlement evaluation (which override or provider decided, every provider's answer
+  /// in order) and the approval state.
+  private static func trust(_ e: JSONObject, _ a: JSONObject, licences: [String]) -> String {
+    let unlocked = e["unlocked"]?.boolValue ?? false
+    var out = "  entitlement: \(unlocked ? "UNLOCKED" : "LOCKED") — \(e["summary"]?.stringValue ?? "")\n"
+    for case .object(let s) in e["steps"]?.arrayValue ?? [] {
+      out +=
+        "    \(s["channel"]?.stringValue ?? "?") override, \(s["provider"]?.stringValue ?? "?"): \(s["state"]?.stringValue ?? "?")\n"
+    }
+    out +=
+      "    required product: \(e["requiredProduct"]?.stringValue ?? "none (free)"); active: \(listed(e["activeProducts"]))\n"
+    for l in licences { out += "    licence \(l)\n" }
+    let approved = a["approved"].flatMap { $0 == .null ? nil : listed($0) } ?? "never"
+    out +=
+      "  approval: requested \(listed(a["requested"])); approved \(approved); pending \(listed(a["pending"]))"
+    out += a["approveAll"]?.boolValue == true ? " (--approve-all in force)\n" : "\n"
+    return out
+  }
+
+  private static func signatures(_ s: JSONObject) -> String {
+    let keys = (s["moduleKeys"]?.arrayValue ?? []).compactMap(\.objectValue).map {
+      "\($0["keyID"]?.stringValue ?? "?") (\(PathText.name($0["file"]?.stringValue ?? "")))"
+    }
+    var out =
+      "  signatures: \(s["setting"]?.stringValue ?? "")\n    keys trusted for modules: \(keys.isEmpty ? "none" : keys.joined(separator: ", "))\n"
+    let verdict: String =
+      switch s["passed"]?.boolValue {
+      case nil: ""
+      case true?: "passed: "
+      case false?: "refused: "
+      }
+    out +=
+      "    \(s["binary"]?.stringValue.map { "\($0): " } ?? "")\(verdict)\(LogRecord.streamSafe(s["detail"]?.stringValue ?? ""))\n"
+    for w in strings(s["warnings"]) { out += "    warning: \(w)\n" }
+    return out
+  }
+
+  private static func libraries(_ l: JSONObject) -> String {
+    let found = (l["found"]?.arrayValue ?? []).compactMap(\.objectValue)
+    var out = "  libraries (\(found.count) needed, found as the loader finds them): "
+    out += LogRecord.streamSafe(l["summary"]?.stringValue ?? "") + "\n"
+    for f in found {
+      out +=
+        "    \(LogRecord.streamSafe(f["name"]?.stringValue ?? "?")) → \(LogRecord.streamSafe(f["realPath"]?.stringValue ?? "?")) (\(f["via"]?.stringValue ?? "?"))\n"
+    }
+    return out
   }
 }

@@ -1,7 +1,8 @@
 import ForsettiCore
 import ForsettiRuntime
 
-/// `forsetti-host list`: every module, its gate verdict now, and its state in the last run.
+/// `forsetti-host list`: every module, its gate verdict now, and its state in the running (or
+/// last) host; the answer is `VerdictAnswers.list`, the running host's own when one answers.
 enum ListCommand {
   static let spec = CommandSpec(
     name: "list",
@@ -9,65 +10,42 @@ enum ListCommand {
     discussion: "\(ExitCode.helpText)",
     options: HostOptions.specs)
 
+  static let served = ServedVerb(
+    command: { _ throws(CommandFailure) in .list }, judge: ServedVerb.options, render: render)
+
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    try run(p, console: console, health: .unknown)
+    try served.local(p, console)
   }
 
-  /// `list` with the health modules reported, as the running host answering knows it.
-  static func run(_ p: ParsedArguments, console: Console, health: ReportedHealth) throws(CommandFailure)
-    -> ExitCode
-  {
-    let options = try HostOptions.parse(p)
-    let (_, judgements) = try options.judge(laterSteps: "list does not load modules")
-    let last = try LastRun.read(stateDirectory: options.stateDirectory)
-    if options.json {
-      var modules: [JSONValue] = []
-      for j in judgements {
-        let runState = j.moduleID.flatMap { last?.states[$0] }
-        modules.append(
-          .object(
-            JSONObject([
-              ("moduleID", .string(orNull: j.moduleID)), ("file", .string(j.file)),
-              ("displayName", .string(orNull: j.manifest?.displayName)),
-              ("version", .string(orNull: j.manifest?.moduleVersion.description)),
-              ("type", .string(orNull: j.manifest?.moduleType.rawValue)),
-              ("verdict", .string(j.passed ? "pass" : "blocked")),
-              ("reason", .string(orNull: j.reason?.rawValue)),
-              ("runState", .string(orNull: runState?.state)),
-              ("runReason", .string(orNull: runState?.reason)),
-              ("health", health.json(j.moduleID)),
-            ])))
-      }
-      var root = JSONObject([("modules", .array(modules))])
-      root["host"] =
-        last.map {
-          .object(JSONObject([("pid", .number(String($0.pid))), ("running", .bool($0.alive))]))
-        } ?? .null
-      health.annotate(&root)
-      console.out(JSONWriter.string(.object(root), pretty: true) + "\n")
-    } else {
-      var rows: [[String]] = [
-        [
-          "MODULE", "VERSION", "TYPE", "GATES", last.map { $0.alive ? "RUNNING HOST" : "LAST RUN" } ?? "RUN",
-          "HEALTH",
-        ]
-      ]
-      for j in judgements {
-        let gate = j.passed ? "pass" : "blocked: \(j.reason?.rawValue ?? "?")"
-        let run =
-          j.moduleID.flatMap { last?.states[$0] }.map { s in
-            LogRecord.streamSafe(s.reason.map { "\(s.state) (\($0))" } ?? s.state)
-          } ?? "-"
-        rows.append([
-          j.moduleID ?? j.file, j.manifest?.moduleVersion.description ?? "-",
-          j.manifest?.moduleType.rawValue ?? "-", gate, run, health.cell(j.moduleID),
-        ])
-      }
-      console.out(Columns.render(rows))
-      if let last { console.out("run state from the \(last.label)\n") }
-      console.out(health.listFooter)
+  /// The answer as `--json` prints it, or as the table.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    let list: ListAnswer
+    switch ListAnswer.decode(answer) {
+    case .success(let decoded): list = decoded
+    case .failure(let e):
+      console.err("forsetti-host: error: \(e)\n")
+      return .usage
     }
-    return judgements.allSatisfy(\.passed) ? .success : .blocked
+    if p.flag("json") {
+      ServedVerb.printJSON(answer, console)
+      return list.allPass ? .success : .blocked
+    }
+    let health = ReportedHealth(known: list.healthKnown)
+    let run = list.host.map { $0.running ? "RUNNING HOST" : "LAST RUN" } ?? "RUN"
+    var rows: [[String]] = [["MODULE", "VERSION", "TYPE", "GATES", run, "HEALTH"]]
+    for m in list.modules {
+      var gate = m.passed ? "pass" : "blocked: \(m.reason ?? "?")"
+      // The override that decided the entitlement (a running host's in-memory one included).
+      if let o = m.override { gate += " (\(o.summary))" }
+      let state = m.runState.map { s in LogRecord.streamSafe(m.runReason.map { "\(s) (\($0))" } ?? s) } ?? "-"
+      rows.append([
+        m.moduleID ?? m.file, m.version ?? "-", m.type ?? "-", gate, state, health.cell(m.health),
+      ])
+    }
+    console.out(Columns.render(rows))
+    if let host = list.host { console.out("run state from the \(host.label)\n") }
+    console.out(health.listFooter)
+    return list.allPass ? .success : .blocked
   }
 }
 

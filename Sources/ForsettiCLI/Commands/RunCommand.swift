@@ -162,14 +162,6 @@ enum RunCommand {
     let webEvents = WebEvents()
     configuration.logSinks = [StreamLogSink(fd: options.json ? 2 : 1)]
     if uiPort != nil { configuration.logSinks.append(WebLogSink(webEvents)) }
-    let values = hostValues(p, options)
-    let flags = p.flags.intersection(RemoteVerbs.hostOptions)
-    let state = options.stateDirectory
-    let pid = getpid()
-    configuration.controlAnswer = { request, live in
-      ControlHandler(host: live, hostValues: values, hostFlags: flags, stateDirectory: state, pid: pid)
-        .handle(request)
-    }
 
     // One host per state directory, decided before anything in it is touched.
     let host: ForsettiHost
@@ -294,15 +286,6 @@ private func port(_ p: ParsedArguments) throws(CommandFailure) -> UInt16? {
     throw .usage(.invalidValue(option: "ui-port", value: raw, why: "expected a port number, 0 to 65535"))
   }
   return n
-}
-
-/// The host's own options as a client's verb would take them: what `run` was given, with the
-/// plugin directories it defaulted to.
-private func hostValues(_ p: ParsedArguments, _ options: HostOptions) -> [String: [String]] {
-  var values = p.values.filter { RemoteVerbs.hostOptions.contains($0.key) }
-  values["plugins"] = options.pluginDirectories
-  values["state"] = [options.stateDirectory]
-  return values
 }
 
 /// `--export-dir` as an absolute path to a directory, created (0750) if missing; nil without it.

@@ -20,25 +20,28 @@ enum SurfaceCommand {
       .flag("json", "Print JSON instead of text."),
     ])
 
+  static let served = ServedVerb(
+    command: { _ throws(CommandFailure) in .surface },
+    judge: { p throws(CommandFailure) in ServedVerb.files(p) },
+    render: render)
+
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+    try served.local(p, console)
+  }
+
+  /// The published surface, or that there is none.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
     let state = p.stateDirectory
-    guard
-      let value = try HostOptions.readJSON(
-        RuntimeStateFile.surfacePath(state), option: "state", missingOK: true),
-      case .object(var o) = value
-    else {
+    guard let o = answer.objectValue, o["pid"] != nil else {
       if p.flag("json") {
-        console.out(
-          JSONWriter.string(.object(JSONObject([("running", false), ("surface", .null)])), pretty: true)
-            + "\n")
+        ServedVerb.printJSON(answer, console)
       } else {
         console.out("no host has published a surface in \(state)\n")
       }
       return .blocked
     }
-    let pid = o["pid"]?.integerValue.map(Int32.init) ?? 0
-    let alive = RuntimeStateFile.isAlive(pid)
-    o["running"] = .bool(alive)
+    let pid = o["pid"]?.integerValue ?? 0
+    let alive = o["running"]?.boolValue ?? false
     if p.flag("json") {
       console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
     } else {

@@ -21,11 +21,26 @@ enum ReloadCommand {
     options: [.state("State directory.")],
     positionals: [PositionalSpec("MODULE_ID", "The module to reload.")])
 
-  /// Runs only when no host answered.
+  static let served = ServedVerb(
+    command: { p throws(CommandFailure) in .reload(module: p.positionals[0]) },
+    judge: { p throws(CommandFailure) in ServedVerb.files(p) }, render: render)
+
+  /// Runs only when no host answered: the answer says reload needs one.
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.stateDirectory
-    throw .configuration(
-      .directory(
-        option: "state", path: state, reason: "no host is running on it; reload needs a running host"))
+    try served.local(p, console)
+  }
+
+  /// One line per module, as `dev` prints it, with the trace of what did not reload.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    let o = answer.objectValue ?? JSONObject()
+    for case .object(let r) in o["reports"]?.arrayValue ?? [] {
+      var out = (r["line"]?.stringValue ?? "") + "\n"
+      for case .object(let e) in r["trace"]?.arrayValue ?? [] {
+        out +=
+          "    \((e["verdict"]?.stringValue ?? "?").uppercased().padded(to: 5)) \(e["step"]?.stringValue ?? "?"): \(e["reason"]?.stringValue.map { "\($0): " } ?? "")\(LogRecord.streamSafe(e["detail"]?.stringValue ?? ""))\n"
+      }
+      console.out(out)
+    }
+    return o["reloaded"]?.boolValue == true ? .success : .blocked
   }
 }

@@ -2,13 +2,9 @@ import ForsettiCore
 import ForsettiRuntime
 
 /// The verbs a running host answers (`ControlRequest.verbs`): the command line asks the host on
-/// the state directory first and runs the verb on the files only when none runs, saying which.
+/// the state directory first with the verb's typed request and renders its answer, and computes
+/// the same answer on the files only when none runs, saying which.
 enum RemoteVerbs {
-  /// The host's own options: a host that answers uses its own, so a client never repeats them
-  /// (and cannot change them).
-  static let hostOptions: Set<String> = Set(HostOptions.specs.map(\.name)).subtracting(["json"])
-    .union(["default-policy"])
-
   /// What every served verb's help adds.
   static let helpNote = """
 
@@ -31,31 +27,31 @@ enum RemoteVerbs {
   /// Verbs that write the state directory: with no host they say so.
   static let writing: Set<String> = ["approve", "revoke", "override", "enable", "disable", "select"]
 
-  /// The client's own arguments of a parsed verb, host options left out.
-  static func clientArguments(_ p: ParsedArguments, spec: CommandSpec) -> [String] {
-    var out: [String] = []
-    for o in spec.options where !hostOptions.contains(o.name) {
-      if o.valueName == nil {
-        if p.flag(o.name) { out.append("--\(o.name)") }
-      } else {
-        for v in p.all(o.name) { out += ["--\(o.name)", v] }
-      }
-    }
-    // After `--`, so a positional is never read as an option.
-    return out + (p.positionals.isEmpty ? [] : ["--"] + p.positionals)
-  }
-
-  /// Asks the host running on the state directory of `p`. nil: none runs (run the verb on the
-  /// files); otherwise the exit status, its answer printed.
-  static func ask(_ verb: String, _ p: ParsedArguments, spec: CommandSpec, console: Console) -> Int32? {
+  /// Asks the host running on the state directory of `p`. nil: none runs (compute the answer on
+  /// the files); otherwise the exit status, its answer rendered.
+  static func ask(_ verb: String, _ p: ParsedArguments, spec: CommandSpec, console: Console)
+    throws(CommandFailure)
+    -> Int32?
+  {
+    guard let served = ServedVerb.named(verb) else { return nil }
+    do { try ArgumentParser.checkPositionals(p, for: spec) } catch { throw .usage(error) }
+    let command = try served.command(p)
     let state = p.stateDirectory
-    let request = ControlRequest(verb: verb, arguments: clientArguments(p, spec: spec))
-    switch ControlClient.ask(request, stateDirectory: state) {
+    switch ControlClient.ask(ControlRequest(command), stateDirectory: state) {
     case .answered(let r):
       console.err("forsetti-host: answered by the host running on \(state) (pid \(r.pid))\n")
-      console.out(r.stdout)
-      console.err(r.stderr)
-      return r.status
+      switch r.outcome {
+      case .failed(let f): throw .control(f)
+      case .answered(let answer, let changes):
+        let status = served.render(answer, p, console)
+        // After the answer, or on standard error when it is JSON, so standard output stays
+        // one document.
+        for c in changes {
+          let line = "host: \(c.moduleID) is now \(c.state)\n"
+          p.flag("json") ? console.err(line) : console.out(line)
+        }
+        return status.rawValue
+      }
     case .noHost:
       return nil
     case .failed(let e):
@@ -69,7 +65,7 @@ enum RemoteVerbs {
     switch e {
     case .hostGone, .busy, .timedOut: .noAnswer
     case .untrustedListener, .notTheHost: .untrustedSocket
-    case .malformed, .version, .unknownVerb, .refused, .unreachable: .usage
+    case .malformed, .field, .version, .unknownVerb, .refused, .unreachable: .usage
     }
   }
 

@@ -21,35 +21,40 @@ enum StatusCommand {
       .flag("json", "Print JSON instead of text."),
     ])
 
+  static let served = ServedVerb(
+    command: { _ throws(CommandFailure) in .status },
+    judge: { p throws(CommandFailure) in ServedVerb.files(p) },
+    render: render)
+
   /// Runs only when no host answered: nothing runs.
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    let state = p.stateDirectory
-    let last = try LastRun.read(stateDirectory: state)
-    if p.flag("json") {
-      var o = JSONObject([("running", .bool(false)), ("state", .string(state))])
-      o["lastPID"] = last.map { .number(String($0.pid)) } ?? .null
-      console.out(JSONWriter.string(.object(o)) + "\n")
-    } else {
-      console.out(
-        "not running: no host on \(state)\(last.map { " (the last one was pid \($0.pid))" } ?? "")\n")
-    }
-    return .notRunning
+    try served.local(p, console)
   }
 
-  /// The running host's answer.
-  static func answer(_ records: [ModuleRecord], state: String, json: Bool, pid: Int32) -> String {
-    var counts: [String: Int] = [:]
-    for r in records { counts[r.state.name, default: 0] += 1 }
-    if json {
-      let o = JSONObject([
-        ("running", .bool(true)), ("pid", .number(String(pid))), ("state", .string(state)),
-        ("modules", .object(JSONObject(counts.keys.sorted().map { ($0, .number(String(counts[$0] ?? 0))) }))),
-      ])
-      return JSONWriter.string(.object(o)) + "\n"
+  /// The answer: a running host's pid and its modules' states, or the last host's pid.
+  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    let status: StatusAnswer
+    switch StatusAnswer.decode(answer) {
+    case .success(let decoded): status = decoded
+    case .failure(let e):
+      console.err("forsetti-host: error: \(e)\n")
+      return .usage
     }
-    let started = counts["started"] ?? 0
-    let others = counts.keys.sorted().filter { $0 != "started" }.map { "\(counts[$0] ?? 0) \($0)" }
-    return
-      "running: pid \(pid), \(started) module\(started == 1 ? "" : "s") started\(others.map { ", " + $0 }.joined()) (state directory \(state))\n"
+    if p.flag("json") {
+      console.out(JSONWriter.string(answer) + "\n")
+      return status.running ? .success : .notRunning
+    }
+    let state = status.stateDirectory
+    guard status.running, let pid = status.pid else {
+      console.out(
+        "not running: no host on \(state)\(status.lastPID.map { " (the last one was pid \($0))" } ?? "")\n")
+      return .notRunning
+    }
+    let started = status.modules.first { $0.name == "started" }?.count ?? 0
+    let others = status.modules.filter { $0.name != "started" }.map { ", \($0.count) \($0.name)" }
+    console.out(
+      "running: pid \(pid), \(started) module\(started == 1 ? "" : "s") started\(others.joined()) (state directory \(state))\n"
+    )
+    return .success
   }
 }

@@ -13,7 +13,7 @@ import Glibc
 /// in its tab's `sessionStorage`, which is per origin, port included, so pages of several hosts
 /// live side by side. Every request must name the loopback address in its `Host` header (no DNS
 /// rebinding); a `POST` must carry `X-Forsetti-Request: 1` besides. `POST /api` takes the control
-/// socket's requests (`docs/control.md`) and the host's thread serves them; `GET /api/events`
+/// socket's typed requests (`docs/control.md`) and the host's thread answers them; `GET /api/events`
 /// streams what happens (server-sent events), at most `WebLimits.streams` at once.
 ///
 /// `@unchecked Sendable`: `daemon` and `port` are set once in `init` (before any request can
@@ -176,17 +176,15 @@ final class DebugScreen: @unchecked Sendable {
         + "the page retries by itself.").utf8),
     headers: [("Connection", "close"), ("Retry-After", "10")])
 
-  /// `{"verb":…,"arguments":[…]}`: a control request, for the host's thread.
+  /// A typed control request (`{"verb":"explain","module":"com.x"}`, the `request` object of
+  /// docs/control.md), decoded as strictly as the socket decodes it, for the host's thread.
   private func api(_ body: [UInt8]) -> Result<ControlRequest, Refusal> {
-    guard let o = (try? JSONParser.parse(body))?.objectValue else {
-      return .failure(Refusal(reply: .refusal(400, "expected {\"verb\":…,\"arguments\":[…]}")))
+    guard let value = try? JSONParser.parse(body) else {
+      return .failure(Refusal(reply: .refusal(400, "expected a control request object {\"verb\":…}")))
     }
-    var line = JSONObject([("protocol", .number(String(ControlRequest.protocolVersion)))])
-    line["verb"] = o["verb"] ?? .null
-    line["arguments"] = o["arguments"] ?? .array([])
-    switch ControlRequest.decode(Array(JSONWriter.string(.object(line)).utf8)) {
+    switch ControlCommand.decode(value) {
     case .failure(let e): return .failure(Refusal(reply: .refusal(400, e.description)))
-    case .success(let request): return .success(request)
+    case .success(let command): return .success(ControlRequest(command))
     }
   }
 

@@ -5,15 +5,18 @@ public enum ControlFuzzEntry {
   /// answer; returns the properties that did not hold (none on a good run).
   public static func run(_ bytes: [UInt8]) -> [String] {
     var broken: [String] = []
-    if case .success(let request) = ControlRequest.decode(bytes) {
+    switch ControlRequest.decode(bytes) {
+    case .success(let request):
       // What a client writes, a host reads back as the same request.
-      let line = request.line
-      if ControlRequest.decode(Array(line.dropLast())) != .success(request) {
+      if ControlRequest.decode(Array(request.line.dropLast())) != .success(request) {
         broken.append("request round trip")
       }
       if !ControlRequest.verbs.contains(request.verb) {
         broken.append("a verb the host does not serve passed")
       }
+    case .failure(let e):
+      if e.description.isEmpty { broken.append("refused without a reason") }
+      if e.code != .usage { broken.append("a request refused with \(e.code), not usage") }
     }
     if case .success(let answer) = ControlResponse.decode(bytes) {
       if ControlResponse.decode(Array(answer.line.dropLast())) != .success(answer) {

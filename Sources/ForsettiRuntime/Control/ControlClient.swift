@@ -23,7 +23,7 @@ public enum ControlClient {
     var pause = 0.05
     while true {
       let outcome = askOnce(request, stateDirectory: stateDirectory)
-      guard case .answered(let r) = outcome, r.status == ControlResponse.busyStatus else { return outcome }
+      guard case .answered(let r) = outcome, r.isBusy else { return outcome }
       guard ContinuousClock.now + .milliseconds(Int64(pause * 1000)) < giveUp else {
         return .failed(.busy(busyRetry))
       }

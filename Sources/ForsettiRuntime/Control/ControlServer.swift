@@ -6,7 +6,7 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// The host's end of `STATE/control.sock` (the protocol is in `ControlMessage.swift`; the limits
+/// The host's end of `STATE/control.sock` (the protocol is in `ControlRequest.swift`; the limits
 /// in docs/control.md). One thread accepts and reads every client's request line with `poll`,
 /// each connection against one deadline for its whole line, so slow clients cost a descriptor
 /// and a few bytes, never a thread. A request read whole gets a thread that waits for the
@@ -129,17 +129,12 @@ public final class ControlServer: Sendable {
     serve { _ in self.stopping }
   }
 
-  private var stopping: ControlResponse {
-    response(ControlResponse.busyStatus, stderr: "forsetti-host: the host is stopping\n")
-  }
+  private var stopping: ControlResponse { response(.busy, "the host is stopping") }
 
-  private var busy: ControlResponse {
-    response(
-      ControlResponse.busyStatus, stderr: "forsetti-host: the host is busy with other clients; try again\n")
-  }
+  private var busy: ControlResponse { response(.busy, "the host is busy with other clients; try again") }
 
-  private func response(_ status: Int32, stdout: String = "", stderr: String) -> ControlResponse {
-    ControlResponse(status: status, stdout: stdout, stderr: stderr, pid: pid, stateDirectory: stateDirectory)
+  private func response(_ code: ControlFailure.Code, _ message: String) -> ControlResponse {
+    ControlResponse(pid: pid, stateDirectory: stateDirectory, outcome: .failed(ControlFailure(code, message)))
   }
 
   /// Queues `request` for the host's thread and waits for its answer.
@@ -150,8 +145,7 @@ public final class ControlServer: Sendable {
     guard pending.done.wait(timeout: .now() + ControlRequest.answerTimeout) == .success,
       let answer = pending.answer.withLock({ $0 })
     else {
-      return response(
-        2, stderr: "forsetti-host: error: \(ControlError.timedOut(ControlRequest.answerTimeout))\n")
+      return response(.timedOut, ControlError.timedOut(ControlRequest.answerTimeout).description)
     }
     return answer
   }
@@ -181,11 +175,7 @@ public final class ControlServer: Sendable {
         guard r.deadline <= now else { return false }
         finish(
           r.fd,
-          response(
-            2,
-            stderr:
-              "forsetti-host: error: no complete request within \(ControlRequest.requestTimeout) s of connecting\n"
-          ))
+          response(.usage, "no complete request within \(ControlRequest.requestTimeout) s of connecting"))
         return true
       }
       var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
@@ -208,8 +198,7 @@ public final class ControlServer: Sendable {
         case .tooLong:
           finish(
             reading[i].fd,
-            response(
-              2, stderr: "forsetti-host: error: a request longer than \(ControlRequest.maxLine) bytes\n"))
+            response(.usage, "a request longer than \(ControlRequest.maxLine) bytes"))
         }
         finished.insert(i)
       }
@@ -240,7 +229,7 @@ public final class ControlServer: Sendable {
       guard peer == own || peer == 0 else {
         finish(
           client,
-          response(2, stderr: "forsetti-host: error: \(ControlError.refused(peerUID: peer, hostUID: own))\n"))
+          response(.refused, ControlError.refused(peerUID: peer, hostUID: own).description))
         continue
       }
       // At this uid's cap, the oldest of its clients still sending goes if it has had
@@ -286,7 +275,7 @@ public final class ControlServer: Sendable {
     let request: ControlRequest
     switch ControlRequest.decode(line) {
     case .failure(let e):
-      finish(r.fd, response(2, stderr: "forsetti-host: error: \(e)\n"))
+      finish(r.fd, response(e.code, e.description))
       return
     case .success(let decoded): request = decoded
     }

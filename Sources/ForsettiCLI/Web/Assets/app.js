@@ -43,9 +43,9 @@
   ];
 
   const state = {
-    modules: [], // from `list --json`
-    explains: {}, // moduleID -> `explain --json` object
-    overrides: null, // `override --json -- list`
+    modules: [], // the list answer's modules
+    explains: {}, // moduleID -> its explain answer
+    overrides: null, // the override list answer
     selected: null, // the module whose trace is shown
     logs: {}, // moduleID -> recent log lines
     refreshTimer: null,
@@ -154,7 +154,9 @@
     return h;
   }
 
-  async function api(verb, args) {
+  // One typed control request (docs/control.md: {"verb":"explain","module":"com.x"}); resolves
+  // to the host's whole answer ({ok, answer, changes} or {ok:false, error:{code, message}}).
+  async function api(request) {
     if (state.expired) throw new Error(RESTARTED);
     let response;
     try {
@@ -163,7 +165,7 @@
         credentials: "omit",
         cache: "no-store",
         headers: headers({ "Content-Type": "application/json", "X-Forsetti-Request": "1" }),
-        body: JSON.stringify({ verb: verb, arguments: args }),
+        body: JSON.stringify(request),
       });
     } catch (e) {
       throw new Error("cannot reach the host (stopped, or refusing connections at its limit): " + e.message);
@@ -184,63 +186,103 @@
     return answer;
   }
 
-  function parseStdout(answer) {
-    try {
-      return JSON.parse(answer.stdout);
-    } catch (e) {
-      return null;
+  // The answer document of a request, or an error carrying the host's refusal.
+  async function ask(request) {
+    const response = await api(request);
+    if (!response.ok) {
+      const e = response.error && typeof response.error === "object" ? response.error : {};
+      throw new Error((e.code || "failed") + ": " + (e.message || "refused"));
     }
+    return response.answer;
+  }
+
+  // A request as the command line would spell it, for the status area's title.
+  function spelled(request) {
+    const parts = [request.verb];
+    if (request.verb === "override") {
+      if (request.action === "list") parts.push("list");
+      else parts.push(request.channel, request.id, request.action);
+      if (request.inMemory) parts.push("--in-memory");
+      if (request.from) parts.push("--from", request.from);
+      if (request.until) parts.push("--until", request.until);
+    } else if (request.verb === "select" && request.none) {
+      parts.push("--none");
+    } else if (request.module) {
+      parts.push(request.module);
+    }
+    return "$ forsetti-host " + parts.join(" ");
+  }
+
+  // What an answer says was done, in one line: the sentence the command line prints.
+  function doneText(request, answer) {
+    if (!answer || typeof answer !== "object") return "done";
+    if (typeof answer.done === "string") return answer.done;
+    if (Array.isArray(answer.approved)) {
+      return "approved for " + answer.moduleID + (request.verb === "revoke" ? " now" : "") + ": " + (answer.approved.length ? answer.approved.join(", ") : "nothing");
+    }
+    if (Array.isArray(answer.reports)) return answer.reports.map((r) => r.line).join("\n");
+    return "done";
   }
 
   function showHost(host) {
     $("host-info").textContent = "host pid " + host.pid + " on " + host.state;
   }
 
-  function showStatus(title, answer, error) {
+  // The status area: the request, then what the host did (and the modules it changed), or
+  // its refusal.
+  function showStatus(title, response, error) {
     const out = $("status");
     clear(out);
-    out.className = "status " + (error || (answer && answer.status !== 0) ? "failed" : "ok");
+    const failed = error || !response || !response.ok;
+    out.className = "status " + (failed ? "failed" : "ok");
     out.appendChild(el("div", title, "status-title"));
     if (error) {
-      const d = el("div", null, "stderr");
+      const d = el("div", null, "error");
       d.textContent = visibleLines(String(error));
       out.appendChild(d);
       return;
     }
-    out.appendChild(el("div", "exit status " + answer.status, "status-code"));
-    for (const [key, text] of [["stdout", answer.stdout], ["stderr", answer.stderr]]) {
-      if (!text) continue;
-      const d = el("div", null, key);
-      d.textContent = visibleLines(text);
-      out.appendChild(d);
+    if (!response.ok) {
+      const e = response.error || {};
+      out.appendChild(el("div", "refused: " + (e.code || "failed"), "status-code"));
+      out.appendChild(el("div", e.message || "", "error"));
+      return;
+    }
+    out.appendChild(el("div", "done", "status-code"));
+    const d = el("div", null, "answer");
+    d.textContent = visibleLines(doneText(response.request, response.answer));
+    out.appendChild(d);
+    for (const c of Array.isArray(response.changes) ? response.changes : []) {
+      out.appendChild(el("div", "host: " + c.moduleID + " is now " + c.state, "change"));
     }
   }
 
   // Runs an action the user asked for, shows its answer, and refreshes what it may have changed.
-  async function act(verb, args) {
-    const title = "$ forsetti-host " + verb + " " + args.join(" ");
+  async function act(request) {
+    const title = spelled(request);
     $("status").textContent = visible(title + " …");
     try {
-      const answer = await api(verb, args);
-      showStatus(title, answer, null);
+      const response = await api(request);
+      response.request = request;
+      showStatus(title, response, null);
     } catch (e) {
       showStatus(title, null, e);
     }
     await refreshAll();
   }
 
-  function overrideArgs(channel, id, what) {
+  // An override request of the channel chosen on the page: persisted, in memory, or a window.
+  function overrideRequest(channel, id, what) {
     const mode = document.querySelector("input[name=channel]:checked");
-    const args = [];
-    if (mode && mode.value === "in-memory") args.push("--in-memory");
+    const request = { verb: "override", action: what, channel: channel, id: id };
+    if (mode && mode.value === "in-memory") request.inMemory = true;
     if (mode && mode.value === "window") {
       const from = $("window-from").value.trim();
       const until = $("window-until").value.trim();
-      if (from) args.push("--from", from);
-      if (until) args.push("--until", until);
+      if (from) request.from = from;
+      if (until) request.until = until;
     }
-    args.push("--", channel, id, what);
-    return args;
+    return request;
   }
 
   // A button; one of CONFIRM's actions asks for a second click within ARMED_MS ("confirm …?")
@@ -376,6 +418,12 @@
       tr.appendChild(el("td", m.version || "-"));
       tr.appendChild(el("td", m.type || "-"));
       const verdict = el("td", m.verdict + (m.reason ? " (" + m.reason + ")" : ""), "verdict " + m.verdict);
+      // The override that decided its entitlement (the host's in-memory one included).
+      if (m.override && typeof m.override === "object") {
+        const decided = el("span", " — " + (m.override.summary || "override"), "decided");
+        decided.dataset.provider = m.override.provider || "";
+        verdict.appendChild(decided);
+      }
       tr.appendChild(verdict);
       const run = el("td", (m.runState || "-") + (m.runReason ? " (" + m.runReason + ")" : ""), "run-state");
       run.dataset.state = m.runState || "";
@@ -396,13 +444,13 @@
           ov.appendChild(el("span", "force: ", "label"));
           for (const w of forces) {
             ov.appendChild(
-              button(w, "override-" + w, () => act("override", overrideArgs("module", mid, w)), key("override-" + w))
+              button(w, "override-" + w, () => act(overrideRequest("module", mid, w)), key("override-" + w))
             );
           }
           actions.appendChild(ov);
         }
         for (const verb of ["approve", "revoke", "enable", "disable", "select", "reload"]) {
-          if (can.indexOf(verb) >= 0) actions.appendChild(button(verb, verb, () => act(verb, ["--", mid]), key(verb)));
+          if (can.indexOf(verb) >= 0) actions.appendChild(button(verb, verb, () => act({ verb: verb, module: mid }), key(verb)));
         }
       }
       tr.appendChild(actions);
@@ -604,7 +652,7 @@
       const actions = el("td", null, "actions");
       for (const what of ["on", "off", "clear"]) {
         actions.appendChild(
-          button(what, "product-" + what, () => act("override", overrideArgs("product", p, what)), "product-" + what + " " + p)
+          button(what, "product-" + what, () => act(overrideRequest("product", p, what)), "product-" + what + " " + p)
         );
       }
       tr.appendChild(actions);
@@ -614,12 +662,11 @@
 
   // Draws what a shell would show: the toolbar, each slot with its views in the host's order,
   // the overlay routes. `surface --json`: toolbarItems[], viewInjections[], overlay{routes,pointers}.
-  function renderSurface(answer) {
+  function renderSurface(s) {
     const box = $("surface");
     clear(box);
-    const s = parseStdout(answer);
     if (!s || typeof s !== "object") {
-      box.appendChild(el("p", answer.stderr || "no surface", "muted"));
+      box.appendChild(el("p", "no surface", "muted"));
       return;
     }
     if (s.surface === null) {
@@ -680,9 +727,8 @@
   }
 
   async function refreshModules() {
-    const answer = await api("list", ["--json"]);
-    const doc = parseStdout(answer);
-    if (!doc || !Array.isArray(doc.modules)) throw new Error("list --json: " + (answer.stderr || "no modules"));
+    const doc = await ask({ verb: "list" });
+    if (!doc || !Array.isArray(doc.modules)) throw new Error("list: the answer has no modules");
     state.modules = doc.modules;
   }
 
@@ -693,7 +739,7 @@
         .filter((m) => m.moduleID)
         .map(async function (m) {
           try {
-            const x = parseStdout(await api("explain", ["--json", "--", m.moduleID]));
+            const x = await ask({ verb: "explain", module: m.moduleID });
             if (x) explains[m.moduleID] = x;
           } catch (e) {
             // One module's explain failing leaves its trace empty; the others still show.
@@ -705,7 +751,7 @@
 
   async function refreshOverrides() {
     try {
-      state.overrides = parseStdout(await api("override", ["--json", "--", "list"]));
+      state.overrides = await ask({ verb: "override", action: "list" });
     } catch (e) {
       state.overrides = null;
     }
@@ -715,7 +761,7 @@
     const id = state.selected;
     if (id) {
       try {
-        const x = parseStdout(await api("explain", ["--json", "--", id]));
+        const x = await ask({ verb: "explain", module: id });
         if (x) state.explains[id] = x;
       } catch (e) {
         // Keep the last trace shown; the status area tells about failing requests.
@@ -740,7 +786,7 @@
           renderModules();
           renderTrace();
           renderProducts();
-          renderSurface(await api("surface", ["--json"]));
+          renderSurface(await ask({ verb: "surface" }));
           document.body.dataset.refreshed = String(Date.now());
         } catch (e) {
           if (!state.expired) showStatus("refresh failed", null, e);
@@ -988,7 +1034,7 @@
     $("select-none").addEventListener("click", function () {
       if (!isArmed("select-none")) return arm("select-none");
       disarm("select-none");
-      act("select", ["--none"]);
+      act({ verb: "select", none: true });
     });
     for (const what of ["on", "off", "clear"]) {
       const b = $("product-" + what);
@@ -1005,7 +1051,7 @@
           if (!isArmed(action)) return arm(action);
           disarm(action);
         }
-        act("override", overrideArgs("product", p, what));
+        act(overrideRequest("product", p, what));
       });
     }
     $("event-filter").addEventListener("change", function () {

@@ -1,6 +1,5 @@
 import ForsettiBinary
 import ForsettiCore
-import ForsettiRuntime
 
 /// What `explain` says of a module's own libraries: where the loader will find each, and which
 /// directories its worker is granted for them (`LibraryGrants`, the rule the host applies).
@@ -9,25 +8,15 @@ struct LibraryGrantReport {
   var grants: LibraryGrants
 
   /// nil without the module's binary (no --plugins, or no file exports its entry point).
-  static func make(_ m: ModuleManifest?, index: BinaryIndex?, options: HostOptions) -> LibraryGrantReport? {
+  static func make(_ m: ModuleManifest?, index: BinaryIndex?, stateDirectory: String) -> LibraryGrantReport? {
     guard let m, let index, case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
       return nil
     }
     let resolution = LibraryResolver(cache: LoaderCache.system()).resolve(facts, path: facts.path)
     // explain knows no --export-dir: the state directory is the one it can protect here.
-    let protected = [LibraryResolver.realPath(options.stateDirectory) ?? options.stateDirectory]
+    let protected = [LibraryResolver.realPath(stateDirectory) ?? stateDirectory]
     return LibraryGrantReport(
       resolution: resolution, grants: LibraryGrants.decide(resolution, protected: protected))
-  }
-
-  var text: String {
-    var out = "  libraries (\(resolution.found.count) needed, found as the loader finds them): "
-    out += LogRecord.streamSafe(grants.summary) + "\n"
-    for f in resolution.found {
-      out +=
-        "    \(LogRecord.streamSafe(f.name)) → \(LogRecord.streamSafe(f.realPath)) (\(f.source.rawValue))\n"
-    }
-    return out
   }
 
   var json: JSONValue {
@@ -47,7 +36,8 @@ struct LibraryGrantReport {
       ]
     }
     return [
-      "granted": .strings(grants.granted), "refused": .array(refused), "missing": .array(missing),
+      "summary": .string(grants.summary), "granted": .strings(grants.granted), "refused": .array(refused),
+      "missing": .array(missing),
       "found": .array(found),
     ]
   }

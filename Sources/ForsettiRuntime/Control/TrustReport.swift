@@ -1,6 +1,5 @@
 import ForsettiBinary
 import ForsettiCore
-import ForsettiRuntime
 
 /// What `explain` says about trust: the entitlement evaluation (final decision, which override
 /// decided, every provider's state in order, active vs required products), the approval state
@@ -12,34 +11,17 @@ struct TrustReport {
   var approveAll: Bool
   var licences: [String]
 
-  static func make(_ m: ModuleManifest?, options: HostOptions) throws(CommandFailure) -> TrustReport? {
+  static func make(_ m: ModuleManifest?, context: GateContext, judge: Judge) -> TrustReport? {
     guard let m else { return nil }
-    let context = try options.gateContext(discovered: [m])
-    let stored = try? options.storedApprovals()
+    let stored = try? judge.storedApprovals()
     let licences = LicenceEntitlementProvider.load(
-      stateDirectory: options.stateDirectory, staticProducts: [], now: context.now)
+      stateDirectory: judge.configuration.stateDirectory, staticProducts: [], now: context.now)
     return TrustReport(
       evaluation: context.entitlement(m), requested: m.capabilitySet, approved: stored?.approved[m.moduleID],
-      approveAll: options.approveAll, licences: licences.report)
+      approveAll: judge.configuration.approveAll, licences: licences.report)
   }
 
   var decision: ApprovalDecision { ApprovalRules.evaluate(requested: requested, approved: approved) }
-
-  var text: String {
-    var out = "  entitlement: \(evaluation.unlocked ? "UNLOCKED" : "LOCKED") — \(evaluation.summary)\n"
-    for s in evaluation.steps { out += "    \(s.channel) override, \(s.provider): \(s.state.rawValue)\n" }
-    out +=
-      "    required product: \(evaluation.requiredProduct ?? "none (free)"); active: \(evaluation.activeProducts.isEmpty ? "none" : evaluation.activeProducts.joined(separator: ", "))\n"
-    for l in licences { out += "    licence \(l)\n" }
-    let d = decision
-    func list(_ s: Set<Capability>) -> String {
-      s.isEmpty ? "none" : s.sorted().map(\.rawValue).joined(separator: ", ")
-    }
-    out +=
-      "  approval: requested \(list(requested)); approved \(approved.map(list) ?? "never"); pending \(list(d.pending))"
-    out += approveAll ? " (--approve-all in force)\n" : "\n"
-    return out
-  }
 
   var entitlementJSON: JSONValue {
     let decided: String =
@@ -52,6 +34,7 @@ struct TrustReport {
     return .object(
       JSONObject([
         ("unlocked", .bool(evaluation.unlocked)), ("decidedBy", .string(decided)),
+        ("summary", .string(evaluation.summary)),
         (
           "steps",
           .array(
@@ -91,11 +74,10 @@ struct SignatureStepReport {
   var outcome: GateOutcome?
   var note: String
 
-  static func make(_ m: ModuleManifest?, index: BinaryIndex?, options: HostOptions) -> SignatureStepReport {
-    let judge = options.judge
-    let state = options.stateDirectory
+  static func make(_ m: ModuleManifest?, index: BinaryIndex?, judge: Judge) -> SignatureStepReport {
+    let state = judge.configuration.stateDirectory
     var report = SignatureStepReport(
-      required: options.requireSignatures,
+      required: judge.configuration.requireSignatures,
       moduleKeys: TrustedKeys.files(stateDirectory: state).filter { $0.role == .modules && $0.keyID != nil },
       roleless: TrustedKeys.roleless(stateDirectory: state), stateDirectory: state, note: "")
     guard let m, let index else {
@@ -121,19 +103,6 @@ struct SignatureStepReport {
       : "not required (no --require-signatures): an unsigned module runs; a signature by a key trusted for modules must match"
   }
 
-  var text: String {
-    let keys =
-      moduleKeys.isEmpty
-      ? "none" : moduleKeys.map { "\($0.keyID ?? "?") (\(PathText.name($0.path)))" }.joined(separator: ", ")
-    var out = "  signatures: \(setting)\n    keys trusted for modules: \(keys)\n"
-    out +=
-      "    \(binary.map { "\($0): " } ?? "")\(outcome == nil ? "" : outcome?.violation == nil ? "passed: " : "refused: ")\(LogRecord.streamSafe(note))\n"
-    for path in roleless {
-      out += "    warning: \(TrustedKeys.rolelessWarning(path, stateDirectory: stateDirectory))\n"
-    }
-    return out
-  }
-
   var json: JSONValue {
     var o = JSONObject([
       ("required", .bool(required)),
@@ -144,7 +113,10 @@ struct SignatureStepReport {
             .object(JSONObject([("file", .string($0.path)), ("keyID", .string(orNull: $0.keyID))]))
           })
       ),
-      ("rolelessKeys", .strings(roleless)),
+      ("rolelessKeys", .strings(roleless)), ("setting", .string(setting)),
+      (
+        "warnings", .strings(roleless.map { TrustedKeys.rolelessWarning($0, stateDirectory: stateDirectory) })
+      ),
     ])
     o["binary"] = .string(orNull: binary)
     o["signaturePath"] = .string(orNull: binary.map(ModuleSignature.path(for:)))

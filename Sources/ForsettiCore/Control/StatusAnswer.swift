@@ -1,0 +1,68 @@
+/// The `status` answer: whether a host runs on the state directory, and how many of its modules
+/// are in each state; with none, the pid of the last one if it published anything.
+public struct StatusAnswer: Sendable, Equatable {
+  public var running: Bool
+  public var stateDirectory: String
+  /// The running host's pid (nil when none runs).
+  public var pid: Int32?
+  /// State name → how many of the running host's modules are in it, by name.
+  public var modules: [(name: String, count: Int)]
+  /// The last host's pid, when none runs.
+  public var lastPID: Int32?
+
+  /// A running host's status.
+  public static func running(pid: Int32, stateDirectory: String, states: [String]) -> StatusAnswer {
+    var counts: [String: Int] = [:]
+    for s in states { counts[s, default: 0] += 1 }
+    return StatusAnswer(
+      running: true, stateDirectory: stateDirectory, pid: pid,
+      modules: counts.keys.sorted().map { ($0, counts[$0] ?? 0) }, lastPID: nil)
+  }
+
+  /// No host runs on `stateDirectory`.
+  public static func notRunning(stateDirectory: String, lastPID: Int32?) -> StatusAnswer {
+    StatusAnswer(running: false, stateDirectory: stateDirectory, pid: nil, modules: [], lastPID: lastPID)
+  }
+
+  public static func == (a: StatusAnswer, b: StatusAnswer) -> Bool {
+    a.running == b.running && a.stateDirectory == b.stateDirectory && a.pid == b.pid && a.lastPID == b.lastPID
+      && a.modules.map(\.name) == b.modules.map(\.name) && a.modules.map(\.count) == b.modules.map(\.count)
+  }
+
+  /// The answer document (`status --json`).
+  public var json: JSONValue {
+    guard running else {
+      var o = JSONObject([("running", .bool(false)), ("state", .string(stateDirectory))])
+      o["lastPID"] = lastPID.map { .number(String($0)) } ?? .null
+      return .object(o)
+    }
+    return .object(
+      JSONObject([
+        ("running", .bool(true)), ("pid", .number(String(pid ?? 0))), ("state", .string(stateDirectory)),
+        ("modules", .object(JSONObject(modules.map { ($0.name, .number(String($0.count))) }))),
+      ]))
+  }
+
+  /// Reads a host's status answer; a member missing or of the wrong type is refused by name.
+  public static func decode(_ value: JSONValue) -> Result<StatusAnswer, ControlError> {
+    do throws(ControlError) {
+      let o = try AnswerFields(value, "status answer")
+      let state = try o.string("state")
+      guard try o.bool("running") else {
+        let last = o.value("lastPID")?.integerValue.flatMap(Int32.init(exactly:))
+        return .success(.notRunning(stateDirectory: state, lastPID: last))
+      }
+      guard let pid = Int32(exactly: try o.integer("pid")) else { throw .field("pid", "is not a process ID") }
+      guard let counts = o.value("modules")?.objectValue else { throw .field("modules", "must be an object") }
+      var modules: [(name: String, count: Int)] = []
+      for (name, v) in counts.members {
+        guard let n = v.integerValue else { throw .field(name, "must be a count") }
+        modules.append((name, n))
+      }
+      return .success(
+        StatusAnswer(running: true, stateDirectory: state, pid: pid, modules: modules, lastPID: nil))
+    } catch {
+      return .failure(error)
+    }
+  }
+}

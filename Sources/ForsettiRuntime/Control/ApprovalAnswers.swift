@@ -1,0 +1,34 @@
+import ForsettiCore
+
+/// The `approve` and `revoke` answers: the user's decisions written to `approvals.json` (one
+/// `StateTransaction`), and the capabilities approved afterwards.
+enum ApprovalAnswers {
+  static func approve(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure) -> JSONValue
+  {
+    let m = try ActivationAnswers.manifest(id, judge: judge)
+    let caps = wanted.map(Set.init) ?? m.capabilitySet
+    let notRequested = caps.subtracting(m.capabilitySet)
+    guard notRequested.isEmpty else {
+      throw ControlFailure(
+        .usage,
+        "invalid value '\(notRequested.sorted().map(\.rawValue).joined(separator: ","))' for '--capabilities': \(id) does not request these"
+      )
+    }
+    let store = ApprovalStore(stateDirectory: judge.configuration.stateDirectory)
+    do { return result(id, try store.approve(id, caps)) } catch {
+      throw ControlFailure(.failed, "--state \(store.path): \(error)")
+    }
+  }
+
+  static func revoke(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure) -> JSONValue
+  {
+    let store = ApprovalStore(stateDirectory: judge.configuration.stateDirectory)
+    do { return result(id, try store.revoke(id, wanted.map(Set.init)) ?? []) } catch {
+      throw ControlFailure(.failed, "--state \(store.path): \(error)")
+    }
+  }
+
+  static func result(_ id: String, _ s: Set<Capability>) -> JSONValue {
+    .object(JSONObject([("moduleID", .string(id)), ("approved", .strings(s.sorted().map(\.rawValue)))]))
+  }
+}

@@ -1,0 +1,112 @@
+import ForsettiCore
+
+/// Answers control requests (docs/control.md) from a host's own state: its judge with its
+/// in-memory overrides, its modules' run states and the health they reported. A verb that
+/// writes the state directory goes through the runtime's stores (one `StateTransaction`), then
+/// the host reconciles at once and the answer lists the modules whose state changed. With no
+/// host (`init(files:)`), the same answers are computed over a fresh judge and the files, so the
+/// command line shows one thing either way.
+///
+/// Runs on the host's thread (`ControlServer.serve`): a request never races a module's start or
+/// stop.
+public final class ControlAnswerer {
+  private let host: LiveHost?
+  private let judge: Judge
+  private let stateDirectory: String
+  private let pid: Int32
+
+  /// Answers for the running `host`, whose state directory and pid the answers name.
+  public init(host: LiveHost, stateDirectory: String, pid: Int32) {
+    self.host = host
+    self.judge = host.judge
+    self.stateDirectory = stateDirectory
+    self.pid = pid
+  }
+
+  /// Answers with no host running: from the files, judged by `judge`.
+  public init(files judge: Judge, pid: Int32 = 0) {
+    self.host = nil
+    self.judge = judge
+    self.stateDirectory = judge.configuration.stateDirectory
+    self.pid = pid
+  }
+
+  /// The answer to `request`, with the changes it made.
+  public func answer(_ request: ControlRequest) -> ControlResponse {
+    let before = states()
+    do throws(ControlFailure) {
+      let answer = try compute(request.command)
+      if request.command.writes, let host { host.reconcile() }
+      return ControlResponse(
+        pid: pid, stateDirectory: stateDirectory, outcome: .answered(answer, changes: changes(since: before)))
+    } catch {
+      return ControlResponse(pid: pid, stateDirectory: stateDirectory, outcome: .failed(error))
+    }
+  }
+
+  /// The answer document of `command`, or why there is none.
+  public func compute(_ command: ControlCommand) throws(ControlFailure) -> JSONValue {
+    switch command {
+    case .status:
+      guard let host else {
+        let last = try ControlView.files(judge).run?.pid
+        return StatusAnswer.notRunning(stateDirectory: stateDirectory, lastPID: last).json
+      }
+      return StatusAnswer.running(
+        pid: pid, stateDirectory: stateDirectory, states: host.manager.records.map(\.state.name)
+      ).json
+    case .list: return try VerdictAnswers.list(try view()).json
+    case .explain(let m): return try VerdictAnswers.explain(try view(), module: m).json
+    case .surface: return try SurfaceAnswer.answer(stateDirectory: judge.configuration.stateDirectory)
+    case .approve(let m, let caps): return try ApprovalAnswers.approve(m, caps, judge: judge)
+    case .revoke(let m, let caps): return try ApprovalAnswers.revoke(m, caps, judge: judge)
+    case .enable(let m): return try ActivationAnswers.enable(m, judge: judge)
+    case .disable(let m): return try ActivationAnswers.disable(m, judge: judge)
+    case .select(let m): return try ActivationAnswers.select(m, judge: judge)
+    case .overrideList:
+      return try OverrideAnswers.listing(
+        stateDirectory: judge.configuration.stateDirectory,
+        inMemory: host.map { $0.judge.configuration.inMemoryOverrides.snapshot })
+    case .override(let order) where order.inMemory:
+      guard host != nil else {
+        throw ControlFailure(
+          .failed,
+          "--state \(stateDirectory): no host is running on \(stateDirectory); an in-memory override lives only in a running host"
+        )
+      }
+      return try OverrideAnswers.inMemory(order, overrides: judge.configuration.inMemoryOverrides)
+    case .override(let order):
+      return try OverrideAnswers.set(order, stateDirectory: judge.configuration.stateDirectory)
+    case .reload(let m):
+      guard let host else {
+        throw ControlFailure(
+          .failed, "--state \(stateDirectory): no host is running on it; reload needs a running host")
+      }
+      return try ReloadAnswer.answer(m, host: host)
+    }
+  }
+
+  /// What list and explain are computed from.
+  private func view() throws(ControlFailure) -> ControlView {
+    guard let host else { return try ControlView.files(judge) }
+    return ControlView(
+      judge: judge, run: .live(host.manager.records, pid: pid),
+      health: host.manager.environment.services.reportedHealth, inMemoryKnown: true)
+  }
+
+  private func states() -> [String: String] {
+    guard let host else { return [:] }
+    return Dictionary(host.manager.records.compactMap { r in r.moduleID.map { ($0, r.state.description) } }) {
+      a, _ in a
+    }
+  }
+
+  /// The modules whose state the request changed, and their states now.
+  private func changes(since before: [String: String]) -> [ModuleChange] {
+    guard let host else { return [] }
+    return host.manager.records.compactMap { r in
+      guard let id = r.moduleID, before[id] != r.state.description else { return nil }
+      return ModuleChange(moduleID: id, state: r.state.description)
+    }
+  }
+}

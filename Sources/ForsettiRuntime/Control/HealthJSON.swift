@@ -1,0 +1,30 @@
+import ForsettiCore
+import FoundationEssentials
+
+/// The health modules report about themselves (forsetti/services/diagnostics.h) in a control
+/// answer: the module's own words, marked as its own, and known only to a running host.
+public enum HealthJSON {
+  /// What answers say when no running host answers.
+  public static let unknownText = ListAnswer.healthUnknown
+
+  /// One module's report: null when it made none, or when nobody knows (`healthKnown` says
+  /// which).
+  public static func of(_ moduleID: String?, in reports: [String: ModuleHealth]?) -> JSONValue {
+    guard let moduleID, let h = reports?[moduleID] else { return .null }
+    let counters = h.counters.sorted(by: { $0.key < $1.key }).map {
+      ($0.key, JSONValue.number(String($0.value)))
+    }
+    return .object(
+      JSONObject([
+        ("reportedBy", .string("module")), ("status", .string(orNull: h.status?.name)),
+        ("summary", .string(orNull: h.summary)), ("counters", .object(JSONObject(counters))),
+        ("updated", .string(h.updated.formatted(.iso8601))),
+      ]))
+  }
+
+  /// `healthKnown`, and with no host the note saying why not.
+  public static func annotate(_ o: inout JSONObject, known: Bool) {
+    o["healthKnown"] = .bool(known)
+    if !known { o["healthNote"] = .string(unknownText) }
+  }
+}

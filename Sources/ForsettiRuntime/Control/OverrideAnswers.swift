@@ -1,0 +1,277 @@
+import ForsettiCore
+import FoundationEssentials
+
+/// The `override` answers: the persisted override and time-frame windows of a module or
+/// product (written in one `StateTransaction`), the running host's in-memory override, and the
+/// listing of every provider's entries with the one that decides now.
+public enum OverrideAnswers {
+  /// `override module|product ID on|off|clear [--from T] [--until T] [--persisted|--windows]`.
+  static func set(_ order: OverrideOrder, stateDirectory: String) throws(ControlFailure) -> JSONValue {
+    guard let channel = OverrideChannel(rawValue: order.channel) else {
+      throw .invalid("channel", order.channel, why: "expected module, product or list")
+    }
+    let (id, action) = (order.id, order.action)
+    if action != "clear" {
+      for (flag, given) in [("persisted", order.persisted), ("windows", order.windows)] where given {
+        throw ControlFailure(.usage, "unexpected argument '--\(flag)'")
+      }
+    }
+    let store = OverrideStore(stateDirectory: stateDirectory)
+    let window = try window(order, state: OverrideState(rawValue: action) ?? .unset)
+    // Read, change and write are one transaction (STATE/state.lock), so no concurrent writer's
+    // change is lost; "done" is printed only once the file is on disk.
+    let (entry, what, done) = try store.update(
+      mapError: { ControlFailure(.failed, "--state \(store.path): \($0.description)") }
+    ) { (c: inout OverrideStore.Content) throws(ControlFailure) in
+      var entry = c[channel][id] ?? .init()
+      let what: String
+      // The JSON form's account of what was done, beside the sentence of the text form.
+      var done = JSONObject()
+      switch (action, window) {
+      case ("clear", let w?):
+        let kept = entry.windows.filter { $0.span.from != w.span.from || $0.span.until != w.span.until }
+        guard kept.count < entry.windows.count else {
+          throw .invalid(
+            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            why: "\(channel.rawValue) \(id) has no window \(bounds(w)); \(stored(entry))")
+        }
+        what = "\(count(entry.windows.count - kept.count, "window")) \(bounds(w)) cleared"
+        done = JSONObject([
+          ("action", .string("clear")), ("clearedPersisted", .null),
+          ("clearedWindows", .array(entry.windows.filter { !kept.contains($0) }.map(windowJSON))),
+        ])
+        entry.windows = kept
+      case ("clear", nil):
+        let (persisted, windows) = (order.persisted, order.windows)
+        var cleared: [String] = []
+        done = JSONObject([
+          ("action", .string("clear")), ("clearedPersisted", .null), ("clearedWindows", .array([])),
+        ])
+        if persisted || !windows, entry.state != .unset {
+          done["clearedPersisted"] = .string(entry.state.rawValue)
+          cleared.append("persisted \(entry.state.rawValue)")
+          entry.state = .unset
+        }
+        if windows || !persisted, !entry.windows.isEmpty {
+          cleared.append(count(entry.windows.count, "window"))
+          done["clearedWindows"] = .array(entry.windows.map(windowJSON))
+          entry.windows = []
+        }
+        what = cleared.isEmpty ? "nothing to clear" : cleared.joined(separator: " and ") + " cleared"
+      case (_, let w?):
+        if let same = entry.windows.first(where: { $0.sameAs(w) }) {
+          throw .invalid(
+            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            why: "\(channel.rawValue) \(id) already has the window \(same.text)")
+        }
+        if let clash = entry.windows.first(where: { $0.state != w.state && $0.overlaps(w) }) {
+          throw .invalid(
+            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            why:
+              "the window \(w.text) overlaps the window \(clash.text) of \(channel.rawValue) \(id): which one decides would depend on the order they were added; choose bounds that do not overlap, or clear that window first (override \(channel.rawValue) \(id) clear \(flags(clash)))"
+          )
+        }
+        entry.windows.append(w)
+        what = "window \(w.text) added"
+        done = JSONObject([("action", .string("addWindow")), ("window", windowJSON(w))])
+      case (_, nil):
+        let state = OverrideState(rawValue: action) ?? .unset
+        what = entry.state == state ? "persisted \(action) (unchanged)" : "forced \(action) (persisted)"
+        done = JSONObject([
+          ("action", .string("set")), ("state", .string(action)), ("changed", .bool(entry.state != state)),
+        ])
+        entry.state = state
+      }
+      c[channel][id] = entry
+      return (entry, what, done)
+    }
+    let note =
+      entry.state != .unset && !entry.windows.isEmpty && action != "clear"
+      ? "the persisted \(entry.state.rawValue) decides before any window; windows count once it is cleared (override \(channel.rawValue) \(id) clear --persisted)"
+      : nil
+    var o = JSONObject([("channel", .string(channel.rawValue)), ("id", .string(id))])
+    for (k, v) in done.members { o[k] = v }
+    o["done"] = .string(what)
+    o["persisted"] = entry.state == .unset ? .null : .string(entry.state.rawValue)
+    o["windows"] = .array(entry.windows.map(windowJSON))
+    o["note"] = .string(orNull: note)
+    return .object(o)
+  }
+
+  /// `override module|product ID on|off|clear --in-memory`: held by the host until it stops.
+  static func inMemory(_ order: OverrideOrder, overrides: InMemoryOverrides) throws(ControlFailure)
+    -> JSONValue
+  {
+    guard let channel = OverrideChannel(rawValue: order.channel),
+      let state = ["on": OverrideState.on, "off": .off, "clear": .unset][order.action]
+    else {
+      throw ControlFailure(.usage, "expected override module|product ID on|off|clear --in-memory")
+    }
+    let given = [
+      ("from", order.from != nil), ("until", order.until != nil), ("persisted", order.persisted),
+      ("windows", order.windows),
+    ]
+    if let other = given.first(where: { $0.1 })?.0 {
+      throw ControlFailure(.usage, "--\(other) does not go with --in-memory")
+    }
+    _ = overrides.set(channel: channel, id: order.id, state: state)
+    var o = JSONObject([
+      ("channel", .string(channel.rawValue)), ("id", .string(order.id)),
+      ("action", .string(state == .unset ? "clear" : "set")),
+    ])
+    o["inMemory"] = state == .unset ? .null : .string(state.rawValue)
+    o["done"] = .string(
+      state == .unset
+        ? "in-memory override cleared" : "forced \(state.rawValue) in memory (until this host stops)")
+    return .object(o)
+  }
+
+  /// `override list`: every provider's entries per channel and ID, and which decides now;
+  /// `inMemory` nil when no running host answers (nobody knows them).
+  public static func listing(stateDirectory: String, inMemory: InMemoryOverrides.Tables?)
+    throws(ControlFailure)
+    -> JSONValue
+  {
+    let store = OverrideStore(stateDirectory: stateDirectory)
+    let content: OverrideStore.Content
+    do { content = try store.load() } catch {
+      throw ControlFailure(.failed, "--state \(store.path): \(error.description)")
+    }
+    return listingJSON(content: content, inMemory: inMemory, now: GateContext.wallClock())
+  }
+
+  static func window(_ order: OverrideOrder, state: OverrideState) throws(ControlFailure) -> OverrideStore
+    .Window?
+  {
+    for (name, value) in [("from", order.from), ("until", order.until)] {
+      if let v = value, Licence.parseTime(v) == nil {
+        throw .invalid(name, v, why: "expected an ISO 8601 instant such as 2027-01-01T00:00:00Z")
+      }
+    }
+    guard order.from != nil || order.until != nil else { return nil }
+    let w = OverrideStore.Window(state: state, from: order.from, until: order.until)
+    if let f = w.span.from, let u = w.span.until, f >= u {
+      throw .invalid("until", w.until ?? "", why: "expected an instant after --from \(w.from ?? "")")
+    }
+    return w
+  }
+
+  /// The listing of `content` (and a running host's in-memory overrides) at `now`.
+  public static func listingJSON(
+    content: OverrideStore.Content, inMemory: InMemoryOverrides.Tables?, now: Instant
+  )
+    -> JSONValue
+  {
+    let channels = OverrideStore.channels(content, inMemory: inMemory ?? ([:], [:]))
+    func table(_ channel: OverrideChannel) -> JSONValue {
+      .object(
+        JSONObject(
+          ids(content, inMemory, channel).map { id in
+            let entry = content[channel][id] ?? .init()
+            var o = JSONObject([
+              ("persisted", entry.state == .unset ? .null : .string(entry.state.rawValue))
+            ])
+            if let inMemory {
+              let s = (channel == .module ? inMemory.modules : inMemory.products)[id] ?? .unset
+              o["inMemory"] = s == .unset ? .null : .string(s.rawValue)
+            }
+            o["windows"] = .array(
+              entry.windows.map { w in
+                guard case .object(var wo) = windowJSON(w) else { return windowJSON(w) }
+                let s = status(w, now)
+                wo["inEffect"] = .bool(s == .inEffect)
+                wo["status"] = .string(s.rawValue)
+                return .object(wo)
+              })
+            let d = decision(channels, channel, id, now)
+            o["now"] = .object(
+              JSONObject([
+                ("state", .string(d?.state.rawValue ?? OverrideState.unset.rawValue)),
+                ("provider", .string(orNull: d?.provider)),
+              ]))
+            return (id, .object(o))
+          }))
+    }
+    return .object(
+      JSONObject([
+        ("now", .string(time(now))), ("inMemoryKnown", .bool(inMemory != nil)), ("modules", table(.module)),
+        ("products", table(.product)),
+      ]))
+  }
+
+  /// Where a window stands at an instant.
+  public enum WindowStatus: String {
+    case inEffect, notYet, ended
+
+    /// How the listing says it.
+    public var text: String {
+      switch self {
+      case .inEffect: "in effect"
+      case .notYet: "not yet in effect"
+      case .ended: "ended"
+      }
+    }
+  }
+
+  static func status(_ w: OverrideStore.Window, _ now: Instant) -> WindowStatus {
+    let span = w.span
+    if span.contains(now) { return .inEffect }
+    if let f = span.from, now < f { return .notYet }
+    return .ended
+  }
+
+  /// The first provider of `channel` with an answer for `id` at `now`, as the judge finds it.
+  static func decision(_ c: OverrideChannels, _ channel: OverrideChannel, _ id: String, _ now: Instant)
+    -> (state: OverrideState, provider: String)?
+  {
+    for p in channel == .module ? c.module : c.product {
+      let s = p.state(for: id, at: now)
+      if s != .unset { return (s, p.name) }
+    }
+    return nil
+  }
+
+  static func ids(_ c: OverrideStore.Content, _ m: InMemoryOverrides.Tables?, _ channel: OverrideChannel)
+    -> [String]
+  {
+    let memory = m.map { channel == .module ? $0.modules : $0.products } ?? [:]
+    return Set(c[channel].keys).union(memory.keys).sorted()
+  }
+
+  static func windowJSON(_ w: OverrideStore.Window) -> JSONValue {
+    var o = JSONObject([("state", .string(w.state.rawValue))])
+    o["from"] = .string(orNull: w.from)
+    o["until"] = .string(orNull: w.until)
+    return .object(o)
+  }
+
+  /// What is stored for one ID: `persisted off; windows: on from A until B, off from C`.
+  static func stored(_ e: OverrideStore.Entry) -> String {
+    if e.isEmpty { return "nothing" }
+    var parts: [String] = []
+    if e.state != .unset { parts.append("persisted \(e.state.rawValue)") }
+    if !e.windows.isEmpty { parts.append("windows: " + e.windows.map(\.text).joined(separator: ", ")) }
+    return parts.joined(separator: "; ")
+  }
+
+  static func bounds(_ w: OverrideStore.Window) -> String {
+    [w.from.map { "from \($0)" }, w.until.map { "until \($0)" }].compactMap { $0 }.joined(separator: " ")
+  }
+
+  static func flags(_ w: OverrideStore.Window) -> String {
+    [w.from.map { "--from \($0)" }, w.until.map { "--until \($0)" }].compactMap { $0 }.joined(separator: " ")
+  }
+
+  static func count(_ n: Int, _ noun: String) -> String { n == 1 ? "1 \(noun)" : "\(n) \(noun)s" }
+
+  static func time(_ t: Instant) -> String {
+    Date(timeIntervalSince1970: t).formatted(.iso8601)
+  }
+}
+
+extension ControlFailure {
+  /// The command line's usage error for a value a verb does not take.
+  static func invalid(_ option: String, _ value: String, why: String) -> ControlFailure {
+    ControlFailure(.usage, "invalid value '\(value)' for '--\(option)': \(why)")
+  }
+}

@@ -1,0 +1,41 @@
+import ForsettiCore
+
+/// The modules' run states a control answer shows: the answering host's own, or what the last
+/// host on the state directory published (`runtime.json`) when none answers.
+public struct RunStates: Sendable {
+  public var pid: Int32
+  public var alive: Bool
+  /// moduleID → state name and reason code.
+  public var states: [String: (state: String, reason: String?)]
+
+  /// The states of the host `pid`, running or not.
+  public init(pid: Int32, alive: Bool, states: [String: (state: String, reason: String?)]) {
+    self.pid = pid
+    self.alive = alive
+    self.states = states
+  }
+
+  /// The running host's own: its records as they are now.
+  public static func live(_ records: [ModuleRecord], pid: Int32) -> RunStates {
+    var states: [String: (state: String, reason: String?)] = [:]
+    for r in records {
+      guard let id = r.moduleID else { continue }
+      states[id] = (r.state.name, r.state.reason?.rawValue)
+    }
+    return RunStates(pid: pid, alive: true, states: states)
+  }
+
+  /// What the last host published in `stateDirectory`; nil when nothing was.
+  public static func published(stateDirectory: String) throws(JudgeError) -> RunStates? {
+    let path = RuntimeStateFile.runtimePath(stateDirectory)
+    guard let value = try Judge.readJSON(path, setting: "state", missingOK: true),
+      let root = value.objectValue, let pid = root["pid"]?.integerValue.flatMap(Int32.init(exactly:))
+    else { return nil }
+    var states: [String: (state: String, reason: String?)] = [:]
+    for case .object(let m) in root["modules"]?.arrayValue ?? [] {
+      guard let id = m["moduleID"]?.stringValue, let state = m["state"]?.stringValue else { continue }
+      states[id] = (state, m["reason"]?.stringValue)
+    }
+    return RunStates(pid: pid, alive: RuntimeStateFile.isAlive(pid), states: states)
+  }
+}
