@@ -253,6 +253,9 @@ final class WorkerProcess: Sendable {
 
   /// How the worker ended, with the cgroup's word when it had one: "killed by SIGKILL
   /// (Killed); killed by the kernel at its memory limit (peak …)".
+  /// What the worker's cgroup said of its end, once reaped (an OOM kill); nil otherwise.
+  var cgroupFinding: String? { cgroupVerdict.withLock { $0 } }
+
   func describeExit(_ status: Int32?) -> String {
     let plain = Self.describe(status: status)
     guard let verdict = cgroupVerdict.withLock({ $0 }) else { return plain }

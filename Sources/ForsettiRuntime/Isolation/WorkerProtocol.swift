@@ -307,17 +307,17 @@ extension WorkerProcess {
       }
       break
     }
-    // A violation between the check above and the `stop` (which the session then refused).
-    if let v = session.violation {
-      end()
-      return .violated(v)
-    }
+    // A violation between the check above and the `stop` (which the session then refused) is
+    // the first thing `finish` looks at.
     // The socket closed without a `stopped` frame (or before the stop was sent).
-    let status = end(grace: Self.exitGrace)
-    if let status, status == 0 { return .stopped }
-    let tail = recentLines.suffix(3).joined(separator: " | ")
-    return .crashed(
-      "worker \(describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+    let ending = finish()
+    switch ending {
+    case .exited: return .stopped
+    case .violated(let v): return .violated(v)
+    case .hung, .crashed:
+      let tail = recentLines.suffix(3).joined(separator: " | ")
+      return .crashed("\(ending) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+    }
   }
 }
 

@@ -79,28 +79,23 @@ extension ModuleManager {
   @discardableResult
   func ended(_ i: Int, _ worker: WorkerProcess, when: String) -> String {
     let id = worker.moduleID
+    // A violation and a hung handler count like a crash: the worker's state can no longer be
+    // trusted, and restarts end in quarantine either way.
+    let ending = worker.finish()
+    _ = table[i].release(as: .failed(ending.reason))
     let failure: String
-    if let v = worker.session.violation {
-      // Counted like a crash: the worker's state can no longer be trusted, whether the module
-      // meant it or scribbled on the socket, and restarts end in quarantine either way.
-      worker.end()
-      _ = table[i].release(as: .failed(.protocolViolation))
+    switch ending {
+    case .violated(let v):
       environment.hostLog(
         .error, about: id, "\(ReasonCode.protocolViolation.rawValue) \(when): \(v)",
         ["reason": ReasonCode.protocolViolation.rawValue])
       failure = v.description
-    } else if let hung = worker.hung {
-      // Counted like a crash: killed by the host because its role handler held its turn past
-      // the deadline (`WorkerProcess.probe`).
-      let status = worker.end(grace: WorkerProcess.exitGrace)
-      failure = "\(hung); worker \(worker.describeExit(status)) \(when)"
-      _ = table[i].release(as: .failed(.crashed))
+    case .hung:
+      failure = "\(ending) \(when)"
       environment.hostLog(.error, about: id, "crashed: \(failure)")
-    } else {
-      let status = worker.end(grace: WorkerProcess.exitGrace)
+    case .exited, .crashed:
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
-      failure = "worker \(worker.describeExit(status)) \(when)"
-      _ = table[i].release(as: .failed(.crashed))
+      failure = "\(ending) \(when)"
       environment.hostLog(
         .error, about: id, "crashed: \(failure)\(tail.isEmpty ? "" : "; last lines: \(tail)")")
     }

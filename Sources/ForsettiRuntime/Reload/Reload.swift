@@ -109,17 +109,10 @@ extension ModuleManager {
     }
     guard worker.isClosed else { return true }
     let after = Self.formatted(ContinuousClock.now - began)
-    let reason: ReasonCode
-    let what: String
-    if let v = worker.session.violation {
-      worker.end()
-      reason = .protocolViolation
-      what = "broke the worker protocol (\(v))"
-    } else {
-      let status = worker.end(grace: WorkerProcess.exitGrace)
-      reason = .crashed
-      what = "worker \(worker.describeExit(status))"
-    }
+    let ending = worker.finish()
+    let reason = ending.reason
+    let what =
+      if case .violated(let v) = ending { "broke the worker protocol (\(v))" } else { ending.description }
     let tail = worker.recentLines.suffix(3).joined(separator: " | ")
     let detail =
       "\(what) \(after) after start, within its \(grace) s grace period\(tail.isEmpty ? "" : "; last lines: \(tail)")"
