@@ -209,7 +209,7 @@ extension WorkerProcess {
         .load, .loadFailed, ProtocolVersion.mismatch(worker: version, host: ProtocolVersion.current),
         restart: nil)
     }
-    return .confined(ModuleManager.describeConfinement(json))
+    return .confined(ConfinementReport(json: json).map { "confined: \($0)" } ?? "confinement unknown")
   }
 
   /// `loaded`: the module's descriptor and UI contributions, untrusted.
