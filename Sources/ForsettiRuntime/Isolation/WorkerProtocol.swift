@@ -334,7 +334,9 @@ extension WorkerProcess {
       remember(line)
       backend.log(moduleID: moduleID, level: level, message: line, metadata: [:])
     case .telemetry:
-      guard let name = f.string(0), !name.isEmpty, name.utf8.count <= 128 else { return }
+      guard let name = f.string(0), !name.isEmpty, name.utf8.count <= HostFunctions.maxTelemetryName else {
+        return
+      }
       let attrs = f.string(1).flatMap { $0.isEmpty ? nil : try? JSONParser.parse($0) }
       guard attrs == nil || attrs?.objectValue != nil else { return }
       _ = backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)
