@@ -210,9 +210,9 @@ extension ModuleManager {
         fail(a.slot, .load, .loadFailed, "could not give the worker its CPU share: \(error)")
         return nil
       }
-    } else if case .success(let cgroups) = Self.workerCgroups {
+    } else if case .success(let cgroups) = HostCgroups.workerCgroups {
       do {
-        cgroup = try cgroups.create(moduleID: id, limits: Self.cgroupLimits(id, settings))
+        cgroup = try cgroups.create(moduleID: id, limits: HostCgroups.limits(id, settings))
       } catch {
         started.discard()
         fail(a.slot, .load, .loadFailed, "could not make the worker a cgroup of its own: \(error)")
@@ -225,30 +225,6 @@ extension ModuleManager {
         a, settings, memoryAccounted: cgroup != nil, libraries: grants?.granted ?? []),
       cgroup: cgroup,
       joined: placed != nil, environment: environment, onExit: exitHandler)
-  }
-
-  /// What the cgroup of a worker of `moduleID` holds it to.
-  static func cgroupLimits(_ moduleID: String, _ settings: IsolationSettings) -> WorkerCgroup.Limits {
-    .init(
-      memoryBytes: settings.limits.memoryBytes, tasks: workerTasks,
-      cpuWeight: settings.cpu.weight(for: moduleID),
-      cpuMaxPercent: settings.cpu.maxPercent(for: moduleID))
-  }
-
-  /// A cgroup of its own for the spare worker `pid`, with every worker's limits, and the spare
-  /// in it; nil without cgroups or when that fails (the worker is then placed when it is given
-  /// its module, as any other).
-  static func placeSpare(_ pid: Int32, _ settings: IsolationSettings) -> WorkerCgroup? {
-    guard case .success(let cgroups) = workerCgroups,
-      let cgroup = try? cgroups.create(moduleID: "spare", limits: cgroupLimits("spare", settings))
-    else { return nil }
-    do throws(CgroupError) {
-      try cgroup.add(pid: pid)
-      return cgroup
-    } catch {
-      WorkerProcess.release(cgroup)
-      return nil
-    }
   }
 
   /// Moves one start on by one event from its worker (read by `WorkerProcess.startStep`).

@@ -48,7 +48,7 @@ public final class ModuleManager {
         return
       }
       guard spareWorker == nil, let source = workerSource, let settings = isolation else { return }
-      let spare = SpareWorker(source: source) { pid in Self.placeSpare(pid, settings) }
+      let spare = SpareWorker(source: source) { pid in HostCgroups.placeSpare(pid, settings) }
       spare.refill()
       spareWorker = spare
     }
@@ -96,6 +96,13 @@ public final class ModuleManager {
   /// Called (from any thread) when supervision has work: a worker exited. The host's loop uses
   /// it to wake and then calls `superviseOnce()` on the main thread.
   public func onSupervisionNeeded(_ wake: @escaping @Sendable () -> Void) { inbox.setWake(wake) }
+
+  /// The start line about the workers' cgroups (`HostCgroups.support`), where the command line
+  /// has always asked for it.
+  public static var cgroupSupport: String { HostCgroups.support }
+
+  /// The start line with the CPU shares in force (`HostCgroups.support(cpu:)`).
+  public static func cgroupSupport(cpu: CPUShares) -> String { HostCgroups.support(cpu: cpu) }
 
   /// The composed UI surface of the started modules.
   public var surface: Surface {
