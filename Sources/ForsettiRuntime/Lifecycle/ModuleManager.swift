@@ -404,6 +404,21 @@ struct Activation {
 enum IdentityVerdict {
   case pass(String)
   case fail(GateViolation)
+
+  init(_ result: Result<String, GateViolation>) {
+    switch result {
+    case .success(let detail): self = .pass(detail)
+    case .failure(let v): self = .fail(v)
+    }
+  }
+
+  /// The verdict as a `Result`, for code outside the lifecycle (`IsolatedStarter`).
+  var result: Result<String, GateViolation> {
+    switch self {
+    case .pass(let detail): .success(detail)
+    case .fail(let v): .failure(v)
+    }
+  }
 }
 
 /// Names of forsetti.h status codes, for messages.
