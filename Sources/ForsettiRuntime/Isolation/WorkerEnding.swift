@@ -1,4 +1,5 @@
 import ForsettiCore
+import Glibc
 
 /// How a worker ended, decided in one place for every site that sees one end (supervision of a
 /// running module, a reload's grace period, a stop): the first of a protocol violation, a hung
@@ -20,16 +21,47 @@ enum WorkerEnding: Equatable, Sendable, CustomStringConvertible {
     violation: ProtocolViolation?, hung: String?, status: Int32?, cgroupVerdict: String?
   ) -> WorkerEnding {
     if let violation { return .violated(violation) }
-    let exit = WorkerProcess.describe(status: status) + (cgroupVerdict.map { "; " + $0 } ?? "")
+    let exit = describe(status: status) + (cgroupVerdict.map { "; " + $0 } ?? "")
     if let hung { return .hung(verdict: hung, exit: exit) }
     if status == 0 { return .exited }
     return .crashed(exit: exit)
+  }
+
+  /// "killed by SIGKILL (Killed)", or what is known of a worker not reaped in time.
+  static func describe(status: Int32?) -> String {
+    guard let status else { return "killed, not yet reaped" }
+    return describe(status: status)
+  }
+
+  /// "killed by SIGSEGV (Segmentation fault)" or "exited with status 3".
+  static func describe(status: Int32) -> String {
+    let sig = status & 0x7F
+    if sig != 0 {
+      let names: [Int32: String] = [
+        SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE",
+        SIGILL: "SIGILL", SIGXCPU: "SIGXCPU", SIGTERM: "SIGTERM", SIGSYS: "SIGSYS", SIGTRAP: "SIGTRAP",
+      ]
+      let name = names[sig] ?? "signal \(sig)"
+      return "killed by \(name) (\(String(cString: strsignal(sig))))"
+    }
+    return "exited with status \((status >> 8) & 0xFF)"
   }
 
   /// The reason code a failing end is recorded under.
   var reason: ReasonCode {
     if case .violated = self { return .protocolViolation }
     return .crashed
+  }
+
+  /// The wait status in words, without the word "worker": "killed by SIGSEGV (Segmentation
+  /// fault)"; the violation for one that broke the protocol.
+  var exit: String {
+    switch self {
+    case .violated(let v): v.description
+    case .hung(let verdict, let exit): "\(exit) (\(verdict))"
+    case .exited: "exited with status 0"
+    case .crashed(let exit): exit
+    }
   }
 
   /// "worker killed by SIGSEGV (Segmentation fault)", "hung …; worker killed by SIGKILL (…)",

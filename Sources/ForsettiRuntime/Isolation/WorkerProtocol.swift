@@ -156,10 +156,13 @@ extension WorkerProcess {
         end()
         return .spareLost
       }
-      let status = end(grace: Self.exitGrace)
+      let ending = finish()
+      if case .violated(let v) = ending {
+        return .failed(p.step, .protocolViolation, v.description, restart: v.description)
+      }
       let lines = recentLines
       let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
-      let failure = "\(describeExit(status)) \(p.moment)"
+      let failure = "\(ending.exit) \(p.moment)"
       return .failed(p.step, .crashed, "worker \(failure)\(tail)", restart: failure)
     }
   }

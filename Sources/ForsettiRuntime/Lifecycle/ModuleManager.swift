@@ -249,11 +249,7 @@ public final class ModuleManager {
     environment.hostLog(.info, "started \(m.moduleID) \(m.moduleVersion)")
   }
 
-  static func formatted(_ d: Duration) -> String {
-    let (s, atto) = d.components
-    let us = Int(s) * 1_000_000 + Int(atto / 1_000_000_000_000)
-    return us >= 10_000 ? "\(us / 1000) ms" : "\(us) µs"
-  }
+  static func formatted(_ d: Duration) -> String { DurationText.short(d) }
 
   private func activateInProcess(
     slot i: SlotHandle, manifest m: ModuleManifest, path: String, isSwift: Bool, state: [UInt8]?
@@ -417,27 +413,6 @@ enum IdentityVerdict {
     switch self {
     case .pass(let detail): .success(detail)
     case .fail(let v): .failure(v)
-    }
-  }
-}
-
-/// Names of forsetti.h status codes, for messages.
-public enum StatusName {
-  public static func of(_ s: Int32) -> String {
-    switch s {
-    case FORSETTI_OK: "FORSETTI_OK"
-    case FORSETTI_ERR_INVALID_ARGUMENT: "FORSETTI_ERR_INVALID_ARGUMENT"
-    case FORSETTI_ERR_DENIED: "FORSETTI_ERR_DENIED"
-    case FORSETTI_ERR_REVOKED: "FORSETTI_ERR_REVOKED"
-    case FORSETTI_ERR_NOT_FOUND: "FORSETTI_ERR_NOT_FOUND"
-    case FORSETTI_ERR_IO: "FORSETTI_ERR_IO"
-    case FORSETTI_ERR_TOO_LARGE: "FORSETTI_ERR_TOO_LARGE"
-    case FORSETTI_ERR_BUFFER_TOO_SMALL: "FORSETTI_ERR_BUFFER_TOO_SMALL"
-    case FORSETTI_ERR_COMMUNICATION_DENIED: "FORSETTI_ERR_COMMUNICATION_DENIED"
-    case FORSETTI_ERR_START_FAILED: "FORSETTI_ERR_START_FAILED"
-    case FORSETTI_ERR_CALL_CYCLE: "FORSETTI_ERR_CALL_CYCLE"
-    case FORSETTI_ERR_QUOTA: "FORSETTI_ERR_QUOTA"
-    default: "status \(s)"
     }
   }
 }
