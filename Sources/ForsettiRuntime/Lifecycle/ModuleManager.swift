@@ -7,8 +7,11 @@ import Glibc
 
 /// The module table and the one lifecycle of its modules: load → identity and UI → start, in
 /// provider-first order; supervision of what runs; stop in reverse. One module's failure is
-/// recorded against it and never stops others. Reconciliation (`Reconciler.swift`) and reload
-/// (`Reload.swift`) change modules only through these slots.
+/// recorded against it and never stops others. Reconciliation (`Reconciler.swift`), reload
+/// (`Reload.swift`), supervision (`Supervision.swift`) and the isolated start's records
+/// (`IsolatedActivation.swift`) change modules only through these slots, reached by
+/// `SlotHandle`; the isolated start itself (`IsolatedStarter`) and the workers' cgroups
+/// (`HostCgroups`) are Isolation's, given what they need.
 ///
 /// Used from one thread (the host's main thread): module `start` and `stop` are called there, as
 /// forsetti.h promises.
