@@ -32,6 +32,8 @@ let package = Package(
         .product(name: "ForsettiCLI", package: forsetti),
       ]),
     .executableTarget(
+      name: "fuzz-policy", dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
+    .executableTarget(
       name: "fuzz-wire", dependencies: ["FuzzSupport", .product(name: "ForsettiBridge", package: forsetti)]),
   ]
 )
