@@ -85,5 +85,14 @@ import Testing
     w = published(["com.acme.crm": "blocked/capabilityDenied", "com.test.keeper": "started"], by: host)
     try #require(w.reached, why(w, host))
     #expect(host.await("bye from com.acme.crm") != nil, "\(host.lines)")
+
+    // A rewrite that is not valid changes nothing until it is fixed, and says where it is wrong.
+    let mark = host.lines.count
+    try LiveHost.replaceFile(file, with: #"{"default": "allow", "rules": [{"effect": "allow"}]}"#)
+    let refused = host.await(
+      #"not reconciled: --policy \#(file): rule 1: field "capabilities" is missing"#, from: mark)
+    #expect(refused != nil, "\(host.lines.suffix(10))")
+    w = published(["com.acme.crm": "blocked/capabilityDenied", "com.test.keeper": "started"], by: host)
+    #expect(w.reached, why(w, host))
   }
 }
