@@ -29,6 +29,8 @@ let package = Package(
       name: "fuzz-control",
       dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
     .executableTarget(
+      name: "fuzz-policy", dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
+    .executableTarget(
       name: "fuzz-wire", dependencies: ["FuzzSupport", .product(name: "ForsettiBridge", package: forsetti)]),
   ]
 )

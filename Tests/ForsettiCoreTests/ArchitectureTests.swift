@@ -560,3 +560,99 @@ struct Layering: Sendable {
       ])
   }
 }
+
+// MARK: - The lifecycle without a hub
+
+/// The runtime's folders, held to what the redesign removed: the manager extended only in its
+/// own folder, Isolation and Reload naming nothing of the lifecycle, a slot changed only by its
+/// own methods and reached by handle, one place deciding how a worker ended, one confinement
+/// codec.
+@Suite struct RuntimeFolderTests {
+  static let runtime = "Sources/ForsettiRuntime"
+
+  /// Every Swift file under `folder`, relative to the package, with its text without comments.
+  static func sources(_ folder: String) throws -> [(path: String, code: String)] {
+    let root = ArchitectureTests.packageRoot
+    let dir = root.appendingPathComponent(folder)
+    let files = try #require(FileManager.default.enumerator(at: dir, includingPropertiesForKeys: nil))
+    var out: [(String, String)] = []
+    for case let url as URL in files where url.pathExtension == "swift" {
+      let text = try String(contentsOf: url, encoding: .utf8)
+      let code = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+        line.range(of: "//").map { String(line[..<$0.lowerBound]) } ?? String(line)
+      }.joined(separator: "\n")
+      out.append((String(url.path.dropFirst(root.path.count + 1)), code))
+    }
+    return out.sorted { $0.0 < $1.0 }
+  }
+
+  static func names(_ word: String, in code: String) -> Bool {
+    code.range(of: "\\b\(word)\\b", options: .regularExpression) != nil
+  }
+
+  @Test func theManagerIsExtendedOnlyInLifecycle() throws {
+    let all = try Self.sources(Self.runtime)
+    let extending = all.filter {
+      $0.code.range(of: #"(?m)^\s*extension\s+ModuleManager\b"#, options: .regularExpression) != nil
+    }
+    // The positive control: the scan finds the extensions that belong where they are.
+    #expect(
+      extending.contains { $0.path.hasSuffix("Lifecycle/Supervision.swift") }, "\(extending.map(\.path))")
+    let outside = extending.map(\.path).filter { !$0.hasPrefix(Self.runtime + "/Lifecycle/") }
+    #expect(outside.isEmpty, "extensions of ModuleManager outside Lifecycle/: \(outside)")
+  }
+
+  /// The folder loops Lifecycle↔Isolation and Lifecycle↔Reload: Isolation and Reload are used
+  /// by the lifecycle and name nothing of it.
+  @Test(arguments: ["Isolation", "Reload"])
+  func aFolderBelowTheLifecycleNamesNothingOfIt(_ folder: String) throws {
+    let lifecycle = try Self.sources(Self.runtime + "/Lifecycle")
+    var types: [String] = []
+    for (_, code) in lifecycle {
+      let found = code.matches(
+        of:
+          /(?m)^(?:public |package |final |private |fileprivate )*(?:class|struct|enum|protocol)\s+([A-Z][A-Za-z0-9]*)/
+      )
+      types += found.map { String($0.output.1) }
+    }
+    #expect(types.contains("ModuleManager") && types.contains("SlotHandle"), "types read: \(types)")
+    for (path, code) in try Self.sources(Self.runtime + "/" + folder) {
+      let named = types.filter { Self.names($0, in: code) }
+      #expect(named.isEmpty, "\(path) names the lifecycle's \(named)")
+    }
+  }
+
+  /// `ModuleSlot`'s promise: its stored state is `private(set)` (or `let`), so only its own
+  /// methods change it; and the table is reached by handle, never by an integer.
+  @Test func aSlotChangesOnlyThroughItsMethods() throws {
+    let lifecycle = try Self.sources(Self.runtime + "/Lifecycle")
+    let slot = try #require(lifecycle.first { $0.path.hasSuffix("/ModuleSlot.swift") }).code
+    let body =
+      try #require(slot.components(separatedBy: "struct ModuleSlot {").last)
+      .components(separatedBy: "\n}\n").first ?? ""
+    let stored = body.split(separator: "\n").filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") }
+      .filter { $0.contains("var ") && !$0.contains("{") && !$0.contains("func ") }
+    #expect(!stored.isEmpty, "no stored property of ModuleSlot was read")
+    for line in stored {
+      #expect(line.contains("private(set) var") || line.contains("private var"), "\(line)")
+    }
+    let table = try #require(lifecycle.first { $0.path.hasSuffix("/ModuleTable.swift") }).code
+    #expect(table.contains("subscript(h: SlotHandle)"))
+    #expect(!table.contains(": Int) -> ModuleSlot"), "ModuleTable is reached by an integer")
+    for (path, code) in try Self.sources(Self.runtime) where !path.hasSuffix("/ModuleTable.swift") {
+      #expect(!code.contains("table.slots["), "\(path) reaches into the table's storage")
+    }
+  }
+
+  /// How a worker ended is decided by `WorkerEnding.classify`, reached through `finish()`;
+  /// the confinement report has one codec.
+  @Test func oneRuleForAnEndAndOneConfinementCodec() throws {
+    let runtime = try Self.sources(Self.runtime)
+    let finishing = runtime.filter { $0.code.contains(".finish()") || $0.code.contains(" finish()") }
+    #expect(finishing.count >= 3, "sites using finish(): \(finishing.map(\.path))")
+    for (path, code) in runtime where !path.hasSuffix("/WorkerEnding.swift") {
+      #expect(!code.contains("describe(status:"), "\(path) words a wait status itself")
+      #expect(!code.contains("\"capabilitiesDropped\""), "\(path) reads the confinement report itself")
+    }
+  }
+}

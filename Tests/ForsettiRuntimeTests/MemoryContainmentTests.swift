@@ -54,7 +54,7 @@ import Testing
       mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 30, memoryMiB: 1024, startTimeout: 20))
     defer { m.stopAll() }
     #expect(!h.lines("com.test.memfdhog").contains("held 3072 MiB in memfds"))
-    if ModuleManager.cgroupSupport.hasPrefix("NO cgroup") {
+    if HostCgroups.support.hasPrefix("NO cgroup") {
       // Without a cgroup nothing would count the memfds: the worker may not make one.
       #expect(h.state("com.test.memfdhog") == .started)
       #expect(h.lines("com.test.memfdhog").contains { $0.hasPrefix("memfd_create refused after 0 MiB") })

@@ -19,7 +19,7 @@ import Testing
     do {
       // The process's own preparation, shared with every isolated module of the other tests:
       // a second one would own the same forsetti-<pid> and could remove it under them.
-      cgroups = try ModuleManager.workerCgroups.get()
+      cgroups = try HostCgroups.workerCgroups.get()
     } catch {
       // Skip nothing silently: without root or delegation the typed error must say why.
       #expect(geteuid() != 0, "as root the host must be able to make cgroups here: \(error)")
@@ -622,7 +622,7 @@ import Testing
       case .found?: break
       case .unavailable(let why)?:
         // Only where the host really has no cgroups: where it made them, both were found.
-        if case .success = ModuleManager.workerCgroups { Issue.record("\(c) unavailable: \(why)") }
+        if case .success = HostCgroups.workerCgroups { Issue.record("\(c) unavailable: \(why)") }
       case nil: Issue.record("\(c) neither found nor refused")
       }
     }

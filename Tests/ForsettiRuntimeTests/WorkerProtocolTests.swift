@@ -268,6 +268,6 @@ import Testing
     var status: Int32 = 0
     #expect(waitpid(started.pid, &status, 0) == started.pid)
     #expect(
-      WorkerProcess.describe(status: status) == "exited with status \(WorkerMain.protocolMismatchStatus)")
+      WorkerEnding.describe(status: status) == "exited with status \(WorkerMain.protocolMismatchStatus)")
   }
 }

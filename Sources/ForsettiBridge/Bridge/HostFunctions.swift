@@ -43,10 +43,15 @@ package enum HostFunctions {
     }
   }
 
-  package static let maxName = 256
-  package static let maxMessage = 16 * 1024
-  /// Largest event or message payload.
-  package static let maxPayload = 64 * 1024
+  package static let maxName = Int(FORSETTI_MAX_NAME)
+  package static let maxMessage = Int(FORSETTI_LOG_MAX_MESSAGE)
+  /// Largest event payload.
+  package static let maxPayload = Int(FORSETTI_EVENT_MAX_PAYLOAD)
+  /// Largest message payload.
+  package static let maxMessagePayload = Int(FORSETTI_MESSAGE_MAX_PAYLOAD)
+  /// Longest telemetry event name, and attributes JSON.
+  package static let maxTelemetryName = Int(FORSETTI_TELEMETRY_MAX_NAME)
+  package static let maxTelemetryAttributes = Int(FORSETTI_TELEMETRY_MAX_ATTRIBUTES)
 
   package static func closure(
     _ args: [UnsafeMutablePointer<ffi_type>], _ ret: UnsafeMutablePointer<ffi_type>,
@@ -190,10 +195,12 @@ package enum HostFunctions {
   package static func telemetry(_ b: ModuleBinding) throws(BindingError) -> UnsafeMutableRawPointer {
     let record = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in
       guard !b.isRevoked else { return revoked }
-      guard let event = name(a, 0), !event.isEmpty, event.utf8.count <= 128 else { return invalid }
+      guard let event = name(a, 0), !event.isEmpty, event.utf8.count <= maxTelemetryName else {
+        return invalid
+      }
       var attributes: JSONValue?
       if let p = a.cString(1) {
-        guard let text = text(p, max: 64 * 1024), let value = try? JSONParser.parse(text),
+        guard let text = text(p, max: maxTelemetryAttributes), let value = try? JSONParser.parse(text),
           value.objectValue != nil
         else { return invalid }
         attributes = value
@@ -259,7 +266,7 @@ package enum HostFunctions {
       guard let target = name(a, 0), let type = name(a, 1), let payload = buffer(a, 2, 3) else {
         return invalid
       }
-      guard payload.count <= HostFunctions.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
+      guard payload.count <= HostFunctions.maxMessagePayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
       return .int32(backend.send(from: b.moduleID, to: target, type: type, payload: payload))
     }
     let setHandler = try closure([FFIType.pointer, FFIType.pointer], FFIType.int32) { a in

@@ -106,8 +106,11 @@ package struct ServiceReply: Sendable, Equatable {
   package var length: Int
   package var bytes: [UInt8]
 
-  /// The largest reply (a role response, a secure value, a sealed input).
-  package static let maxBytes = 64 * 1024 + 64
+  /// The largest reply the ABI can ask for: a role response, a secure value, or a sealed input
+  /// with its overhead.
+  package static let maxBytes = max(
+    Int(FORSETTI_ROLE_MAX_PAYLOAD), Int(FORSETTI_SECURE_STORAGE_MAX_VALUE),
+    Int(FORSETTI_CRYPTO_MAX_INPUT) + Int(FORSETTI_CRYPTO_SEAL_OVERHEAD))
 
   package init(_ status: Int32, _ bytes: [UInt8] = [], length: Int? = nil) {
     self.status = status

@@ -42,44 +42,6 @@ public struct ConfinementPolicy: Sendable, Hashable {
   }
 }
 
-/// What confinement achieved, for the host to report once at start and in `explain`.
-public struct ConfinementReport: Sendable, Hashable, CustomStringConvertible {
-  /// Every capability dropped (effective, permitted, inheritable, ambient; bounding unless noted
-  /// in `missing`).
-  public var capabilitiesDropped = false
-  /// Namespaces entered: "user", "ipc", "uts", "net".
-  public var namespaces: [String] = []
-  /// The landlock ABI used, or nil when the kernel has none.
-  public var landlockABI: Int?
-  /// Whether landlock also scopes signals and abstract unix sockets (ABI 6+): the module can
-  /// neither signal the host nor reach an abstract socket outside its own domain.
-  public var signalsScoped = false
-  public var seccomp = false
-  /// Distinct system calls the seccomp filter refuses in all or some of their uses.
-  public var seccompCalls = 0
-  /// Whether memfd_create, memfd_secret and shmget are refused (no memory cgroup counts them).
-  public var memoryBypassesRefused = false
-  public var missing: [String] = []
-  /// Threads of the process when confinement began: 1 unless something started one too early.
-  public var threadsBefore = 1
-
-  public init() {}
-
-  public var description: String {
-    var parts: [String] = []
-    parts.append(capabilitiesDropped ? "capabilities dropped" : "capabilities KEPT")
-    parts.append(namespaces.isEmpty ? "no namespaces" : namespaces.joined(separator: "+") + " namespaces")
-    parts.append(seccomp ? "seccomp deny-list (\(seccompCalls) calls)" : "no seccomp")
-    if memoryBypassesRefused { parts.append("memfd/shm refused") }
-    parts.append(
-      landlockABI.map { "landlock ABI \($0)" + (signalsScoped ? " (signals, abstract sockets scoped)" : "") }
-        ?? "no landlock")
-    parts.append("no_new_privs, rlimits")
-    return parts.joined(separator: ", ")
-      + (missing.isEmpty ? "" : "; missing: " + missing.joined(separator: "; "))
-  }
-}
-
 /// A step of confinement that failed where the kernel does support it: the worker must not run.
 public struct ConfinementError: Error, Sendable, CustomStringConvertible {
   public var step: String

@@ -63,15 +63,8 @@ public enum WorkerMain {
     // case the host died in between.
     _ = forsetti_set_parent_death_signal(SIGKILL)
     guard getppid() == config.parent else { return 70 }
-    var confined = JSONObject([
-      (ProtocolVersion.member, .number(String(ProtocolVersion.current))),
-      ("capabilitiesDropped", .bool(report.capabilitiesDropped)), ("namespaces", .strings(report.namespaces)),
-      ("landlockABI", report.landlockABI.map { .number(String($0)) } ?? .null),
-      ("signalsScoped", .bool(report.signalsScoped)),
-      ("seccomp", .bool(report.seccomp)), ("seccompCalls", .number(String(report.seccompCalls))),
-      ("memoryBypassesRefused", .bool(report.memoryBypassesRefused)), ("missing", .strings(report.missing)),
-    ])
-    confined["threadsBeforeConfinement"] = .number(String(report.threadsBefore))
+    let confined = JSONObject(
+      [(ProtocolVersion.member, .number(String(ProtocolVersion.current)))] + report.json)
     socket.send(WireFrame(.confined, [.string(JSONWriter.string(.object(confined)))]))
 
     // MARK: Load (host: Confined, loaded)

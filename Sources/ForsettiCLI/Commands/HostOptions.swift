@@ -11,6 +11,8 @@ struct HostOptions {
   var pluginDirectories: [String]
   var mode: DiscoveryMode
   var policy: any CapabilityPolicy
+  /// `--policy FILE`: read again each time the host judges, so a running host follows it.
+  var policyFile: String? = nil
   var entitlementsFile: String?
   var approveAll: Bool
   var hostVersion: SemanticVersion
@@ -30,7 +32,8 @@ struct HostOptions {
       repeatable: true),
     .flag("strict", "Stop at the first file that is not a valid, unique manifest."),
     .value(
-      "policy", "POLICY", "Capability policy: allow-all, or fixed:CAP,CAP,… to allow only those.",
+      "policy", "POLICY",
+      "Capability policy: allow-all, fixed:CAP,CAP,… to allow only those, or a policy file of allow/deny rules (operator guide).",
       default: "allow-all"),
     .value("entitlements", "FILE", "Unlocked products, as {\"unlockedProducts\":[\"…\"]}; none without it."),
     .flag("approve-all", "Treat every requested capability as approved (development and CI)."),
@@ -47,8 +50,10 @@ struct HostOptions {
 
   static func parse(_ p: ParsedArguments) throws(CommandFailure) -> HostOptions {
     var policy: any CapabilityPolicy = AllowAllCapabilityPolicy()
+    var policyFile: String?
     if let raw = p.value("policy") {
       policy = try parsePolicy(raw)
+      if policy is RuleCapabilityPolicy { policyFile = raw }
     }
     var hostVersion = ForsettiVersion.current
     if let raw = p.value("host-version") {
@@ -68,7 +73,8 @@ struct HostOptions {
     if p.flag("require-signatures") { try requireModuleKeys(stateDirectory: state) }
     return HostOptions(
       manifestsDirectory: p.value("manifests") ?? "manifests", pluginDirectories: p.all("plugins"),
-      mode: p.flag("strict") ? .strict : .fallback, policy: policy, entitlementsFile: p.value("entitlements"),
+      mode: p.flag("strict") ? .strict : .fallback, policy: policy, policyFile: policyFile,
+      entitlementsFile: p.value("entitlements"),
       approveAll: p.flag("approve-all"), hostVersion: hostVersion, stateDirectory: state,
       json: p.flag("json"), requireSignatures: p.flag("require-signatures"))
   }
@@ -86,10 +92,12 @@ struct HostOptions {
       ))
   }
 
+  /// `allow-all`, `fixed:CAP,…`, or else a policy file, read now so a bad one stops the command
+  /// before anything is judged (`./allow-all` names a file of that name).
   static func parsePolicy(_ raw: String) throws(CommandFailure) -> any CapabilityPolicy {
     if raw == "allow-all" { return AllowAllCapabilityPolicy() }
     guard raw.hasPrefix("fixed:") || raw == "fixed" else {
-      throw .usage(.invalidValue(option: "policy", value: raw, why: "expected allow-all or fixed:CAP,CAP,…"))
+      do { return try Judge.readPolicy(raw) } catch { throw failure(error) }
     }
     let list = raw.dropFirst("fixed".count).drop { $0 == ":" }
     var caps = Set<Capability>()
@@ -114,7 +122,7 @@ struct HostOptions {
       policy: policy, entitlementsFile: entitlementsFile, approveAll: approveAll, hostVersion: hostVersion,
       stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements,
       defaultPolicy: defaultPolicy,
-      requireSignatures: requireSignatures)
+      requireSignatures: requireSignatures, policyFile: policyFile)
   }
 
   /// The runtime's judge (the gate stack with every trust input) for these options.

@@ -6,6 +6,15 @@ public protocol CapabilityPolicy: Sendable {
   func allows(moduleID: String, capability: Capability) -> Bool
   /// A short name for traces and `--help` ("allow-all", "fixed: storage, telemetry").
   var name: String { get }
+  /// Why `capabilities` are denied to `moduleID`, for the trace: the deciding input.
+  func denial(moduleID: String, capabilities: [Capability]) -> String
+}
+
+extension CapabilityPolicy {
+  /// A policy with no finer reason than its name: "policy fixed: storage denies networking".
+  public func denial(moduleID: String, capabilities: [Capability]) -> String {
+    "policy \(name) denies " + capabilities.map(\.rawValue).joined(separator: ", ")
+  }
 }
 
 /// Allows every requested capability (tests, local development, simple hosts).

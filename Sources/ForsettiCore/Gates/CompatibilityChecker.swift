@@ -59,10 +59,7 @@ public struct CompatibilityChecker: Sendable {
     }
     let denied = m.capabilitiesRequested.filter { !policy.allows(moduleID: m.moduleID, capability: $0) }
     if !denied.isEmpty {
-      return .fail(
-        .init(
-          .capabilityDenied,
-          "policy \(policy.name) denies " + denied.map(\.rawValue).joined(separator: ", ")))
+      return .fail(.init(.capabilityDenied, policy.denial(moduleID: m.moduleID, capabilities: denied)))
     }
     return .pass
   }

@@ -7,7 +7,7 @@ import Synchronization
 
 /// A running host: it judges, converges on what should run, and converges again whenever
 /// something that can change a verdict changes — a file of the state directory (approvals,
-/// overrides, activation, licences, trusted keys) or the entitlements file, a manifest or a
+/// overrides, activation, licences, trusted keys) or the entitlements or policy file, a manifest or a
 /// binary, a licence expiry or an override window's edge, a worker's exit. Only under `dev` does
 /// a new version replace one that runs. It never stops by itself: with nothing to run it waits
 /// for something to change.
@@ -265,21 +265,22 @@ public final class LiveHost {
     let keys = TrustedKeys.root(stateDirectory: state)
     let roleDirs = TrustRole.allCases.map { TrustedKeys.directory($0, stateDirectory: state) }
     var dirs = [state, state + "/licences", keys] + roleDirs
-    let entitlements = c.entitlementsFile.map { PathText.name($0) }
-    // Any change in the entitlements file's own directory counts (a file swapped through a
-    // symbolic link, as Kubernetes mounts do); in the state directory only its name does, or the
-    // host's own writes there (runtime.json) would wake it.
-    var entitlementsDirectory: String?
-    if let file = c.entitlementsFile {
+    let inputFiles = [c.entitlementsFile, c.policyFile].compactMap { $0 }
+    let inputNames = Set(inputFiles.map { PathText.name($0) })
+    // Any change in the entitlements or policy file's own directory counts (a file swapped
+    // through a symbolic link, as Kubernetes mounts do); in the state directory only its name
+    // does, or the host's own writes there (runtime.json) would wake it.
+    var inputDirectories = Set<String>()
+    for file in inputFiles {
       let dir = PathText.parent(file)
       let d = dir.isEmpty ? "." : dir
       dirs.append(d)
-      if d != state { entitlementsDirectory = d }
+      if d != state { inputDirectories.insert(d) }
     }
     for d in dirs {
       try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
     }
-    let entitlementsDir = entitlementsDirectory
+    let inputDirs = inputDirectories
     let flag = trustChanged
     let wake = self.wake
     let names = Self.stateFiles
@@ -289,7 +290,7 @@ public final class LiveHost {
           let name = PathText.name(path)
           let dir = PathText.parent(path)
           let trust = dir == state && (name == "licences" || name == "trusted-keys")
-          if names.contains(name) || name == entitlements || dir == entitlementsDir || trust
+          if names.contains(name) || inputNames.contains(name) || inputDirs.contains(dir) || trust
             || dir == state + "/licences" || dir == keys || roleDirs.contains(dir)
           {
             flag.set()

@@ -251,13 +251,8 @@ final class WorkerProcess: Sendable {
     _ = DetachedThread.start { _ = try? cgroup.release() }
   }
 
-  /// How the worker ended, with the cgroup's word when it had one: "killed by SIGKILL
-  /// (Killed); killed by the kernel at its memory limit (peak …)".
-  func describeExit(_ status: Int32?) -> String {
-    let plain = Self.describe(status: status)
-    guard let verdict = cgroupVerdict.withLock({ $0 }) else { return plain }
-    return plain + "; " + verdict
-  }
+  /// What the worker's cgroup said of its end, once reaped (an OOM kill); nil otherwise.
+  var cgroupFinding: String? { cgroupVerdict.withLock { $0 } }
 
   /// The wait status once the process exits, waiting at most `seconds`.
   func exitStatus(within seconds: Double) -> Int32? {
@@ -297,26 +292,6 @@ final class WorkerProcess: Sendable {
       _ = exitStatus()
     }
     return nil
-  }
-
-  /// "killed by SIGKILL (Killed)", or what is known of a worker not reaped in time.
-  static func describe(status: Int32?) -> String {
-    guard let status else { return "killed, not yet reaped" }
-    return describe(status: status)
-  }
-
-  /// "killed by SIGSEGV (Segmentation fault)" or "exited with status 3".
-  static func describe(status: Int32) -> String {
-    let sig = status & 0x7F
-    if sig != 0 {
-      let names: [Int32: String] = [
-        SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE",
-        SIGILL: "SIGILL", SIGXCPU: "SIGXCPU", SIGTERM: "SIGTERM", SIGSYS: "SIGSYS", SIGTRAP: "SIGTRAP",
-      ]
-      let name = names[sig] ?? "signal \(sig)"
-      return "killed by \(name) (\(String(cString: strsignal(sig))))"
-    }
-    return "exited with status \((status >> 8) & 0xFF)"
   }
 
   static func signal(of status: Int32) -> Int32? {

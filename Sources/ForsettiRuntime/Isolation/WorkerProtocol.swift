@@ -156,10 +156,13 @@ extension WorkerProcess {
         end()
         return .spareLost
       }
-      let status = end(grace: Self.exitGrace)
+      let ending = finish()
+      if case .violated(let v) = ending {
+        return .failed(p.step, .protocolViolation, v.description, restart: v.description)
+      }
       let lines = recentLines
       let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
-      let failure = "\(describeExit(status)) \(p.moment)"
+      let failure = "\(ending.exit) \(p.moment)"
       return .failed(p.step, .crashed, "worker \(failure)\(tail)", restart: failure)
     }
   }
@@ -209,7 +212,7 @@ extension WorkerProcess {
         .load, .loadFailed, ProtocolVersion.mismatch(worker: version, host: ProtocolVersion.current),
         restart: nil)
     }
-    return .confined(ModuleManager.describeConfinement(json))
+    return .confined(ConfinementReport(json: json).map { "confined: \($0)" } ?? "confinement unknown")
   }
 
   /// `loaded`: the module's descriptor and UI contributions, untrusted.
@@ -307,17 +310,17 @@ extension WorkerProcess {
       }
       break
     }
-    // A violation between the check above and the `stop` (which the session then refused).
-    if let v = session.violation {
-      end()
-      return .violated(v)
-    }
+    // A violation between the check above and the `stop` (which the session then refused) is
+    // the first thing `finish` looks at.
     // The socket closed without a `stopped` frame (or before the stop was sent).
-    let status = end(grace: Self.exitGrace)
-    if let status, status == 0 { return .stopped }
-    let tail = recentLines.suffix(3).joined(separator: " | ")
-    return .crashed(
-      "worker \(describeExit(status)) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+    let ending = finish()
+    switch ending {
+    case .exited: return .stopped
+    case .violated(let v): return .violated(v)
+    case .hung, .crashed:
+      let tail = recentLines.suffix(3).joined(separator: " | ")
+      return .crashed("\(ending) during stop\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+    }
   }
 }
 
@@ -334,7 +337,9 @@ extension WorkerProcess {
       remember(line)
       backend.log(moduleID: moduleID, level: level, message: line, metadata: [:])
     case .telemetry:
-      guard let name = f.string(0), !name.isEmpty, name.utf8.count <= 128 else { return }
+      guard let name = f.string(0), !name.isEmpty, name.utf8.count <= HostFunctions.maxTelemetryName else {
+        return
+      }
       let attrs = f.string(1).flatMap { $0.isEmpty ? nil : try? JSONParser.parse($0) }
       guard attrs == nil || attrs?.objectValue != nil else { return }
       _ = backend.telemetry(moduleID: moduleID, name: name, attributes: attrs)

@@ -10,6 +10,8 @@ public struct HostConfiguration: Sendable {
   public var pluginDirectories: [String]
   public var discoveryMode: DiscoveryMode
   public var policy: any CapabilityPolicy
+  /// A `PolicyFile`, read each time the host judges; when set it replaces `policy`.
+  public var policyFile: String?
   /// `{"unlockedProducts":[…]}`, read each time the host judges.
   public var entitlementsFile: String?
   /// Development and CI: every requested capability counts as approved.
@@ -37,8 +39,10 @@ public struct HostConfiguration: Sendable {
     approveAll: Bool = false, hostVersion: SemanticVersion = ForsettiVersion.current,
     stateDirectory: String, allowAllEntitlements: Bool = false,
     entitlementSource: (any EntitlementProvider)? = nil, defaultPolicy: DefaultPolicy = .allow,
-    inMemoryOverrides: InMemoryOverrides = InMemoryOverrides(), requireSignatures: Bool = false
+    inMemoryOverrides: InMemoryOverrides = InMemoryOverrides(), requireSignatures: Bool = false,
+    policyFile: String? = nil
   ) {
+    self.policyFile = policyFile
     self.manifestsDirectory = manifestsDirectory
     self.pluginDirectories = pluginDirectories
     self.discoveryMode = discoveryMode

@@ -92,8 +92,7 @@ public struct Judge: Sendable {
       throw .file(setting: "state", path: store.path, reason: error.description)
     }
     let context = GateContext(
-      compatibility: CompatibilityChecker(
-        hostVersion: configuration.hostVersion, policy: configuration.policy),
+      compatibility: CompatibilityChecker(hostVersion: configuration.hostVersion, policy: try policy()),
       approvals: approvals, entitlements: entitlements,
       providers: ProviderAvailability(discovered: discovered),
       overrides: store.channels(overrides, inMemory: configuration.inMemoryOverrides.snapshot),
@@ -101,6 +100,21 @@ public struct Judge: Sendable {
     let edges = overrides.edges
     let next = ([licences.nextExpiry].compactMap { $0 } + edges).filter { $0 > now }.min()
     return (context, next)
+  }
+
+  /// The capability policy: the policy file as it is now, or the configured policy.
+  public func policy() throws(JudgeError) -> any CapabilityPolicy {
+    guard let path = configuration.policyFile else { return configuration.policy }
+    return try Self.readPolicy(path)
+  }
+
+  /// A `--policy FILE`, decoded; its errors name the file, the rule and the field.
+  public static func readPolicy(_ path: String) throws(JudgeError) -> RuleCapabilityPolicy {
+    let value = try readJSON(path, setting: "policy", missingOK: false) ?? .null
+    switch PolicyFile.decode(value, path: path) {
+    case .success(let file): return RuleCapabilityPolicy(file)
+    case .failure(let e): throw .file(setting: "policy", path: path, reason: e.description)
+    }
   }
 
   /// Keys trusted for module signatures: `STATE/trusted-keys/modules/*.pub`.

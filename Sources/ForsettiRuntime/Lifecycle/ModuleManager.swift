@@ -7,8 +7,11 @@ import Glibc
 
 /// The module table and the one lifecycle of its modules: load → identity and UI → start, in
 /// provider-first order; supervision of what runs; stop in reverse. One module's failure is
-/// recorded against it and never stops others. Reconciliation (`Reconciler.swift`) and reload
-/// (`Reload.swift`) change modules only through these slots.
+/// recorded against it and never stops others. Reconciliation (`Reconciler.swift`), reload
+/// (`Reload.swift`), supervision (`Supervision.swift`) and the isolated start's records
+/// (`IsolatedActivation.swift`) change modules only through these slots, reached by
+/// `SlotHandle`; the isolated start itself (`IsolatedStarter`) and the workers' cgroups
+/// (`HostCgroups`) are Isolation's, given what they need.
 ///
 /// Used from one thread (the host's main thread): module `start` and `stop` are called there, as
 /// forsetti.h promises.
@@ -48,7 +51,7 @@ public final class ModuleManager {
         return
       }
       guard spareWorker == nil, let source = workerSource, let settings = isolation else { return }
-      let spare = SpareWorker(source: source) { pid in Self.placeSpare(pid, settings) }
+      let spare = SpareWorker(source: source) { pid in HostCgroups.placeSpare(pid, settings) }
       spare.refill()
       spareWorker = spare
     }
@@ -97,6 +100,13 @@ public final class ModuleManager {
   /// it to wake and then calls `superviseOnce()` on the main thread.
   public func onSupervisionNeeded(_ wake: @escaping @Sendable () -> Void) { inbox.setWake(wake) }
 
+  /// The start line about the workers' cgroups (`HostCgroups.support`), where the command line
+  /// has always asked for it.
+  public static var cgroupSupport: String { HostCgroups.support }
+
+  /// The start line with the CPU shares in force (`HostCgroups.support(cpu:)`).
+  public static func cgroupSupport(cpu: CPUShares) -> String { HostCgroups.support(cpu: cpu) }
+
   /// The composed UI surface of the started modules.
   public var surface: Surface {
     Surface.compose(
@@ -110,13 +120,13 @@ public final class ModuleManager {
     self.index = index
     table.removeAll()
     for j in judgements { table.append(ModuleSlot(ModuleRecord(judgement: j))) }
-    start(table.indices.filter { table[$0].record.state == .gated })
+    start(table.handles.filter { table[$0].record.state == .gated })
     persist()
     refillSpareWorker()
   }
 
   /// Loads and starts the gated modules of `slots`, providers first.
-  func start(_ slots: [Int]) {
+  func start(_ slots: [SlotHandle]) {
     let byID = Dictionary(slots.compactMap { i in table[i].moduleID.map { ($0, i) } }) { a, _ in a }
     let manifests = slots.compactMap { table[$0].manifest }
     switch mode {
@@ -136,14 +146,14 @@ public final class ModuleManager {
     }
   }
 
-  func fail(_ i: Int, _ step: GateStep, _ reason: ReasonCode, _ detail: String) {
+  func fail(_ i: SlotHandle, _ step: GateStep, _ reason: ReasonCode, _ detail: String) {
     table[i].failed(step, reason, detail)
     environment.hostLog(.error, about: table[i].moduleID, "\(reason.rawValue) at \(step.rawValue): \(detail)")
   }
 
   /// Loads and starts one gated module. `copy` loads from an already made version copy (hot
   /// reload's rollback); `state` is handed to the new instance after its start.
-  func activate(slot i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil) {
+  func activate(slot i: SlotHandle, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil) {
     guard let a = prepareActivation(slot: i, manifest: m, copy: copy, state: state) else { return }
     switch mode {
     case .inProcess:
@@ -155,7 +165,7 @@ public final class ModuleManager {
   /// Where module `i` is loaded from (its binary, or a version copy of it), or nil after
   /// recording why it cannot be.
   func prepareActivation(
-    slot i: Int, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil
+    slot i: SlotHandle, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil
   )
     -> Activation?
   {
@@ -189,7 +199,7 @@ public final class ModuleManager {
 
   /// The copy module `i` loads `path` from: in memory when it loads into this process (a disk
   /// copy when memory cannot hold one), else on disk; nil after recording why there is none.
-  private func versionCopy(_ path: String, moduleID: String, slot i: Int, facts: ELFFacts) -> String? {
+  private func versionCopy(_ path: String, moduleID: String, slot i: SlotHandle, facts: ELFFacts) -> String? {
     // A memory copy's $ORIGIN is /proc/self/fd: a binary that finds libraries through it gets
     // a disk copy beside links to them.
     if case .inProcess = mode, !VersionCopies.usesOrigin(facts),
@@ -220,7 +230,7 @@ public final class ModuleManager {
 
   /// Records step 8's verdict on module `i`; whether it passed.
   @discardableResult
-  func record(_ i: Int, _ verdict: IdentityVerdict) -> Bool {
+  func record(_ i: SlotHandle, _ verdict: IdentityVerdict) -> Bool {
     switch verdict {
     case .fail(let v):
       fail(i, .identityAndUI, v.reason, v.detail)
@@ -233,7 +243,8 @@ public final class ModuleManager {
 
   /// Records a start: the slot holds the instance from now on.
   func markStarted(
-    _ i: Int, _ m: ModuleManifest, _ instance: any ModuleInstance, _ ui: UIContributions?, took: Duration,
+    _ i: SlotHandle, _ m: ModuleManifest, _ instance: any ModuleInstance, _ ui: UIContributions?,
+    took: Duration,
     detail: String
   ) {
     starts += 1
@@ -241,14 +252,10 @@ public final class ModuleManager {
     environment.hostLog(.info, "started \(m.moduleID) \(m.moduleVersion)")
   }
 
-  static func formatted(_ d: Duration) -> String {
-    let (s, atto) = d.components
-    let us = Int(s) * 1_000_000 + Int(atto / 1_000_000_000_000)
-    return us >= 10_000 ? "\(us / 1000) ms" : "\(us) µs"
-  }
+  static func formatted(_ d: Duration) -> String { DurationText.short(d) }
 
   private func activateInProcess(
-    slot i: Int, manifest m: ModuleManifest, path: String, isSwift: Bool, state: [UInt8]?
+    slot i: SlotHandle, manifest m: ModuleManifest, path: String, isSwift: Bool, state: [UInt8]?
   ) {
     let loaded: LoadedModule
     switch loader.load(path: path, entryPoint: m.entryPoint, isSwift: isSwift) {
@@ -317,7 +324,7 @@ public final class ModuleManager {
   /// worker (isolated).
   public func stopAll() {
     keepsSpareWorker = false
-    for i in table.indices { table[i].restart = nil }
+    for i in table.handles { table[i].forgetRestarts() }
     for i in stopOrder(table.running) { stop(i) }
     workerSource?.release()
     persist()
@@ -326,7 +333,7 @@ public final class ModuleManager {
   /// `running` (in start order) in the order to stop it: the reverse of the dependency order,
   /// not of the order things happened to start in — a provider restarted after a crash started
   /// after its consumers, yet must still stop after them.
-  func stopOrder(_ running: [Int]) -> [Int] {
+  func stopOrder(_ running: [SlotHandle]) -> [SlotHandle] {
     let manifests = running.compactMap { table[$0].record.manifest }
     var rank: [String: Int] = [:]
     for (n, m) in StartOrder.order(manifests).enumerated() { rank[m.moduleID] = n }
@@ -339,7 +346,7 @@ public final class ModuleManager {
 
   /// Stops module `i` if it runs, recording how the stop went; whether it was running.
   @discardableResult
-  func stop(_ i: Int) -> Bool {
+  func stop(_ i: SlotHandle) -> Bool {
     guard let instance = table[i].release(as: .stopped) else { return false }
     let id = instance.moduleID
     switch instance.stop() {
@@ -384,7 +391,7 @@ public final class ModuleManager {
 
 /// A module about to be loaded and started: its record, and the file to load.
 struct Activation {
-  var slot: Int
+  var slot: SlotHandle
   var manifest: ModuleManifest
   var path: String
   var isSwift: Bool
@@ -396,25 +403,19 @@ struct Activation {
 enum IdentityVerdict {
   case pass(String)
   case fail(GateViolation)
-}
 
-/// Names of forsetti.h status codes, for messages.
-public enum StatusName {
-  public static func of(_ s: Int32) -> String {
-    switch s {
-    case FORSETTI_OK: "FORSETTI_OK"
-    case FORSETTI_ERR_INVALID_ARGUMENT: "FORSETTI_ERR_INVALID_ARGUMENT"
-    case FORSETTI_ERR_DENIED: "FORSETTI_ERR_DENIED"
-    case FORSETTI_ERR_REVOKED: "FORSETTI_ERR_REVOKED"
-    case FORSETTI_ERR_NOT_FOUND: "FORSETTI_ERR_NOT_FOUND"
-    case FORSETTI_ERR_IO: "FORSETTI_ERR_IO"
-    case FORSETTI_ERR_TOO_LARGE: "FORSETTI_ERR_TOO_LARGE"
-    case FORSETTI_ERR_BUFFER_TOO_SMALL: "FORSETTI_ERR_BUFFER_TOO_SMALL"
-    case FORSETTI_ERR_COMMUNICATION_DENIED: "FORSETTI_ERR_COMMUNICATION_DENIED"
-    case FORSETTI_ERR_START_FAILED: "FORSETTI_ERR_START_FAILED"
-    case FORSETTI_ERR_CALL_CYCLE: "FORSETTI_ERR_CALL_CYCLE"
-    case FORSETTI_ERR_QUOTA: "FORSETTI_ERR_QUOTA"
-    default: "status \(s)"
+  init(_ result: Result<String, GateViolation>) {
+    switch result {
+    case .success(let detail): self = .pass(detail)
+    case .failure(let v): self = .fail(v)
+    }
+  }
+
+  /// The verdict as a `Result`, for code outside the lifecycle (`IsolatedStarter`).
+  var result: Result<String, GateViolation> {
+    switch self {
+    case .pass(let detail): .success(detail)
+    case .fail(let v): .failure(v)
     }
   }
 }

@@ -12,12 +12,12 @@ struct ModuleSlot {
   /// Its accepted UI contributions while it runs (visual modules).
   private(set) var ui: UIContributions?
   /// Crashes so far and when the next restart is due.
-  var restart: RestartState?
+  private(set) var restart: RestartState?
   /// A reload held until its added capabilities are approved: what it waits for (reported once).
-  var heldFor: Set<Capability>?
+  private(set) var heldFor: Set<Capability>?
   /// A version that failed to replace the running one (its manifest and binary): not retried
   /// until one of its files changes.
-  var refused: RefusedVersion?
+  private(set) var refused: RefusedVersion?
 
   init(_ record: ModuleRecord) { self.record = record }
 
@@ -100,6 +100,24 @@ struct ModuleSlot {
 
   /// Back to a version that ran before (a rollback): its record as it was.
   mutating func restore(_ old: ModuleRecord) { record = old }
+
+  /// Its `crashes`th crash so far: the next restart is due at `due`.
+  mutating func willRestart(crashes: Int, due: ContinuousClock.Instant, failure: String) {
+    restart = RestartState(crashes: crashes, due: due, lastFailure: failure)
+  }
+
+  /// The due restart is being made now (or will not be): the crash count stays.
+  mutating func restartTaken() { restart?.due = nil }
+
+  /// Crashes forgotten: a new version, a stop, or quarantine.
+  mutating func forgetRestarts() { restart = nil }
+
+  /// A reload waits for these capabilities to be approved; nil when it no longer waits.
+  mutating func hold(for pending: Set<Capability>?) { heldFor = pending }
+
+  /// A version that failed to replace the running one, not retried until a file changes; nil
+  /// when the running version is no longer in doubt.
+  mutating func refuse(_ version: RefusedVersion?) { refused = version }
 }
 
 /// A version that failed to replace the running one.

@@ -31,7 +31,7 @@ extension ModuleManager {
 
   /// The worker process of a started isolated module.
   public func workerPID(_ moduleID: String) -> Int32? {
-    table.index(of: moduleID).flatMap { table[$0].instance?.workerPID }
+    table.handle(of: moduleID).flatMap { table[$0].instance?.workerPID }
   }
 
   /// Whether any module is started or waiting to restart.
@@ -53,15 +53,15 @@ extension ModuleManager {
   public func superviseOnce() {
     for (id, pid) in inbox.drain() {
       // Matched by PID too: after a reload rollback another worker may run under the same ID.
-      guard let i = table.index(of: id), let instance = table[i].instance as? IsolatedInstance,
+      guard let i = table.handle(of: id), let instance = table[i].instance as? IsolatedInstance,
         instance.worker.pid == pid
       else { continue }
       ended(i, instance.worker, when: "while running")
     }
     let now = ContinuousClock.now
-    for i in table.indices {
+    for i in table.handles {
       guard let r = table[i].restart, let due = r.due, due <= now, let m = table[i].manifest else { continue }
-      table[i].restart?.due = nil
+      table[i].restartTaken()
       environment.hostLog(
         .info,
         "restarting \(m.moduleID) (crash \(r.crashes) of at most \(isolation?.maxRestarts ?? 0) restarts)")
@@ -77,30 +77,25 @@ extension ModuleManager {
   /// A running worker ended by itself (crashed, or broke the protocol): recorded, and restarted
   /// with backoff, or quarantined. The failure, as counted.
   @discardableResult
-  func ended(_ i: Int, _ worker: WorkerProcess, when: String) -> String {
+  func ended(_ i: SlotHandle, _ worker: WorkerProcess, when: String) -> String {
     let id = worker.moduleID
+    // A violation and a hung handler count like a crash: the worker's state can no longer be
+    // trusted, and restarts end in quarantine either way.
+    let ending = worker.finish()
+    _ = table[i].release(as: .failed(ending.reason))
     let failure: String
-    if let v = worker.session.violation {
-      // Counted like a crash: the worker's state can no longer be trusted, whether the module
-      // meant it or scribbled on the socket, and restarts end in quarantine either way.
-      worker.end()
-      _ = table[i].release(as: .failed(.protocolViolation))
+    switch ending {
+    case .violated(let v):
       environment.hostLog(
         .error, about: id, "\(ReasonCode.protocolViolation.rawValue) \(when): \(v)",
         ["reason": ReasonCode.protocolViolation.rawValue])
       failure = v.description
-    } else if let hung = worker.hung {
-      // Counted like a crash: killed by the host because its role handler held its turn past
-      // the deadline (`WorkerProcess.probe`).
-      let status = worker.end(grace: WorkerProcess.exitGrace)
-      failure = "\(hung); worker \(worker.describeExit(status)) \(when)"
-      _ = table[i].release(as: .failed(.crashed))
+    case .hung:
+      failure = "\(ending) \(when)"
       environment.hostLog(.error, about: id, "crashed: \(failure)")
-    } else {
-      let status = worker.end(grace: WorkerProcess.exitGrace)
+    case .exited, .crashed:
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
-      failure = "worker \(worker.describeExit(status)) \(when)"
-      _ = table[i].release(as: .failed(.crashed))
+      failure = "\(ending) \(when)"
       environment.hostLog(
         .error, about: id, "crashed: \(failure)\(tail.isEmpty ? "" : "; last lines: \(tail)")")
     }
@@ -108,11 +103,11 @@ extension ModuleManager {
     return failure
   }
 
-  func scheduleRestart(_ i: Int, failure: String) {
+  func scheduleRestart(_ i: SlotHandle, failure: String) {
     guard let settings = isolation, let m = table[i].manifest else { return }
     let crashes = (table[i].restart?.crashes ?? 0) + 1
     if crashes > settings.maxRestarts {
-      table[i].restart = nil
+      table[i].forgetRestarts()
       table[i].held(.failed(.quarantined))
       if let path = table[i].record.binaryPath, let identity = BinaryIdentity.of(path) {
         try? quarantine.update {
@@ -125,7 +120,7 @@ extension ModuleManager {
       return
     }
     let delay = settings.backoffBase * Double(1 << min(crashes - 1, 30))
-    table[i].restart = RestartState(crashes: crashes, due: .now + .wait(delay), lastFailure: failure)
+    table[i].willRestart(crashes: crashes, due: .now + .wait(delay), failure: failure)
     environment.hostLog(.info, "will restart \(m.moduleID) in \(delay) s")
   }
 }

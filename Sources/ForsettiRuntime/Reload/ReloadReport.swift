@@ -47,6 +47,6 @@ public struct ReloadReport: Sendable {
         "not reloaded: approval pending for \(caps.map(\.rawValue).joined(separator: ", ")); the running version keeps its approved set"
     case .restartedAfterProvider(let p): what = "restarted after its provider \(p)"
     }
-    return "reload \(moduleID) \(versions): \(what) in \(ModuleManager.formatted(duration))"
+    return "reload \(moduleID) \(versions): \(what) in \(DurationText.short(duration))"
   }
 }

@@ -17,6 +17,11 @@ extern "C" {
 #define FORSETTI_LOG_WARNING 2
 #define FORSETTI_LOG_ERROR 3
 
+/* Limits: a log message is at most FORSETTI_LOG_MAX_MESSAGE bytes; service IDs, module IDs,
+ * event and message types at most FORSETTI_MAX_NAME bytes. */
+#define FORSETTI_LOG_MAX_MESSAGE (16u * 1024u)
+#define FORSETTI_MAX_NAME 256u
+
 /* Service IDs for forsetti_host.resolve, each with its table in forsetti/services/.
  *
  * An ID names one table and its meaning for good. A table may grow at its end (check

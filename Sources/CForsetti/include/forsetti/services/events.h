@@ -11,6 +11,11 @@
 extern "C" {
 #endif
 
+/* Limits: payloads at most FORSETTI_EVENT_MAX_PAYLOAD bytes; at most
+ * FORSETTI_EVENT_MAX_SUBSCRIPTIONS subscriptions per module. */
+#define FORSETTI_EVENT_MAX_PAYLOAD (64u * 1024u)
+#define FORSETTI_EVENT_MAX_SUBSCRIPTIONS 256u
+
 /* Delivered for each matching event. `source_module_id` is set by the host (never by the
  * publisher); all pointers are borrowed for the call. For a module in the host process it is
  * called on the publisher's thread, synchronously inside its publish call; for a module in an

@@ -12,6 +12,9 @@
 extern "C" {
 #endif
 
+/* Limits: payloads at most FORSETTI_MESSAGE_MAX_PAYLOAD bytes. */
+#define FORSETTI_MESSAGE_MAX_PAYLOAD (64u * 1024u)
+
 /* Receives messages addressed to this module. `sender_module_id` is the sending module as
  * bound by the host. Pointers are borrowed for the call. Called on the sender's thread (or, in
  * an isolated worker, on the worker's delivery thread), as for events. */

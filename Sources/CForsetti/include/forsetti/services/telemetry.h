@@ -11,6 +11,11 @@
 extern "C" {
 #endif
 
+/* Limits: event names 1–FORSETTI_TELEMETRY_MAX_NAME bytes; attributes JSON at most
+ * FORSETTI_TELEMETRY_MAX_ATTRIBUTES bytes. */
+#define FORSETTI_TELEMETRY_MAX_NAME 128u
+#define FORSETTI_TELEMETRY_MAX_ATTRIBUTES (64u * 1024u)
+
 typedef struct forsetti_telemetry {
   uint32_t struct_size;
 

@@ -65,7 +65,7 @@ extension ModuleManager {
   /// Reloads `j`'s module now whatever changed (an operator asked), unless the activation state
   /// keeps it off.
   public func reloadNow(_ j: ModuleJudgement, _ desired: DesiredState, grace: Double) -> [ReloadReport] {
-    guard let id = j.moduleID, let i = table.index(of: id) else { return [] }
+    guard let id = j.moduleID, let i = table.handle(of: id) else { return [] }
     index = desired.index
     let since = ContinuousClock.now
     if let off = desired.inactive[id] {
@@ -75,8 +75,8 @@ extension ModuleManager {
           outcome: .rejected(off.reason), duration: .now - since)
       ]
     }
-    table[i].heldFor = nil
-    table[i].restart = nil
+    table[i].hold(for: nil)
+    table[i].forgetRestarts()
     let reports = reload(i, to: j, approvals: desired.approvals, grace: grace, since: since)
     persist()
     refillSpareWorker()
@@ -145,7 +145,7 @@ extension ModuleManager {
     grace: Double, since: ContinuousClock.Instant
   ) -> [ReloadReport] {
     var reports: [ReloadReport] = []
-    let candidates = table.running.compactMap { i -> (Int, ModuleJudgement)? in
+    let candidates = table.running.compactMap { i -> (SlotHandle, ModuleJudgement)? in
       guard let id = table[i].moduleID, let j = judged[id], desired.inactive[id] == nil else { return nil }
       return (i, j)
     }
@@ -173,7 +173,7 @@ extension ModuleManager {
 
   /// Modules eligible and active but not running; blocked and inactive ones recorded as such.
   private func startWanted(_ desired: DesiredState, changed: Set<String>, quiet: Bool) {
-    var toStart: [Int] = []
+    var toStart: [SlotHandle] = []
     for j in desired.judgements {
       let i = slot(for: j)
       guard !table[i].isRunning else { continue }
@@ -184,7 +184,7 @@ extension ModuleManager {
       if !versionChanged(i, j, changed), was.isFailure || table[i].restart?.due != nil {
         let off = j.moduleID.flatMap { desired.inactive[$0] }
         if !j.passed || off != nil {
-          table[i].restart?.due = nil
+          table[i].restartTaken()
           table[i].judged(j)
           if let off { table[i].held(.inactive(off.reason), trace: Self.inactiveTrace(j.trace, off)) }
         } else if let granted = j.granted {
@@ -223,11 +223,11 @@ extension ModuleManager {
   }
 
   /// The slot of `j`'s module (a new one for a module not seen before).
-  private func slot(for j: ModuleJudgement) -> Int {
+  private func slot(for j: ModuleJudgement) -> SlotHandle {
     if let id = j.moduleID {
-      return table.index(of: id) ?? table.append(ModuleSlot(ModuleRecord(judgement: j)))
+      return table.handle(of: id) ?? table.append(ModuleSlot(ModuleRecord(judgement: j)))
     }
-    return table.indices.first { table[$0].moduleID == nil && table[$0].record.file == j.file }
+    return table.handles.first { table[$0].moduleID == nil && table[$0].record.file == j.file }
       ?? table.append(ModuleSlot(ModuleRecord(judgement: j)))
   }
 
@@ -235,7 +235,8 @@ extension ModuleManager {
   /// and the host keeps what it loaded (`run`) — then the loaded manifest judged again in the same
   /// context, so that a trust change still reaches a module whose manifest file was edited.
   private func loadedVersion(
-    _ i: Int, _ newest: ModuleJudgement, _ desired: DesiredState, changed: Set<String>, reloadsVersions: Bool
+    _ i: SlotHandle, _ newest: ModuleJudgement, _ desired: DesiredState, changed: Set<String>,
+    reloadsVersions: Bool
   ) -> ModuleJudgement {
     guard !reloadsVersions, versionChanged(i, newest, changed), let m = table[i].manifest,
       let context = desired.context
@@ -249,7 +250,7 @@ extension ModuleManager {
 
   /// Whether `j` is another version than the one slot `i` holds: another manifest, another
   /// binary, or its binary rewritten (reported by the watcher).
-  func versionChanged(_ i: Int, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
+  func versionChanged(_ i: SlotHandle, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
     let r = table[i].record
     if r.manifest != j.manifest { return true }
     let now = binaryPath(of: j)
@@ -258,14 +259,14 @@ extension ModuleManager {
   }
 
   /// Whether the watcher reported a change of `j`'s binary (or of the one slot `i` loaded).
-  private func filesChanged(_ i: Int, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
+  private func filesChanged(_ i: SlotHandle, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
     guard !changed.isEmpty else { return false }
     return [binaryPath(of: j), table[i].record.binaryPath].contains { $0.map(changed.contains) ?? false }
   }
 
   /// Restarts running module `i` with a new capability grant, handing the old instance's state
   /// to the new one.
-  func regrant(_ i: Int, _ granted: Set<Capability>) {
+  func regrant(_ i: SlotHandle, _ granted: Set<Capability>) {
     guard let m = table[i].manifest, table[i].isRunning else { return }
     let state = saveState(i)
     stop(i)
@@ -279,12 +280,12 @@ extension ModuleManager {
 
   /// `regrant` by module ID, for an embedding application.
   public func regrant(_ id: String, _ granted: Set<Capability>) {
-    guard let i = table.index(of: id) else { return }
+    guard let i = table.handle(of: id) else { return }
     regrant(i, granted)
     persist()
     refillSpareWorker()
   }
 
   /// Whether module `id` is started.
-  public func isRunning(_ id: String) -> Bool { table.index(of: id).map { table[$0].isRunning } ?? false }
+  public func isRunning(_ id: String) -> Bool { table.handle(of: id).map { table[$0].isRunning } ?? false }
 }

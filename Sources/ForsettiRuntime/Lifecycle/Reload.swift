@@ -17,14 +17,15 @@ extension ModuleManager {
   /// running). `approvals` are the stored ones (with `--approve-all` the running version's
   /// grant counts as approved too); `grace` is how long the new version must survive.
   func reload(
-    _ i: Int, to j: ModuleJudgement, approvals: ApprovalLedger, grace: Double, since: ContinuousClock.Instant
+    _ i: SlotHandle, to j: ModuleJudgement, approvals: ApprovalLedger, grace: Double,
+    since: ContinuousClock.Instant
   ) -> [ReloadReport] {
     guard let id = j.moduleID else { return [] }
     let old = table[i].record
     guard table[i].isRunning else { return startInstead(i, j, since: since) }
     // Gate.
     guard let new = j.manifest, j.passed else {
-      table[i].refused = RefusedVersion(j, binary: binaryPath(of: j))
+      table[i].refuse(RefusedVersion(j, binary: binaryPath(of: j)))
       return [report(id, old, j, .rejected(j.reason ?? .validationFailed), since, trace: j.trace)]
     }
     // Approval decision.
@@ -33,10 +34,10 @@ extension ModuleManager {
     if !pending.isEmpty {
       // Said once per pending set; the reload resumes when a later judgement finds none.
       guard table[i].heldFor != pending else { return [] }
-      table[i].heldFor = pending
+      table[i].hold(for: pending)
       return [report(id, old, j, .approvalPending(pending.sorted()), since)]
     }
-    table[i].heldFor = nil
+    table[i].hold(for: nil)
     let state = saveState(i)
     let dependents = stopDependents(of: i, roles: [new.defaultModuleRole, old.manifest?.defaultModuleRole])
     stop(i)
@@ -52,7 +53,8 @@ extension ModuleManager {
   }
 
   /// A module that was not running: started from its new version, reported as such.
-  private func startInstead(_ i: Int, _ j: ModuleJudgement, since: ContinuousClock.Instant) -> [ReloadReport]
+  private func startInstead(_ i: SlotHandle, _ j: ModuleJudgement, since: ContinuousClock.Instant)
+    -> [ReloadReport]
   {
     guard let id = j.moduleID else { return [] }
     let old = table[i].record
@@ -62,7 +64,7 @@ extension ModuleManager {
     }
     activate(slot: i, manifest: m)
     let r = table[i].record
-    if r.state != .started { table[i].refused = RefusedVersion(j, binary: r.binaryPath) }
+    if r.state != .started { table[i].refuse(RefusedVersion(j, binary: r.binaryPath)) }
     let outcome: ReloadReport.Outcome =
       r.state == .started ? .started : .rejected(r.state.reason ?? .loadFailed)
     return [report(id, old, j, outcome, since, trace: r.state == .started ? nil : r.trace, wasRunning: false)]
@@ -70,16 +72,18 @@ extension ModuleManager {
 
   /// The running instance's state, for the next one (nil when it keeps none or cannot say in
   /// time).
-  func saveState(_ i: Int) -> [UInt8]? { table[i].instance?.saveState() }
+  func saveState(_ i: SlotHandle) -> [UInt8]? { table[i].instance?.saveState() }
 
   /// Stops the running consumers of `roles`, last started first: they restart around their
   /// provider. Each one's slot and saved state.
-  private func stopDependents(of i: Int, roles: [DefaultModuleRole?]) -> [(slot: Int, state: [UInt8]?)] {
+  private func stopDependents(of i: SlotHandle, roles: [DefaultModuleRole?]) -> [(
+    slot: SlotHandle, state: [UInt8]?
+  )] {
     let provided = Set(roles.compactMap { $0 })
     let consumers = table.running.filter { k in
       k != i && table[k].manifest.map { !StartOrder.consumedRoles($0).isDisjoint(with: provided) } == true
     }
-    var out: [(slot: Int, state: [UInt8]?)] = []
+    var out: [(slot: SlotHandle, state: [UInt8]?)] = []
     for k in consumers.reversed() {
       out.insert((k, saveState(k)), at: 0)
       stop(k)
@@ -88,7 +92,7 @@ extension ModuleManager {
   }
 
   /// Loads the new version from a fresh copy and starts it with the old one's state.
-  private func loadNew(_ i: Int, _ j: ModuleJudgement, state: [UInt8]?) {
+  private func loadNew(_ i: SlotHandle, _ j: ModuleJudgement, state: [UInt8]?) {
     guard let m = j.manifest else { return }
     table[i].judged(j)
     activate(slot: i, manifest: m, state: state)
@@ -97,7 +101,7 @@ extension ModuleManager {
   /// Whether the new version started and is still running `grace` seconds later. A worker that
   /// ends within it is recorded as failing then — a crash in its grace period — not as a failure
   /// of the stop that the rollback would otherwise find it in.
-  func watchGrace(_ i: Int, grace: Double) -> Bool {
+  func watchGrace(_ i: SlotHandle, grace: Double) -> Bool {
     guard let instance = table[i].instance else { return false }
     guard let isolated = instance as? IsolatedInstance else { return true }
     let worker = isolated.worker
@@ -109,17 +113,10 @@ extension ModuleManager {
     }
     guard worker.isClosed else { return true }
     let after = Self.formatted(ContinuousClock.now - began)
-    let reason: ReasonCode
-    let what: String
-    if let v = worker.session.violation {
-      worker.end()
-      reason = .protocolViolation
-      what = "broke the worker protocol (\(v))"
-    } else {
-      let status = worker.end(grace: WorkerProcess.exitGrace)
-      reason = .crashed
-      what = "worker \(worker.describeExit(status))"
-    }
+    let ending = worker.finish()
+    let reason = ending.reason
+    let what =
+      if case .violated(let v) = ending { "broke the worker protocol (\(v))" } else { ending.description }
     let tail = worker.recentLines.suffix(3).joined(separator: " | ")
     let detail =
       "\(what) \(after) after start, within its \(grace) s grace period\(tail.isEmpty ? "" : "; last lines: \(tail)")"
@@ -131,10 +128,11 @@ extension ModuleManager {
 
   /// The new version stays.
   private func commit(
-    _ i: Int, _ old: ModuleRecord, _ j: ModuleJudgement, state: [UInt8]?, since: ContinuousClock.Instant
+    _ i: SlotHandle, _ old: ModuleRecord, _ j: ModuleJudgement, state: [UInt8]?,
+    since: ContinuousClock.Instant
   ) -> ReloadReport {
-    table[i].refused = nil
-    table[i].restart = nil
+    table[i].refuse(nil)
+    table[i].forgetRestarts()
     var r = report(j.moduleID ?? "", old, j, .reloaded, since)
     r.stateBytes = state?.count
     return r
@@ -143,12 +141,13 @@ extension ModuleManager {
   /// The new version failed: the old one runs again from its own copy, with its state; the new
   /// version's trace, failure included, goes with the report.
   private func rollBack(
-    _ i: Int, _ old: ModuleRecord, _ j: ModuleJudgement, state: [UInt8]?, since: ContinuousClock.Instant
+    _ i: SlotHandle, _ old: ModuleRecord, _ j: ModuleJudgement, state: [UInt8]?,
+    since: ContinuousClock.Instant
   ) -> ReloadReport {
     if table[i].isRunning { stop(i) }
-    table[i].restart = nil
+    table[i].forgetRestarts()
     let failed = table[i].record
-    table[i].refused = RefusedVersion(j, binary: failed.binaryPath)
+    table[i].refuse(RefusedVersion(j, binary: failed.binaryPath))
     table[i].restore(old)
     if let m = old.manifest, let copy = old.loadedFrom {
       table[i].rejudged()
@@ -160,7 +159,8 @@ extension ModuleManager {
 
   /// Starts the consumers stopped around their provider again, each with its state.
   private func restartDependents(
-    _ dependents: [(slot: Int, state: [UInt8]?)], after provider: String, since: ContinuousClock.Instant
+    _ dependents: [(slot: SlotHandle, state: [UInt8]?)], after provider: String,
+    since: ContinuousClock.Instant
   ) -> [ReloadReport] {
     dependents.compactMap { d in
       guard let m = table[d.slot].manifest, let copy = table[d.slot].record.loadedFrom else { return nil }

@@ -1,0 +1,337 @@
+import CForsetti
+import Dispatch
+import ForsettiBinary
+import ForsettiBridge
+import ForsettiCore
+import FoundationEssentials
+import Glibc
+
+/// One isolated module on its way from a new worker to started: what its worker said so far,
+/// and how it ended. Driven by its worker's events alone, against its own deadline.
+struct IsolatedStart {
+  /// How the start ended, recorded once its level is done.
+  enum Outcome {
+    case started(took: Duration)
+    /// The record's failure; `restart` the failure to count against the module (a crash or a
+    /// violation), nil when it is not restarted (a refusal, a timeout).
+    case failed(GateStep, ReasonCode, String, restart: String?)
+    /// Step 8 refused the module (`identity` says why); its worker was ended.
+    case identityRefused
+  }
+
+  var request: IsolatedStarter.Request
+  var worker: WorkerProcess
+  var fromSpare: Bool
+  let began: ContinuousClock.Instant
+  /// When loading must be done by, then (from the moment `start` is sent) start: each gets the
+  /// whole start timeout, so a module is not charged for others sharing the machine with it.
+  var deadline: ContinuousClock.Instant
+  /// When the module was loaded and judged, ready for its `start`.
+  var readyAt: ContinuousClock.Instant?
+  /// When its `start` was sent.
+  var startSent: ContinuousClock.Instant?
+  var confinedDetail = ""
+  /// The load step's trace detail, once the module loaded.
+  var loadDetail: String?
+  /// Step 8's verdict: the trace detail of a pass, or what failed.
+  var identity: Result<String, GateViolation>?
+  var ui: UIContributions?
+  var outcome: Outcome?
+
+  var step: GateStep { loadDetail == nil ? .load : .start }
+}
+
+/// Loads and starts isolated modules that do not depend on one another, all at once: each in
+/// its own worker, each against its own deadline, so one that hangs or misbehaves holds nobody
+/// else to its deadline. It records nothing: it says how each start ended, and the lifecycle
+/// (`ModuleManager.activateIsolated`) writes the records, in module-ID order once all are
+/// decided, so what the host reports does not depend on who was quicker. Workers are spawned
+/// here, on the calling (main) thread: a worker's parent-death signal belongs to the thread
+/// that spawned it.
+///
+/// Loading is fully concurrent. `start` is released in module-ID order: a module's start is
+/// sent once every module before it in the level has returned from its own start (or failed),
+/// or has been stalled in start (or in loading) for `stagger` — so well-behaved modules keep
+/// the documented ID order (a module may message one with a smaller ID from its start, as the
+/// bundled HelloC does to the dashboard), and a hanging one costs the modules after it
+/// `stagger`, not its timeout. Loading and start each have the start timeout as their own
+/// deadline, the latter from the moment `start` is sent.
+struct IsolatedStarter {
+  /// One module to start: what to load, with what grant, and the state to hand it.
+  struct Request {
+    var manifest: ModuleManifest
+    var path: String
+    var isSwift: Bool
+    var granted: Set<Capability>
+    /// Handed to the new instance after its start (hot reload).
+    var state: [UInt8]?
+  }
+
+  /// How one request ended: a start driven to its outcome, or no worker for it (why).
+  enum Ended {
+    case ran(IsolatedStart)
+    case noWorker(String)
+  }
+
+  let settings: IsolationSettings
+  let environment: HostEnvironment
+  /// A worker started ahead of need, taken first when ready.
+  let spareWorker: SpareWorker?
+  let workerSource: WorkerSource?
+  let libraryGrants: LibraryGrantCache
+  /// The library directories every worker may read.
+  let libraryDirectories: [String]
+  /// Told of every worker's exit, from its reader thread.
+  let onExit: @Sendable (String, Int32) -> Void
+  /// Step 8, as the lifecycle judges it: the module's descriptor and UI against its manifest.
+  let identity: (ModuleManifest, ModuleDescriptor, UIContributions?) -> Result<String, GateViolation>
+
+  /// Drives every request to its end; the results in module-ID order, each with its `tag`.
+  func run<Tag>(_ requests: [(tag: Tag, request: Request)]) -> [(tag: Tag, ended: Ended)] {
+    let signal = DispatchSemaphore(value: 0)
+    let stagger = Duration.wait(Self.stagger(settings))
+    var starts: [(tag: Tag, start: IsolatedStart)] = []
+    var results: [(tag: Tag, moduleID: String, ended: Ended)] = []
+    for (tag, r) in requests.sorted(by: {
+      $0.request.manifest.moduleID.utf8.lexicographicallyPrecedes($1.request.manifest.moduleID.utf8)
+    }) {
+      switch begin(r) {
+      case .success(let s):
+        s.worker.events.notify(signal)
+        starts.append((tag, s))
+      case .failure(let why): results.append((tag, r.manifest.moduleID, .noWorker(why.detail)))
+      }
+    }
+    while true {
+      var next: ContinuousClock.Instant?
+      func wake(at t: ContinuousClock.Instant) { next = min(next ?? t, t) }
+      for k in starts.indices where starts[k].start.outcome == nil {
+        while starts[k].start.outcome == nil, let e = starts[k].start.worker.events.poll() {
+          handle(e, &starts[k].start, signal)
+        }
+        // A module waiting for release is not late: its deadline moves on when it is released.
+        let waiting = starts[k].start.readyAt != nil && starts[k].start.startSent == nil
+        if starts[k].start.outcome == nil, !waiting, ContinuousClock.now >= starts[k].start.deadline {
+          timedOut(&starts[k].start)
+        }
+      }
+      // Release starts in ID order, behind any earlier module still busy within `stagger`.
+      var held = false
+      for k in starts.indices where starts[k].start.outcome == nil {
+        let now = ContinuousClock.now
+        if starts[k].start.readyAt != nil, starts[k].start.startSent == nil, !held {
+          starts[k].start.deadline = now + .wait(settings.startTimeout)
+          starts[k].start.startSent = now
+          // False only if the worker broke off meanwhile: its next event says how.
+          _ = starts[k].start.worker.start(state: starts[k].start.request.state ?? [])
+        }
+        let busySince = starts[k].start.startSent ?? starts[k].start.began
+        if now < busySince + stagger {
+          held = true
+          wake(at: busySince + stagger)
+        }
+        if starts[k].start.readyAt == nil || starts[k].start.startSent != nil {
+          wake(at: starts[k].start.deadline)
+        }
+      }
+      guard let next else { break }
+      _ = signal.wait(timeout: .now() + .nanoseconds(WorkerEvents.nanoseconds(next - .now)))
+    }
+    for (tag, s) in starts {
+      s.worker.events.notify(nil)
+      results.append((tag, s.request.manifest.moduleID, .ran(s)))
+    }
+    return
+      results
+      .sorted { $0.moduleID.utf8.lexicographicallyPrecedes($1.moduleID.utf8) }
+      .map { ($0.tag, $0.ended) }
+  }
+
+  /// How long a module busy in start (or loading) holds back the next one's start in its
+  /// level: a quarter of the start timeout, at most one second.
+  static func stagger(_ settings: IsolationSettings) -> Double { min(1, max(0, settings.startTimeout / 4)) }
+
+  /// Why no worker could be had for a module: the load step's detail.
+  struct NoWorker: Error {
+    var detail: String
+  }
+
+  /// A worker told its module (the spare, if one is ready), or why none could be.
+  private func begin(_ r: Request) -> Result<IsolatedStart, NoWorker> {
+    let sandbox = environment.sandboxPath(for: r.manifest.moduleID)
+    // The worker may write only inside its sandbox, so the host creates it beforehand.
+    do { _ = try SandboxStorage(root: sandbox) } catch {
+      return .failure(NoWorker(detail: error.description))
+    }
+    // The module's TMPDIR (`WorkerEnvironment`); a module that removed it may make it again.
+    mkdir(sandbox + "/" + WorkerEnvironment.temporaryDirectory, 0o700)
+    let began = ContinuousClock.now
+    var fromSpare = false
+    let started: StartedWorker
+    var placed: WorkerCgroup?
+    if let spare = spareWorker?.take() {
+      started = spare.worker
+      placed = spare.cgroup
+      fromSpare = true
+    } else {
+      switch spawnWorker() {
+      case .success(let s): started = s
+      case .failure(let e): return .failure(e)
+      }
+    }
+    let worker: WorkerProcess
+    switch configure(started, r, placed: placed) {
+    case .success(let w): worker = w
+    case .failure(let e): return .failure(e)
+    }
+    // From the moment the worker exists: the time the host took to get one (a stuck zygote
+    // replaced, `WorkerSource`) is the host's, not the module's.
+    return .success(
+      IsolatedStart(
+        request: r, worker: worker, fromSpare: fromSpare, began: began,
+        deadline: .now + .wait(settings.startTimeout)))
+  }
+
+  private func configuration(_ a: Request, memoryAccounted: Bool, libraries: [String]) -> WorkerConfiguration
+  {
+    let sandbox = environment.sandboxPath(for: a.manifest.moduleID)
+    let dir = PathText.parent(a.path)
+    var readExecute = [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"] + libraryDirectories
+    readExecute += libraries.filter { !readExecute.contains($0) }
+    let policy = ConfinementPolicy(
+      readExecute: readExecute,
+      readWrite: [sandbox, "/dev/null"], networking: a.granted.contains(.networking),
+      limits: settings.limits, memoryAccounted: memoryAccounted)
+    return WorkerConfiguration(
+      moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
+      sandbox: sandbox, granted: a.granted, serves: a.manifest.defaultModuleRole,
+      calls: StartOrder.consumedRoles(a.manifest), policy: policy, parent: getpid(),
+      environment: settings.workerEnvironment.module(
+        sandbox: sandbox, host: ProcessInfo.processInfo.environment))
+  }
+
+  /// A new worker process, waiting for its configuration.
+  private func spawnWorker() -> Result<StartedWorker, NoWorker> {
+    do {
+      return .success(
+        try (workerSource ?? WorkerSource(executable: settings.workerExecutable, forks: false)).start())
+    } catch {
+      return .failure(NoWorker(detail: "could not start a worker: \(error)"))
+    }
+  }
+
+  /// A new worker told its module: spawned, put in its cgroup, then configured.
+  private func freshWorker(_ r: Request) -> Result<WorkerProcess, NoWorker> {
+    switch spawnWorker() {
+    case .success(let started): configure(started, r)
+    case .failure(let e): .failure(e)
+    }
+  }
+
+  /// Makes `started` a cgroup of its own (when the host has cgroups), which the worker joins
+  /// before it is told its module (`WorkerProcess`): it has run no code of a module outside it.
+  /// nil after recording why the module cannot run there.
+  private func configure(
+    _ started: StartedWorker, _ a: Request, placed: WorkerCgroup? = nil
+  ) -> Result<WorkerProcess, NoWorker> {
+    var cgroup = placed
+    let id = a.manifest.moduleID
+    // The directories of the module's own libraries (its DT_NEEDED, found as the loader finds
+    // them): read/execute, before the worker confines itself.
+    let grants = libraryGrants.grants(for: a.path)
+    if let refused = grants?.refused.first {
+      started.discard()
+      if let placed { WorkerProcess.release(placed) }
+      return .failure(
+        NoWorker(
+          detail:
+            "library \(refused.library) is in \(refused.directory), which a worker may not read: \(refused.reason); "
+            + "ship it in a directory of its own (DT_RUNPATH $ORIGIN/…) or a system library directory"))
+    }
+    if let placed {
+      // A spare's cgroup was made before its module was known: the module's CPU share now.
+      do {
+        try placed.setCPU(weight: settings.cpu.weight(for: id), maxPercent: settings.cpu.maxPercent(for: id))
+      } catch {
+        started.discard()
+        WorkerProcess.release(placed)
+        return .failure(NoWorker(detail: "could not give the worker its CPU share: \(error)"))
+      }
+    } else if case .success(let cgroups) = HostCgroups.workerCgroups {
+      do {
+        cgroup = try cgroups.create(moduleID: id, limits: HostCgroups.limits(id, settings))
+      } catch {
+        started.discard()
+        return .failure(NoWorker(detail: "could not make the worker a cgroup of its own: \(error)"))
+      }
+    }
+    return .success(
+      WorkerProcess(
+        started,
+        configuration: configuration(a, memoryAccounted: cgroup != nil, libraries: grants?.granted ?? []),
+        cgroup: cgroup, joined: placed != nil, environment: environment, onExit: onExit))
+  }
+
+  /// Moves one start on by one event from its worker (read by `WorkerProcess.startStep`).
+  private func handle(
+    _ e: WorkerEvent, _ s: inout IsolatedStart, _ signal: DispatchSemaphore
+  ) {
+    if case .frame(let f) = e { return handle(f, &s) }
+    let progress = WorkerStartProgress(
+      fromSpare: s.fromSpare, confined: !s.confinedDetail.isEmpty, loaded: s.loadDetail != nil,
+      startSent: s.startSent != nil)
+    switch s.worker.startStep(after: e, progress) {
+    case .failed(let step, let reason, let detail, let restart):
+      s.outcome = .failed(step, reason, detail, restart: restart)
+    case .spareLost:
+      s.fromSpare = false
+      switch freshWorker(s.request) {
+      case .success(let w):
+        w.events.notify(signal)
+        s.worker = w
+      case .failure(let e):
+        s.outcome = .failed(.load, .loadFailed, e.detail, restart: nil)
+      }
+    case .confined, .loaded, .started, .nothing:
+      break
+    }
+  }
+
+  private func handle(_ f: WireFrame, _ s: inout IsolatedStart) {
+    let progress = WorkerStartProgress(
+      fromSpare: s.fromSpare, confined: !s.confinedDetail.isEmpty, loaded: s.loadDetail != nil,
+      startSent: s.startSent != nil)
+    switch s.worker.startStep(after: f, progress) {
+    case .confined(let summary):
+      s.confinedDetail = summary
+    case .loaded(let descriptor, let ui):
+      s.loadDetail = "loaded \(s.request.path) in worker pid \(s.worker.pid) (\(s.confinedDetail))"
+      let verdict = identity(s.request.manifest, descriptor, ui)
+      s.identity = verdict
+      s.ui = ui
+      if case .failure = verdict {
+        s.worker.end()
+        s.outcome = .identityRefused
+        return
+      }
+      s.readyAt = ContinuousClock.now
+    case .started:
+      s.outcome = .started(took: ContinuousClock.now - s.began)
+    case .failed(let step, let reason, let detail, let restart):
+      s.outcome = .failed(step, reason, detail, restart: restart)
+    case .spareLost, .nothing:
+      break
+    }
+  }
+
+  private func timedOut(_ s: inout IsolatedStart) {
+    let progress = WorkerStartProgress(
+      fromSpare: s.fromSpare, confined: !s.confinedDetail.isEmpty, loaded: s.loadDetail != nil,
+      startSent: s.startSent != nil)
+    if case .failed(let step, let reason, let detail, let restart) = s.worker.startTimedOut(
+      progress, after: settings.startTimeout)
+    {
+      s.outcome = .failed(step, reason, detail, restart: restart)
+    }
+  }
+}
