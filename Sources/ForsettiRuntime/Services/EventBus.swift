@@ -212,7 +212,7 @@ public final class EventBus: Sendable {
   public static let reservedPrefix = "forsetti.internal."
   public static let maxPayload = HostFunctions.maxPayload
   /// Subscriptions one module may hold.
-  public static let maxSubscriptionsPerModule = 256
+  public static let maxSubscriptionsPerModule = Int(FORSETTI_EVENT_MAX_SUBSCRIPTIONS)
 
   public init() {}
 
