@@ -75,16 +75,6 @@ enum Fixtures {
     return m
   }
 
-  /// ns for copying `path` to a fresh name, dlopen and dlsym (the raw floor of a reload).
-  static func rawCopyLoad(_ path: String, symbol: String, scratch: String) -> UInt64 {
-    let t0 = Clock.ns()
-    guard let data = FileManager.default.contents(atPath: path),
-      FileManager.default.createFile(atPath: scratch, contents: data),
-      let h = dlopen(scratch, RTLD_NOW | RTLD_LOCAL), dlsym(h, symbol) != nil
-    else { return 0 }
-    return Clock.ns() - t0
-  }
-
   static func rssKiB(_ pid: Int32) -> Double {
     guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
       let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
@@ -92,30 +82,10 @@ enum Fixtures {
     return Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan
   }
 
-  /// ns for posix_spawn + waitpid of /bin/true.
-  static func spawnTrue() -> UInt64 {
-    var pid: pid_t = 0
-    var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
-    defer { free(argv[0]) }
-    let t0 = Clock.ns()
-    guard posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0 else { return 0 }
-    var st: Int32 = 0
-    waitpid(pid, &st, 0)
-    return Clock.ns() - t0
-  }
 }
 
-/// The raw baseline: a child process that echoes SOCK_SEQPACKET frames.
+/// A round trip over the worker's own mechanism, the shared-memory call ring, to an echo.
 enum EchoChild {
-  static func run() -> Int32 {
-    var buf = [UInt8](repeating: 0, count: 256)
-    while true {
-      let n = recv(3, &buf, buf.count, 0)
-      if n <= 0 { return 0 }
-      _ = send(3, buf, 16, Int32(MSG_NOSIGNAL))
-    }
-  }
-
   /// The same round trip over the worker's own mechanism, the shared-memory call ring.
   static func ringRoundTrips(rounds: Int, ops: Int) -> [Double] {
     guard let ring = BenchmarkProbes.Ring() else { return [] }
@@ -141,32 +111,6 @@ enum EchoChild {
     return result
   }
 
-  static func roundTrips(rounds: Int, ops: Int) -> [Double] {
-    guard let (mine, theirs) = WireSocket.pair() else { return [] }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    posix_spawn_file_actions_adddup2(&actions, theirs.fd, 3)
-    let exe =
-      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-      ?? CommandLine.arguments[0]
-    var argv: [UnsafeMutablePointer<CChar>?] = [strdup(exe), strdup("--echo-child"), nil]
-    var pid: pid_t = 0
-    posix_spawn(&pid, exe, &actions, nil, &argv, environ)
-    close(theirs.fd)
-    // The same shape as a publish request: kind, id, one string.
-    let frame = Wire.encode(WireFrame(.publish, id: 1, [.string("bench.nobody"), .bytes([])]))
-    var reply = [UInt8](repeating: 0, count: 256)
-    let result = Clock.rounds(rounds, ops: ops) { n in
-      for _ in 0..<n {
-        _ = frame.withUnsafeBytes { send(mine.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        _ = recv(mine.fd, &reply, reply.count, 0)
-      }
-    }
-    close(mine.fd)
-    var st: Int32 = 0
-    waitpid(pid, &st, 0)
-    return result
-  }
 }
 
 enum Report {
@@ -174,11 +118,13 @@ enum Report {
     if json {
       var out = "{\"machine\":\"\(machine())\",\"results\":["
       out += rows.map { r in
+        // A side that did not run has no median: null, since JSON has no NaN.
+        func n(_ v: Double) -> String { v.isFinite ? "\(v)" : "null" }
         var s =
-          "{\"name\":\"\(r.figure.name)\",\"median\":\(r.figure.median),\"min\":\(r.figure.min),\"max\":\(r.figure.max)"
+          "{\"name\":\"\(r.figure.name)\",\"median\":\(n(r.figure.median)),\"min\":\(n(r.figure.min)),\"max\":\(n(r.figure.max))"
         if let b = r.baseline {
           s +=
-            ",\"baseline\":{\"name\":\"\(b.name)\",\"median\":\(b.median),\"min\":\(b.min),\"max\":\(b.max)},\"ratio\":\(r.figure.median / b.median)"
+            ",\"baseline\":{\"name\":\"\(b.name)\",\"median\":\(n(b.median)),\"min\":\(n(b.min)),\"max\":\(n(b.max))},\"ratio\":\(n(r.figure.median / b.median))"
         }
         // The note carries a target's verdict (the neighbours section's "met" or "missed").
         s += ",\"note\":\"\(r.note.replacingOccurrences(of: "\"", with: "\\\""))\""

@@ -1,10 +1,9 @@
-import CLibElf
 import ForsettiBinary
 import ForsettiCore
 import Foundation
 import Glibc
 
-/// Discovery + gating of many modules vs a raw libelf scan of the same files.
+/// Discovery + gating of many modules, beside the C floor of the same work (Floors).
 enum GatingBench {
   /// Writes `count` manifests and `.so` files into `dir`: one compiled template whose entry
   /// symbol name is rewritten in place per copy (same length), so generating 1,000 takes
@@ -60,61 +59,4 @@ enum GatingBench {
     return j.allSatisfy(\.passed) ? t : .nan
   }
 
-  /// ns for the honest floor of discovery and gating (issue 18): read each manifest's bytes
-  /// whole (no parsing), then the raw libelf scan below. Whatever the host does beyond this is
-  /// its own cost: parsing and validating, the index, the gate stack.
-  static func rawFloor(_ dir: String, count: Int) -> Double {
-    let paths = (0..<count).map { dir + String(format: "/manifests/entry_%06d.json", $0) }
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
-    defer { buffer.deallocate() }
-    let t0 = Clock.ns()
-    var bytes = 0
-    for path in paths {
-      let fd = open(path, O_RDONLY | O_CLOEXEC)
-      guard fd >= 0 else { return .nan }
-      while true {
-        let n = read(fd, buffer.baseAddress, buffer.count)
-        if n <= 0 { break }
-        bytes += n
-      }
-      close(fd)
-    }
-    let read = Double(Clock.ns() - t0)
-    let scan = rawScan(dir, count: count)
-    return bytes > 0 ? read + scan : .nan
-  }
-
-  /// ns for the floor: open each file, find `.dynsym`, find the entry symbol by name.
-  static func rawScan(_ dir: String, count: Int) -> Double {
-    _ = elf_version(UInt32(EV_CURRENT))
-    // Names and paths are made before the clock starts: the floor is the libelf work alone.
-    let names = (0..<count).map { String(format: "entry_%06d", $0) }
-    let paths = names.map { dir + "/plugins/\($0).so" }
-    let t0 = Clock.ns()
-    var found = 0
-    for (name, path) in zip(names, paths) {
-      let fd = open(path, O_RDONLY)
-      guard fd >= 0, let elf = elf_begin(fd, ELF_C_READ, nil) else { continue }
-      var scn = elf_nextscn(elf, nil)
-      while let s = scn {
-        var shdr = GElf_Shdr()
-        if gelf_getshdr(s, &shdr) != nil, shdr.sh_type == UInt32(SHT_DYNSYM), let data = elf_getdata(s, nil) {
-          var sym = GElf_Sym()
-          for i in 0..<Int(shdr.sh_size / max(shdr.sh_entsize, 1)) {
-            if gelf_getsym(data, Int32(i), &sym) != nil,
-              let p = elf_strptr(elf, Int(shdr.sh_link), Int(sym.st_name)),
-              strcmp(p, name) == 0
-            {
-              found += 1
-            }
-          }
-        }
-        scn = elf_nextscn(elf, s)
-      }
-      elf_end(elf)
-      close(fd)
-    }
-    let t = Double(Clock.ns() - t0)
-    return found == count ? t : .nan
-  }
 }

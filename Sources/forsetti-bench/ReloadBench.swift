@@ -12,8 +12,9 @@ import Glibc
 /// default) is set to zero.
 enum ReloadBench {
   /// Reload latencies (ns) and, for each round, the cr.h-style floor of the same file.
-  static func inProcess(dir: String, include: String, rounds: Int) throws -> (reload: [Double], raw: [Double])
-  {
+  static func inProcess(dir: String, include: String, rounds: Int, floors: Floors) throws -> (
+    reload: [Double], raw: [Double]
+  ) {
     let hot = Fixtures.module(id: "com.bench.hot", entry: "hot_entry", start: "return FORSETTI_OK;")
     try Fixtures.install(hot, in: dir, include: include)
     let state = dir + "/state"
@@ -42,24 +43,26 @@ enum ReloadBench {
       rename(dir + "/next.so", dir + "/plugins/hot_entry.so")
       let deadline = DispatchTime.now() + 5
       while reports.isEmpty, woken.wait(timeout: deadline) == .success { host.process() }
-      tally(reports, dir: dir, round: n, latencies: &latencies, raws: &raws)
+      tally(reports, dir: dir, round: n, floors: floors, latencies: &latencies, raws: &raws)
     }
     return (latencies, raws)
   }
 
-  /// One round's figures: the reload's duration when it reloaded, and the raw copy + dlopen +
-  /// dlsym of the same file beside it.
+  /// One round's figures: the reload's duration when it reloaded, and the C floor's copy +
+  /// dlopen + dlsym of the same file beside it.
   static func tally(
-    _ reports: [ReloadReport], dir: String, round n: Int, latencies: inout [Double], raws: inout [Double]
+    _ reports: [ReloadReport], dir: String, round n: Int, floors: Floors, latencies: inout [Double],
+    raws: inout [Double]
   ) {
     if let r = reports.first, r.outcome == .reloaded {
       latencies.append(
         Double(r.duration.components.seconds) * 1e9
           + Double(r.duration.components.attoseconds / 1_000_000_000))
     }
-    raws.append(
-      Double(
-        Fixtures.rawCopyLoad(
-          dir + "/plugins/hot_entry.so", symbol: "hot_entry", scratch: dir + "/raw-\(n).so")))
+    if let raw = floors.reload(
+      dir + "/plugins/hot_entry.so", symbol: "hot_entry", scratch: dir + "/raw-\(n).so")
+    {
+      raws.append(raw)
+    }
   }
 }

@@ -13,21 +13,26 @@ enum ZygoteBench {
     return .isolated(s)
   }
 
-  /// ns from asking for a worker to its first answer, forked by the zygote and spawned,
-  /// alternated round by round (one uncounted warm-up round each); and why the zygote's
-  /// workers were spawned after all, if they were.
-  static func processStart(rounds: Int) -> (forked: [Double], spawned: [Double], unavailable: String?) {
+  /// ns from asking for a worker to its first answer, forked by the zygote and spawned, and the
+  /// C floor's spawn of /bin/true, alternated round by round (one uncounted warm-up round
+  /// each); and why the zygote's workers were spawned after all, if they were.
+  static func processStart(rounds: Int, floors: Floors) -> (
+    forked: [Double], spawned: [Double], floor: [Double], unavailable: String?
+  ) {
     let forking = WorkerStartProbe(executable: IsolationSettings.defaultWorker, zygote: true)
     let spawning = WorkerStartProbe(executable: IsolationSettings.defaultWorker, zygote: false)
     _ = forking.firstAnswer()
     _ = spawning.firstAnswer()
     var forked: [Double] = []
     var spawned: [Double] = []
+    var floor: [Double] = []
+    _ = floors.spawnTrue(1)
     for _ in 0..<rounds {
       if let t = forking.firstAnswer() { forked.append(t) }
       if let t = spawning.firstAnswer() { spawned.append(t) }
+      if let t = floors.spawnTrue(1) { floor.append(t) }
     }
-    return (forked, spawned, forking.zygoteUnavailable)
+    return (forked, spawned, floor, forking.zygoteUnavailable)
   }
 
   /// ns for each start of the one module in `dir` by a host already running (its zygote warm):

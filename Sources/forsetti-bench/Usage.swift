@@ -1,0 +1,20 @@
+/// What `forsetti-bench --help` (and `scripts/bench --help`) prints.
+enum BenchUsage {
+  static let text = """
+    usage: scripts/bench [--quick] [--json] [--only SECTION] [--peers]
+
+    Builds forsetti-bench in release mode and prints each figure as a median over alternated
+    rounds with min–max, next to its floor or peer measured in the same run, and the ratio.
+    Floors are the raw operations in plain C (Benchmarks/floors/floors.c, built with cc here):
+    copy + dlopen + dlsym for reload, manifest read + libelf scan for gating, posix_spawn of
+    /bin/true for process start, a socketpair echo for calls across processes.
+
+      --quick          fewer rounds and smaller fixtures, for a fast look
+      --json           one JSON object: every row with its floor or peer and the ratio
+      --only SECTION   one section: gating, activation, calls, roundtrip, roles, spawn, reload,
+                       peers, neighbours (and gating-loop, micro for profilers)
+      --peers          adds HashiCorp go-plugin beside every row it has a counterpart for
+                       (installs Debian's Go packages if missing; builds offline)
+      -h, --help       this text
+    """
+}
