@@ -136,7 +136,10 @@ enum Report {
     Swift.print("machine: \(machine())")
     for r in rows {
       let isBytes = r.figure.name.contains("bytes")
-      func fmt(_ v: Double) -> String { isBytes ? String(format: "%.1f MiB", v / 1_048_576) : human(v) }
+      let isCount = r.figure.name.contains("(count)")
+      func fmt(_ v: Double) -> String {
+        isCount ? String(format: "%.0f", v) : isBytes ? String(format: "%.1f MiB", v / 1_048_576) : human(v)
+      }
       var line = "\(r.figure.name): \(fmt(r.figure.median)) (\(fmt(r.figure.min))–\(fmt(r.figure.max)))"
       if let b = r.baseline {
         line +=

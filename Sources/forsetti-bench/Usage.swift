@@ -12,7 +12,7 @@ enum BenchUsage {
       --quick          fewer rounds and smaller fixtures, for a fast look
       --json           one JSON object: every row with its floor or peer and the ratio
       --only SECTION   one section: gating, activation, calls, roundtrip, roles, spawn, reload,
-                       peers, neighbours (and gating-loop, micro for profilers)
+                       peers, scale, neighbours (and gating-loop, micro for profilers)
       --peers          adds HashiCorp go-plugin beside every row it has a counterpart for
                        (installs Debian's Go packages if missing; builds offline)
       -h, --help       this text

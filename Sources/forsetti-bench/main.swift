@@ -483,11 +483,20 @@ if section("reload") {
 
 // 7. Beside go-plugin, only when asked (`--peers` or `--only peers`; scripts/bench --peers builds the
 // peer and passes `--go-plugin DIR`).
-if only == "peers" || args.contains("--peers") {
+if only == "peers" || (only == nil && args.contains("--peers")) {
   progress("beside go-plugin")
   let dir = args.firstIndex(of: "--go-plugin").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil } ?? ""
   rows += try PeerBench.run(
     goPlugin: dir, work: work, include: include, mode: mode, rounds: rounds, calls: quick ? 500 : 2000)
+}
+
+// 7b. Issue 30: many isolated modules in one host, beside go-plugin when built (`--peers`).
+if section("scale") {
+  let count = quick ? 100 : 1000
+  progress("\(count) isolated modules in one host")
+  let goDir = args.firstIndex(of: "--go-plugin").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil }
+  rows += try ScaleBench.run(
+    count: count, rounds: quick ? 1 : 2, work: work, include: include, goPlugin: goDir, floors: floors)
 }
 
 // 8. Issue 25: a healthy module alone and beside each hostile neighbour, under a real

@@ -3,6 +3,8 @@
 //
 //	host -plugin PATH -calls N   start to first call, N timed calls, the plugin's memory (JSON)
 //	host -plugin PATH -once      start, one call, exit (the whole-process figure)
+//	host -plugin PATH -many N    N plugins started at once, each called once; this process's
+//	                             threads and RSS with all of them running; all killed (JSON)
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -58,22 +61,88 @@ func kib(path, key string) float64 {
 	return -1
 }
 
-func main() {
-	path := flag.String("plugin", "", "the plugin's executable")
-	calls := flag.Int("calls", 2000, "timed calls after the first")
-	once := flag.Bool("once", false, "start, one call, exit; print nothing")
-	flag.Parse()
-
-	t0 := time.Now()
-	client := plugin.NewClient(&plugin.ClientConfig{
+// newClient is the one plugin client configuration every mode uses.
+func newClient(path string) *plugin.Client {
+	return plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: plugin.HandshakeConfig{
 			ProtocolVersion: 1, MagicCookieKey: "FORSETTI_BENCH_PEER", MagicCookieValue: "echo",
 		},
 		Plugins: map[string]plugin.Plugin{"echo": echoPlugin{}},
-		Cmd:     exec.Command(*path),
+		Cmd:     exec.Command(path),
 		// Quiet: the default logger traces every step to stderr at level Trace.
 		Logger: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Error}),
 	})
+}
+
+// startOne starts a plugin and makes its first call, as the Forsetti side's start does.
+func startOne(path string) (*plugin.Client, error) {
+	client := newClient(path)
+	rpcClient, err := client.Client()
+	if err == nil {
+		var raw interface{}
+		if raw, err = rpcClient.Dispense("echo"); err == nil {
+			_, err = raw.(echoClient).Echo(1)
+		}
+	}
+	if err != nil {
+		client.Kill()
+		return nil, err
+	}
+	return client, nil
+}
+
+// runMany is the scale figure: n plugins started concurrently, then killed concurrently.
+func runMany(path string, n int) int {
+	clients := make([]*plugin.Client, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); clients[i], errs[i] = startOne(path) }(i)
+	}
+	wg.Wait()
+	start := time.Since(t0)
+	started := 0
+	for _, e := range errs {
+		if e == nil {
+			started++
+		}
+	}
+	threads := kib("/proc/self/status", "Threads:")
+	rss := kib("/proc/self/status", "VmRSS:")
+	t1 := time.Now()
+	for _, c := range clients {
+		if c != nil {
+			wg.Add(1)
+			go func(c *plugin.Client) { defer wg.Done(); c.Kill() }(c)
+		}
+	}
+	wg.Wait()
+	stop := time.Since(t1)
+	out, _ := json.Marshal(map[string]float64{
+		"startNs": float64(start.Nanoseconds()), "stopNs": float64(stop.Nanoseconds()),
+		"threads": threads, "rssKiB": rss, "started": float64(started),
+	})
+	fmt.Println(string(out))
+	if started != n {
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	path := flag.String("plugin", "", "the plugin's executable")
+	calls := flag.Int("calls", 2000, "timed calls after the first")
+	once := flag.Bool("once", false, "start, one call, exit; print nothing")
+	many := flag.Int("many", 0, "start this many plugins at once, report, kill them all")
+	flag.Parse()
+	if *many > 0 {
+		os.Exit(runMany(*path, *many))
+	}
+
+	t0 := time.Now()
+	client := newClient(*path)
 	defer client.Kill()
 	rpcClient, err := client.Client()
 	if err != nil {
