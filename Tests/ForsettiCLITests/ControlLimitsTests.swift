@@ -22,11 +22,15 @@ import Testing
     let w = published(expected, by: host)
     try #require(
       w.reached, "\(w)\n\(host.lines.suffix(30).joined(separator: "\n"))", sourceLocation: sourceLocation)
+    // Answering, not just there: the file appears at bind, a moment before listen, and a
+    // connection in between is refused.
     let end = Date().addingTimeInterval(60)
-    while !FileManager.default.fileExists(atPath: socket) && host.process.isRunning && Date() < end {
+    while Self.ask(socket, ControlRequest(.status)) == nil && host.process.isRunning && Date() < end {
       usleep(20_000)
     }
-    try #require(FileManager.default.fileExists(atPath: socket), sourceLocation: sourceLocation)
+    try #require(
+      Self.ask(socket, ControlRequest(.status)) != nil, "the host never answered status",
+      sourceLocation: sourceLocation)
   }
 
   /// `forsetti-host run` on this directory with a longer safety net than the suite's 30 s.
