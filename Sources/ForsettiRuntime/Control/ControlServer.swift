@@ -70,11 +70,15 @@ public final class ControlServer: Sendable {
     self.stateDirectory = stateDirectory
     self.wake = wake
     pid = getpid()
-    unlink(path)
+    // Bound under a name of its own and renamed into place once listening: a client that
+    // finds `control.sock` can connect (between bind and listen it would be refused, and a
+    // client takes a refusal for "no host runs").
+    let staging = dir + "/control.sock.tmp-\(pid)"
+    unlink(staging)
     let fd = socket(
       AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
     guard fd >= 0 else { throw .unreachable(path: path, errno: errno) }
-    let address = UnixSocketAddress(path: path)
+    let address = UnixSocketAddress(path: staging)
     defer { address.close() }
     // Made 0600 as it is made: no other user can connect even for an instant (the peer check
     // below is the second wall). Nothing else creates files at this point of the host's start.
@@ -85,6 +89,14 @@ public final class ControlServer: Sendable {
     guard bound == 0, listen(fd, 64) == 0 else {
       let e = bound == 0 ? errno : bindErrno
       Glibc.close(fd)
+      unlink(staging)
+      throw .unreachable(path: path, errno: e)
+    }
+    // rename replaces a socket left by a host that is gone (this one holds the lock).
+    guard rename(staging, path) == 0 else {
+      let e = errno
+      Glibc.close(fd)
+      unlink(staging)
       throw .unreachable(path: path, errno: e)
     }
     made = FileIdentity(path: path)
