@@ -12,8 +12,9 @@ public func forsettiEmbedHostCall(
 ) -> OpaquePointer? {
   EmbedHost.use(host) { h throws(EmbedFailure) in
     let name = try CText.read(role, "role")
-    guard let found = DefaultModuleRole(rawValue: name), found != .ui else {
-      let callable = DefaultModuleRole.allCases.filter { $0 != .ui }.map(\.rawValue)
+    // A role is served, and so callable, when it has a capability of its own (roles.h).
+    guard let found = DefaultModuleRole(rawValue: name), found.requiredCapability != nil else {
+      let callable = DefaultModuleRole.allCases.filter { $0.requiredCapability != nil }.map(\.rawValue)
       throw .invalidValue(
         "role", value: name, why: "no role a module serves (one of: \(callable.joined(separator: ", ")))")
     }

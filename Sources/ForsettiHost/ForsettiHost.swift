@@ -245,8 +245,7 @@ public final class ForsettiHost: @unchecked Sendable {
 
   private func answerer(_ live: LiveHost) -> ControlAnswerer {
     if let made = controlAnswerer { return made }
-    let made = ControlAnswerer(
-      host: live, stateDirectory: configuration.judging.stateDirectory, pid: getpid())
+    let made = ControlAnswerer(host: live, pid: getpid())
     controlAnswerer = made
     return made
   }

@@ -51,20 +51,7 @@ public struct RoleService: @unchecked Sendable {
   /// matching case (or `.other`), and `.unavailable`/`.timeout` mean try again later. Call from
   /// a thread of your own, not from `start`: a call may wait up to 10 s.
   public func call(_ method: String, _ request: [UInt8] = []) throws(ForsettiError) -> [UInt8] {
-    guard let call = raw.pointee.call else { throw .unavailable }
-    // Room for the largest response the host passes on, so the SDK never repeats a call (and
-    // with it the provider's action) to fetch a longer answer.
-    var response = [UInt8](repeating: 0, count: Self.maxPayload)
-    var length = 0
-    let status = request.withUnsafeBytes { r in
-      response.withUnsafeMutableBytes { out in
-        method.withCString { call($0, r.baseAddress, r.count, out.baseAddress, out.count, &length) }
-      }
-    }
-    try ForsettiError.check(status)
-    guard length >= 0, length <= response.count else { throw .io }
-    response.removeSubrange(length...)
-    return response
+    try MethodCall.call(raw.pointee.call, method, request)
   }
 
   /// Calls with a UTF-8 request, for text protocols.
@@ -120,4 +107,31 @@ private let answerRoleCall: forsetti_role_handler = {
     }
   }
   return FORSETTI_OK
+}
+
+/// The `call` roles.h and application.h share, from Swift.
+enum MethodCall {
+  typealias Function =
+    @convention(c) (
+      UnsafePointer<CChar>?, UnsafeRawPointer?, Int, UnsafeMutableRawPointer?, Int, UnsafeMutablePointer<Int>?
+    ) -> Int32
+
+  /// Calls `function` with room for the largest response the host passes on, so the SDK never
+  /// repeats a call (and with it the callee's action) to fetch a longer answer.
+  static func call(_ function: Function?, _ method: String, _ request: [UInt8]) throws(ForsettiError)
+    -> [UInt8]
+  {
+    guard let function else { throw .unavailable }
+    var response = [UInt8](repeating: 0, count: RoleService.maxPayload)
+    var length = 0
+    let status = request.withUnsafeBytes { r in
+      response.withUnsafeMutableBytes { out in
+        method.withCString { function($0, r.baseAddress, r.count, out.baseAddress, out.count, &length) }
+      }
+    }
+    try ForsettiError.check(status)
+    guard length >= 0, length <= response.count else { throw .io }
+    response.removeSubrange(length...)
+    return response
+  }
 }

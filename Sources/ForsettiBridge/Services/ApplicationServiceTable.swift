@@ -1,4 +1,3 @@
-import CFFI
 import CForsetti
 import ForsettiCore
 
@@ -36,33 +35,17 @@ extension HostFunctions {
     -> UnsafeMutableRawPointer
   {
     let service = Array(id.utf8)
-    let call = try closure(
-      [FFIType.pointer, FFIType.pointer, FFIType.size, FFIType.pointer, FFIType.size, FFIType.pointer],
-      FFIType.int32
-    ) { a in
-      guard !b.isRevoked else { return revoked }
-      guard let method = name(a, 0), !method.isEmpty, let lengthOut = a.pointer(5) else { return invalid }
-      guard a.size(2) <= RoleCall.maxPayload else { return .int32(FORSETTI_ERR_TOO_LARGE) }
-      guard let request = buffer(a, 1, 2) else { return invalid }
-      let capacity = min(a.size(4), RoleCall.maxPayload)
-      guard capacity == 0 || a.pointer(3) != nil else { return invalid }
-      let reply = b.backend.service(
+    let call = try methodCall(b) { method, request, response, capacity, length in
+      b.backend.service(
         ServiceRequest(.applicationCall, capacity: capacity, [service, Array(method.utf8), Array(request)]),
-        from: b.caller)
-      return .int32(
-        reply.deliver(
-          into: a.pointer(3), capacity: capacity, length: lengthOut.assumingMemoryBound(to: Int.self)))
+        from: b.caller
+      ).deliver(into: response, capacity: capacity, length: length)
     }
-    typealias Call =
-      @convention(c) (
-        UnsafePointer<CChar>?, UnsafeRawPointer?, Int, UnsafeMutableRawPointer?, Int,
-        UnsafeMutablePointer<Int>?
-      ) -> Int32
     let t = UnsafeMutablePointer<forsetti_application_service>.allocate(capacity: 1)
     t.initialize(
       to: forsetti_application_service(
         struct_size: UInt32(MemoryLayout<forsetti_application_service>.size),
-        call: call.function(as: Call.self)))
+        call: call))
     return UnsafeMutableRawPointer(t)
   }
 }

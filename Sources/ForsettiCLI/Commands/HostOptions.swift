@@ -146,11 +146,6 @@ struct HostOptions {
     return (report, judgements)
   }
 
-  /// The runtime's whole verdict (the binary index included), as a command-line failure.
-  func verdicts(laterSteps: String) throws(CommandFailure) -> Judge.Verdicts {
-    do { return try judge.judge(laterSteps: laterSteps) } catch { throw Self.failure(error) }
-  }
-
   /// `judge`, and every file in the plugin directories that could not be inspected (named by
   /// no manifest, such a file would otherwise go unmentioned).
   func judgeWithBinaries(laterSteps: String) throws(CommandFailure) -> (
@@ -160,11 +155,6 @@ struct HostOptions {
       let v = try judge.judge(laterSteps: laterSteps)
       return (v.report, v.judgements, v.binaryFailures)
     } catch { throw Self.failure(error) }
-  }
-
-  /// The approvals the user actually gave (`approvals.json`), ignoring `--approve-all`.
-  func storedApprovals() throws(CommandFailure) -> ApprovalLedger {
-    do { return try judge.storedApprovals() } catch { throw Self.failure(error) }
   }
 
   /// The command line's form of a judging failure (exit status 2).

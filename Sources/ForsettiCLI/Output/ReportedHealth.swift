@@ -33,12 +33,12 @@ struct ReportedHealth {
   var listFooter: String {
     known
       ? "HEALTH is each module's own report (diagnostics), \(Self.marker), not checked by the host\n"
-      : "HEALTH: \(HealthJSON.unknownText)\n"
+      : "HEALTH: \(ListAnswer.healthUnknown)\n"
   }
 
   /// `explain`'s section.
   func text(_ health: JSONValue?) -> String {
-    guard known else { return "  health: \(HealthJSON.unknownText)\n" }
+    guard known else { return "  health: \(ListAnswer.healthUnknown)\n" }
     guard let h = health?.objectValue else { return "  health (\(Self.marker)): nothing reported\n" }
     var out = "  health (\(Self.marker)): \(h["status"]?.stringValue ?? "no status, counters only")\n"
     if let s = h["summary"]?.stringValue { out += "    summary: \(LogRecord.streamSafe(s))\n" }

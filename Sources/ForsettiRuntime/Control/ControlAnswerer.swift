@@ -12,14 +12,13 @@ import ForsettiCore
 public final class ControlAnswerer {
   private let host: LiveHost?
   private let judge: Judge
-  private let stateDirectory: String
   private let pid: Int32
+  private var stateDirectory: String { judge.configuration.stateDirectory }
 
-  /// Answers for the running `host`, whose state directory and pid the answers name.
-  public init(host: LiveHost, stateDirectory: String, pid: Int32) {
+  /// Answers for the running `host` (its judge's state directory) and its `pid`.
+  public init(host: LiveHost, pid: Int32) {
     self.host = host
     self.judge = host.judge
-    self.stateDirectory = stateDirectory
     self.pid = pid
   }
 
@@ -27,7 +26,6 @@ public final class ControlAnswerer {
   public init(files judge: Judge, pid: Int32 = 0) {
     self.host = nil
     self.judge = judge
-    self.stateDirectory = judge.configuration.stateDirectory
     self.pid = pid
   }
 
@@ -57,7 +55,7 @@ public final class ControlAnswerer {
       ).json
     case .list: return try VerdictAnswers.list(try view()).json
     case .explain(let m): return try VerdictAnswers.explain(try view(), module: m).json
-    case .surface: return try SurfaceAnswer.answer(stateDirectory: judge.configuration.stateDirectory)
+    case .surface: return try SurfaceAnswer.answer(stateDirectory: stateDirectory)
     case .approve(let m, let caps): return try ApprovalAnswers.approve(m, caps, judge: judge)
     case .revoke(let m, let caps): return try ApprovalAnswers.revoke(m, caps, judge: judge)
     case .enable(let m): return try ActivationAnswers.enable(m, judge: judge)
@@ -65,7 +63,7 @@ public final class ControlAnswerer {
     case .select(let m): return try ActivationAnswers.select(m, judge: judge)
     case .overrideList:
       return try OverrideAnswers.listing(
-        stateDirectory: judge.configuration.stateDirectory,
+        stateDirectory: stateDirectory,
         inMemory: host.map { $0.judge.configuration.inMemoryOverrides.snapshot })
     case .override(let order) where order.inMemory:
       guard host != nil else {
@@ -76,7 +74,7 @@ public final class ControlAnswerer {
       }
       return try OverrideAnswers.inMemory(order, overrides: judge.configuration.inMemoryOverrides)
     case .override(let order):
-      return try OverrideAnswers.set(order, stateDirectory: judge.configuration.stateDirectory)
+      return try OverrideAnswers.set(order, stateDirectory: stateDirectory)
     case .reload(let m):
       guard let host else {
         throw ControlFailure(

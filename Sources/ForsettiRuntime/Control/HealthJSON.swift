@@ -4,9 +4,6 @@ import FoundationEssentials
 /// The health modules report about themselves (forsetti/services/diagnostics.h) in a control
 /// answer: the module's own words, marked as its own, and known only to a running host.
 public enum HealthJSON {
-  /// What answers say when no running host answers.
-  public static let unknownText = ListAnswer.healthUnknown
-
   /// One module's report: null when it made none, or when nobody knows (`healthKnown` says
   /// which).
   public static func of(_ moduleID: String?, in reports: [String: ModuleHealth]?) -> JSONValue {
@@ -20,11 +17,5 @@ public enum HealthJSON {
         ("summary", .string(orNull: h.summary)), ("counters", .object(JSONObject(counters))),
         ("updated", .string(h.updated.formatted(.iso8601))),
       ]))
-  }
-
-  /// `healthKnown`, and with no host the note saying why not.
-  public static func annotate(_ o: inout JSONObject, known: Bool) {
-    o["healthKnown"] = .bool(known)
-    if !known { o["healthNote"] = .string(unknownText) }
   }
 }

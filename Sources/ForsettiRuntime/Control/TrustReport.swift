@@ -13,7 +13,9 @@ struct TrustReport {
 
   static func make(_ m: ModuleManifest?, context: GateContext, judge: Judge) -> TrustReport? {
     guard let m else { return nil }
-    let stored = try? judge.storedApprovals()
+    // The ledger the judge read for this answer; with --approve-all it is not the file's, which
+    // explain still shows.
+    let stored = judge.configuration.approveAll ? try? judge.storedApprovals() : context.approvals
     let licences = LicenceEntitlementProvider.load(
       stateDirectory: judge.configuration.stateDirectory, staticProducts: [], now: context.now)
     return TrustReport(
