@@ -1,8 +1,10 @@
 #define _GNU_SOURCE
 #include "forsetti_ring.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -34,4 +36,25 @@ int forsetti_memfd(const char *name, uint64_t size) {
     return -1;
   }
   return fd;
+}
+
+int forsetti_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+int forsetti_eventfd_ring(int fd) {
+  uint64_t one = 1;
+  ssize_t n;
+  do {
+    n = write(fd, &one, sizeof one);
+  } while (n < 0 && errno == EINTR);
+  // EAGAIN: the count is at its maximum, so the bell is already ringing.
+  return (n == sizeof one || (n < 0 && errno == EAGAIN)) ? 0 : -1;
+}
+
+uint64_t forsetti_eventfd_drain(int fd) {
+  uint64_t count = 0;
+  ssize_t n;
+  do {
+    n = read(fd, &count, sizeof count);
+  } while (n < 0 && errno == EINTR);
+  return n == sizeof count ? count : 0;
 }

@@ -19,17 +19,23 @@ public final class HostEnvironment: Sendable {
   /// The services of ABI 1.1 and 1.2: secure storage, crypto, file export, diagnostics, roles,
   /// and the application's own.
   public let services: HostServices
+  /// The threads that serve every worker of this host (their sockets, call rings and output);
+  /// ended with the environment, which outlives every worker.
+  public let loop: WorkerLoop
 
   /// `exportDirectory` is where modules export files (`--export-dir`; nil for none), each in
   /// its own subdirectory; `quotas` bound what each module stores and exports. `log`
   /// receives what passes the limits; `limits` also sets the rotation of
   /// `logs/telemetry.jsonl` (the sink for `host.log` is made by the caller, see `FileLogSink`).
-  /// `applicationServices` are the embedding application's own, offered to modules.
+  /// `applicationServices` are the embedding application's own, offered to modules; `loop`
+  /// serves the workers.
   public init(
     stateDirectory: String, log: any LogSink, limits: LogLimits = .standard, exportDirectory: String? = nil,
-    quotas: ServiceQuotas = .standard, applicationServices: ApplicationServices = ApplicationServices()
+    quotas: ServiceQuotas = .standard, applicationServices: ApplicationServices = ApplicationServices(),
+    loop: WorkerLoop = WorkerLoop()
   ) {
     self.stateDirectory = stateDirectory
+    self.loop = loop
     self.limits = limits
     limiter = ModuleRateLimiter(limits: limits) { log.write($0) }
     self.log = RateLimitedLogSink(log, limiter: limiter)
@@ -45,7 +51,10 @@ public final class HostEnvironment: Sendable {
   }
 
   /// Counts of dropped lines still held are written before the host's log goes away.
-  deinit { limiter.flush() }
+  deinit {
+    limiter.flush()
+    loop.shutdown()
+  }
 
   /// `sandboxes/<moduleID>/` beneath the state directory, as an absolute path.
   public func sandboxPath(for moduleID: String) -> String {

@@ -28,4 +28,13 @@ int forsetti_futex_wait(uint32_t *word, uint32_t expected, int timeout_ms);
 int forsetti_futex_wake(uint32_t *word, int count);
 /// memfd_create(name, MFD_CLOEXEC), sized to `size` bytes; the descriptor or -1.
 int forsetti_memfd(const char *name, uint64_t size);
+
+// The doorbell of a worker's call ring: an eventfd the worker rings when the host's server
+// sleeps, which the host's loop waits on in epoll (a futex cannot be waited on there).
+/// A new non-blocking, close-on-exec eventfd counting from 0; the descriptor or -1.
+int forsetti_eventfd(void);
+/// Adds one to the eventfd's count (wakes whoever polls it); 0 or -1 with errno.
+int forsetti_eventfd_ring(int fd);
+/// Reads (and so resets) the eventfd's count; 0 when it was zero already.
+uint64_t forsetti_eventfd_drain(int fd);
 #endif

@@ -1,5 +1,6 @@
 import CForsettiSys
 import Glibc
+import Synchronization
 
 /// The synchronous host-call channel of a worker: one request slot and one response slot in
 /// memory both processes map (a memfd the host creates and hands the worker as a descriptor),
@@ -39,10 +40,18 @@ package final class CallRing: @unchecked Sendable {
   /// first ring has one.
   package let serves: CallRing?
 
-  private init(mapping: RingMapping, offset: Int, serves: CallRing?) {
+  /// The eventfd the worker rings (instead of a futex wake) when the host's server is asleep:
+  /// the host serves every worker's ring from a few threads waiting in one epoll set
+  /// (`WorkerLoop`), which a futex cannot wake. -1 on every other ring.
+  private let doorbell: Int32
+  /// The last request answered, on the host's side of a call ring served by `answerPending`.
+  private let answered = Atomic<UInt32>(0)
+
+  private init(mapping: RingMapping, offset: Int, serves: CallRing?, doorbell: Int32 = -1) {
     self.mapping = mapping
     base = mapping.base + offset
     self.serves = serves
+    self.doorbell = doorbell
   }
 
   /// The whole mapping: the call ring, then the serve ring.
@@ -56,11 +65,16 @@ package final class CallRing: @unchecked Sendable {
   }
 
   /// A new ring (with its serve ring) and the descriptor to hand the worker (close-on-exec;
-  /// dup2 it into place).
-  package static func create() -> (ring: CallRing, fd: Int32)? { create(.worker) }
+  /// dup2 it into place). Its server starts asleep: the worker's first call rings the doorbell.
+  package static func create() -> (ring: CallRing, fd: Int32)? {
+    guard let made = create(.worker) else { return nil }
+    forsetti_store_seq_cst(made.ring.word(.serverAsleep), 1)
+    return made
+  }
 
-  /// The worker's side: maps the rings the host passed as `fd`.
-  package static func attach(fd: Int32) -> CallRing? { attach(fd, .worker) }
+  /// The worker's side: maps the rings the host passed as `fd`; `doorbell`, the eventfd the
+  /// host sent with the configuration, is rung when the host's server sleeps.
+  package static func attach(fd: Int32, doorbell: Int32 = -1) -> CallRing? { attach(fd, .worker, doorbell) }
 
   /// A lone ring for a role channel (a consumer calling its provider's worker directly) and its
   /// descriptor, which the host passes to both workers and then closes. Sealed at its size as
@@ -81,18 +95,18 @@ package final class CallRing: @unchecked Sendable {
   }
 
   /// Maps `fd` if it is a ring of `shape`'s size (a descriptor from outside is checked first).
-  private static func attach(_ fd: Int32, _ shape: Shape) -> CallRing? {
+  private static func attach(_ fd: Int32, _ shape: Shape, _ doorbell: Int32 = -1) -> CallRing? {
     var st = stat()
     guard fstat(fd, &st) == 0, Int(st.st_size) == shape.bytes else { return nil }
-    return map(fd, shape)
+    return map(fd, shape, doorbell)
   }
 
-  private static func map(_ fd: Int32, _ shape: Shape) -> CallRing? {
+  private static func map(_ fd: Int32, _ shape: Shape, _ doorbell: Int32 = -1) -> CallRing? {
     let p = mmap(nil, shape.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
     guard let p, p != MAP_FAILED else { return nil }
     let mapping = RingMapping(base: p, size: shape.bytes)
     let serves = shape == .worker ? CallRing(mapping: mapping, offset: size, serves: nil) : nil
-    return CallRing(mapping: mapping, offset: 0, serves: serves)
+    return CallRing(mapping: mapping, offset: 0, serves: serves, doorbell: doorbell)
   }
 
   private func word(_ w: Word) -> UnsafeMutablePointer<UInt32> {
@@ -150,7 +164,12 @@ package final class CallRing: @unchecked Sendable {
 
   private func publish(_ w: Word, _ value: UInt32, wakeIf asleep: Word) {
     forsetti_store_seq_cst(word(w), value)
-    if forsetti_load_seq_cst(word(asleep)) != 0 { _ = forsetti_futex_wake(word(w), 1) }
+    guard forsetti_load_seq_cst(word(asleep)) != 0 else { return }
+    if w == .requestSeq, doorbell >= 0 {
+      _ = forsetti_eventfd_ring(doorbell)
+    } else {
+      _ = forsetti_futex_wake(word(w), 1)
+    }
   }
 
   // MARK: calling side (the worker on its call ring, the host on a serve ring)
@@ -215,17 +234,48 @@ package final class CallRing: @unchecked Sendable {
     var seen: UInt32 = 0
     while let seq = wait(.requestSeq, whileEqualTo: seen, asleep: .serverAsleep) {
       seen = seq
-      // Read once, check once, then use only the private copy.
-      let n = Int(forsetti_load_acquire(word(.requestLength)))
-      var length = 0
-      if n <= Self.capacity, let dst = copy.baseAddress {
-        dst.copyMemory(from: requestSlot, byteCount: n)
-        let slot = UnsafeMutableRawBufferPointer(start: responseSlot, count: Self.capacity)
-        length = min(max(0, handle(UnsafeRawBufferPointer(rebasing: copy[0..<n]), slot)), Self.capacity)
-      }
-      forsetti_store_release(word(.responseLength), UInt32(length))
-      publish(.responseSeq, seq, wakeIf: .clientAsleep)
+      answer(seq, copy: copy, handle)
     }
+  }
+
+  /// Answers request `seq`: read once, checked once, then only the private `copy` is used.
+  private func answer(
+    _ seq: UInt32, copy: UnsafeMutableRawBufferPointer,
+    _ handle: (UnsafeRawBufferPointer, UnsafeMutableRawBufferPointer) -> Int
+  ) {
+    let n = Int(forsetti_load_acquire(word(.requestLength)))
+    var length = 0
+    if n <= Self.capacity, n <= copy.count, let dst = copy.baseAddress {
+      dst.copyMemory(from: requestSlot, byteCount: n)
+      let slot = UnsafeMutableRawBufferPointer(start: responseSlot, count: Self.capacity)
+      length = min(max(0, handle(UnsafeRawBufferPointer(rebasing: copy[0..<n]), slot)), Self.capacity)
+    }
+    forsetti_store_release(word(.responseLength), UInt32(length))
+    publish(.responseSeq, seq, wakeIf: .clientAsleep)
+  }
+
+  // MARK: serving from the host's loop (`WorkerLoop`): one thread at a time per ring
+
+  /// Answers the waiting request, if one is: true when it did. `copy` is the thread's scratch.
+  package func answerPending(
+    copy: UnsafeMutableRawBufferPointer,
+    _ handle: (UnsafeRawBufferPointer, UnsafeMutableRawBufferPointer) -> Int
+  ) -> Bool {
+    let seq = forsetti_load_acquire(word(.requestSeq))
+    guard seq != answered.load(ordering: .relaxed), !isClosed else { return false }
+    answered.store(seq, ordering: .relaxed)
+    answer(seq, copy: copy, handle)
+    return true
+  }
+
+  /// The server is awake (serving or spinning): the worker need not ring.
+  package func serverAwake() { forsetti_store_release(word(.serverAsleep), 0) }
+
+  /// The server goes to sleep: raises the flag, then looks again (the worker stores its word,
+  /// then reads the flag). True when asleep; false when a request came meanwhile (serve it).
+  package func serverSleeps() -> Bool {
+    forsetti_store_seq_cst(word(.serverAsleep), 1)
+    return forsetti_load_seq_cst(word(.requestSeq)) == answered.load(ordering: .relaxed) || isClosed
   }
 
   /// Ends `serve` (and any waiting `call`), on this ring and its serve ring: the worker is gone.

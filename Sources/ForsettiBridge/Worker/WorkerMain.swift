@@ -25,13 +25,15 @@ public enum WorkerMain {
 
     // MARK: Await the configuration (host: Configure)
     let text: String?
+    // The eventfd the host's loop waits on for this worker's calls (sent with the configuration).
+    var doorbell: Int32 = -1
     switch arguments.first {
     case "--config" where arguments.count == 2:
       text = arguments[1]
     case "--await-config" where arguments.count == 1:
       // Started ahead of need: nothing of a module is known, loaded or confined until the host
       // says which module this is. A closed socket means the spare was not wanted.
-      text = awaitConfiguration(socket)
+      text = awaitConfiguration(socket, doorbell: &doorbell)
     default:
       text = nil
     }
@@ -85,7 +87,7 @@ public enum WorkerMain {
     }
     socket.send(WireFrame(.loaded, [.string(JSONWriter.string(WorkerCodec.loaded(loaded.descriptor, ui)))]))
 
-    guard let ring = CallRing.attach(fd: callsFD) else {
+    guard let ring = CallRing.attach(fd: callsFD, doorbell: doorbell) else {
       socket.send(
         WireFrame(
           .loadFailed, [.string(ReasonCode.loadFailed.rawValue), .string("the host call ring is not mapped")])
@@ -145,10 +147,15 @@ public enum WorkerMain {
 
 extension WorkerMain {
   /// The configuration's JSON in the first frame from the host, if it is a `configure` frame.
-  static func awaitConfiguration(_ socket: WireSocket) -> String? {
+  static func awaitConfiguration(_ socket: WireSocket, doorbell: inout Int32) -> String? {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
     defer { buffer.deallocate() }
-    guard case .frame(let f) = socket.receive(into: buffer), f.kind == .configure else { return nil }
+    var fd: Int32 = -1
+    guard case .frame(let f) = socket.receive(into: buffer, descriptor: &fd), f.kind == .configure else {
+      if fd >= 0 { close(fd) }
+      return nil
+    }
+    doorbell = fd
     return f.string(0)
   }
 

@@ -32,7 +32,7 @@ public enum ZygoteMain {
   /// Runs the worker's own code over sample input once, so that the pages it touches (lazily
   /// bound symbols, type metadata) are written here, once, and shared by every worker after.
   static func warmUp() {
-    let sample = #"{"protocolVersion":3,"moduleID":"warm.up","library":"/nonexistent","entryPoint":"x"}"#
+    let sample = #"{"protocolVersion":4,"moduleID":"warm.up","library":"/nonexistent","entryPoint":"x"}"#
     _ = ProtocolVersion.of(json: sample)
     _ = WorkerConfiguration(json: sample)
     let frame = WireFrame(.loadFailed, [.string("warm"), .int(1), .bytes([1, 2, 3])])

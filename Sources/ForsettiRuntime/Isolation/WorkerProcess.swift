@@ -6,8 +6,9 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// The host's handle on one worker: the process, its socket, and the threads that serve the
-/// module's host calls and capture its output. Every request is attributed to `moduleID` by the
+/// The host's handle on one worker: the process, its socket, and its three entries in the
+/// host's `WorkerLoop` (the socket, the call ring's doorbell, the output pipe), whose threads
+/// serve the module's host calls and capture its output. Every request is attributed to `moduleID` by the
 /// connection it arrived on; whatever the module writes on the socket is judged by the worker's
 /// `WorkerSession` first, and a frame it has no right to send ends the worker at once.
 final class WorkerProcess: Sendable {
@@ -15,6 +16,23 @@ final class WorkerProcess: Sendable {
   let pid: pid_t
   private let socket: WireSocket
   private let calls: CallRing
+  /// The eventfd the worker rings when it calls and the host's server sleeps (its copy goes
+  /// with the configuration).
+  private let doorbell: Int32
+  private let loop: WorkerLoop
+  /// This worker's loop entries.
+  private let entries = Mutex(Entries())
+  private struct Entries {
+    var socket: UInt64?
+    var ring: UInt64?
+    var output: UInt64?
+  }
+  /// Output read but not yet a whole line.
+  private let pendingOutput = Mutex<[UInt8]>([])
+  /// Frames read from the socket, and calls answered, before a loop thread lets another
+  /// worker go first.
+  static let framesPerTurn = 32
+  static let callsPerTurn = 64
   /// The module as the host bound it: every service call from the worker is judged with this.
   let caller: ModuleCaller
   private let nextServeID = Atomic<UInt64>(0)
@@ -92,16 +110,21 @@ final class WorkerProcess: Sendable {
     backend = InProcessBackend(environment: environment)
     backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
+    loop = environment.loop
+    doorbell = forsetti_eventfd()
     let configure = session.configure()
     let outFD = started.outputFD
-    _ = DetachedThread.start { [self] in self.readLoop() }
-    _ = DetachedThread.start { [self] in self.callLoop() }
-    _ = DetachedThread.start { [self] in self.captureOutput(outFD) }
+    guard watch(output: outFD) else {
+      // Nothing would read the worker: it is ended, and its end is reported as a closed socket.
+      kill()
+      endOfSocket()
+      return
+    }
     guard configure else { return }
     let frame = Self.configureFrame(configuration)
     // A spare already in its cgroup (`SpareWorker`) is told its module at once.
     guard let cgroup, !joined else {
-      socket.send(frame)
+      sendConfiguration(frame)
       return
     }
     // Joining a cgroup waits for an RCU grace period in the kernel (milliseconds), during which
@@ -121,7 +144,7 @@ final class WorkerProcess: Sendable {
         }
       }
       guard let failure else {
-        socket.send(frame)
+        sendConfiguration(frame)
         return
       }
       placementFailure.withLock { $0 = failure }
@@ -133,7 +156,38 @@ final class WorkerProcess: Sendable {
   /// module), for the load step's failure.
   var cgroupFailure: String? { placementFailure.withLock { $0 } }
 
-  deinit { close(socket.fd) }
+  deinit {
+    close(socket.fd)
+    if doorbell >= 0 { close(doorbell) }
+  }
+
+  /// The configuration, with the doorbell the worker's call ring rings.
+  private func sendConfiguration(_ frame: WireFrame) {
+    socket.send(frame, attaching: doorbell)
+  }
+
+  /// Puts the socket, the doorbell and the output pipe in the loop; false if the kernel refused.
+  private func watch(output outFD: Int32) -> Bool {
+    _ = fcntl(outFD, F_SETFL, fcntl(outFD, F_GETFL) | O_NONBLOCK)
+    guard doorbell >= 0 else {
+      close(outFD)
+      return false
+    }
+    // Output first: it is read to its end even after the socket closes (a crash's last words).
+    let output = loop.add(outFD, LoopHandler { [self] t in self.outputReady(outFD, t) })
+    guard let output else {
+      close(outFD)
+      return false
+    }
+    entries.withLock { $0.output = output }
+    // The ring before the socket: the socket.s end (`endOfSocket`) removes the ring's entry, so it
+    // must be known by then. The worker cannot call before it has its configuration.
+    guard let ring = loop.add(doorbell, LoopHandler { [self] t in self.ringReady(t) }) else { return false }
+    entries.withLock { $0.ring = ring }
+    let socketEntry = loop.add(socket.fd, LoopHandler { [self] t in self.socketReady(t) })
+    entries.withLock { $0.socket = socketEntry }
+    return socketEntry != nil
+  }
 
   var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
 
@@ -299,14 +353,20 @@ final class WorkerProcess: Sendable {
     return sig == 0 ? nil : sig
   }
 
-  private func readLoop() {
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxFrame, alignment: 8)
-    defer { buffer.deallocate() }
-    loop: while true {
-      let n = recv(socket.fd, buffer.baseAddress, buffer.count, Int32(MSG_TRUNC))
+  /// Reads what the worker sent, a bounded number of frames a turn.
+  private func socketReady(_ t: WorkerLoop.Thread) -> WorkerLoop.Next {
+    let buffer = t.scratch
+    var frames = 0
+    while frames < Self.framesPerTurn {
+      let n = recv(socket.fd, buffer.baseAddress, buffer.count, Int32(MSG_TRUNC) | Int32(MSG_DONTWAIT))
       if n < 0 && errno == EINTR { continue }
+      if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .again }
+      frames += 1
       // Closed (or died); an empty message reads the same and ends the worker the same way.
-      if n <= 0 { break loop }
+      guard n > 0 else {
+        endOfSocket()
+        return .done
+      }
       // The raw kind, for the report, even of a frame that does not decode.
       let rawKind: UInt32? =
         n >= 4 ? UInt32(littleEndian: buffer.loadUnaligned(as: UInt32.self)) : nil
@@ -333,10 +393,19 @@ final class WorkerProcess: Sendable {
         // Killed at once: whatever the worker does next is not waited for or believed.
         kill()
         events.post(.violated(v))
-        break loop
+        endOfSocket()
+        return .done
       }
     }
-    closedFlag.store(true, ordering: .releasing)
+    return .again
+  }
+
+  /// The socket closed (or the worker broke the protocol): nothing more is read or served.
+  private func endOfSocket() {
+    guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let (socketEntry, ring) = entries.withLock { ($0.socket, $0.ring) }
+    if let socketEntry { loop.remove(socketEntry) }
+    if let ring { loop.remove(ring) }
     calls.close()
     closeChannels()
     backend.moduleStopped(moduleID: moduleID)
@@ -357,28 +426,62 @@ final class WorkerProcess: Sendable {
     }
   }
 
-  /// Serves the synchronous channel until the worker is gone. Each request is answered with
-  /// a `response` frame carrying a status; a request that is not a call frame gets
-  /// FORSETTI_ERR_INVALID_ARGUMENT.
-  private func callLoop() {
-    calls.serve { bytes, slot in
-      let status: Int64
-      var id: UInt64 = 0
-      if let f = try? WireView(bytes) {
-        id = f.id
-        if f.kind == .service {
-          var w = WireWriter(into: slot, kind: .response, id: id)
-          answerService(f).write(&w)
-          return w.length ?? 0
+  /// Serves the synchronous channel while the worker calls: answers what is waiting, spins for
+  /// the next call for a moment while another loop thread is free (a worker calling in a loop
+  /// then never waits for a wake-up), then sleeps until the worker rings. After `callsPerTurn`
+  /// answers the ring goes to the back of the loop's queue, so a worker calling without pause
+  /// holds one thread at most, and only while no other worker waits.
+  private func ringReady(_ t: WorkerLoop.Thread) -> WorkerLoop.Next {
+    _ = forsetti_eventfd_drain(doorbell)
+    calls.serverAwake()
+    var answered = 0
+    var last = CallRing.nanoseconds()
+    var spins = 0
+    while !calls.isClosed {
+      if calls.answerPending(copy: t.scratch, answerCall) {
+        answered += 1
+        guard answered < Self.callsPerTurn else {
+          // Back of the queue; the bell, rung here, brings a thread back.
+          _ = forsetti_eventfd_ring(doorbell)
+          return .again
         }
-        status = answer(f) ?? Int64(FORSETTI_ERR_INVALID_ARGUMENT)
-      } else {
-        status = Int64(FORSETTI_ERR_INVALID_ARGUMENT)
+        last = CallRing.nanoseconds()
+        continue
       }
-      var w = WireWriter(into: slot, kind: .response, id: id)
-      w.int(status)
-      return w.length ?? 0
+      spins += 1
+      if spins & 63 != 0 {
+        forsetti_cpu_relax()
+        continue
+      }
+      if CallRing.nanoseconds() &- last < CallRing.spinNanoseconds, t.othersIdle {
+        sched_yield()
+        continue
+      }
+      if calls.serverSleeps() { return .again }
+      calls.serverAwake()
     }
+    return .done
+  }
+
+  /// Answers one request of the synchronous channel with a `response` frame carrying a status;
+  /// a request that is not a call frame gets FORSETTI_ERR_INVALID_ARGUMENT.
+  private func answerCall(_ bytes: UnsafeRawBufferPointer, _ slot: UnsafeMutableRawBufferPointer) -> Int {
+    let status: Int64
+    var id: UInt64 = 0
+    if let f = try? WireView(bytes) {
+      id = f.id
+      if f.kind == .service {
+        var w = WireWriter(into: slot, kind: .response, id: id)
+        answerService(f).write(&w)
+        return w.length ?? 0
+      }
+      status = answer(f) ?? Int64(FORSETTI_ERR_INVALID_ARGUMENT)
+    } else {
+      status = Int64(FORSETTI_ERR_INVALID_ARGUMENT)
+    }
+    var w = WireWriter(into: slot, kind: .response, id: id)
+    w.int(status)
+    return w.length ?? 0
   }
 
   /// Calls the role handler of this worker's module through its serve ring, waiting until
@@ -464,23 +567,34 @@ final class WorkerProcess: Sendable {
   /// Why the host killed the worker as hung, if it did.
   var hung: String? { hungVerdict.withLock { $0 } }
 
-  private func captureOutput(_ fd: Int32) {
-    defer { Glibc.close(fd) }
-    var pending = Data()
-    var buf = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = Glibc.read(fd, &buf, buf.count)
+  /// Reads what the worker wrote to its output, a line a log record, 64 KiB a turn at most.
+  private func outputReady(_ fd: Int32, _ t: WorkerLoop.Thread) -> WorkerLoop.Next {
+    let chunk = min(t.scratch.count, 4096)
+    for _ in 0..<16 {
+      let n = Glibc.read(fd, t.scratch.baseAddress, chunk)
       if n < 0 && errno == EINTR { continue }
-      if n <= 0 { break }
-      pending.append(contentsOf: buf[0..<n])
-      while let nl = pending.firstIndex(of: 0x0A) {
-        let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
-        pending.removeSubrange(pending.startIndex...nl)
+      if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .again }
+      guard n > 0 else {
+        if let output = entries.withLock({ $0.output }) { loop.remove(output) }
+        Glibc.close(fd)
+        return .done
+      }
+      let lines = pendingOutput.withLock { pending -> [String] in
+        pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: t.scratch[0..<n]))
+        var lines: [String] = []
+        while let nl = pending.firstIndex(of: 0x0A) {
+          lines.append(String(decoding: pending[..<nl], as: UTF8.self))
+          pending.removeSubrange(...nl)
+        }
+        if pending.count > 16 * 1024 { pending.removeAll() }
+        return lines
+      }
+      for line in lines {
         remember(line)
         backend.log(moduleID: moduleID, level: .info, message: line, metadata: ["stream": "output"])
       }
-      if pending.count > 16 * 1024 { pending.removeAll() }
     }
+    return .again
   }
 }
 
