@@ -46,6 +46,8 @@ package final class CallRing: @unchecked Sendable {
   private let doorbell: Int32
   /// The last request answered, on the host's side of a call ring served by `answerPending`.
   private let answered = Atomic<UInt32>(0)
+  /// How long a caller on this ring spins for its answer (`SpinBudget`).
+  package let callerSpin = SpinBudget(ceiling: spinNanoseconds)
 
   private init(mapping: RingMapping, offset: Int, serves: CallRing?, doorbell: Int32 = -1) {
     self.mapping = mapping
@@ -122,12 +124,12 @@ package final class CallRing: @unchecked Sendable {
   /// nanoseconds — passes): spins, then sleeps with `asleep` raised. Returns the new value.
   private func wait(
     _ w: Word, whileEqualTo value: UInt32, asleep: Word, deadline: UInt64? = nil,
-    spin: UInt64 = spinNanoseconds
+    spin: UInt64 = spinNanoseconds, slept: UnsafeMutablePointer<Bool>? = nil
   ) -> UInt32? {
     let p = word(w)
     let start = Self.nanoseconds()
     var n = 0
-    while true {
+    while spin > 0 {
       let v = forsetti_load_acquire(p)
       if v != value { return v }
       if isClosed { return nil }
@@ -142,6 +144,7 @@ package final class CallRing: @unchecked Sendable {
       // Both ends may share one CPU (or lose theirs to another thread): let the other run.
       sched_yield()
     }
+    slept?.pointee = true
     let flag = word(asleep)
     defer { forsetti_store_release(flag, 0) }
     while true {
@@ -192,10 +195,11 @@ package final class CallRing: @unchecked Sendable {
   /// (returning its length, or nil if it does not fit), so nothing is built and copied first.
   /// With a `deadline` (CLOCK_MONOTONIC nanoseconds) the wait for the answer ends there: the
   /// host calling into a worker must not wait on it for ever. A late answer is then ignored: the
-  /// next call waits for the sequence number of its own request.
+  /// next call waits for the sequence number of its own request. The caller spins for the
+  /// answer as long as `callerSpin` says, then sleeps.
   package func call(
     encoding encode: (UnsafeMutableRawBufferPointer) -> Int?, response: UnsafeMutableRawBufferPointer,
-    deadline: UInt64? = nil, spin: UInt64 = spinNanoseconds
+    deadline: UInt64? = nil
   ) -> Int? {
     guard let length = encode(UnsafeMutableRawBufferPointer(start: requestSlot, count: Self.capacity)),
       length <= Self.capacity
@@ -204,16 +208,22 @@ package final class CallRing: @unchecked Sendable {
     let seq = forsetti_load_acquire(word(.requestSeq)) &+ 1
     publish(.requestSeq, seq, wakeIf: .serverAsleep)
     var answered = forsetti_load_acquire(word(.responseSeq))
+    var slept = false
+    let spin = callerSpin.next
     while answered != seq {
       // Checked on every pass: a peer that keeps changing the word (to anything but the answer)
       // must not hold the caller past its deadline.
       if let deadline, Self.nanoseconds() >= deadline { return nil }
-      guard let v = wait(.responseSeq, whileEqualTo: answered, asleep: .clientAsleep, deadline: deadline)
+      guard
+        let v = wait(
+          .responseSeq, whileEqualTo: answered, asleep: .clientAsleep, deadline: deadline, spin: spin,
+          slept: &slept)
       else {
         return nil
       }
       answered = v
     }
+    callerSpin.record(answeredWhileSpinning: !slept && spin > 0)
     let n = Int(forsetti_load_acquire(word(.responseLength)))
     // An answer claiming more than fits is no answer: read as empty, which no reader accepts
     // (nil would name it a timeout or a closed ring).
@@ -266,6 +276,11 @@ package final class CallRing: @unchecked Sendable {
     answered.store(seq, ordering: .relaxed)
     answer(seq, copy: copy, handle)
     return true
+  }
+
+  /// Whether a request waits to be answered.
+  package var hasPending: Bool {
+    forsetti_load_acquire(word(.requestSeq)) != answered.load(ordering: .relaxed) && !isClosed
   }
 
   /// The server is awake (serving or spinning): the worker need not ring.

@@ -27,6 +27,8 @@ final class WorkerProcess: Sendable {
     var ring: UInt64?
     var output: UInt64?
   }
+  /// How long a loop thread spins for this worker's next call after answering one.
+  private let serverSpin = SpinBudget(ceiling: CallRing.spinNanoseconds)
   /// Output read but not yet a whole line.
   private let pendingOutput = Mutex<[UInt8]>([])
   /// Frames read from the socket, and calls answered, before a loop thread lets another
@@ -435,8 +437,6 @@ final class WorkerProcess: Sendable {
     _ = forsetti_eventfd_drain(doorbell)
     calls.serverAwake()
     var answered = 0
-    var last = CallRing.nanoseconds()
-    var spins = 0
     while !calls.isClosed {
       if calls.answerPending(copy: t.scratch, answerCall) {
         answered += 1
@@ -445,22 +445,37 @@ final class WorkerProcess: Sendable {
           _ = forsetti_eventfd_ring(doorbell)
           return .again
         }
-        last = CallRing.nanoseconds()
         continue
       }
-      spins += 1
-      if spins & 63 != 0 {
-        forsetti_cpu_relax()
-        continue
-      }
-      if CallRing.nanoseconds() &- last < CallRing.spinNanoseconds, t.othersIdle {
-        sched_yield()
-        continue
-      }
+      if spinForNextCall(t) { continue }
       if calls.serverSleeps() { return .again }
       calls.serverAwake()
     }
     return .done
+  }
+
+  /// Spins while the worker may call again soon (as `serverSpin` has learnt) and another loop
+  /// thread is free; true when a call came.
+  private func spinForNextCall(_ t: WorkerLoop.Thread) -> Bool {
+    let spin = serverSpin.next
+    guard spin > 0 else { return false }
+    let start = CallRing.nanoseconds()
+    var n = 0
+    while !calls.isClosed {
+      if calls.hasPending {
+        serverSpin.record(answeredWhileSpinning: true)
+        return true
+      }
+      n += 1
+      guard n & 63 == 0 else {
+        forsetti_cpu_relax()
+        continue
+      }
+      guard CallRing.nanoseconds() &- start < spin, t.othersIdle else { break }
+      sched_yield()
+    }
+    serverSpin.record(answeredWhileSpinning: false)
+    return false
   }
 
   /// Answers one request of the synchronous channel with a `response` frame carrying a status;
