@@ -88,7 +88,7 @@ struct IsolatedStarter {
 
   /// Drives every request to its end; the results in module-ID order, each with its `tag`.
   func run<Tag>(_ requests: [(tag: Tag, request: Request)]) -> [(tag: Tag, ended: Ended)] {
-    let signal = DispatchSemaphore(value: 0)
+    let waker = EventsWaker()
     let stagger = Duration.wait(Self.stagger(settings))
     var starts: [(tag: Tag, start: IsolatedStart)] = []
     var results: [(tag: Tag, moduleID: String, ended: Ended)] = []
@@ -97,45 +97,53 @@ struct IsolatedStarter {
     }) {
       switch begin(r) {
       case .success(let s):
-        s.worker.events.notify(signal)
+        s.worker.events.notify(waker, as: starts.count)
         starts.append((tag, s))
       case .failure(let why): results.append((tag, r.manifest.moduleID, .noWorker(why.detail)))
       }
     }
+    // Only the workers that spoke are looked at, deadlines are scanned only once the earliest
+    // is due, and release walks from the first undecided start: a thousand starts cost the
+    // main thread work per event, not per event per start.
+    var first = 0
+    var earliest = ContinuousClock.now
     while true {
-      var next: ContinuousClock.Instant?
-      func wake(at t: ContinuousClock.Instant) { next = min(next ?? t, t) }
-      for k in starts.indices where starts[k].start.outcome == nil {
+      for k in waker.take() where starts[k].start.outcome == nil {
         while starts[k].start.outcome == nil, let e = starts[k].start.worker.events.poll() {
-          handle(e, &starts[k].start, signal)
-        }
-        // A module waiting for release is not late: its deadline moves on when it is released.
-        let waiting = starts[k].start.readyAt != nil && starts[k].start.startSent == nil
-        if starts[k].start.outcome == nil, !waiting, ContinuousClock.now >= starts[k].start.deadline {
-          timedOut(&starts[k].start)
+          handle(e, &starts[k].start, waker, index: k)
         }
       }
+      var now = ContinuousClock.now
+      if now >= earliest {
+        earliest = now + .seconds(3600)
+        for k in first..<starts.count where starts[k].start.outcome == nil {
+          // A module waiting for release is not late: its deadline moves on when it is released.
+          let waiting = starts[k].start.readyAt != nil && starts[k].start.startSent == nil
+          guard !waiting else { continue }
+          if now >= starts[k].start.deadline { timedOut(&starts[k].start) }
+          if starts[k].start.outcome == nil { earliest = min(earliest, starts[k].start.deadline) }
+        }
+      }
+      while first < starts.count, starts[first].start.outcome != nil { first += 1 }
+      guard first < starts.count else { break }
       // Release starts in ID order, behind any earlier module still busy within `stagger`.
-      var held = false
-      for k in starts.indices where starts[k].start.outcome == nil {
-        let now = ContinuousClock.now
-        if starts[k].start.readyAt != nil, starts[k].start.startSent == nil, !held {
+      var next = earliest
+      now = ContinuousClock.now
+      for k in first..<starts.count where starts[k].start.outcome == nil {
+        if starts[k].start.readyAt != nil, starts[k].start.startSent == nil {
           starts[k].start.deadline = now + .wait(settings.startTimeout)
           starts[k].start.startSent = now
+          earliest = min(earliest, starts[k].start.deadline)
           // False only if the worker broke off meanwhile: its next event says how.
           _ = starts[k].start.worker.start(state: starts[k].start.request.state ?? [])
         }
         let busySince = starts[k].start.startSent ?? starts[k].start.began
         if now < busySince + stagger {
-          held = true
-          wake(at: busySince + stagger)
-        }
-        if starts[k].start.readyAt == nil || starts[k].start.startSent != nil {
-          wake(at: starts[k].start.deadline)
+          next = min(next, busySince + stagger)
+          break
         }
       }
-      guard let next else { break }
-      _ = signal.wait(timeout: .now() + .nanoseconds(WorkerEvents.nanoseconds(next - .now)))
+      waker.wait(until: min(next, earliest))
     }
     for (tag, s) in starts {
       s.worker.events.notify(nil)
@@ -274,7 +282,7 @@ struct IsolatedStarter {
 
   /// Moves one start on by one event from its worker (read by `WorkerProcess.startStep`).
   private func handle(
-    _ e: WorkerEvent, _ s: inout IsolatedStart, _ signal: DispatchSemaphore
+    _ e: WorkerEvent, _ s: inout IsolatedStart, _ waker: EventsWaker, index: Int
   ) {
     if case .frame(let f) = e { return handle(f, &s) }
     let progress = WorkerStartProgress(
@@ -287,7 +295,7 @@ struct IsolatedStarter {
       s.fromSpare = false
       switch freshWorker(s.request) {
       case .success(let w):
-        w.events.notify(signal)
+        w.events.notify(waker, as: index)
         s.worker = w
       case .failure(let e):
         s.outcome = .failed(.load, .loadFailed, e.detail, restart: nil)

@@ -11,21 +11,57 @@ enum WorkerEvent: Sendable {
   case closed
 }
 
+/// Which of several workers spoke, and one semaphore to wait on for any of them: a thread
+/// starting a thousand workers looks only at those that said something.
+final class EventsWaker: Sendable {
+  private let semaphore = DispatchSemaphore(value: 0)
+  private let spoke = Mutex<[Int]>([])
+
+  fileprivate func post(_ index: Int) {
+    spoke.withLock { $0.append(index) }
+    semaphore.signal()
+  }
+
+  /// The indices (as given to `WorkerEvents.notify`) of the queues that had events since the
+  /// last call, each once.
+  func take() -> [Int] {
+    let taken = spoke.withLock { s -> [Int] in
+      defer { s.removeAll(keepingCapacity: true) }
+      return s
+    }
+    guard taken.count > 1 else { return taken }
+    var seen = Set<Int>()
+    return taken.filter { seen.insert($0).inserted }
+  }
+
+  /// Waits for a post, until `deadline` at most.
+  func wait(until deadline: ContinuousClock.Instant) {
+    let left = deadline - ContinuousClock.now
+    guard left > .zero else { return }
+    _ = semaphore.wait(timeout: .now() + .nanoseconds(WorkerEvents.nanoseconds(left)))
+  }
+}
+
 /// One worker's lifecycle events, in order, with timed waits. Several queues may share one
-/// `wake` signal, so one thread can wait for whichever of several workers speaks first.
+/// `EventsWaker`, so one thread can wait for whichever of several workers speaks first.
 final class WorkerEvents: Sendable {
   private let items = Mutex<[WorkerEvent]>([])
   private let ready = DispatchSemaphore(value: 0)
-  private let wake = Mutex<DispatchSemaphore?>(nil)
+  private let wake = Mutex<(EventsWaker, Int)?>(nil)
 
   func post(_ e: WorkerEvent) {
     items.withLock { $0.append(e) }
     ready.signal()
-    wake.withLock { $0 }?.signal()
+    if let (waker, index) = wake.withLock({ $0 }) { waker.post(index) }
   }
 
-  /// Also signal `signal` on every event from now on (nil: no longer).
-  func notify(_ signal: DispatchSemaphore?) { wake.withLock { $0 = signal } }
+  /// Also tell `waker` of every event from now on, as `index` (nil: no longer).
+  func notify(_ waker: EventsWaker?, as index: Int = 0) {
+    let pending = items.withLock { !$0.isEmpty }
+    wake.withLock { $0 = waker.map { ($0, index) } }
+    // Events before this call are told too: none may wait unseen.
+    if pending, let waker { waker.post(index) }
+  }
 
   /// The next event if one is waiting.
   func poll() -> WorkerEvent? {
