@@ -66,6 +66,7 @@ final class WorkerProcess: Sendable {
   /// host's main thread.
   let events = WorkerEvents()
   private let closedFlag = Atomic<Bool>(false)
+  private let stopSent = Atomic<Bool>(false)
   private let lastLines = Mutex<[String]>([])
   private let onExit: @Sendable (String, Int32) -> Void
   /// The wait status once the process has been reaped: from then on its pid may belong to
@@ -260,6 +261,17 @@ final class WorkerProcess: Sendable {
     send(WireFrame(.stop))
     return true
   }
+
+  /// Asks the module to stop without waiting for it (`stopModule` then waits, and its deadline
+  /// starts there): the host stops a whole level of modules at once.
+  func requestStop() {
+    prepareStop()
+    guard session.violation == nil, !isClosed, stop() else { return }
+    stopSent.store(true, ordering: .releasing)
+  }
+
+  /// Whether `requestStop` sent the stop.
+  var stopRequested: Bool { stopSent.load(ordering: .acquiring) }
 
   /// Takes the module off the bus (and its role channels) before it is told to stop.
   func prepareStop() {

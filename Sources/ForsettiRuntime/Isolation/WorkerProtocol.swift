@@ -291,7 +291,7 @@ extension WorkerProcess {
       return .violated(v)
     }
     let deadline = ContinuousClock.now + .wait(timeout)
-    let asked = !isClosed && stop()
+    let asked = stopRequested || (!isClosed && stop())
     while asked {
       guard let event = events.next(until: deadline) else {
         end()

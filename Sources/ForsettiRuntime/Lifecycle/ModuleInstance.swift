@@ -11,8 +11,14 @@ protocol ModuleInstance: AnyObject {
   var workerPID: Int32? { get }
   /// The module's state for its next instance; nil when it keeps none or cannot say in time.
   func saveState() -> [UInt8]?
+  /// Tells it to stop without waiting, when it can be (a worker); `stop` then waits for it.
+  func requestStop()
   /// Stops it; never waits past its deadline. An in-process module can only end `.stopped`.
   func stop() -> WorkerStopOutcome
+}
+
+extension ModuleInstance {
+  func requestStop() {}
 }
 
 /// A module loaded into the host process: its table and the host functions bound to it.
@@ -57,6 +63,8 @@ final class IsolatedInstance: ModuleInstance {
   var workerPID: Int32? { worker.pid }
 
   func saveState() -> [UInt8]? { worker.saveModuleState(timeout: ModuleManager.saveStateTimeout) }
+
+  func requestStop() { worker.requestStop() }
 
   func stop() -> WorkerStopOutcome { worker.stopModule(timeout: stopTimeout) }
 }

@@ -325,9 +325,34 @@ public final class ModuleManager {
   public func stopAll() {
     keepsSpareWorker = false
     for i in table.handles { table[i].forgetRestarts() }
-    for i in stopOrder(table.running) { stop(i) }
+    // A level at a time, consumers' levels first: every worker of a level is told at once and
+    // then waited for, so a thousand independent modules stop in about one module's time.
+    for level in stopLevels(table.running) {
+      for i in level { table[i].instance?.requestStop() }
+      for i in level { stop(i) }
+    }
     workerSource?.release()
     persist()
+  }
+
+  /// `stopOrder(running)` cut into the levels of `StartOrder.levels`, the last level first:
+  /// nothing in a level depends on another module of it.
+  func stopLevels(_ running: [SlotHandle]) -> [[SlotHandle]] {
+    let manifests = running.compactMap { table[$0].record.manifest }
+    var level: [String: Int] = [:]
+    for (n, l) in StartOrder.levels(manifests).enumerated() {
+      for m in l { level[m.moduleID] = n }
+    }
+    var levels: [(level: Int, slots: [SlotHandle])] = []
+    for i in stopOrder(running) {
+      let n = table[i].record.moduleID.flatMap { level[$0] } ?? Int.max
+      if let last = levels.indices.last, levels[last].level == n {
+        levels[last].slots.append(i)
+      } else {
+        levels.append((n, [i]))
+      }
+    }
+    return levels.map(\.slots)
   }
 
   /// `running` (in start order) in the order to stop it: the reverse of the dependency order,
