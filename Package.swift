@@ -43,9 +43,9 @@ let package = Package(
     .target(name: "CForsettiSys"),
     .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
     // libmicrohttpd: the debug screen's HTTP server (never a parser of ours on network input),
-    // and the few of its calls Swift cannot make (C varargs) in a shim of their own.
-    .systemLibrary(
-      name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+    // and the few of its calls Swift cannot make (C varargs) in a shim of their own. Its header
+    // only: the shim opens the library when the debug screen starts (no pkg-config, no link).
+    .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
     .target(name: "CForsettiWeb", dependencies: ["CMicroHTTPD"]),
 
     // What the host and the confined worker share, without Foundation (the worker links nothing
@@ -94,7 +94,17 @@ let package = Package(
         .embedInCode("Web/Assets/index.html"), .embedInCode("Web/Assets/app.js"),
         .embedInCode("Web/Assets/app.css"),
       ]),
-    .executableTarget(name: "forsetti-host", dependencies: ["ForsettiCLI"]),
+    // The Swift runtime and FoundationEssentials linked in, as scripts/package builds it: a whole
+    // `run` loads a dozen libraries fewer and maps only what it uses (issue 30's start-up and
+    // peak RSS). Modules loaded in-process bring their own runtime; they meet the host only at
+    // forsetti.h. FoundationEssentials' own parts are named: the modules importing it were
+    // compiled against the shared runtime, whose library holds them.
+    .executableTarget(
+      name: "forsetti-host", dependencies: ["ForsettiCLI"],
+      linkerSettings: [
+        .unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"),
+        .linkedLibrary("_FoundationCShims"),
+      ]),
     // One confined process per isolated module, spawned by the host.
     .executableTarget(name: "forsetti-worker", dependencies: ["ForsettiBridge"]),
     // The benchmark (scripts/bench builds it in release mode).

@@ -23,17 +23,18 @@ final class SignalWaiter: Sendable {
         SignalLatch.install(sig)
         sources.append(DispatchSource.makeSignalSource(signal: sig, queue: .global()))
       }
+      // Dispatch says when a source is in place (its registration handler runs after its own
+      // signal handler replaced the latch): waiting on that, not polling the handler in 1 ms
+      // sleeps, keeps the host's start from paying a millisecond or two for it.
+      let registered = DispatchGroup()
       for (s, sig) in zip(sources, signals) {
+        registered.enter()
+        s.setRegistrationHandler { registered.leave() }
         s.setEventHandler { [semaphore, received] in Self.deliver(sig, semaphore, received) }
         s.resume()
       }
-      // Until Dispatch's handlers are in place (microseconds; bounded, should it never say so),
-      // then whatever the latch caught counts as received.
-      var waited = 0
-      while signals.contains(where: SignalLatch.isInstalled) && waited < 2_000 {
-        usleep(1_000)
-        waited += 1
-      }
+      // Bounded, should Dispatch never say so; then whatever the latch caught counts as received.
+      _ = registered.wait(timeout: .now() + .seconds(2))
       for sig in signals where SignalLatch.caught(sig) { Self.deliver(sig, semaphore, received) }
     }
   }

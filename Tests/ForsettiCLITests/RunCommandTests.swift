@@ -208,6 +208,8 @@ import Testing
     for child in children { #expect(getpgid(child) != hostPID, "process \(child) is in the host's group") }
     kill(-hostPID, SIGINT)
     host.process.waitUntilExit()
+    // The exit can be seen before the reading thread has the last lines: wait for the summary.
+    _ = host.await("ran and stopped")
     let text = host.lines.joined(separator: "\n")
     #expect(host.process.terminationStatus == 0, "\(text)")
     #expect(

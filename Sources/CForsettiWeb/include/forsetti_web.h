@@ -31,6 +31,12 @@ struct forsetti_web_limits {
   unsigned int threads;
 };
 
+/// Opens libmicrohttpd (once; it is not linked, so only the debug screen loads it): 1 when it is
+/// there with every call used, 0 when not. forsetti_web_start opens it too.
+int forsetti_web_load(void);
+/// The library forsetti_web_load opens, for a message saying it is missing.
+const char *forsetti_web_library(void);
+
 /// Serves on 127.0.0.1:`port` (0: any free port) with a pool of epoll threads. NULL on failure.
 struct MHD_Daemon *forsetti_web_start(uint16_t port, struct forsetti_web_limits limits,
                                       forsetti_web_handler handler, forsetti_web_stream_reader reader,

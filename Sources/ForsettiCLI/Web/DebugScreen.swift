@@ -29,10 +29,20 @@ final class DebugScreen: @unchecked Sendable {
   private var daemon: OpaquePointer?
 
   /// Why the page could not be served.
-  struct StartError: Error, CustomStringConvertible {
-    var port: UInt16
+  /// Why the debug screen could not start.
+  enum StartError: Error, CustomStringConvertible {
+    /// Nothing could listen on the port.
+    case portUnavailable(UInt16)
+    /// libmicrohttpd (opened only now, not linked) is not installed.
+    case libraryMissing(String)
+
     var description: String {
-      "could not serve the debug screen on 127.0.0.1:\(port) (in use? try another --ui-port, or 0 for any)"
+      switch self {
+      case .portUnavailable(let port):
+        "could not serve the debug screen on 127.0.0.1:\(port) (in use? try another --ui-port, or 0 for any)"
+      case .libraryMissing(let library):
+        "the debug screen needs \(library) (Debian package libmicrohttpd12), which could not be opened"
+      }
     }
   }
 
@@ -49,8 +59,9 @@ final class DebugScreen: @unchecked Sendable {
     let context = Unmanaged.passUnretained(self).toOpaque()
     let limits = forsetti_web_limits(
       connections: WebLimits.connections, idle_seconds: WebLimits.idleSeconds, threads: WebLimits.threads)
+    guard forsetti_web_load() != 0 else { throw .libraryMissing(String(cString: forsetti_web_library())) }
     guard let d = forsetti_web_start(port, limits, Self.onRequest, Self.onRead, Self.onClosed, context) else {
-      throw StartError(port: port)
+      throw .portUnavailable(port)
     }
     daemon = d
     self.port = forsetti_web_port(d)
