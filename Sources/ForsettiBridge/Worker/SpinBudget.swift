@@ -6,15 +6,18 @@ import Synchronization
 /// side needs to answer, and every call costs a spin and a scheduler wake-up. So a wait that
 /// spun in vain halves the budget (down to none: the side sleeps at once, as a socket echo
 /// would), a wait answered within the spin doubles it (up to `ceiling`), and a side that has
-/// stopped spinning tries the whole ceiling once every `retryEvery` waits, to find out when the
-/// machine is quiet again.
+/// stopped spinning tries a short spin (`retry`) once every `retryEvery` waits, to find out when
+/// the machine is quiet again: one answered brings the whole budget back within a few calls.
 package final class SpinBudget: Sendable {
   package let ceiling: UInt64
   private let budget: Atomic<UInt64>
   private let waitsWithout = Atomic<UInt32>(0)
   /// Below this a spin is not worth starting (a futex wait costs about as much).
   package static let floor: UInt64 = 2_000
-  package static let retryEvery: UInt32 = 64
+  package static let retryEvery: UInt32 = 32
+  /// The spin tried now and then once spinning stopped: long enough for a round trip on an idle
+  /// machine, short enough to cost a loaded one little.
+  package var retry: UInt64 { max(Self.floor * 2, ceiling / 8) }
 
   package init(ceiling: UInt64) {
     self.ceiling = ceiling
@@ -26,7 +29,7 @@ package final class SpinBudget: Sendable {
     let b = budget.load(ordering: .relaxed)
     guard b < Self.floor else { return b }
     let n = waitsWithout.add(1, ordering: .relaxed).newValue
-    return n % Self.retryEvery == 0 ? ceiling : 0
+    return n % Self.retryEvery == 0 ? retry : 0
   }
 
   /// How the wait ended: answered within its spin, or not (it slept, or spun for nothing).
