@@ -1,6 +1,7 @@
 import ForsettiBridge
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// What all modules of one host share: the state directory, the log, the event bus, the
 /// message router and the telemetry recorder.
@@ -58,9 +59,15 @@ public final class HostEnvironment: Sendable {
 
   /// `sandboxes/<moduleID>/` beneath the state directory, as an absolute path.
   public func sandboxPath(for moduleID: String) -> String {
+    if let known = sandboxPaths.withLock({ $0[moduleID] }) { return known }
     let base = PathText.join(stateDirectory, "sandboxes/\(moduleID)")
-    return URL(fileURLWithPath: base).standardizedFileURL.path
+    let path = URL(fileURLWithPath: base).standardizedFileURL.path
+    sandboxPaths.withLock { $0[moduleID] = path }
+    return path
   }
+
+  /// Each module's sandbox path, made once: Foundation's standardising showed in every reload.
+  private let sandboxPaths = Mutex<[String: String]>([:])
 
   /// A line of the host's own (never rate-limited).
   public func hostLog(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {

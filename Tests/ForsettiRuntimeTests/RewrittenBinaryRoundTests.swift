@@ -91,6 +91,27 @@ import Testing
     try Self.expectRefused(r, host, alsoChange: { try r.overrides(["com.test.hot": "off"]) }, alsoWakes: 1)
   }
 
+  /// The activation state is kept from the last full judgement's round for the rounds that only
+  /// rejudge binaries: a module disabled in the same round as its rewrite must not start.
+  @Test func aModuleDisabledInTheSameRoundDoesNotStart() throws {
+    let r = Rig()
+    try Self.hot("v1").install(in: r.h.dir)
+    let host = try r.start(development: .init(grace: 0, debounce: 0))
+    defer { host.stop() }
+    var reports: [ReloadReport] = []
+    host.onReload = { reports.append($0) }
+    let disable = { () throws in
+      _ = try ActivationStore(stateDirectory: r.state).update { $0.disable("com.test.hot") }
+    }
+    #expect(
+      try Self.rewrite(r, host, with: Self.hot("v2"), alsoChange: disable, alsoWakes: 1) {
+        !host.manager.isRunning("com.test.hot")
+      },
+      "\(r.lines.suffix(8))")
+    #expect(r.exactly("v2") == 0, "\(r.lines.suffix(6))")
+    #expect(!reports.contains { $0.outcome == .reloaded }, "\(reports)")
+  }
+
   @Test func afterARoundThatCouldNotJudgeARewrittenBinaryChangesNothing() throws {
     let r = Rig()
     try Self.hot("v1").install(in: r.h.dir)

@@ -8,17 +8,24 @@ import ForsettiCore
 /// does not leave the host without UI; and the UI module that runs keeps running while it may,
 /// rather than giving way to one that sorts first and has just become eligible.
 enum ActivationPlan {
+  /// `STATE/activation.json` as it is now (the default state when there is none).
+  static func stored(_ configuration: HostConfiguration) throws(JudgeError) -> ActivationState {
+    let store = ActivationStore(stateDirectory: configuration.stateDirectory)
+    do { return try store.load() ?? ActivationState() } catch {
+      throw .file(setting: "state", path: error.path, reason: error.reason)
+    }
+  }
+
+  /// `stored` is the activation state an earlier round read, when its file is known not to
+  /// have changed since (nil: read now).
   static func inactive(
-    _ v: Judge.Verdicts, _ configuration: HostConfiguration, failed: Set<String> = [],
-    running: Set<String> = []
+    _ v: Judge.Verdicts, _ configuration: HostConfiguration, stored: ActivationState? = nil,
+    failed: Set<String> = [], running: Set<String> = []
   ) throws(JudgeError)
     -> [String: DesiredState.Inactive]
   {
-    let store = ActivationStore(stateDirectory: configuration.stateDirectory)
     var state: ActivationState
-    do { state = try store.load() ?? ActivationState() } catch {
-      throw .file(setting: "state", path: error.path, reason: error.reason)
-    }
+    if let stored { state = stored } else { state = try Self.stored(configuration) }
     var candidates = v.judgements.compactMap { j -> ActivationCandidate? in
       guard j.passed, let m = j.manifest else { return nil }
       return ActivationCandidate(m, v.context.entitlement(m))

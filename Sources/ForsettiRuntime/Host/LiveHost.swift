@@ -51,6 +51,17 @@ public final class LiveHost {
   /// The last full judgement and the in-memory overrides it was judged with: a round in which
   /// only binaries were rewritten judges again from it (`rejudged(binaries:)`).
   private var last: (verdicts: Judge.Verdicts, inMemory: InMemoryOverrides.Tables)?
+  /// What the last full judgement's round read of the state directory besides the verdicts:
+  /// the signature trust, the stored approvals (under `--approve-all`) and the activation
+  /// state. Valid as long as `last` is: their files' change sets `trustChanged`, which judges
+  /// everything again, so a round that only rejudges binaries reads none of them.
+  private var stored = StoredInputs()
+
+  private struct StoredInputs {
+    var trust: Judge.SignatureTrust?
+    var approvals: ApprovalLedger?
+    var activation: ActivationState?
+  }
 
   public init(
     judge: Judge, manager: ModuleManager, development: Development? = nil,
@@ -89,7 +100,9 @@ public final class LiveHost {
   /// Handles what happened since the last call: worker exits and due restarts, then, if a file
   /// or an instant may have changed a verdict, judges again and converges.
   public func process() {
-    manager.superviseOnce()
+    // Supervision's state files are written after the round (its own writes them too, unchanged
+    // bytes are not written again): building them first cost a reload about a tenth of its time.
+    manager.superviseOnce(persisting: false)
     var changed: Set<String> = []
     var since = ContinuousClock.now
     if let (paths, first) = files.take(after: debounce) {
@@ -98,7 +111,10 @@ public final class LiveHost {
     }
     let edge = nextEdge.map { ContinuousClock.now >= $0 } ?? false
     let trust = trustChanged.take()
-    defer { announce() }
+    defer {
+      manager.persist()
+      announce()
+    }
     guard trust || edge || !changed.isEmpty else { return }
     if edge { nextEdge = nil }
     if trust { warnRoleless() }
@@ -125,6 +141,7 @@ public final class LiveHost {
   /// can).
   private func judgeAll() throws(JudgeError) -> Judge.Verdicts {
     last = nil
+    stored = StoredInputs()
     let snapshot = judge.configuration.inMemoryOverrides.snapshot
     let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
     last = (verdicts, snapshot)
@@ -151,7 +168,9 @@ public final class LiveHost {
     v.index = index
     v.binaryFailures = index.failures
     v.context.now = GateContext.wallClock()
-    let step = judge.inspect(index)
+    let trust = stored.trust ?? judge.signatureTrust
+    stored.trust = trust
+    let step = judge.inspect(index, trust: trust)
     v.judgements = GateStack.judge(v.report, context: v.context, inspect: step, laterSteps: nil)
     last = (v, inMemory)
     return v
@@ -234,12 +253,23 @@ public final class LiveHost {
   private func desired(_ v: Judge.Verdicts) throws(JudgeError) -> DesiredState {
     // What the user approved: the judge read it already, unless --approve-all stood in for it
     // (an update still needs what is stored).
-    var approvals = judge.configuration.approveAll ? try judge.storedApprovals() : v.context.approvals
+    var approvals = v.context.approvals
+    if judge.configuration.approveAll {
+      if let known = stored.approvals { approvals = known } else { approvals = try judge.storedApprovals() }
+      stored.approvals = approvals
+    }
     approvals.approveAll = judge.configuration.approveAll
+    let activation: ActivationState
+    if let known = stored.activation {
+      activation = known
+    } else {
+      activation = try ActivationPlan.stored(judge.configuration)
+      stored.activation = activation
+    }
     return DesiredState(
       judgements: v.judgements, index: v.index ?? BinaryIndex(),
       inactive: try ActivationPlan.inactive(
-        v, judge.configuration, failed: Set(failedVersions(v)),
+        v, judge.configuration, stored: activation, failed: Set(failedVersions(v)),
         running: Set(manager.records.filter { $0.state == .started }.compactMap(\.moduleID))),
       approvals: approvals, context: v.context)
   }

@@ -41,7 +41,7 @@ public struct Judge: Sendable {
     let index =
       configuration.pluginDirectories.isEmpty
       ? nil : BinaryIndex.build(directories: configuration.pluginDirectories)
-    let step = index.map(inspect)
+    let step = index.map { inspect($0) }
     let judgements = GateStack.judge(
       report, context: context,
       inspect: { m in step?(m) ?? .skipped("no --plugins directory given; binary not inspected") },
@@ -130,11 +130,24 @@ public struct Judge: Sendable {
       modulesDirectory: TrustedKeys.directory(.modules, stateDirectory: configuration.stateDirectory))
   }
 
+  /// What step 2 checks signatures with: the trusted module keys and the signature policy.
+  public struct SignatureTrust: Sendable {
+    public var keys: [String: [UInt8]]
+    public var policy: SignaturePolicy
+  }
+
+  /// The signature trust as the state directory holds it now.
+  public var signatureTrust: SignatureTrust { SignatureTrust(keys: moduleKeys, policy: signaturePolicy) }
+
   /// Step 2 as configured: ELF inspection, then the module's signature (`SignaturePolicy`), the
-  /// keys read once, not once per module.
-  public func inspect(_ index: BinaryIndex) -> @Sendable (ModuleManifest) -> BinaryInspectionStep {
-    let keys = moduleKeys
-    let policy = signaturePolicy
+  /// keys read once, not once per module. `trust` is what an earlier round read, when the files
+  /// it comes from are known not to have changed since (nil: read now).
+  public func inspect(_ index: BinaryIndex, trust: SignatureTrust? = nil)
+    -> @Sendable (ModuleManifest) -> BinaryInspectionStep
+  {
+    let trust = trust ?? signatureTrust
+    let keys = trust.keys
+    let policy = trust.policy
     // Nothing to verify and nothing required: no module can be refused for its signature, so
     // the signature is read only if the pass line is.
     let lazy = keys.isEmpty && !policy.required

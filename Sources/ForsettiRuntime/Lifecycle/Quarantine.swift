@@ -50,8 +50,10 @@ public struct QuarantineStore: Sendable {
   }
 
   public func load() -> [String: Entry] {
-    guard let data = FileManager.default.contents(atPath: path),
-      let modules = (try? JSONParser.parse([UInt8](data)))?.objectValue?["modules"]?.objectValue
+    // Read at every load (a reload included): plain reads, not Foundation's, and an absent file
+    // costs one failed open.
+    guard let data = PlainFiles.contents(of: path),
+      let modules = (try? JSONParser.parse(data))?.objectValue?["modules"]?.objectValue
     else { return [:] }
     var out: [String: Entry] = [:]
     for (id, v) in modules.members {

@@ -50,7 +50,12 @@ extension ModuleManager {
   }
 
   /// Handles worker exits and due restarts; call on the main thread when woken.
-  public func superviseOnce() {
+  public func superviseOnce() { superviseOnce(persisting: true) }
+
+  /// `persisting` false leaves writing the state files to the caller, which writes them once
+  /// after the rest of its round (`LiveHost.process`: a reload's start then does not wait for
+  /// them).
+  func superviseOnce(persisting: Bool) {
     for (id, pid) in inbox.drain() {
       // Matched by PID too: after a reload rollback another worker may run under the same ID.
       guard let i = table.handle(of: id), let instance = table[i].instance as? IsolatedInstance,
@@ -70,7 +75,7 @@ extension ModuleManager {
       // one, refused meanwhile.
       activate(slot: i, manifest: m, copy: versionCopies ? table[i].record.loadedFrom : nil)
     }
-    persist()
+    if persisting { persist() }
     refillSpareWorker()
   }
 
