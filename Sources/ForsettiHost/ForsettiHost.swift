@@ -156,7 +156,9 @@ public final class ForsettiHost: @unchecked Sendable {
     let environment = HostEnvironment(
       stateDirectory: configuration.judging.stateDirectory, log: FanOutLogSink(sinks),
       limits: configuration.logLimits, exportDirectory: configuration.exportDirectory,
-      quotas: configuration.quotas, applicationServices: applicationServices)
+      quotas: configuration.quotas, applicationServices: applicationServices,
+      loop: WorkerLoop(
+        baseThreads: configuration.servingThreads.base, maxThreads: configuration.servingThreads.max))
     if let exportDirectory = configuration.exportDirectory {
       environment.hostLog(
         .info, "file export: modules granted file_export write into \(exportDirectory)/<module ID>/")

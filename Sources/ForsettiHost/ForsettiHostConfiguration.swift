@@ -27,6 +27,9 @@ extension ForsettiHost {
     /// Whether SIGINT and SIGTERM are the host's from the beginning of `start` (a signal while
     /// modules start is kept for `run`), rather than only once `run(handlingSignals: true)` runs.
     public var catchesSignalsAtStart: Bool
+    /// The threads that serve every worker (`WorkerLoop`): `base` always, up to `max` only
+    /// while handlers block. However many modules run, the host's threads stay within these.
+    public var servingThreads: (base: Int, max: Int)
 
     /// A configuration with `run`'s defaults: modules isolated in `forsetti-worker` beside this
     /// executable (or under `PREFIX/libexec/forsetti/`), approvals required, no paid product
@@ -44,6 +47,7 @@ extension ForsettiHost {
       controlSocket = true
       applicationID = "application"
       catchesSignalsAtStart = false
+      servingThreads = (WorkerLoop.defaultBase, WorkerLoop.defaultMax)
     }
   }
 }
