@@ -294,6 +294,10 @@ public final class ForsettiHost: @unchecked Sendable {
     } else if server != nil {
       _ = unlinkat(hold.fd, "control.sock", 0)
     }
+    // Its watch ends now, not after the modules: closing an inotify descriptor waits for the
+    // kernel (an RCU grace period, 10–20 ms here), which then passes while modules stop, beside
+    // the closing of the file watchers' own.
+    hold.stop()
     live?.stop()
     finish()
     // Counts of lines dropped by the rate limit are written before the caller's summary.
