@@ -286,12 +286,16 @@ extension WorkerProcess {
   /// not die). Does not log or record: the caller does.
   func stopModule(timeout: Double) -> WorkerStopOutcome {
     prepareStop()
-    if let v = session.violation {
+    // Asked already (`requestStop`, a level stopping at once): what came since is judged in the
+    // order it came, as if this had waited from the moment it asked — a `stopped` first is the
+    // answer, whatever the worker sends after it.
+    let requested = stopRequested
+    if !requested, let v = session.violation {
       end()
       return .violated(v)
     }
     let deadline = ContinuousClock.now + .wait(timeout)
-    let asked = stopRequested || (!isClosed && stop())
+    let asked = requested || (!isClosed && stop())
     while asked {
       guard let event = events.next(until: deadline) else {
         end()
