@@ -27,14 +27,17 @@ enum CheckCommand {
     let options = try HostOptions.parse(p)
     let (report, judgements, badBinaries) = try options.judgeWithBinaries(
       laterSteps: "check does not load modules")
-    let ignored = report.files.filter { $0.outcome == .ignored }.map(\.file)
+    let ignored = report.files.compactMap { f in if case .ignored = f.outcome { f.file } else { nil } }
 
     // The whole trace only on request: its pass lines are rendered for nothing else, and were
     // most of what `check --json` wrote and most of its time.
     let trace = p.flag("trace")
     if options.json {
-      let module = trace ? TraceJSON.judgement : TraceJSON.verdict
-      var root = JSONObject([("modules", .array(judgements.map(module)))])
+      // By index: mapping a function value over the array copied every judgement first.
+      let modules = judgements.indices.map { i in
+        trace ? TraceJSON.judgement(judgements[i]) : TraceJSON.verdict(judgements[i])
+      }
+      var root = JSONObject([("modules", .array(modules))])
       root["ignored"] = .strings(ignored)
       root["binaryFailures"] = .strings(badBinaries.map(\.description))
       if let stop = report.strictFailure { root["strictStoppedAt"] = .string(stop.file) }
