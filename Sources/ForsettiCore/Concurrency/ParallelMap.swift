@@ -54,5 +54,6 @@ private struct Slots<T>: @unchecked Sendable {
 
   init(_ base: UnsafeMutablePointer<T>) { self.base = base }
 
-  func put(_ value: T, at i: Int) { (base + i).initialize(to: value) }
+  /// Moves `value` into slot `i` (taken, not borrowed: a borrowed value was copied in).
+  func put(_ value: consuming T, at i: Int) { (base + i).initialize(to: value) }
 }
