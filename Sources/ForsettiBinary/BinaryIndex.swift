@@ -147,7 +147,11 @@ public struct BinaryIndex: Sendable {
 
   /// The files that failed inspection.
   public var failures: [BinaryError] {
-    files.keys.sorted().compactMap { if case .failure(let e) = files[$0] { return e } else { return nil } }
+    // Most indexes have none: sorting every path to find none was a millisecond a thousand files.
+    guard failureCount > 0 else { return [] }
+    return files.keys.sorted().compactMap {
+      if case .failure(let e) = files[$0] { return e } else { return nil }
+    }
   }
 
   /// Step 2: the one binary exporting `entryPoint`, or why there is none.
@@ -206,24 +210,39 @@ public struct BinaryIndex: Sendable {
   /// signature (`FILE.so.sig`) by one of them over its exact bytes (`unsigned`,
   /// `signatureInvalid`), decided before anything is loaded.
   public func inspectionStep(for m: ModuleManifest, trustedKeys: [String: [UInt8]]) -> BinaryInspectionStep {
+    inspection(for: m, trustedKeys: trustedKeys).step
+  }
+
+  /// Step 2, and the path of the binary when it passed: a caller judging more of that binary
+  /// (its signature) need not look it up again.
+  public func inspection(for m: ModuleManifest, trustedKeys: [String: [UInt8]] = [:]) -> (
+    step: BinaryInspectionStep, binary: String?
+  ) {
     switch locate(entryPoint: m.entryPoint) {
     case .success(let facts):
       let (entry, path, cls, machine) = (m.entryPoint, facts.path, facts.elfClass, facts.machine)
       let found: @Sendable () -> String = { "\(entry) exported by \(path) (\(cls.rawValue) \(machine))" }
-      guard !trustedKeys.isEmpty else { return .outcome(.pass, passNote: .deferred(found)) }
-      switch ModuleSignature.verify(facts.path, trusted: trustedKeys) {
-      case .valid(let keyID): return .outcome(.pass, passDetail: "\(found()); signed by trusted key \(keyID)")
-      case .unsigned:
-        return .outcome(
-          .fail(
-            .init(
-              .unsigned,
-              "\(facts.path) has no signature (\(ModuleSignature.path(for: facts.path))) and this host requires one; sign it with `forsetti-host sign`"
-            )), passDetail: "")
-      case .invalid(let why): return .outcome(.fail(.init(.signatureInvalid, why)), passDetail: "")
-      }
+      guard !trustedKeys.isEmpty else { return (.outcome(.pass, passNote: .deferred(found)), path) }
+      return (signed(facts, found: found, trustedKeys: trustedKeys), path)
     case .failure(let v):
-      return .outcome(.fail(v), passDetail: "")
+      return (.outcome(.fail(v), passDetail: ""), nil)
+    }
+  }
+
+  /// The signature half of step 2, for a binary found.
+  private func signed(_ facts: ELFFacts, found: () -> String, trustedKeys: [String: [UInt8]])
+    -> BinaryInspectionStep
+  {
+    switch ModuleSignature.verify(facts.path, trusted: trustedKeys) {
+    case .valid(let keyID): return .outcome(.pass, passDetail: "\(found()); signed by trusted key \(keyID)")
+    case .unsigned:
+      return .outcome(
+        .fail(
+          .init(
+            .unsigned,
+            "\(facts.path) has no signature (\(ModuleSignature.path(for: facts.path))) and this host requires one; sign it with `forsetti-host sign`"
+          )), passDetail: "")
+    case .invalid(let why): return .outcome(.fail(.init(.signatureInvalid, why)), passDetail: "")
     }
   }
 }

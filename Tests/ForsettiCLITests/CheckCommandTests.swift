@@ -52,7 +52,7 @@ import Testing
   @Test func mixedFolderGivesEachFileItsVerdictInJSON() throws {
     let m = try writeMixedFolder()
     let r = try HostBinary.run([
-      "check", "--manifests", m, "--approve-all", "--json", "--host-version", "0.2.0",
+      "check", "--manifests", m, "--approve-all", "--json", "--trace", "--host-version", "0.2.0",
     ])
     #expect(r.status == 1)
     let root = try parseJSON(r.stdout)
@@ -91,6 +91,48 @@ import Testing
     #expect(paid.first { $0["step"]?.stringValue == "entitlement" }?["verdict"]?.stringValue == "fail")
     #expect(
       paid.first { $0["step"]?.stringValue == "runtimeRequirements" }?["verdict"]?.stringValue == "skipped")
+  }
+
+  @Test func withoutTraceEachModuleCarriesOnlyWhatBlockedIt() throws {
+    let m = try writeMixedFolder()
+    let common = ["check", "--manifests", m, "--approve-all", "--json", "--host-version", "0.2.0"]
+    let short = try HostBinary.run(common)
+    let long = try HostBinary.run(common + ["--trace"])
+    #expect(short.status == 1)
+    #expect(long.status == 1)
+    let modules = try #require(try parseJSON(short.stdout)["modules"]?.arrayValue).compactMap(\.objectValue)
+    let traced = try #require(try parseJSON(long.stdout)["modules"]?.arrayValue).compactMap(\.objectValue)
+    // The same modules and verdicts either way; only the trace is left out.
+    #expect(modules.count == 7)
+    for (a, b) in zip(modules, traced) {
+      for key in ["file", "moduleID", "verdict", "reason"] { #expect(a[key] == b[key], "\(key)") }
+      #expect(a["trace"] == nil)
+      #expect(b["trace"]?.arrayValue?.count == GateStep.allCases.count)
+      // What blocked the module is its trace's first failure, whole.
+      let failure = b["trace"]?.arrayValue?.compactMap(\.objectValue).first { $0["verdict"] == "fail" }
+      #expect(a["step"] == (failure?["step"] ?? .null), "\(a)")
+      #expect(a["detail"] == (failure?["detail"] ?? .null), "\(a)")
+    }
+    let byFile = Dictionary(uniqueKeysWithValues: modules.map { ($0["file"]?.stringValue ?? "", $0) })
+    #expect(byFile["a-good.json"]?["step"] == .null)
+    #expect(byFile["e-paid.json"]?["step"]?.stringValue == "entitlement")
+    #expect(byFile["e-paid.json"]?["detail"]?.stringValue?.contains("com.example.pro") == true)
+    #expect(byFile["b-dup.json"]?["detail"]?.stringValue?.contains("a-good.json") == true)
+  }
+
+  @Test func traceInHumanFormListsEveryStepUnderItsModule() throws {
+    let m = try writeMixedFolder()
+    let r = try HostBinary.run(["check", "--manifests", m, "--approve-all", "--trace"])
+    #expect(r.status == 1)
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    let good = try #require(lines.firstIndex { $0.hasPrefix("PASS") && $0.contains("  a-good.json") })
+    let steps = lines[(good + 1)...].prefix { $0.hasPrefix("  ") }
+    #expect(steps.count == GateStep.allCases.count)
+    #expect(steps.first?.contains("PASS    discover") == true, "\(steps)")
+    #expect(steps.contains { $0.contains("SKIPPED inspectBinary") })
+    let paid = try #require(lines.firstIndex { $0.contains("  e-paid.json") })
+    #expect(lines[paid + 5].contains("FAIL    entitlement         moduleLocked: "), "\(lines[paid + 5])")
+    #expect(lines.last == "7 modules: 2 pass, 5 blocked, 1 non-manifest JSON file ignored")
   }
 
   @Test func mixedFolderInHumanForm() throws {
@@ -146,7 +188,7 @@ import Testing
       "state/approvals.json", #"{"version":1,"modules":{"com.example.store":{"capabilities":["storage"]}}}"#)
     // An update may run with what was approved; the added capability waits, named alone.
     let partial = try HostBinary.run([
-      "check", "--manifests", dir.url("m"), "--state", dir.url("state"), "--json",
+      "check", "--manifests", dir.url("m"), "--state", dir.url("state"), "--json", "--trace",
     ])
     #expect(partial.status == 0)
     #expect(partial.stdout.contains("update adds telemetry, awaiting approval"))
@@ -203,7 +245,9 @@ import Testing
     try dir.write("m/b.json", Self.manifest(id: "com.example.b", entry: "beta_entry"))
     let plugins = TemporaryDirectory("plugins")
     try CFixture.sharedObject("alpha.so", source: "int alpha_entry(void) { return 0; }\n", in: plugins)
-    let r = try HostBinary.run(["check", "--manifests", dir.url("m"), "--plugins", plugins.path, "--json"])
+    let r = try HostBinary.run([
+      "check", "--manifests", dir.url("m"), "--plugins", plugins.path, "--json", "--trace",
+    ])
     #expect(r.status == 1)
     let modules = try #require(try parseJSON(r.stdout)["modules"]?.arrayValue).compactMap(\.objectValue)
     #expect(modules.map { $0["reason"] } == [.null, .string("binaryNotFound")])

@@ -3,7 +3,12 @@ import ForsettiRuntime
 
 /// The human form of `check`: one aligned line per module, then a summary.
 enum CheckReport {
-  static func text(_ judgements: [ModuleJudgement], ignored: [String], strictStop: String?) -> String {
+  /// With `trace`, each module's steps follow its line, as `explain` prints them.
+  static func text(
+    _ judgements: [ModuleJudgement], ignored: [String], strictStop: String?, trace: Bool = false
+  )
+    -> String
+  {
     let idWidth = min(48, judgements.map { ($0.moduleID ?? "-").count }.max() ?? 0)
     var out = ""
     for j in judgements {
@@ -14,6 +19,7 @@ enum CheckReport {
       } else {
         out += "PASS     \(id)  \(j.file)\n"
       }
+      if trace { out += steps(j.trace) }
     }
     let passed = judgements.filter(\.passed).count
     var summary =
@@ -23,6 +29,16 @@ enum CheckReport {
     }
     out += summary + "\n"
     if let strictStop { out += "strict discovery stopped at \(strictStop); later files were not read\n" }
+    return out
+  }
+
+  /// One line per step: verdict, step, reason code and detail (shown by the module-text rule).
+  static func steps(_ trace: GateTrace) -> String {
+    var out = ""
+    for e in trace.entries {
+      out +=
+        "  \(e.verdict.rawValue.uppercased().padded(to: 7)) \(e.step.rawValue.padded(to: 19)) \(e.reason.map { "\($0.rawValue): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
+    }
     return out
   }
 }

@@ -24,43 +24,36 @@ public enum ParallelMap {
   }
 
   /// `body(i)` for every `i` in `0..<count`, in index order.
+  ///
+  /// The workers write straight into the result's storage: collecting from a buffer of their
+  /// own moved every element once more, into fresh pages (a judgement holds a whole manifest,
+  /// so a thousand of them were a page fault every few elements).
   public static func map<T: Sendable>(
     _ count: Int, minimumPerWorker: Int = 64, _ body: @Sendable (Int) -> T
   ) -> [T] {
     let workers = min(workerLimit, count / max(1, minimumPerWorker))
     guard workers > 1 else { return (0..<count).map(body) }
-    let slots = Slots<T>(count: count)
-    defer { slots.deallocate() }
-    DispatchQueue.concurrentPerform(iterations: workers) { w in
-      for i in (count * w / workers)..<(count * (w + 1) / workers) { slots.put(body(i), at: i) }
+    return Array(unsafeUninitializedCapacity: count) { buffer, initialized in
+      guard let base = buffer.baseAddress else { return }
+      let slots = Slots(base)
+      DispatchQueue.concurrentPerform(iterations: workers) { w in
+        for i in (count * w / workers)..<(count * (w + 1) / workers) { slots.put(body(i), at: i) }
+      }
+      initialized = count
     }
-    return slots.collect()
   }
 }
 
-/// Result slots written concurrently, one writer per index.
+/// The result's storage, written concurrently, one writer per index.
 ///
 /// `@unchecked Sendable` is safe here because every index is written by exactly one worker (the
-/// ranges are disjoint), and the slots are read only after `concurrentPerform` has returned,
-/// which orders all the workers' writes before the read.
-private final class Slots<T>: @unchecked Sendable {
+/// ranges are disjoint and cover every index once), and the array is handed out only after
+/// `concurrentPerform` has returned, which orders all the workers' writes before any read.
+private struct Slots<T>: @unchecked Sendable {
   private let base: UnsafeMutablePointer<T>
-  private let count: Int
 
-  init(count: Int) {
-    self.count = count
-    base = .allocate(capacity: count)
-  }
+  init(_ base: UnsafeMutablePointer<T>) { self.base = base }
 
-  func put(_ value: T, at i: Int) { (base + i).initialize(to: value) }
-
-  /// Moves every value out; each slot must have been put exactly once.
-  func collect() -> [T] {
-    Array(unsafeUninitializedCapacity: count) { buffer, n in
-      buffer.baseAddress?.moveInitialize(from: base, count: count)
-      n = count
-    }
-  }
-
-  func deallocate() { base.deallocate() }
+  /// Moves `value` into slot `i` (taken, not borrowed: a borrowed value was copied in).
+  func put(_ value: consuming T, at i: Int) { (base + i).initialize(to: value) }
 }

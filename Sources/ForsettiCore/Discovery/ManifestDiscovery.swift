@@ -75,21 +75,22 @@ public enum ManifestDiscovery {
     let pass = source.openPass()
     // Each file is read and decoded on its own (in parallel when there are many); which of two
     // manifests with one ID wins, and where strict mode stops, is decided after, in path order.
-    let decoded = ParallelMap.map(paths.count) { judge(paths[$0], source: pass, mode: mode) }
-    var files: [DiscoveredFile] = []
-    files.reserveCapacity(decoded.count)
+    // Decided in place: copying each entry into a second array retained every manifest again.
+    var files = ParallelMap.map(paths.count) { judge(paths[$0], source: pass, mode: mode) }
     var firstFileByID: [String: String] = [:]
-    for var entry in decoded {
-      if case .manifest(let m) = entry.outcome {
-        if let first = firstFileByID[m.moduleID] {
-          entry.outcome = .duplicate(moduleID: m.moduleID, firstFile: first)
+    firstFileByID.reserveCapacity(files.count)
+    for i in files.indices {
+      // A manifest's entry carries its module ID (`checked`), so the manifest is not copied out.
+      if case .manifest = files[i].outcome, let id = files[i].moduleID {
+        if let first = firstFileByID[id] {
+          files[i].outcome = .duplicate(moduleID: id, firstFile: first)
         } else {
-          firstFileByID[m.moduleID] = entry.file
+          firstFileByID[id] = files[i].file
         }
       }
-      files.append(entry)
-      if mode == .strict, entry.outcome.reason != nil {
-        return DiscoveryReport(files: files, strictFailure: entry)
+      if mode == .strict, files[i].outcome.reason != nil {
+        files.removeSubrange((i + 1)...)
+        return DiscoveryReport(files: files, strictFailure: files[i])
       }
     }
     return DiscoveryReport(files: files, strictFailure: nil)

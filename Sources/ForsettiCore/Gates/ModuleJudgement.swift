@@ -50,23 +50,26 @@ public enum GateStack {
     _ report: DiscoveryReport, context: GateContext,
     inspect: @Sendable (ModuleManifest) -> BinaryInspectionStep, laterSteps: String?
   ) -> [ModuleJudgement] {
-    // Modules are judged independently (in parallel when there are many), in file order.
+    // Modules are judged independently (in parallel when there are many), in file order. The
+    // ignored files are left out before, not after: dropping the nils of a mapped array copied
+    // every judgement (a manifest and a trace each) once more.
     let files = report.files
+    let judged = files.indices.filter { i in
+      if case .ignored = files[i].outcome { false } else { true }
+    }
     let shared = SharedContext(context)
-    return ParallelMap.map(files.count) { i in
-      judge(files[i], context: shared, inspect: inspect, laterSteps: laterSteps)
-    }.compactMap { $0 }
+    return ParallelMap.map(judged.count) { n in
+      judge(files[judged[n]], context: shared, inspect: inspect, laterSteps: laterSteps)
+    }
   }
 
-  /// One file's judgement; nil for a file discovery ignored.
+  /// One file's judgement; a file discovery ignored is judged as not a manifest.
   static func judge(
     _ file: DiscoveredFile, context: SharedContext,
     inspect: (ModuleManifest) -> BinaryInspectionStep, laterSteps: String?
-  ) -> ModuleJudgement? {
+  ) -> ModuleJudgement {
     var trace = GateTrace.forAllSteps()
     switch file.outcome {
-    case .ignored:
-      return nil
     case .manifest(let m):
       trace.pass(
         .discover,
@@ -87,7 +90,7 @@ public enum GateStack {
       return .init(
         file: file.file, moduleID: m.moduleID, manifest: m, trace: trace,
         granted: ApprovalRules.granted(m, approvals: context.value.approvals))
-    case .invalid, .duplicate, .unreadable:
+    case .ignored, .invalid, .duplicate, .unreadable:
       trace.fail(.discover, file.outcome.reason ?? .validationFailed, file.outcome.detail)
       trace.skipRemaining(because: "not evaluated: discover failed")
       return .init(file: file.file, moduleID: file.moduleID, manifest: nil, trace: trace)

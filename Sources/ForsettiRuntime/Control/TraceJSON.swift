@@ -14,4 +14,18 @@ public enum TraceJSON {
         ("trace", .array(j.trace.entries.map(entry))),
       ]))
   }
+
+  /// A module's verdict and, when blocked, the step that blocked it and why (`step`, `detail`;
+  /// null when it passed): what `check --json` prints unless asked for the whole trace, whose
+  /// pass lines are most of its bytes and of its cost.
+  public static func verdict(_ j: ModuleJudgement) -> JSONValue {
+    let failure = j.trace.firstFailure
+    return .object(
+      JSONObject([
+        ("file", .string(j.file)), ("moduleID", .string(orNull: j.moduleID)),
+        ("verdict", .string(failure == nil ? "pass" : "blocked")),
+        ("reason", .string(orNull: failure?.reason?.rawValue)),
+        ("step", .string(orNull: failure?.step.rawValue)), ("detail", .string(orNull: failure?.detail)),
+      ]))
+  }
 }

@@ -152,11 +152,9 @@ public struct Judge: Sendable {
     // the signature is read only if the pass line is.
     let lazy = keys.isEmpty && !policy.required
     return { m in
-      let step = index.inspectionStep(for: m)
-      guard case .outcome(.pass, let found) = step,
-        case .success(let facts) = index.locate(entryPoint: m.entryPoint)
-      else { return step }
-      let path = facts.path
+      // One lookup of the binary for both halves of the step.
+      let (step, binary) = index.inspection(for: m)
+      guard case .outcome(.pass, let found) = step, let path = binary else { return step }
       if lazy {
         return .outcome(
           .pass,
