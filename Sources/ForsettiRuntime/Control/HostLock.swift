@@ -56,7 +56,13 @@ public final class HostLock: Sendable {
     _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
   }
 
-  deinit { Glibc.close(fd) }
+  deinit {
+    // Unlocked before it is closed: a child forked by another thread that has not yet reached
+    // its exec shares the open file, and with it the lock, which closing our descriptor alone
+    // would leave held until that child execs or exits (a test saw the next host refused).
+    _ = flock(fd, LOCK_UN)
+    Glibc.close(fd)
+  }
 
   /// The pid a lock file holds.
   private static func pid(in fd: Int32) -> Int32? {
