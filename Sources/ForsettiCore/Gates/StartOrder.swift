@@ -6,14 +6,31 @@ public enum StartOrder {
   public static func order(_ manifests: [ModuleManifest]) -> [ModuleManifest] {
     let sorted = manifests.sorted { $0.moduleID.utf8.lexicographicallyPrecedes($1.moduleID.utf8) }
     let dependsOn = dependencies(sorted)
+    // Counts, not sets, per step: a thousand modules cost a pass over flags, not a thousand
+    // set filters (the stop of 1,000 modules spent ~0.1 s here).
+    var waiting = sorted.map { dependsOn[$0.moduleID]?.count ?? 0 }
+    var waitingOn: [String: [Int]] = [:]
+    for (i, m) in sorted.enumerated() {
+      for p in dependsOn[m.moduleID] ?? [] { waitingOn[p, default: []].append(i) }
+    }
+    var taken = [Bool](repeating: false, count: sorted.count)
     var done = Set<String>()
     var out: [ModuleManifest] = []
+    out.reserveCapacity(sorted.count)
+    var first = 0
     while out.count < sorted.count {
+      while taken[first] { first += 1 }
       // The first (by ID) module whose providers have all started; on a cycle, the first left.
-      let pending = sorted.filter { !done.contains($0.moduleID) }
-      let next = pending.first { dependsOn[$0.moduleID, default: []].isSubset(of: done) } ?? pending[0]
-      done.insert(next.moduleID)
-      out.append(next)
+      var next = first
+      for i in first..<sorted.count where !taken[i] && waiting[i] == 0 {
+        next = i
+        break
+      }
+      taken[next] = true
+      out.append(sorted[next])
+      if done.insert(sorted[next].moduleID).inserted {
+        for i in waitingOn[sorted[next].moduleID] ?? [] { waiting[i] -= 1 }
+      }
     }
     return out
   }
