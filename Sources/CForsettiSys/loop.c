@@ -15,6 +15,11 @@ static int control(int epfd, int op, int fd, uint64_t token) {
 
 int forsetti_epoll_add(int epfd, int fd, uint64_t token) { return control(epfd, EPOLL_CTL_ADD, fd, token); }
 
+int forsetti_epoll_add_edge(int epfd, int fd, uint64_t token) {
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u64 = token};
+  return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
 int forsetti_epoll_rearm(int epfd, int fd, uint64_t token) { return control(epfd, EPOLL_CTL_MOD, fd, token); }
 
 int forsetti_epoll_remove(int epfd, int fd) { return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL); }

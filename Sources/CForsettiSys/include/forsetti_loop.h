@@ -9,6 +9,10 @@
 int forsetti_epoll_create(void);
 /// Adds `fd` for input (and hang-up), firing once for `token`; 0 or -1 with errno.
 int forsetti_epoll_add(int epfd, int fd, uint64_t token);
+/// Adds `fd` for input, edge-triggered and never disarmed, for `token`: it fires once per
+/// wake-up of the file (an eventfd: once per write, drained or not), and its handler may run on
+/// two threads at once, so it must exclude itself. 0 or -1 with errno.
+int forsetti_epoll_add_edge(int epfd, int fd, uint64_t token);
 /// Arms `fd` again after it fired; 0 or -1 with errno (ENOENT once it was removed).
 int forsetti_epoll_rearm(int epfd, int fd, uint64_t token);
 /// Removes `fd`; 0 or -1 with errno.

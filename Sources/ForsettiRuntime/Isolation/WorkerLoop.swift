@@ -26,6 +26,8 @@ public final class WorkerLoop: Sendable {
   private struct Entry {
     let fd: Int32
     let source: any LoopSource
+    /// Fires per wake-up and is never disarmed (`add(edge:)`).
+    let edge: Bool
   }
 
   fileprivate struct Pool {
@@ -88,13 +90,21 @@ public final class WorkerLoop: Sendable {
   }
 
   /// Watches `fd` for `source`; the token to remove it with, or nil when the kernel refused
-  /// (the caller then serves nothing and should end the worker).
-  func add(_ fd: Int32, _ source: any LoopSource) -> UInt64? {
+  /// (the caller then serves nothing and should end the worker). An entry fires once and is
+  /// armed again when its handler returns `.again`; with `edge`, it fires per wake-up of the
+  /// file and is never disarmed (no system call to arm it again), so its handler may run on two
+  /// threads at once and must exclude itself — a call ring's doorbell, rung once per sleep.
+  func add(_ fd: Int32, _ source: any LoopSource, edge: Bool = false) -> UInt64? {
     guard epoll >= 0 else { return nil }
     let token = nextToken.add(1, ordering: .relaxed).newValue
-    entries.withLock { $0[token] = Entry(fd: fd, source: source) }
-    guard startIfIdle(), forsetti_epoll_add(epoll, fd, token) == 0 else {
+    entries.withLock { $0[token] = Entry(fd: fd, source: source, edge: edge) }
+    let added = edge ? forsetti_epoll_add_edge(epoll, fd, token) : forsetti_epoll_add(epoll, fd, token)
+    guard added == 0 else {
       entries.withLock { _ = $0.removeValue(forKey: token) }
+      return nil
+    }
+    guard startIfIdle() else {
+      remove(token)
       return nil
     }
     return token
@@ -185,7 +195,7 @@ public final class WorkerLoop: Sendable {
       pool.withLock { $0.busy -= 1 }
       switch next {
       case .again:
-        rearm(token)
+        if !entry.edge { rearm(token) }
       case .done:
         remove(token)
       }

@@ -27,6 +27,8 @@ final class WorkerProcess: Sendable {
     var ring: UInt64?
     var output: UInt64?
   }
+  /// Whether a loop thread is at the call ring (`ringReady`).
+  private let serving = Atomic<Bool>(false)
   /// How long a loop thread spins for this worker's next call after answering one.
   private let serverSpin = SpinBudget(ceiling: CallRing.spinNanoseconds)
   /// Output read but not yet a whole line.
@@ -185,7 +187,9 @@ final class WorkerProcess: Sendable {
     entries.withLock { $0.output = output }
     // The ring before the socket: the socket.s end (`endOfSocket`) removes the ring's entry, so it
     // must be known by then. The worker cannot call before it has its configuration.
-    guard let ring = loop.add(doorbell, LoopHandler { [self] t in self.ringReady(t) }) else { return false }
+    guard let ring = loop.add(doorbell, LoopHandler { [self] t in self.ringReady(t) }, edge: true) else {
+      return false
+    }
     entries.withLock { $0.ring = ring }
     let socketEntry = loop.add(socket.fd, LoopHandler { [self] t in self.socketReady(t) })
     entries.withLock { $0.socket = socketEntry }
@@ -445,25 +449,48 @@ final class WorkerProcess: Sendable {
   /// then never waits for a wake-up), then sleeps until the worker rings. After `callsPerTurn`
   /// answers the ring goes to the back of the loop's queue, so a worker calling without pause
   /// holds one thread at most, and only while no other worker waits.
+  ///
+  /// The doorbell is edge-triggered and never disarmed (no system call per sleep), so two loop
+  /// threads can be here at once: `serving` lets one in. One that found the ring taken leaves
+  /// it; the thread that had it looks once more after letting go, so a ring that came meanwhile
+  /// is never left unanswered.
   private func ringReady(_ t: WorkerLoop.Thread) -> WorkerLoop.Next {
-    _ = forsetti_eventfd_drain(doorbell)
+    while !calls.isClosed {
+      guard
+        serving.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
+      else { return .again }
+      let turn = serveRing(t)
+      serving.store(false, ordering: .sequentiallyConsistent)
+      switch turn {
+      case .closed: return .done
+      case .yielded:
+        // Back of the queue; the bell, rung once the ring is free, brings a thread back.
+        _ = forsetti_eventfd_ring(doorbell)
+        return .again
+      case .asleep:
+        guard calls.hasPending else { return .again }
+      }
+    }
+    return .done
+  }
+
+  private enum RingTurn { case asleep, yielded, closed }
+
+  /// One thread's turn at the ring, `serving` held.
+  private func serveRing(_ t: WorkerLoop.Thread) -> RingTurn {
     calls.serverAwake()
     var answered = 0
     while !calls.isClosed {
       if calls.answerPending(copy: t.scratch, answerCall) {
         answered += 1
-        guard answered < Self.callsPerTurn else {
-          // Back of the queue; the bell, rung here, brings a thread back.
-          _ = forsetti_eventfd_ring(doorbell)
-          return .again
-        }
+        if answered >= Self.callsPerTurn { return .yielded }
         continue
       }
       if spinForNextCall(t) { continue }
-      if calls.serverSleeps() { return .again }
+      if calls.serverSleeps() { return .asleep }
       calls.serverAwake()
     }
-    return .done
+    return .closed
   }
 
   /// Spins while the worker may call again soon (as `serverSpin` has learnt) and another loop
