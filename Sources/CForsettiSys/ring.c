@@ -49,12 +49,3 @@ int forsetti_eventfd_ring(int fd) {
   // EAGAIN: the count is at its maximum, so the bell is already ringing.
   return (n == sizeof one || (n < 0 && errno == EAGAIN)) ? 0 : -1;
 }
-
-uint64_t forsetti_eventfd_drain(int fd) {
-  uint64_t count = 0;
-  ssize_t n;
-  do {
-    n = read(fd, &count, sizeof count);
-  } while (n < 0 && errno == EINTR);
-  return n == sizeof count ? count : 0;
-}

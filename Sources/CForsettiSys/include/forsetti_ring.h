@@ -35,6 +35,4 @@ int forsetti_memfd(const char *name, uint64_t size);
 int forsetti_eventfd(void);
 /// Adds one to the eventfd's count (wakes whoever polls it); 0 or -1 with errno.
 int forsetti_eventfd_ring(int fd);
-/// Reads (and so resets) the eventfd's count; 0 when it was zero already.
-uint64_t forsetti_eventfd_drain(int fd);
 #endif

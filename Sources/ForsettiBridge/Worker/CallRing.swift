@@ -45,7 +45,7 @@ package final class CallRing: @unchecked Sendable {
   /// (`WorkerLoop`), which a futex cannot wake. -1 on every other ring.
   private let doorbell: Int32
   /// The last request answered, on the host's side of a call ring served by `answerPending`.
-  private let answered = Atomic<UInt32>(0)
+  private let lastAnswered = Atomic<UInt32>(0)
   /// How long a caller on this ring spins for its answer (`SpinBudget`).
   package let callerSpin = SpinBudget(ceiling: spinNanoseconds)
 
@@ -272,15 +272,34 @@ package final class CallRing: @unchecked Sendable {
     _ handle: (UnsafeRawBufferPointer, UnsafeMutableRawBufferPointer) -> Int
   ) -> Bool {
     let seq = forsetti_load_acquire(word(.requestSeq))
-    guard seq != answered.load(ordering: .relaxed), !isClosed else { return false }
-    answered.store(seq, ordering: .relaxed)
+    guard seq != lastAnswered.load(ordering: .relaxed), !isClosed else { return false }
+    lastAnswered.store(seq, ordering: .relaxed)
     answer(seq, copy: copy, handle)
     return true
   }
 
   /// Whether a request waits to be answered.
   package var hasPending: Bool {
-    forsetti_load_acquire(word(.requestSeq)) != answered.load(ordering: .relaxed) && !isClosed
+    forsetti_load_acquire(word(.requestSeq)) != lastAnswered.load(ordering: .relaxed) && !isClosed
+  }
+
+  /// Spins up to `spin` nanoseconds for the worker's next request, while `keepGoing` holds;
+  /// true when one came. The same spin as a caller's wait, for a server that is not a thread of
+  /// its own.
+  package func spinForRequest(_ spin: UInt64, while keepGoing: () -> Bool) -> Bool {
+    let start = Self.nanoseconds()
+    var n = 0
+    while !isClosed {
+      if hasPending { return true }
+      n += 1
+      guard n & 63 == 0 else {
+        forsetti_cpu_relax()
+        continue
+      }
+      guard Self.nanoseconds() &- start < spin, keepGoing() else { return false }
+      sched_yield()
+    }
+    return false
   }
 
   /// The server is awake (serving or spinning): the worker need not ring.
@@ -290,7 +309,7 @@ package final class CallRing: @unchecked Sendable {
   /// then reads the flag). True when asleep; false when a request came meanwhile (serve it).
   package func serverSleeps() -> Bool {
     forsetti_store_seq_cst(word(.serverAsleep), 1)
-    return forsetti_load_seq_cst(word(.requestSeq)) == answered.load(ordering: .relaxed) || isClosed
+    return forsetti_load_seq_cst(word(.requestSeq)) == lastAnswered.load(ordering: .relaxed) || isClosed
   }
 
   /// Ends `serve` (and any waiting `call`), on this ring and its serve ring: the worker is gone.

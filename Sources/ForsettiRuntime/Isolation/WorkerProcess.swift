@@ -498,23 +498,9 @@ final class WorkerProcess: Sendable {
   private func spinForNextCall(_ t: WorkerLoop.Thread) -> Bool {
     let spin = serverSpin.next
     guard spin > 0 else { return false }
-    let start = CallRing.nanoseconds()
-    var n = 0
-    while !calls.isClosed {
-      if calls.hasPending {
-        serverSpin.record(answeredWhileSpinning: true)
-        return true
-      }
-      n += 1
-      guard n & 63 == 0 else {
-        forsetti_cpu_relax()
-        continue
-      }
-      guard CallRing.nanoseconds() &- start < spin, t.othersIdle else { break }
-      sched_yield()
-    }
-    serverSpin.record(answeredWhileSpinning: false)
-    return false
+    let came = calls.spinForRequest(spin) { t.othersIdle }
+    serverSpin.record(answeredWhileSpinning: came)
+    return came
   }
 
   /// Answers one request of the synchronous channel with a `response` frame carrying a status;
