@@ -127,8 +127,6 @@ public final class ForsettiHost: @unchecked Sendable {
       throw .judging(error)
     }
     warnUnknownCPUModules(manager)
-    let running = manager.records.filter { $0.state == .started }.count
-    ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")
     // The control socket is made at the path: not once the path names another directory.
     if configuration.controlSocket && hold.check() == nil {
       do { server = try ControlServer(stateDirectory: state, wake: waiter.waker) } catch {
@@ -142,6 +140,9 @@ public final class ForsettiHost: @unchecked Sendable {
       $0.records = manager.records
     }
     phase.withLock { $0 = .started }
+    // Ready once the control socket answers: a unit's ExecStartPost= may ask the host at once.
+    let running = manager.records.filter { $0.state == .started }.count
+    ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")
   }
 
   /// The environment every module shares, its log going to the configured sinks and to

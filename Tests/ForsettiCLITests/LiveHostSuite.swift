@@ -60,6 +60,18 @@ extension LiveHostSuite {
       isRunning: { host.process.isRunning })
   }
 
+  /// Waits until `host`'s control socket is there: the host publishes runtime.json while it
+  /// starts and opens the socket after, so a verb asked right after `published` may find none.
+  /// The 60 s are a safety net; the wait ends once the socket is there or the host has gone.
+  func answering(_ host: DevHost) -> Bool {
+    let socket = state + "/control.sock"
+    let end = Date().addingTimeInterval(60)
+    while !FileManager.default.fileExists(atPath: socket) && host.process.isRunning && Date() < end {
+      usleep(20_000)
+    }
+    return FileManager.default.fileExists(atPath: socket)
+  }
+
   /// The wait and the host's last lines, for a failure message.
   func why(_ wait: RuntimeWait, _ host: DevHost) -> Comment {
     "\(wait)\nhost output (last 40 lines):\n\(host.lines.suffix(40).joined(separator: "\n"))"

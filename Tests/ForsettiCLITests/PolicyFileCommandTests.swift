@@ -69,6 +69,7 @@ import Testing
     defer { host.stop() }
     var w = published(["com.acme.crm": "blocked/capabilityDenied", "com.test.keeper": "started"], by: host)
     try #require(w.reached, why(w, host))
+    try #require(answering(host), why(w, host))
     // explain exits 1 for a blocked module; its text is what counts.
     let explain = try HostBinary.run(["explain", "com.acme.crm", "--state", state])
     #expect(explain.stderr.contains("answered by the host running"), "\(explain.stderr)")
