@@ -13,13 +13,13 @@ import Testing
   static let notes = "com.example.notes"
 
   /// The host with `--metrics 127.0.0.1:0`, and the port it printed.
-  func launch() throws -> (DevHost, UInt16) {
+  func launch(extra: [String] = []) throws -> (DevHost, UInt16) {
     try ExampleModules.installSharedDatabase(in: dir)
-    let host = try DevHost.launch([
-      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
-      dir.url("state"),
-      "--approve-all", "--metrics", "127.0.0.1:0",
-    ])
+    let host = try DevHost.launch(
+      [
+        "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+        dir.url("state"), "--approve-all", "--metrics", "127.0.0.1:0",
+      ] + extra)
     guard let line = host.await("metrics: http://127.0.0.1:", timeout: 120)?.1,
       let after = line.range(of: "http://127.0.0.1:")?.upperBound,
       let port = UInt16(line[after...].prefix { $0.isNumber })
@@ -101,6 +101,36 @@ import Testing
     #expect(try Self.get(port, "/").0 == 404)
     #expect(try Self.get(port, "/metrics", method: "POST").0 == 405)
     #expect(try Self.get(port, "/metrics", method: "HEAD").0 == 200)
+  }
+
+  /// A module whose worker aborts soon after each start: counted as a crash each time, restarted
+  /// once (`--max-restarts 1`), then quarantined; the healthy neighbour beside it counts none.
+  @Test func countsCrashesRestartsAndQuarantine() throws {
+    var m = ModuleFixture(moduleID: "com.test.crashy", entryPoint: "crashy_entry")
+    m.prelude = """
+      #include <pthread.h>
+      #include <stdlib.h>
+      #include <unistd.h>
+      static void *die(void *unused) { (void)unused; usleep(100000); abort(); return NULL; }
+      """
+    m.start = """
+      pthread_t t;
+      pthread_create(&t, NULL, die, NULL);
+      return FORSETTI_OK;
+      """
+    try m.install(in: dir)
+    let (host, port) = try launch(extra: ["--max-restarts", "1"])
+    defer { host.stop() }
+    let crashy = "{module=\"com.test.crashy\"}"
+    let text = try Self.page(port) { t in Self.value(t, "forsetti_module_quarantined\(crashy)") == 1 }
+    #expect(Self.value(text, "forsetti_module_quarantined\(crashy)") == 1, "\(text)")
+    #expect(Self.value(text, "forsetti_module_crashes_total\(crashy)") == 2, "\(text)")
+    #expect(Self.value(text, "forsetti_module_restarts_total\(crashy)") == 1, "\(text)")
+    #expect(Self.value(text, "forsetti_module_quarantines_total\(crashy)") == 1, "\(text)")
+    #expect(
+      Self.value(text, "forsetti_module_state{module=\"com.test.crashy\",state=\"failed\"}") == 1, "\(text)")
+    // The positive control's neighbour: the same page counts nothing against a healthy module.
+    #expect(Self.value(text, "forsetti_module_crashes_total{module=\"\(Self.notes)\"}") == 0, "\(text)")
   }
 
   @Test func aRealPrometheusScrapesTheHost() throws {
