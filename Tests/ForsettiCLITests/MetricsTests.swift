@@ -133,6 +133,21 @@ import Testing
     #expect(Self.value(text, "forsetti_module_crashes_total{module=\"\(Self.notes)\"}") == 0, "\(text)")
   }
 
+  /// A value that is not an address literal is refused before anything starts, naming it; the
+  /// same command with a good value starts (the positive control is `launch` above).
+  @Test(arguments: ["localhost:9464", "127.0.0.1:65536", "[::1]9464"])
+  func aBadAddressIsAUsageError(_ value: String) throws {
+    try ExampleModules.installSharedDatabase(in: dir)
+    let r = try HostBinary.run([
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"),
+      "--approve-all", "--metrics", value,
+    ])
+    #expect(r.status != 0, "\(r.stdout)")
+    #expect(r.stderr.contains("--metrics") && r.stderr.contains(value), "\(r.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: dir.url("state")), "the host started: \(r.stdout)")
+  }
+
   @Test func aRealPrometheusScrapesTheHost() throws {
     let (host, port) = try launch()
     defer { host.stop() }
