@@ -155,6 +155,18 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
 struct MHD_Daemon *forsetti_web_start(uint16_t port, struct forsetti_web_limits limits,
                                       forsetti_web_handler handler, forsetti_web_stream_reader reader,
                                       forsetti_web_stream_closed closed, void *ctx) {
+  struct sockaddr_in address;
+  memset(&address, 0, sizeof address);
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return forsetti_web_start_at((const struct sockaddr *)&address, limits, handler, reader, closed, ctx);
+}
+
+struct MHD_Daemon *forsetti_web_start_at(const struct sockaddr *address, struct forsetti_web_limits limits,
+                                         forsetti_web_handler handler, forsetti_web_stream_reader reader,
+                                         forsetti_web_stream_closed closed, void *ctx) {
+  if (address == NULL || (address->sa_family != AF_INET && address->sa_family != AF_INET6)) return NULL;
   if (!forsetti_web_load()) return NULL;
   struct server *s = calloc(1, sizeof *s);
   if (s == NULL) return NULL;
@@ -162,21 +174,19 @@ struct MHD_Daemon *forsetti_web_start(uint16_t port, struct forsetti_web_limits 
   s->reader = reader;
   s->closed = closed;
   s->ctx = ctx;
-  struct sockaddr_in address;
-  memset(&address, 0, sizeof address);
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  uint16_t port = address->sa_family == AF_INET ? ntohs(((const struct sockaddr_in *)address)->sin_port)
+                                                : ntohs(((const struct sockaddr_in6 *)address)->sin6_port);
+  unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+  if (address->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
   // A few epoll threads for every connection (never a thread per connection: a thousand idle
   // streams cost a thousand descriptors, not a thousand threads). Streams wait suspended, out of
   // the event loop, until there is something to send. No per-IP limit: every client of a
   // loopback server is 127.0.0.1, so it would be the global limit again. No error log: a client
   // refused at the connection limit would print a line on the host's output each time.
   struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL, NULL, &on_request, s,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address, MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL,
-      MHD_OPTION_CONNECTION_LIMIT, limits.connections, MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_seconds,
-      MHD_OPTION_THREAD_POOL_SIZE, limits.threads, MHD_OPTION_END);
+      flags, port, NULL, NULL, &on_request, s, MHD_OPTION_SOCK_ADDR, address, MHD_OPTION_NOTIFY_COMPLETED,
+      &on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT, limits.connections, MHD_OPTION_CONNECTION_TIMEOUT,
+      limits.idle_seconds, MHD_OPTION_THREAD_POOL_SIZE, limits.threads, MHD_OPTION_END);
   if (d == NULL) free(s);
   return d;
 }

@@ -37,6 +37,8 @@ public final class ForsettiHost: @unchecked Sendable {
   /// overrides, its records, the health modules report); made on the host's thread.
   private var controlAnswerer: ControlAnswerer?
   private var server: ControlServer?
+  /// `/metrics`, when the configuration asks for it; stopped with the host.
+  private let metricsServer = Mutex<MetricsServer?>(nil)
 
   private enum Phase: String {
     case configured, starting, started, stopped
@@ -139,11 +141,38 @@ public final class ForsettiHost: @unchecked Sendable {
       $0.server = server
       $0.records = manager.records
     }
+    if let address = configuration.metricsAddress {
+      do { try serveMetrics(address, environment) } catch {
+        live.stop()
+        finish()
+        throw error
+      }
+    }
     phase.withLock { $0 = .started }
     // Ready once the control socket answers: a unit's ExecStartPost= may ask the host at once.
     let running = manager.records.filter { $0.state == .started }.count
     ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")
   }
+
+  /// Starts `/metrics` at `address`, rendered at each scrape from the counters and the records
+  /// of the last round; says where in the host's log.
+  private func serveMetrics(_ address: MetricsAddress, _ environment: HostEnvironment)
+    throws(ForsettiHostError)
+  {
+    let metrics = environment.metrics
+    let made: MetricsServer
+    do {
+      made = try MetricsServer(address) { [weak self] in
+        MetricsExposition.render(metrics, records: self?.modules ?? [])
+      }
+    } catch { throw .metrics(address: address.description, reason: error.description) }
+    metricsServer.withLock { $0 = made }
+    environment.hostLog(.info, "metrics: \(made.url)")
+  }
+
+  /// Where `/metrics` is served (`http://ADDRESS:PORT/metrics`, the real port when 0 was asked
+  /// for); nil when not served.
+  public var metricsURL: String? { metricsServer.withLock { $0?.url } }
 
   /// The environment every module shares, its log going to the configured sinks and to
   /// `STATE/logs/host.log`.
@@ -307,6 +336,10 @@ public final class ForsettiHost: @unchecked Sendable {
 
   /// Releases what the host holds, after its modules stopped.
   private func finish() {
+    metricsServer.withLock {
+      $0?.stop()
+      $0 = nil
+    }
     if let live { shared.withLock { $0.records = live.manager.records } }
     shared.withLock { $0.server = nil }
     hold.stop()

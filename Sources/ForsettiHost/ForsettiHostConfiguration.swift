@@ -30,6 +30,9 @@ extension ForsettiHost {
     /// The threads that serve every worker (`WorkerLoop`): `base` always, up to `max` only
     /// while handlers block. However many modules run, the host's threads stay within these.
     public var servingThreads: (base: Int, max: Int)
+    /// Where to serve `GET /metrics` (Prometheus text format; no authentication, so loopback
+    /// unless the operator chooses otherwise); nil: not served. The counters are kept anyway.
+    public var metricsAddress: MetricsAddress?
 
     /// A configuration with `run`'s defaults: modules isolated in `forsetti-worker` beside this
     /// executable (or under `PREFIX/libexec/forsetti/`), approvals required, no paid product
@@ -48,6 +51,7 @@ extension ForsettiHost {
       applicationID = "application"
       catchesSignalsAtStart = false
       servingThreads = (WorkerLoop.defaultBase, WorkerLoop.defaultMax)
+      metricsAddress = nil
     }
   }
 }

@@ -21,6 +21,8 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
   /// `call` was made at the wrong moment of the host's life: `register` after `start`, `start`
   /// twice or after `stop`.
   case wrongPhase(call: String, phase: String)
+  /// `/metrics` could not be served at `address` (`reason` says why).
+  case metrics(address: String, reason: String)
 
   public var description: String {
     switch self {
@@ -34,6 +36,7 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
     case .controlSocket(let path, let e): "control socket \(path): \(e)"
     case .service(let id, let e): "application service \(id): \(e)"
     case .wrongPhase(let call, let phase): "\(call) cannot be called on a host that is \(phase)"
+    case .metrics(let address, let reason): "metrics \(address): \(reason)"
     }
   }
 }

@@ -23,6 +23,8 @@ public final class HostEnvironment: Sendable {
   /// The threads that serve every worker of this host (their sockets, call rings and output);
   /// ended with the environment, which outlives every worker.
   public let loop: WorkerLoop
+  /// The counters behind `/metrics` (`--metrics`), kept whether or not anything serves them.
+  public let metrics = HostMetrics()
 
   /// `exportDirectory` is where modules export files (`--export-dir`; nil for none), each in
   /// its own subdirectory; `quotas` bound what each module stores and exports. `log`
@@ -38,7 +40,18 @@ public final class HostEnvironment: Sendable {
     self.stateDirectory = stateDirectory
     self.loop = loop
     self.limits = limits
-    limiter = ModuleRateLimiter(limits: limits) { log.write($0) }
+    let metrics = metrics
+    limiter = ModuleRateLimiter(
+      limits: limits,
+      dropped: { id, channel in
+        let c = metrics.module(id)
+        if channel == .log {
+          c.droppedLogLines.add(1, ordering: .relaxed)
+        } else {
+          c.droppedTelemetryEvents.add(1, ordering: .relaxed)
+        }
+      }
+    ) { log.write($0) }
     self.log = RateLimitedLogSink(log, limiter: limiter)
     // Refusals are the host's own lines: never rate-limited away.
     services = HostServices(

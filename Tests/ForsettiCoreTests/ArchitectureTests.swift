@@ -144,10 +144,13 @@ struct Layering: Sendable {
       .init(
         subject: .target("ForsettiHost"),
         rule: .init(
-          mayDependOn: ["ForsettiRuntime", "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "CForsetti"],
+          mayDependOn: [
+            "ForsettiRuntime", "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "CForsetti",
+            "CForsettiWeb",
+          ],
           foundation: true,
-          why: "the host as a value, what the command line and an embedding application compose; "
-            + "nothing of the runtime depends on it")),
+          why: "the host as a value, what the command line and an embedding application compose "
+            + "(its /metrics served through CForsettiWeb); nothing of the runtime depends on it")),
       .init(
         subject: .target("ForsettiCLI"),
         rule: .init(

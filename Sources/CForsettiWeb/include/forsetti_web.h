@@ -4,9 +4,11 @@
 // is handed over; everything else (what to answer) is Swift's.
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 struct MHD_Daemon;
+struct sockaddr;
 struct MHD_Connection;
 
 /// A whole request, `request` naming it (body gathered, at most 1 MiB; `too_large` set past
@@ -41,6 +43,11 @@ const char *forsetti_web_library(void);
 struct MHD_Daemon *forsetti_web_start(uint16_t port, struct forsetti_web_limits limits,
                                       forsetti_web_handler handler, forsetti_web_stream_reader reader,
                                       forsetti_web_stream_closed closed, void *ctx);
+/// Serves as forsetti_web_start does, on `address` (a sockaddr_in or sockaddr_in6, its port 0
+/// for any free port); NULL on failure or another address family. The caller keeps `address`.
+struct MHD_Daemon *forsetti_web_start_at(const struct sockaddr *address, struct forsetti_web_limits limits,
+                                         forsetti_web_handler handler, forsetti_web_stream_reader reader,
+                                         forsetti_web_stream_closed closed, void *ctx);
 /// The port the daemon listens on.
 uint16_t forsetti_web_port(struct MHD_Daemon *daemon);
 /// Stops the daemon; every suspended connection must have been resumed before.

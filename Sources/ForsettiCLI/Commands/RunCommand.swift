@@ -117,6 +117,11 @@ enum RunCommand {
         default: "256"),
       .flag("ui", "Serve the debug screen on 127.0.0.1 and print its address with a one-time token."),
       .value("ui-port", "PORT", "The debug screen's port (0: any free one).", default: "0"),
+      .value(
+        "metrics", "ADDRESS:PORT",
+        "Serve Prometheus metrics at http://ADDRESS:PORT/metrics (PORT alone: 127.0.0.1; [::1]:PORT for IPv6; "
+          + "port 0: any free one, printed). No authentication: keep it on loopback unless the network is trusted."
+      ),
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
@@ -158,6 +163,11 @@ enum RunCommand {
     configuration.quotas = try quotas(p)
     // A SIGTERM while modules start (systemd's stop right after its start) must stop the host.
     configuration.catchesSignalsAtStart = true
+    if let raw = p.value("metrics") {
+      do { configuration.metricsAddress = try MetricsAddress(parsing: raw) } catch {
+        throw .usage(.invalidValue(option: "metrics", value: raw, why: error.description))
+      }
+    }
     let uiPort = try port(p)
     let webEvents = WebEvents()
     configuration.logSinks = [StreamLogSink(fd: options.json ? 2 : 1)]
@@ -239,6 +249,8 @@ enum RunCommand {
     case .judging(let e): HostOptions.failure(e)
     case .controlSocket(_, let reason):
       .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(reason)"))
+    case .metrics(let address, let reason):
+      .configuration(.directory(option: "metrics", path: address, reason: reason))
     case .logLimits, .service, .wrongPhase:
       .configuration(.directory(option: "state", path: options.stateDirectory, reason: e.description))
     }

@@ -143,7 +143,9 @@ public final class LiveHost {
     last = nil
     stored = StoredInputs()
     let snapshot = judge.configuration.inMemoryOverrides.snapshot
+    let judgingStart = HostMetrics.now()
     let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+    manager.environment.metrics.judgings.record(nanoseconds: HostMetrics.now() &- judgingStart)
     last = (verdicts, snapshot)
     return verdicts
   }

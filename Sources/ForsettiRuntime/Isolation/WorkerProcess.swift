@@ -76,6 +76,8 @@ final class WorkerProcess: Sendable {
   private let reaped = Mutex<Int32?>(nil)
   /// The worker's own cgroup, when the host has cgroups: released once the process is reaped.
   private let cgroup: WorkerCgroup?
+  /// This module's counters (`/metrics`), looked up once here, never per call.
+  private let counters: ModuleCounters
   /// What the cgroup said when the process was reaped ("killed by the kernel at its memory
   /// limit …"), for the crash report.
   private let cgroupVerdict = Mutex<String?>(nil)
@@ -106,6 +108,8 @@ final class WorkerProcess: Sendable {
   ) {
     self.cgroup = cgroup
     moduleID = configuration.moduleID
+    counters = environment.metrics.module(configuration.moduleID)
+    counters.setCgroup(cgroup?.directories ?? [])
     caller = ModuleCaller(
       moduleID: configuration.moduleID, granted: configuration.granted, serves: configuration.serves,
       calls: configuration.calls)
@@ -405,7 +409,12 @@ final class WorkerProcess: Sendable {
       }
       switch verdict {
       case .lifecycle: if let frame { events.post(.frame(frame)) }
-      case .service: if let frame { serve(frame) }
+      case .service:
+        if let frame {
+          let start = HostMetrics.now()
+          serve(frame)
+          counters.hostCalls.record(nanoseconds: HostMetrics.now() &- start)
+        }
       case .stale: continue
       case .violation(let v):
         // Killed at once: whatever the worker does next is not waited for or believed.
@@ -506,6 +515,8 @@ final class WorkerProcess: Sendable {
   /// Answers one request of the synchronous channel with a `response` frame carrying a status;
   /// a request that is not a call frame gets FORSETTI_ERR_INVALID_ARGUMENT.
   private func answerCall(_ bytes: UnsafeRawBufferPointer, _ slot: UnsafeMutableRawBufferPointer) -> Int {
+    let start = HostMetrics.now()
+    defer { counters.hostCalls.record(nanoseconds: HostMetrics.now() &- start) }
     let status: Int64
     var id: UInt64 = 0
     if let f = try? WireView(bytes) {
@@ -534,6 +545,7 @@ final class WorkerProcess: Sendable {
   }
 
   private func callRole(_ call: RoleCall, deadline: UInt64, on ring: CallRing) -> ServiceReply {
+    counters.roleCalls.add(1, ordering: .relaxed)
     let id = nextServeID.add(1, ordering: .relaxed).newValue
     let buffer = serveResponse.bytes
     let n = ring.call(

@@ -50,6 +50,8 @@ extension ModuleManager {
     _ desired: DesiredState, changed: Set<String> = [], reloadsVersions: Bool = false, grace: Double = 0.5,
     since: ContinuousClock.Instant = .now, quiet: Bool = false
   ) -> [ReloadReport] {
+    let start = HostMetrics.now()
+    defer { environment.metrics.reconciles.record(nanoseconds: HostMetrics.now() &- start) }
     index = desired.index
     let judged = Dictionary(desired.judgements.compactMap { j in j.moduleID.map { ($0, j) } }) { a, _ in a }
     var reports = stopGone(judged, since: since)

@@ -67,6 +67,7 @@ extension ModuleManager {
     for i in table.handles {
       guard let r = table[i].restart, let due = r.due, due <= now, let m = table[i].manifest else { continue }
       table[i].restartTaken()
+      environment.metrics.module(m.moduleID).restarts.add(1, ordering: .relaxed)
       environment.hostLog(
         .info,
         "restarting \(m.moduleID) (crash \(r.crashes) of at most \(isolation?.maxRestarts ?? 0) restarts)")
@@ -87,6 +88,7 @@ extension ModuleManager {
     // A violation and a hung handler count like a crash: the worker's state can no longer be
     // trusted, and restarts end in quarantine either way.
     let ending = worker.finish()
+    environment.metrics.module(id).crashes.add(1, ordering: .relaxed)
     _ = table[i].release(as: .failed(ending.reason))
     let failure: String
     switch ending {
@@ -114,6 +116,7 @@ extension ModuleManager {
     if crashes > settings.maxRestarts {
       table[i].forgetRestarts()
       table[i].held(.failed(.quarantined))
+      environment.metrics.module(m.moduleID).quarantines.add(1, ordering: .relaxed)
       if let path = table[i].record.binaryPath, let identity = BinaryIdentity.of(path) {
         try? quarantine.update {
           $0[m.moduleID] = .init(path: path, identity: identity, crashes: crashes, lastFailure: failure)

@@ -13,6 +13,8 @@ public final class ModuleRateLimiter: Sendable {
   private let clock: any RateClock
   private let report: @Sendable (LogRecord) -> Void
   private let sweepsItself: Bool
+  /// Told each line or event dropped (the host's metrics count them), outside the lock.
+  private let dropped: (@Sendable (String, Channel) -> Void)?
   private let state = Mutex(State())
 
   private struct Flood {
@@ -38,11 +40,12 @@ public final class ModuleRateLimiter: Sendable {
   /// silent; without it (tests with a manual clock), call ``sweep()``.
   public init(
     limits: LogLimits = .standard, clock: any RateClock = MonotonicClock(), sweepsItself: Bool = true,
-    report: @escaping @Sendable (LogRecord) -> Void
+    dropped: (@Sendable (String, Channel) -> Void)? = nil, report: @escaping @Sendable (LogRecord) -> Void
   ) {
     self.limits = limits
     self.clock = clock
     self.sweepsItself = sweepsItself
+    self.dropped = dropped
     self.report = report
   }
 
@@ -67,6 +70,7 @@ public final class ModuleRateLimiter: Sendable {
     }
     if let summary { report(summary) }
     if schedule { scheduleSweep() }
+    if !admitted { dropped?(moduleID, channel) }
     return admitted
   }
 

@@ -1,0 +1,73 @@
+import Glibc
+
+/// Where `/metrics` is served: an IPv4 or IPv6 literal and a port (0: any free port). Parsed
+/// strictly from `ADDRESS:PORT`, `[V6]:PORT` or `PORT` (then 127.0.0.1); never a host name.
+public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
+  /// The address as given (no brackets).
+  public var host: String
+  public var port: UInt16
+
+  /// Why a `--metrics` value is not an address.
+  public enum ParseError: Error, Equatable, CustomStringConvertible {
+    /// The port is missing, not decimal, or over 65535.
+    case badPort(String)
+    /// The address is not an IPv4 or IPv6 literal.
+    case badAddress(String)
+
+    public var description: String {
+      switch self {
+      case .badPort(let v): "\"\(v)\" has no port 0–65535 (ADDRESS:PORT, [IPV6]:PORT or PORT)"
+      case .badAddress(let v): "\"\(v)\" is no IPv4 or IPv6 address literal (host names are not resolved)"
+      }
+    }
+  }
+
+  public init(host: String = "127.0.0.1", port: UInt16) {
+    self.host = host
+    self.port = port
+  }
+
+  /// Parses `text`; the errors name it.
+  public init(parsing text: String) throws(ParseError) {
+    let hostPart: Substring
+    let portPart: Substring
+    if text.hasPrefix("[") {
+      guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+        throw .badAddress(text)
+      }
+      hostPart = text[text.index(after: text.startIndex)..<close]
+      portPart = text[text.index(close, offsetBy: 2)...]
+      guard Self.isIPv6(String(hostPart)) else { throw .badAddress(text) }
+    } else if let colon = text.lastIndex(of: ":") {
+      hostPart = text[..<colon]
+      portPart = text[text.index(after: colon)...]
+      guard Self.isIPv4(String(hostPart)) else { throw .badAddress(text) }
+    } else {
+      hostPart = "127.0.0.1"
+      portPart = Substring(text)
+    }
+    guard !portPart.isEmpty, portPart.utf8.count <= 5, portPart.allSatisfy({ $0.isASCII && $0.isNumber }),
+      let port = UInt16(portPart)
+    else { throw .badPort(text) }
+    self.host = String(hostPart)
+    self.port = port
+  }
+
+  /// Whether the address is 127.0.0.0/8 or ::1.
+  public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
+
+  public var isIPv6: Bool { host.contains(":") }
+
+  /// `HOST:PORT`, brackets around IPv6.
+  public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+  static func isIPv4(_ s: String) -> Bool {
+    var a = in_addr()
+    return inet_pton(AF_INET, s, &a) == 1
+  }
+
+  static func isIPv6(_ s: String) -> Bool {
+    var a = in6_addr()
+    return inet_pton(AF_INET6, s, &a) == 1
+  }
+}

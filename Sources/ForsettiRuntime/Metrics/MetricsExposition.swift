@@ -1,0 +1,120 @@
+import Glibc
+
+/// The whole `/metrics` page, made at scrape time from the counters and the modules' records;
+/// memory and CPU are read from each worker's cgroup now (in-process modules have none).
+public enum MetricsExposition {
+  /// Every state a module can be in, for the state set gauge.
+  static let states = [
+    "discovered", "gated", "loaded", "started", "stopped", "blocked", "failed", "inactive",
+  ]
+
+  /// The exposition of `metrics` with `records` as they are now.
+  public static func render(_ metrics: HostMetrics, records: [ModuleRecord]) -> String {
+    var t = MetricsText()
+    let known = records.compactMap { r in r.moduleID.map { ($0, r) } }
+    t.family("forsetti_module_state", .gauge, help: "1 for the state the module is in, 0 for the others.")
+    for (id, r) in known {
+      for s in states {
+        t.sample("forsetti_module_state", [("module", id), ("state", s)], r.state.name == s ? 1 : 0)
+      }
+    }
+    t.family(
+      "forsetti_module_quarantined", .gauge, help: "1 while the module is quarantined after repeated crashes."
+    )
+    for (id, r) in known {
+      t.sample("forsetti_module_quarantined", [("module", id)], r.state == .failed(.quarantined) ? 1 : 0)
+    }
+    let counters = metrics.allModules
+    func counter(_ name: String, _ help: String, _ value: (ModuleCounters) -> UInt64) {
+      t.family(name, .counter, help: help)
+      for c in counters { t.sample(name, [("module", c.moduleID)], value(c)) }
+    }
+    counter("forsetti_module_restarts_total", "Restarts of the module's worker after a crash.") {
+      $0.restarts.load(ordering: .relaxed)
+    }
+    counter(
+      "forsetti_module_crashes_total",
+      "Crashes of the module's worker (hung and protocol violations included)."
+    ) {
+      $0.crashes.load(ordering: .relaxed)
+    }
+    counter("forsetti_module_quarantines_total", "Times the module was quarantined.") {
+      $0.quarantines.load(ordering: .relaxed)
+    }
+    counter("forsetti_module_host_calls_total", "Host calls served for the module.") {
+      $0.hostCalls.snapshot().cumulative.last ?? 0
+    }
+    counter("forsetti_module_role_calls_total", "Calls of the module's role handler.") {
+      $0.roleCalls.load(ordering: .relaxed)
+    }
+    counter("forsetti_module_dropped_log_lines_total", "Log lines of the module dropped by the rate limit.") {
+      $0.droppedLogLines.load(ordering: .relaxed)
+    }
+    counter(
+      "forsetti_module_dropped_telemetry_events_total",
+      "Telemetry events of the module dropped by the rate limit."
+    ) { $0.droppedTelemetryEvents.load(ordering: .relaxed) }
+    t.family(
+      "forsetti_module_host_call_seconds", .histogram,
+      help: "Time the host took to serve a host call of the module.")
+    for c in counters {
+      t.histogram("forsetti_module_host_call_seconds", [("module", c.moduleID)], c.hostCalls)
+    }
+    let usage = counters.compactMap { c in CgroupUsage(c.cgroup).map { (c.moduleID, $0) } }
+    t.family("forsetti_module_memory_bytes", .gauge, help: "Memory the module's worker cgroup uses.")
+    for (id, u) in usage {
+      if let m = u.memoryBytes { t.sample("forsetti_module_memory_bytes", [("module", id)], m) }
+    }
+    t.family("forsetti_module_cpu_seconds_total", .counter, help: "CPU time the module's worker cgroup used.")
+    for (id, u) in usage {
+      if let n = u.cpuNanoseconds {
+        t.sample("forsetti_module_cpu_seconds_total", [("module", id)], MetricsText.seconds(n))
+      }
+    }
+    t.family("forsetti_host_modules", .gauge, help: "Modules the host knows, by state.")
+    for s in states {
+      t.sample("forsetti_host_modules", [("state", s)], UInt64(records.filter { $0.state.name == s }.count))
+    }
+    t.family("forsetti_host_judging_seconds", .histogram, help: "Time of each judging of every module.")
+    t.histogram("forsetti_host_judging_seconds", [], metrics.judgings)
+    t.family("forsetti_host_reconcile_seconds", .histogram, help: "Time of each reconcile round.")
+    t.histogram("forsetti_host_reconcile_seconds", [], metrics.reconciles)
+    return t.text
+  }
+}
+
+/// Memory and CPU of a worker's cgroup, cgroup v2 (`memory.current`, `cpu.stat` usage_usec) or
+/// v1 (`memory.usage_in_bytes`, `cpuacct.usage`), from whichever of its directories has them.
+struct CgroupUsage {
+  var memoryBytes: UInt64?
+  var cpuNanoseconds: UInt64?
+
+  init?(_ directories: [String]) {
+    guard !directories.isEmpty else { return nil }
+    for d in directories {
+      memoryBytes =
+        memoryBytes ?? Self.number(d + "/memory.current") ?? Self.number(d + "/memory.usage_in_bytes")
+      if cpuNanoseconds == nil, let stat = Self.read(d + "/cpu.stat"),
+        let usec = WorkerCgroup.field("usage_usec", in: stat)
+      {
+        cpuNanoseconds = UInt64(clamping: usec).multipliedReportingOverflow(by: 1000).partialValue
+      }
+      cpuNanoseconds = cpuNanoseconds ?? Self.number(d + "/cpuacct.usage")
+    }
+    if memoryBytes == nil && cpuNanoseconds == nil { return nil }
+  }
+
+  private static func number(_ path: String) -> UInt64? {
+    read(path).flatMap(WorkerCgroup.bytes)
+  }
+
+  private static func read(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: 4096)
+    let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+    guard n > 0 else { return nil }
+    return String(decoding: bytes[0..<n], as: UTF8.self)
+  }
+}

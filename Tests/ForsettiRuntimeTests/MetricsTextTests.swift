@@ -1,0 +1,69 @@
+import ForsettiRuntime
+import Testing
+
+/// The exposition writer: label escaping (any string in, one valid quoted value out), exact
+/// seconds, and histograms whose buckets are cumulative and end in the count.
+@Suite struct MetricsTextTests {
+  @Test func escapesBackslashQuoteAndLineFeedOnly() {
+    #expect(MetricsText.escape("a\\b\"c\nd") == "a\\\\b\\\"c\\nd")
+    #expect(MetricsText.escape("com.example.ü\t") == "com.example.ü\t")
+    #expect(MetricsText.escape("") == "")
+  }
+
+  /// Whatever goes in, the escaped value has no raw line feed and no unescaped quote, and
+  /// unescaping gives the input back.
+  @Test func escapingIsReversibleForArbitraryText() {
+    var random = SystemRandomNumberGenerator()
+    let alphabet: [Character] = ["a", "\\", "\"", "\n", "é", "}", "{", ",", "=", " ", "\u{0}"]
+    for _ in 0..<2000 {
+      let s = String(
+        (0..<Int.random(in: 0...12, using: &random)).map { _ in alphabet.randomElement(using: &random) ?? "a"
+        })
+      let e = MetricsText.escape(s)
+      #expect(!e.contains("\n"))
+      var back = ""
+      var it = e.makeIterator()
+      var ok = true
+      while let c = it.next() {
+        if c == "\"" { ok = false }
+        guard c == "\\" else {
+          back.append(c)
+          continue
+        }
+        switch it.next() {
+        case "\\": back.append("\\")
+        case "\"": back.append("\"")
+        case "n": back.append("\n")
+        default: ok = false
+        }
+      }
+      #expect(ok && back == s, "\(s.debugDescription) → \(e.debugDescription)")
+    }
+  }
+
+  @Test func histogramIsCumulativeInSeconds() {
+    let h = LatencyHistogram()
+    h.record(nanoseconds: 500)
+    h.record(nanoseconds: 3_000)
+    h.record(nanoseconds: 5_000_000_000)
+    var t = MetricsText()
+    t.family("x_seconds", .histogram, help: "test")
+    t.histogram("x_seconds", [("module", "m")], h)
+    #expect(t.text.contains("x_seconds_bucket{module=\"m\",le=\"0.000001\"} 1\n"))
+    #expect(t.text.contains("x_seconds_bucket{module=\"m\",le=\"0.000004\"} 2\n"))
+    #expect(t.text.contains("x_seconds_bucket{module=\"m\",le=\"1.048576\"} 2\n"))
+    #expect(t.text.contains("x_seconds_bucket{module=\"m\",le=\"+Inf\"} 3\n"))
+    #expect(t.text.contains("x_seconds_sum{module=\"m\"} 5.0000035\n"))
+    #expect(t.text.contains("x_seconds_count{module=\"m\"} 3\n"))
+    #expect(t.text.hasPrefix("# HELP x_seconds test\n# TYPE x_seconds histogram\n"))
+  }
+
+  @Test func moduleCountersAreOnePerModule() {
+    let m = HostMetrics()
+    #expect(m.module("a") === m.module("a"))
+    m.module("b").crashes.add(2, ordering: .relaxed)
+    let text = MetricsExposition.render(m, records: [])
+    #expect(text.contains("forsetti_module_crashes_total{module=\"b\"} 2\n"))
+    #expect(text.contains("forsetti_module_crashes_total{module=\"a\"} 0\n"))
+  }
+}
