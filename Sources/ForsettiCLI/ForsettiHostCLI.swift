@@ -170,7 +170,9 @@ public enum ForsettiHostCLI {
   /// Runs a verb that reads a configuration file (`run`, `dev`) on its command line merged
   /// with the file, or prints the merged options for `--print-config`. A bad value the file
   /// gave is reported at the file's line.
-  static func configured(_ verb: Verb, _ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+  static func configured(_ verb: Verb, _ p: ParsedArguments, console: Console) throws(CommandFailure)
+    -> ExitCode
+  {
     let file: ConfigFile?
     do { file = try ConfigSource.load(p, spec: verb.spec, environment: environment()) } catch {
       throw .usage(.configFile(error))

@@ -36,7 +36,9 @@ public struct ConfigFile: Sendable, Equatable {
   public static let refusedKeys: Set<String> = ["config", "print-config", "help"]
 
   /// Parses `bytes` (the file at `path`) against the options of `spec`.
-  public static func parse(_ bytes: [UInt8], path: String, spec: CommandSpec) throws(ConfigFileError) -> ConfigFile {
+  public static func parse(_ bytes: [UInt8], path: String, spec: CommandSpec) throws(ConfigFileError)
+    -> ConfigFile
+  {
     if bytes.count > maximumSize { throw .tooLarge(path: path, limit: maximumSize) }
     var entries: [ConfigEntry] = []
     var seen: [String: Int] = [:]
@@ -63,7 +65,8 @@ public struct ConfigFile: Sendable, Equatable {
         let names = spec.options.map(\.name).filter { !refusedKeys.contains($0) }
         throw .unknownKey(
           path: path, line: number, key: key,
-          suggestion: Suggestion.closest(to: key.hasPrefix("--") ? String(key.dropFirst(2)) : key, among: names))
+          suggestion: Suggestion.closest(
+            to: key.hasPrefix("--") ? String(key.dropFirst(2)) : key, among: names))
       }
       if option.valueName == nil {
         guard value == "true" || value == "false" else {

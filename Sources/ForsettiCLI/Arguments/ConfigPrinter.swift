@@ -11,13 +11,15 @@ enum ConfigPrinter {
   /// One `# origin` comment, then the option's lines; an option left at its default is shown
   /// commented out, so re-reading the output leaves it at its default.
   static func text(_ c: ConfiguredArguments, spec: CommandSpec, program: String) -> String {
-    var out = "# \(program) \(spec.name): effective options. Each '# from …' names where the line below comes from.\n"
+    var out =
+      "# \(program) \(spec.name): effective options. Each '# from …' names where the line below comes from.\n"
     for option in printable(spec) {
       let name = option.name
       out += "\n"
       switch c.origins[name] {
       case .commandLine?: out += "# from the command line\n"
-      case .file(let path, let lines)?: out += "# from \(path):\(lines.map(String.init).joined(separator: ","))\n"
+      case .file(let path, let lines)?:
+        out += "# from \(path):\(lines.map(String.init).joined(separator: ","))\n"
       case nil:
         let d = option.valueName == nil ? "false" : (option.defaultDescription ?? "")
         out += d.isEmpty ? "# default: unset\n# \(name) =\n" : "# default\n# \(name) = \(d)\n"
@@ -28,7 +30,9 @@ enum ConfigPrinter {
       } else {
         for v in c.arguments.all(name) {
           // A line break cannot be written in the file's syntax; say so rather than split it.
-          out += v.contains(where: \.isNewline) ? "# \(name): a value with a line break\n" : "\(name) = \(quoted(v))\n"
+          out +=
+            v.contains(where: \.isNewline)
+            ? "# \(name): a value with a line break\n" : "\(name) = \(quoted(v))\n"
         }
       }
     }

@@ -18,20 +18,27 @@ public struct ConfiguredArguments: Sendable, Equatable {
   public var flagsOffInFile: Set<String>
 
   /// Folds `file` under the command line `p`; pure, so precedence is tested without a host.
-  public static func merge(_ p: ParsedArguments, file: ConfigFile?, spec: CommandSpec) -> ConfiguredArguments {
+  public static func merge(_ p: ParsedArguments, file: ConfigFile?, spec: CommandSpec) -> ConfiguredArguments
+  {
     var out = ConfiguredArguments(arguments: p, origins: [:], flagsOffInFile: [])
     for key in p.values.keys { out.origins[key] = .commandLine }
     for key in p.flags.union(p.negatedFlags) { out.origins[key] = .commandLine }
     guard let file else { return out }
     for entry in file.entries where out.origins[entry.key] != .commandLine {
       let lines: [Int]
-      if case .file(_, let earlier)? = out.origins[entry.key] { lines = earlier + [entry.line] } else {
+      if case .file(_, let earlier)? = out.origins[entry.key] {
+        lines = earlier + [entry.line]
+      } else {
         lines = [entry.line]
       }
       out.origins[entry.key] = .file(path: file.path, lines: lines)
       let isFlag = spec.options.first { $0.name == entry.key }?.valueName == nil
       if isFlag {
-        if entry.value == "true" { out.arguments.flags.insert(entry.key) } else { out.flagsOffInFile.insert(entry.key) }
+        if entry.value == "true" {
+          out.arguments.flags.insert(entry.key)
+        } else {
+          out.flagsOffInFile.insert(entry.key)
+        }
       } else {
         out.arguments.values[entry.key, default: []].append(entry.value)
       }
