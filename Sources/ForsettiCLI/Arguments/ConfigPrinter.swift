@@ -13,6 +13,7 @@ enum ConfigPrinter {
   static func text(_ c: ConfiguredArguments, spec: CommandSpec, program: String) -> String {
     var out =
       "# \(program) \(spec.name): effective options. Each '# from …' names where the line below comes from.\n"
+    out += "# Configuration file: \(c.filePath ?? "none")\n"
     for option in printable(spec) {
       let name = option.name
       out += "\n"

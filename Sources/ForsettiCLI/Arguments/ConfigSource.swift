@@ -11,8 +11,7 @@ public enum ConfigSource {
     .value(
       "config", "FILE",
       "Read options from FILE, 'option = value' lines; the command line wins. Without it, \(defaultPath) "
-        + "when present (\(environmentVariable) names another; empty: none).",
-      default: defaultPath),
+        + "when present (\(environmentVariable) names another; empty: none)."),
     .flag(
       "print-config",
       "Print the effective options (command line, file and defaults) as a configuration file, or JSON with --json, and exit."

@@ -14,13 +14,13 @@ public struct ConfiguredArguments: Sendable, Equatable {
   public var arguments: ParsedArguments
   /// The origin of every option given either way; an option absent here has its default.
   public var origins: [String: OptionOrigin]
-  /// Flags the file sets to false and the command line leaves alone: off, but from the file.
-  public var flagsOffInFile: Set<String>
+  /// The configuration file read, if any.
+  public var filePath: String?
 
   /// Folds `file` under the command line `p`; pure, so precedence is tested without a host.
   public static func merge(_ p: ParsedArguments, file: ConfigFile?, spec: CommandSpec) -> ConfiguredArguments
   {
-    var out = ConfiguredArguments(arguments: p, origins: [:], flagsOffInFile: [])
+    var out = ConfiguredArguments(arguments: p, origins: [:], filePath: file?.path)
     for key in p.values.keys { out.origins[key] = .commandLine }
     for key in p.flags.union(p.negatedFlags) { out.origins[key] = .commandLine }
     guard let file else { return out }
@@ -34,11 +34,8 @@ public struct ConfiguredArguments: Sendable, Equatable {
       out.origins[entry.key] = .file(path: file.path, lines: lines)
       let isFlag = spec.options.first { $0.name == entry.key }?.valueName == nil
       if isFlag {
-        if entry.value == "true" {
-          out.arguments.flags.insert(entry.key)
-        } else {
-          out.flagsOffInFile.insert(entry.key)
-        }
+        // A flag set false in the file stays off; its origin still says the file set it.
+        if entry.value == "true" { out.arguments.flags.insert(entry.key) }
       } else {
         out.arguments.values[entry.key, default: []].append(entry.value)
       }
