@@ -112,6 +112,38 @@ import Testing
     #expect(bare.arguments.all("plugins") == ["/f1", "/f2"] && bare.arguments.flag("approve-all"))
   }
 
+  @Test func oneFileServesRunAndDev() throws {
+    let dir = TemporaryDirectory("config-verbs")
+    let conf = try dir.write("host.conf", "grace = 2\nlog-rate = 3\n")
+    let p = try ArgumentParser.parse(["--config", conf], for: RunCommand.spec)
+    let forRun = try #require(try ConfigSource.load(p, spec: RunCommand.spec, environment: [:]))
+    #expect(forRun.entries.map(\.key) == ["log-rate"], "run skips dev's own keys")
+    let forDev = try #require(try ConfigSource.load(p, spec: DevCommand.spec, environment: [:]))
+    #expect(forDev.entries.map(\.key) == ["grace", "log-rate"])
+    // What neither verb knows is still refused, for both.
+    let bad = try dir.write("bad.conf", "gracee = 2\n")
+    let q = try ArgumentParser.parse(["--config", bad], for: RunCommand.spec)
+    #expect(throws: ConfigFileError.unknownKey(path: bad, line: 1, key: "gracee", suggestion: "grace")) {
+      try ConfigSource.load(q, spec: RunCommand.spec, environment: [:])
+    }
+  }
+
+  @Test func theDefaultFileIsOptionalAndTheEnvironmentNamesAnother() throws {
+    let dir = TemporaryDirectory("config-default")
+    let p = try ArgumentParser.parse([], for: RunCommand.spec)
+    let env = ConfigSource.environmentVariable
+    #expect(try ConfigSource.load(p, spec: RunCommand.spec, environment: [env: ""]) == nil)
+    #expect(try ConfigSource.load(p, spec: RunCommand.spec, environment: [env: dir.url("absent")]) == nil)
+    let conf = try dir.write("other.conf", "log-rate = 4\n")
+    let read = try ConfigSource.load(p, spec: RunCommand.spec, environment: [env: conf])
+    #expect(read?.entries == [ConfigEntry(key: "log-rate", value: "4", line: 1)])
+    // A default that is there but cannot be read is an error, not silently skipped.
+    try FileManager.default.createDirectory(atPath: dir.url("a-directory"), withIntermediateDirectories: true)
+    #expect(throws: ConfigFileError.self) {
+      try ConfigSource.load(p, spec: RunCommand.spec, environment: [env: dir.url("a-directory")])
+    }
+  }
+
   @Test func aBadValueFromTheFileIsReportedAtItsLine() throws {
     let file = try parse("state = /x\n\nlog-rate = many")
     let c = ConfiguredArguments.merge(try ArgumentParser.parse([], for: spec), file: file, spec: spec)

@@ -18,14 +18,26 @@ public enum ConfigSource {
     ),
   ]
 
-  /// The configuration of `p`: the `--config` file, which must exist; else the default file
-  /// if it exists (a default file that exists but cannot be read is an error all the same).
+  /// The keys a file may hold: those of `dev`, a superset of `run`'s. One file serves both
+  /// verbs, so `run` skips dev's own keys (`grace`, `debounce`, …) instead of refusing them.
+  static var fileSpec: CommandSpec { DevCommand.spec }
+
+  /// The configuration of `p` for `spec`: the `--config` file, which must exist; else the
+  /// default file if it exists (a default file that exists but cannot be read is an error all
+  /// the same). Entries for keys of `fileSpec` that `spec` lacks are left out.
   static func load(
     _ p: ParsedArguments, spec: CommandSpec, environment: [String: String]
   ) throws(ConfigFileError) -> ConfigFile? {
-    if let named = p.value("config") { return try ConfigFile.read(named, spec: spec) }
-    let path = environment[environmentVariable] ?? defaultPath
-    if path.isEmpty { return nil }
-    do { return try ConfigFile.read(path, spec: spec) } catch .missing { return nil }
+    let file: ConfigFile?
+    if let named = p.value("config") {
+      file = try ConfigFile.read(named, spec: fileSpec)
+    } else {
+      let path = environment[environmentVariable] ?? defaultPath
+      if path.isEmpty { return nil }
+      do { file = try ConfigFile.read(path, spec: fileSpec) } catch .missing { return nil }
+    }
+    return file.map { f in
+      ConfigFile(path: f.path, entries: f.entries.filter { e in spec.options.contains { $0.name == e.key } })
+    }
   }
 }
