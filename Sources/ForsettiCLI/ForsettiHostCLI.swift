@@ -1,4 +1,5 @@
 import ForsettiCore
+import Glibc
 
 /// The `forsetti-host` command line: dispatches to a verb and turns failures into one clear
 /// line, a hint and an exit status.
@@ -150,6 +151,9 @@ public enum ForsettiHostCLI {
         throw .usage(error)
       }
       if parsed.helpRequested { return try verb.call(parsed, console).rawValue }
+      if verb.spec.options.contains(where: { $0.name == "config" }) {
+        return try configured(verb, parsed, console: console).rawValue
+      }
       // A running host on the state directory answers for itself; with none, the files do.
       guard RemoteVerbs.served(verb.spec.name) else { return try verb.call(parsed, console).rawValue }
       if let status = try RemoteVerbs.ask(verb.spec.name, parsed, spec: verb.spec, console: console) {
@@ -161,6 +165,33 @@ public enum ForsettiHostCLI {
     } catch {
       return fail(error, command: verb.spec.name, console: console)
     }
+  }
+
+  /// Runs a verb that reads a configuration file (`run`, `dev`) on its command line merged
+  /// with the file, or prints the merged options for `--print-config`. A bad value the file
+  /// gave is reported at the file's line.
+  static func configured(_ verb: Verb, _ p: ParsedArguments, console: Console) throws(CommandFailure)
+    -> ExitCode
+  {
+    let file: ConfigFile?
+    do { file = try ConfigSource.load(p, spec: verb.spec, environment: environment()) } catch {
+      throw .usage(.configFile(error))
+    }
+    let c = ConfiguredArguments.merge(p, file: file, spec: verb.spec)
+    if c.arguments.flag("print-config") {
+      console.out(
+        c.arguments.flag("json")
+          ? ConfigPrinter.json(c, spec: verb.spec) : ConfigPrinter.text(c, spec: verb.spec, program: program))
+      return .success
+    }
+    do { return try verb.call(c.arguments, console) } catch { throw c.attribute(error) }
+  }
+
+  /// The one variable read here, `ConfigSource.environmentVariable`, when set.
+  static func environment() -> [String: String] {
+    let name = ConfigSource.environmentVariable
+    guard let raw = getenv(name) else { return [:] }
+    return [name: String(cString: raw)]
   }
 
   /// Does what a top-level option asks: a version, a completion script, the manual pages.

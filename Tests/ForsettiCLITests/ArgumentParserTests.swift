@@ -66,3 +66,13 @@ import Testing
     #expect(help.contains("(repeatable)"))
   }
 }
+
+extension ArgumentParserTests {
+  @Test func aFlagTakesTrueOrFalseSoTheCommandLineCanTurnItOff() throws {
+    let on = try ArgumentParser.parse(["--json=true"], for: spec)
+    #expect(on.flag("json") && on.negatedFlags.isEmpty)
+    let off = try ArgumentParser.parse(["--json", "--json=false"], for: spec)
+    #expect(!off.flag("json") && off.negatedFlags == ["json"], "the last one given wins")
+    #expect(try ArgumentParser.parse(["--json=false", "--json"], for: spec).flag("json"))
+  }
+}

@@ -13,6 +13,8 @@ import Testing
   let dir = TemporaryDirectory("service")
 
   static let unitSource = HostBinary.packageRoot + "/docs/forsetti-host.service"
+  /// The unit's configuration file, as scripts/install installs it (with its paths moved).
+  static let configSource = HostBinary.packageRoot + "/docs/host.conf"
   static let moduleID = "com.test.svc"
 
   /// The unit's settings, `Key=value` lines (a repeated key keeps its last value, as systemd's
@@ -50,6 +52,22 @@ import Testing
     return words[i + 1]
   }
 
+  /// The `option = value` lines of a configuration file (the last of a repeated option).
+  static func options(_ text: String) -> [String: String] {
+    var out: [String: String] = [:]
+    for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+      let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+      if parts.count == 2 { out[parts[0]] = parts[1] }
+    }
+    return out
+  }
+
+  /// The options of the configuration file `exec` names with --config, read under `root`.
+  static func configuration(of exec: String, under root: String = "") throws -> [String: String] {
+    let path = try #require(value(of: "--config", in: exec), "\(exec)")
+    return options(try String(contentsOfFile: root + path, encoding: .utf8))
+  }
+
   /// Runs scripts/install with the binaries these tests run; nil when it succeeded, else what
   /// it printed.
   func install(_ arguments: [String]) throws -> String? {
@@ -84,8 +102,10 @@ import Testing
     let exec = try #require(Self.settings(unit)["ExecStart"])
     let layout = SystemLayout.debian
     #expect(exec.hasPrefix("/usr/bin/forsetti-host run "), "\(exec)")
-    #expect(Self.value(of: "--manifests", in: exec) == layout.manifests, "\(exec)")
-    #expect(Self.value(of: "--plugins", in: exec) == layout.plugins, "\(exec)")
+    // Staged as /usr/etc/forsetti/host.conf; scripts/package moves it to /etc (a conffile).
+    let config = try Self.configuration(of: exec, under: root)
+    #expect(config["manifests"] == layout.manifests, "\(config)")
+    #expect(config["plugins"] == layout.plugins, "\(config)")
     #expect(Self.value(of: "--state", in: exec) == "/var/lib/forsetti", "\(exec)")
     for directory in [layout.manifests, layout.plugins, layout.vendorKeys] {
       expectEmptyDirectory(root + directory)
@@ -101,11 +121,13 @@ import Testing
     let unit = try String(
       contentsOfFile: prefix + "/lib/systemd/system/forsetti-host.service", encoding: .utf8)
     let exec = try #require(Self.settings(unit)["ExecStart"])
-    let manifests = try #require(Self.value(of: "--manifests", in: exec))
-    let plugins = try #require(Self.value(of: "--plugins", in: exec))
+    #expect(Self.value(of: "--config", in: exec) == prefix + "/etc/forsetti/host.conf", "\(exec)")
+    let config = try Self.configuration(of: exec)
+    let manifests = try #require(config["manifests"])
+    let plugins = try #require(config["plugins"])
     #expect(
       manifests == prefix + "/lib/forsetti/manifests" && plugins == prefix + "/lib/forsetti/plugins",
-      "\(exec)")
+      "\(config)")
     expectEmptyDirectory(manifests)
     expectEmptyDirectory(plugins)
     expectEmptyDirectory(prefix + "/share/forsetti/keys")
@@ -132,6 +154,8 @@ import Testing
     let exec = try #require(Self.settings(installed)["ExecStart"])
     #expect(exec.hasPrefix(prefix + "/bin/forsetti-host run "), "\(exec)")
     #expect(!installed.contains("/usr/local/"), "every path under the prefix")
+    let config = try String(contentsOfFile: prefix + "/etc/forsetti/host.conf", encoding: .utf8)
+    #expect(!config.contains("/usr/local/"), "every path of its configuration file too")
 
     guard let analyze = Self.systemdAnalyze else {
       withKnownIssue("systemd-analyze is not installed here (package systemd): the unit was NOT verified") {
@@ -157,8 +181,12 @@ import Testing
     #expect(s["Type"] == "notify")
     #expect(s["NotifyAccess"] == "main")
     let exec = try #require(s["ExecStart"])
-    #expect(exec.contains(" run --state /var/lib/forsetti "))
-    #expect(!exec.contains("--approve-all"))
+    #expect(
+      exec.hasSuffix(" run --config /usr/local/etc/forsetti/host.conf --state /var/lib/forsetti"), "\(exec)")
+    let config = Self.options(try String(contentsOfFile: Self.configSource, encoding: .utf8))
+    #expect(config["manifests"] != nil && config["plugins"] != nil, "\(config)")
+    #expect(!exec.contains("--approve-all") && config["approve-all"] == nil)
+    #expect(config["state"] == nil, "the state directory is the unit's (StateDirectory=), not every user's")
     #expect(s["StateDirectory"] == "forsetti")
     #expect(s["Delegate"] == "yes", "workers' cgroups need a delegated subtree")
     #expect(s["KillMode"] == "mixed", "SIGTERM to the host alone: it stops the workers in order")
@@ -197,16 +225,20 @@ import Testing
     try m.install(in: dir)
   }
 
-  /// The unit's ExecStart with its directories moved into the test's, run for a while.
+  /// The unit's ExecStart, with its configuration file, and their directories moved into the
+  /// test's, run for a while.
   func unitCommandLine() throws -> [String] {
     let exec = try #require(
       Self.settings(try String(contentsOfFile: Self.unitSource, encoding: .utf8))["ExecStart"])
+    let config = try String(contentsOfFile: Self.configSource, encoding: .utf8)
+      .replacingOccurrences(of: "/usr/local/lib/forsetti/manifests", with: dir.url("manifests"))
+      .replacingOccurrences(of: "/usr/local/lib/forsetti/plugins", with: dir.url("plugins"))
+    let configPath = try dir.write("host.conf", config)
     // The executable is left out: the one built for these tests runs.
     let words = exec.split(separator: " ").dropFirst().map { word -> String in
       switch word {
       case "/var/lib/forsetti": dir.url("state")
-      case "/usr/local/lib/forsetti/manifests": dir.url("manifests")
-      case "/usr/local/lib/forsetti/plugins": dir.url("plugins")
+      case "/usr/local/etc/forsetti/host.conf": configPath
       default: String(word)
       }
     }

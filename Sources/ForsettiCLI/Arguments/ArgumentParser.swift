@@ -4,6 +4,8 @@ import ForsettiCore
 public struct ParsedArguments: Sendable, Equatable {
   public var values: [String: [String]] = [:]
   public var flags: Set<String> = []
+  /// Flags turned off with `--flag=false`: off whatever a configuration file says.
+  public var negatedFlags: Set<String> = []
   public var positionals: [String] = []
   /// `-h`/`--help` was given: show help and do nothing else.
   public var helpRequested = false
@@ -14,7 +16,8 @@ public struct ParsedArguments: Sendable, Equatable {
 }
 
 /// Parses the arguments of one verb against its `CommandSpec`: `--name value`, `--name=value`,
-/// flags, positionals, and `--` to end options.
+/// flags (`--flag`, or `--flag=true|false` so the command line can turn off what a
+/// configuration file turns on), positionals, and `--` to end options.
 public enum ArgumentParser {
   public static func parse(_ args: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
     var out = ParsedArguments()
@@ -65,8 +68,16 @@ public enum ArgumentParser {
         if !option.repeatable && out.values[name] != nil { throw .repeatedOption(name) }
         out.values[name, default: []].append(value)
       } else {
-        if inline != nil { throw .unexpectedValue(option: name) }
-        out.flags.insert(name)
+        switch inline {
+        case nil, "true":
+          out.flags.insert(name)
+          out.negatedFlags.remove(name)
+        case "false":
+          out.flags.remove(name)
+          out.negatedFlags.insert(name)
+        default:
+          throw .unexpectedValue(option: name)
+        }
       }
     }
     // With -h/--help the verb is not run, so its positionals need not be complete.

@@ -8,6 +8,8 @@ public enum UsageError: Error, Sendable, Equatable, CustomStringConvertible {
   case missingArgument(String)
   case unexpectedArgument(String)
   case invalidValue(option: String, value: String, why: String)
+  /// The configuration file (`--config`) cannot be used as written.
+  case configFile(ConfigFileError)
 
   public var description: String {
     switch self {
@@ -18,7 +20,7 @@ public enum UsageError: Error, Sendable, Equatable, CustomStringConvertible {
     case .missingValue(let o, let v):
       return "option '--\(o)' needs a value \(v)"
     case .unexpectedValue(let o):
-      return "option '--\(o)' takes no value"
+      return "option '--\(o)' is a flag: it takes no value but true or false"
     case .repeatedOption(let o):
       return "option '--\(o)' is given more than once"
     case .missingArgument(let a):
@@ -27,6 +29,8 @@ public enum UsageError: Error, Sendable, Equatable, CustomStringConvertible {
       return "unexpected argument '\(a)'"
     case .invalidValue(let o, let v, let why):
       return "invalid value '\(v)' for '--\(o)': \(why)"
+    case .configFile(let e):
+      return e.description
     }
   }
 }

@@ -51,6 +51,13 @@ enum RunCommand {
       is bounded (--storage-quota, --export-quota); a write beyond fails with FORSETTI_ERR_QUOTA
       and the log names the quota.
 
+      Options may also come from a configuration file: --config FILE, else \(ConfigSource.defaultPath)
+      when it exists. Each line is 'option = value' with a long option's name ('state =
+      /var/lib/forsetti'; a flag takes true or false: 'approve-all = true'); a repeatable option is
+      given on several lines; a line starting with # is a comment (a # after a value is part of
+      it). The command line wins, option by option (--flag=false turns off a flag the file turns
+      on). --print-config prints the effective options and where each came from.
+
       EXIT STATUS:
         0  stopped by SIGINT or SIGTERM; or, after --for, no module was blocked or failed
         1  after --for: at least one module was blocked or failed (a script's check)
@@ -58,7 +65,7 @@ enum RunCommand {
         75 the state directory was moved away or replaced under the host: it stopped its
            modules and touched nothing at the path (a new host may start on what is there)
       """,
-    options: HostOptions.specs + [
+    options: HostOptions.specs + ConfigSource.specs + [
       .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal."),
       .value(
         "default-policy", "allow|deny",
