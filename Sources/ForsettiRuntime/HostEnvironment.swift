@@ -82,6 +82,7 @@ public final class HostEnvironment: Sendable {
   ) {
     log.write(
       LogRecord(
-        level: level, moduleID: moduleID, message: message, metadata: metadata, origin: .host, reason: reason))
+        level: level, moduleID: moduleID, message: message, metadata: metadata, origin: .host, reason: reason)
+    )
   }
 }

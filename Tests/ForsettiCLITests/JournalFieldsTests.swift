@@ -31,8 +31,9 @@ import Testing
     let h = HostileHost(.current)
     try Self.install(h)
     let journal = try JournalSocket(in: h.dir)
-    let run = try Self.run(h, journal: journal, journalStream: true)
-    #expect(run.status == 0, "\(run.stderr.suffix(2000))")
+    let run = try Self.run(h, journal: journal.directory, journalStream: true)
+    // 1: a module is blocked (the one that never loads), as ExitCode.blocked says.
+    #expect(run.status == 1, "\(run.stderr.suffix(2000))")
     let entries = try journal.drain()
 
     let mine = entries.filter { $0["FORSETTI_MODULE"] == [Self.moduleID] }
@@ -68,15 +69,43 @@ import Testing
     let h = HostileHost(.current)
     try Self.install(h)
     let journal = try JournalSocket(in: h.dir)
-    let run = try Self.run(h, journal: journal, journalStream: false)
-    #expect(run.status == 0, "\(run.stderr.suffix(2000))")
+    let run = try Self.run(h, journal: journal.directory, journalStream: false)
+    // 1: a module is blocked (the one that never loads), as ExitCode.blocked says.
+    #expect(run.status == 1, "\(run.stderr.suffix(2000))")
     #expect(try journal.drain().isEmpty)
     #expect(run.stdout.contains("info    [module=\(Self.moduleID)] hello journal"), "\(run.stdout)")
     // Positive control: the socket is reachable from the host's namespace, the run above just
     // never wrote to it.
     let probe = try ProcessRunner.run(
-      "/usr/bin/unshare", Self.namespaced(journal) + ["/bin/sh", "-c", "test -S /run/systemd/journal/socket"])
+      "/usr/bin/unshare",
+      Self.namespaced(journal.directory) + ["/bin/sh", "-c", "test -S /run/systemd/journal/socket"])
     #expect(probe.status == 0, "\(probe.stderr)")
+  }
+
+  @Test func aJournalWithoutItsSocketGetsPlainLines() throws {
+    try #require(geteuid() == 0, "a private mount namespace needs root")
+    let h = HostileHost(.current)
+    try Self.install(h)
+    let empty = h.dir.url("no-journal")
+    try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+    let run = try Self.run(h, journal: empty, journalStream: true)
+    #expect(run.status == 1, "\(run.stderr.suffix(2000))")
+    #expect(run.stdout.contains("info    [module=\(Self.moduleID)] hello journal"), "\(run.stdout)")
+    // Standard error is the journal stream: its plain lines carry the priority prefix.
+    #expect(run.stderr.contains("<3>[module=\(Self.blockedID)]"), "\(run.stderr)")
+  }
+
+  @Test func aRefusingJournalGetsPlainLinesAndOneNotice() throws {
+    try #require(geteuid() == 0, "a private mount namespace needs root")
+    let h = HostileHost(.current)
+    try Self.install(h)
+    // The socket's file stays when its reader is gone: every send is refused (ECONNREFUSED).
+    let directory = try JournalSocket(in: h.dir).directory
+    let run = try Self.run(h, journal: directory, journalStream: true)
+    #expect(run.status == 1, "\(run.stderr.suffix(2000))")
+    #expect(run.stdout.contains("info    [module=\(Self.moduleID)] hello journal"), "\(run.stdout)")
+    #expect(run.stderr.components(separatedBy: "the journal refused a record").count == 2, "\(run.stderr)")
+    #expect(run.stderr.contains("<3>[module=\(Self.blockedID)]"), "\(run.stderr)")
   }
 
   @Test func moduleMetadataNeverTakesATrustedName() {
@@ -105,17 +134,17 @@ import Testing
 
   /// unshare's arguments for a private mount namespace with `journal`'s directory at
   /// /run/systemd/journal, ending in `--` before the command.
-  static func namespaced(_ journal: JournalSocket) -> [String] {
+  static func namespaced(_ directory: String) -> [String] {
     [
       "--mount", "--", "/bin/sh", "-c",
       #"set -e; mount --make-rprivate /; mkdir -p /run/systemd/journal; mount --bind "$0" /run/systemd/journal; exec "$@""#,
-      journal.directory,
+      directory,
     ]
   }
 
   /// The host's run, `--for 2`, in the namespace; with `journalStream`, $JOURNAL_STREAM names its
   /// standard error (as systemd sets it: device:inode), else it is unset.
-  static func run(_ h: HostileHost, journal: JournalSocket, journalStream: Bool) throws -> ProcessResult {
+  static func run(_ h: HostileHost, journal directory: String, journalStream: Bool) throws -> ProcessResult {
     let set =
       journalStream
       ? #"JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2); export JOURNAL_STREAM; "#
@@ -123,8 +152,9 @@ import Testing
     try FileManager.default.createDirectory(atPath: h.dir.url("state"), withIntermediateDirectories: true)
     return try ProcessRunner.run(
       "/usr/bin/unshare",
-      namespaced(journal) + [
-        "/bin/sh", "-c", set + #"exec "$@""#, "sh", HostBinary.path, "run", "--manifests", h.dir.url("manifests"),
+      namespaced(directory) + [
+        "/bin/sh", "-c", set + #"exec "$@""#, "sh", HostBinary.path, "run", "--manifests",
+        h.dir.url("manifests"),
         "--plugins", h.dir.url("plugins"), "--state", h.dir.url("state"), "--approve-all", "--for", "2",
       ])
   }
@@ -143,7 +173,9 @@ final class JournalSocket {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let path = Array((directory + "/socket").utf8)
-    guard path.count < MemoryLayout.size(ofValue: address.sun_path) else { throw JournalSocketError.pathTooLong }
+    guard path.count < MemoryLayout.size(ofValue: address.sun_path) else {
+      throw JournalSocketError.pathTooLong
+    }
     withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
     let bound = withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {

@@ -7,8 +7,9 @@ import Synchronization
 /// Sends records to systemd's journal as structured entries (sd_journal_sendv(3)) when the
 /// host's output is the journal stream (`$JOURNAL_STREAM`), so that `journalctl
 /// FORSETTI_MODULE=com.example.counter` or `FORSETTI_REASON=…` finds them. A record the journal
-/// does not take (no socket, no libsystemd) is written as the plain line ``StreamLogSink``
-/// writes, and that is said once.
+/// does not take (its socket refuses it) is written as the plain line ``StreamLogSink`` writes,
+/// and that is said once; without libsystemd or the journal's socket, ``selected(fd:minimum:errorsTo:journal:)``
+/// gives the plain ``StreamLogSink`` itself.
 ///
 /// Fields of an entry (docs/operator-guide.md, "Journal fields"):
 /// - `MESSAGE`: ``LogRecord/formatted``, without the stream's `<N>` prefix;
@@ -45,9 +46,20 @@ public final class JournalLogSink: LogSink {
   ) -> any LogSink {
     let stream = StreamLogSink(fd: fd, minimum: minimum, errorsTo: errorsTo, journal: journal)
     guard let journal, [fd, errorsTo ?? fd, 2].contains(where: { journal.isConnected($0) }),
-      forsetti_journal_load() != 0
+      hasSocket(), forsetti_journal_load() != 0
     else { return stream }
     return JournalLogSink(minimum: minimum, fallback: stream)
+  }
+
+  /// Where sd_journal_sendv sends, always (sd_journal_print(3)).
+  static let socketPath = "/run/systemd/journal/socket"
+
+  /// Whether the journal's socket is there. sd_journal_sendv drops an entry silently, returning
+  /// success, when it is not (ENOENT: "the journal is not available"), so without this check a
+  /// stream with no journald behind its socket would lose every line.
+  static func hasSocket() -> Bool {
+    var st = stat()
+    return stat(socketPath, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK
   }
 
   public func write(_ record: LogRecord) {
