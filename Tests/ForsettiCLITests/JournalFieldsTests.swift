@@ -1,5 +1,4 @@
-import ForsettiCore
-import ForsettiRuntime
+import ForsettiHost
 import ForsettiTestSupport
 import Foundation
 import Testing
