@@ -39,7 +39,7 @@ public final class JournalLogSink: LogSink {
 
   /// The sink for lines to `fd` (warnings and errors to `errorsTo`): a `JournalLogSink` when
   /// `journal` (by default `$JOURNAL_STREAM`) is the stream of `fd`, `errorsTo` or standard
-  /// error and libsystemd opens, else the plain ``StreamLogSink`` of today.
+  /// error, the journal's socket is there and libsystemd opens; else the plain ``StreamLogSink``.
   public static func selected(
     fd: Int32 = 1, minimum: LogLevel = .info, errorsTo: Int32? = 2,
     journal: StreamLogSink.JournalStream? = .environment
@@ -67,7 +67,7 @@ public final class JournalLogSink: LogSink {
     let result = Self.send(Self.fields(of: record))
     guard result != 0 else { return }
     if !refused.exchange(true, ordering: .relaxed) {
-      let why = String(cString: strerror(-result))
+      let why = String(cString: strerror(0 &- result))
       FileDescriptor.writeAll(
         noticeFD,
         Array("forsetti-host: the journal refused a record (\(why)): writing plain lines instead\n".utf8))
