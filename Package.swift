@@ -47,6 +47,10 @@ let package = Package(
     // only: the shim opens the library when the debug screen starts (no pkg-config, no link).
     .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
     .target(name: "CForsettiWeb", dependencies: ["CMicroHTTPD"]),
+    // libsystemd: the journal's sd_journal_sendv for structured records when standard error is
+    // the journal. Its header only, as for libmicrohttpd: the shim opens the library when used.
+    .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
+    .target(name: "CForsettiJournal", dependencies: ["CSystemd"]),
 
     // What the host and the confined worker share, without Foundation (the worker links nothing
     // more, which keeps its start and memory small): the host table bound to one module with
@@ -59,7 +63,7 @@ let package = Package(
       name: "ForsettiRuntime",
       dependencies: [
         "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp",
-        "CSodium",
+        "CSodium", "CForsettiJournal",
       ]),
 
     // The host as a value (ForsettiHost): what the command line's run and dev, and an application

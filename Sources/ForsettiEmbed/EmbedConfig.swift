@@ -40,7 +40,7 @@ final class EmbedConfig {
       }
       c.isolation = IsolationSettings(workerExecutable: worker)
     }
-    if logToStandardError { c.logSinks = [StreamLogSink(fd: 2)] }
+    if logToStandardError { c.logSinks = [JournalLogSink.selected(fd: 2)] }
     return c
   }
 

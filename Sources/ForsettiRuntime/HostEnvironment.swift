@@ -1,4 +1,5 @@
 import ForsettiBridge
+import ForsettiCore
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -89,9 +90,12 @@ public final class HostEnvironment: Sendable {
 
   /// The host's own line about a module (a crash, a refusal): never rate-limited.
   func hostLog(
-    _ level: LogLevel, about moduleID: String?, _ message: String, _ metadata: [String: String] = [:]
+    _ level: LogLevel, about moduleID: String?, _ message: String, _ metadata: [String: String] = [:],
+    reason: ReasonCode? = nil
   ) {
     log.write(
-      LogRecord(level: level, moduleID: moduleID, message: message, metadata: metadata, origin: .host))
+      LogRecord(
+        level: level, moduleID: moduleID, message: message, metadata: metadata, origin: .host, reason: reason)
+    )
   }
 }

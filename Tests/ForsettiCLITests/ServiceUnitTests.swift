@@ -253,6 +253,13 @@ import Testing
     let p = Process()
     p.executableURL = URL(fileURLWithPath: HostBinary.path)
     p.arguments = arguments
+    // These tests read the journal's plain `<N>` lines: a journald running here would get
+    // structured entries instead (JournalFieldsTests), so, as root, its socket is hidden.
+    let noJournal = TemporaryDirectory("no-journal")
+    if journal && geteuid() == 0 {
+      p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+      p.arguments = JournalFieldsTests.namespaced(noJournal.path) + [HostBinary.path] + arguments
+    }
     let out = Pipe()
     let err = journal ? out : Pipe()
     var env = ProcessInfo.processInfo.environment
@@ -285,6 +292,7 @@ import Testing
     group.wait()
     p.waitUntilExit()
     watchdog.cancel()
+    withExtendedLifetime(noJournal) {}
     return (p.terminationStatus, String(decoding: outData, as: UTF8.self), errText.withLock { $0 })
   }
 

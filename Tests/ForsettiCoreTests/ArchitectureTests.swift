@@ -111,6 +111,12 @@ struct Layering: Sendable {
         rule: .init(
           mayDependOn: ["CMicroHTTPD"], foundation: false,
           why: "the libmicrohttpd calls Swift cannot make (C varargs) and the gathering of a request's body")),
+      .init(subject: .target("CSystemd"), rule: .init(mayDependOn: [], foundation: false, why: "libsystemd")),
+      .init(
+        subject: .target("CForsettiJournal"),
+        rule: .init(
+          mayDependOn: ["CSystemd"], foundation: false,
+          why: "sd_journal_sendv from libsystemd, opened when the journal is standard error")),
       .init(
         subject: .target("ForsettiCore"),
         rule: .init(
@@ -138,7 +144,7 @@ struct Layering: Sendable {
         rule: .init(
           mayDependOn: [
             "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys",
-            "CSeccomp", "CSodium",
+            "CSeccomp", "CSodium", "CForsettiJournal",
           ], foundation: true,
           why: "the host's lifecycle, supervision, services (keys and sealing: libsodium), reload, trust")),
       .init(

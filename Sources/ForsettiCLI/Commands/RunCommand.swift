@@ -177,7 +177,8 @@ enum RunCommand {
     }
     let uiPort = try port(p)
     let webEvents = WebEvents()
-    configuration.logSinks = [StreamLogSink(fd: options.json ? 2 : 1)]
+    // Structured entries when the journal reads the host ($JOURNAL_STREAM), plain lines otherwise.
+    configuration.logSinks = [JournalLogSink.selected(fd: options.json ? 2 : 1)]
     if uiPort != nil { configuration.logSinks.append(WebLogSink(webEvents)) }
 
     // One host per state directory, decided before anything in it is touched.

@@ -148,7 +148,8 @@ public final class ModuleManager {
 
   func fail(_ i: SlotHandle, _ step: GateStep, _ reason: ReasonCode, _ detail: String) {
     table[i].failed(step, reason, detail)
-    environment.hostLog(.error, about: table[i].moduleID, "\(reason.rawValue) at \(step.rawValue): \(detail)")
+    environment.hostLog(
+      .error, about: table[i].moduleID, "\(reason.rawValue) at \(step.rawValue): \(detail)", reason: reason)
   }
 
   /// Loads and starts one gated module. `copy` loads from an already made version copy (hot

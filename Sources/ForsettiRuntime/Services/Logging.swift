@@ -13,6 +13,9 @@ public struct LogRecord: Sendable, Hashable {
   public var metadata: [String: String]
   /// Who wrote the line: a module's own lines are rate-limited, the host's never are.
   public var origin: Origin
+  /// The reason code of a host line about a module (a refusal, a blocked start), for the
+  /// journal's `FORSETTI_REASON`; not part of ``formatted`` (the message names it already).
+  public var reason: ReasonCode?
 
   /// The writer of a line. Never read from the module: the host decides it.
   public enum Origin: Sendable, Hashable {
@@ -27,13 +30,14 @@ public struct LogRecord: Sendable, Hashable {
   /// module that the host must never drop passes `.host`.
   public init(
     level: LogLevel, moduleID: String?, message: String, metadata: [String: String] = [:],
-    origin: Origin? = nil
+    origin: Origin? = nil, reason: ReasonCode? = nil
   ) {
     self.level = level
     self.moduleID = moduleID
     self.message = message
     self.metadata = metadata
     self.origin = origin ?? (moduleID == nil ? .host : .module)
+    self.reason = reason
   }
 
   /// `[module=<id> k=v …] message`, metadata sorted by key (the Forsetti format).
