@@ -46,8 +46,8 @@ public final class LiveHost {
   private let trustChanged = ChangeFlag()
   private let files = PendingChanges()
   private var watchers: [FileWatcher] = []
-  /// The directories delivered trust files are reached through (`DeliveredFiles`), watched by
-  /// their own watcher, made anew whenever a change of trust leads elsewhere.
+  /// The directories delivered trust files are reached through (`DeliveredFiles.identities`),
+  /// watched by their own watcher, made anew whenever a change of trust leads elsewhere.
   private var delivered: (directories: [String], watcher: FileWatcher?) = ([], nil)
   /// When a licence expires or an override window opens or closes next.
   private var nextEdge: ContinuousClock.Instant?
@@ -386,9 +386,10 @@ public final class LiveHost {
       let dirs = trustPaths.flatMap(DeliveredFiles.directories(of:)).filter {
         $0 != own && seen.insert($0).inserted
       }
-      guard dirs != delivered.directories || failure != nil else { return }
+      let identities = DeliveredFiles.identities(dirs)
+      guard identities != delivered.directories || failure != nil else { return }
       delivered.watcher?.stop()
-      delivered = (dirs, nil)
+      delivered = (identities, nil)
       guard !dirs.isEmpty else { return }
       let flag = trustChanged
       let wake = self.wake

@@ -34,10 +34,22 @@ public enum DeliveredFiles {
     }
     if !links.isEmpty {
       found.append(contentsOf: links)
-      found.append(exists && isDirectory ? end : PathText.parent(end))
+      // A delivered directory's parent too: a tool that replaces the directory whole renames
+      // a new one into place there, which the old directory's own watch never sees.
+      if exists && isDirectory { found.append(end) }
+      found.append(PathText.parent(end))
     }
     var seen = Set<String>()
     return found.filter { !$0.isEmpty && seen.insert($0).inserted }
+  }
+
+  /// Each directory with the identity of what is there now (`PATH@DEVICE:INODE`): a directory
+  /// replaced by another of the same name is watched anew, the old one's watch sees nothing.
+  public static func identities(_ directories: [String]) -> [String] {
+    directories.map { d in
+      var st = stat()
+      return stat(d, &st) == 0 ? "\(d)@\(st.st_dev):\(st.st_ino)" : d
+    }
   }
 
   /// Whether `path` itself is a symbolic link: a delivered file the host must not replace.
