@@ -10,17 +10,25 @@ import Testing
 @Suite(.onTestThreads, .serialized) struct FleetDeliveryTests: LiveHostSuite {
   let dir = TemporaryDirectory("fleet")
 
-  /// The modules: one that needs approval, one an override turns off, one a licence unlocks.
-  private func modules() throws {
+  /// The modules: one that needs approval, one an override turns off, one a licence unlocks;
+  /// the vendor key trusted for licences is delivered in `keys` when given.
+  private func modules(keys: ConfigMapVolume? = nil) throws {
     let paid = try module("com.test.paid", product: "com.vendor.pro")
     let keeper = try module("com.test.keeper")
     try module("com.test.approved", capabilities: ["storage"])
     try module("com.test.switched")
     try cli(["keygen", dir.url("vendor")])
-    try FileManager.default.createDirectory(
-      atPath: state + "/trusted-keys/licences", withIntermediateDirectories: true)
-    try FileManager.default.copyItem(
-      atPath: dir.url("vendor.pub"), toPath: state + "/trusted-keys/licences/vendor.pub")
+    if let keys {
+      try keys.update(["vendor.pub": try String(contentsOfFile: dir.url("vendor.pub"), encoding: .utf8)])
+      try FileManager.default.createDirectory(
+        atPath: state + "/trusted-keys", withIntermediateDirectories: true)
+      try link("trusted-keys/licences", to: keys.root)
+    } else {
+      try FileManager.default.createDirectory(
+        atPath: state + "/trusted-keys/licences", withIntermediateDirectories: true)
+      try FileManager.default.copyItem(
+        atPath: dir.url("vendor.pub"), toPath: state + "/trusted-keys/licences/vendor.pub")
+    }
     for so in [paid, keeper] { try cli(["sign", so, "--key", dir.url("vendor.key")]) }
   }
 
@@ -67,8 +75,10 @@ import Testing
 
   // MARK: - Kubernetes
 
-  @Test func aConfigMapUpdatedByTheKubeletsAtomicWriterIsFollowed() throws {
-    try modules()
+  @Test func configMapsUpdatedByTheKubeletsAtomicWriterAreFollowed() throws {
+    let keys = ConfigMapVolume(dir.url("mounts/keys"))
+    try modules(keys: keys)
+    let vendor = try String(contentsOfFile: dir.url("vendor.pub"), encoding: .utf8)
     let c = try contents()
     let trust = ConfigMapVolume(dir.url("mounts/trust"))
     let licences = ConfigMapVolume(dir.url("mounts/licences"))
@@ -99,6 +109,11 @@ import Testing
     try expect(["com.test.approved": "started", "com.test.switched": "started"], host)
 
     try licences.update(["pro.licence": c.licence])
+    try expect(["com.test.paid": "started"], host)
+    // The key the licence is signed by, withdrawn and delivered again.
+    try keys.update([:])
+    try expect(["com.test.paid": "blocked/moduleLocked"], host)
+    try keys.update(["vendor.pub": vendor])
     try expect(["com.test.paid": "started"], host)
     try licences.update([:])
     try expect(["com.test.paid": "blocked/moduleLocked"], host)
