@@ -75,7 +75,25 @@ import Testing
 
   // MARK: - Kubernetes
 
-  @Test func configMapsUpdatedByTheKubeletsAtomicWriterAreFollowed() throws {
+  /// `run` as `user`; unprivileged, on a state directory made over to that user as a service's
+  /// is, the deliveries staying root's and only readable, as a read-only volume is.
+  private func launch(as user: HostileHost.Identity) throws -> DevHost {
+    guard user == .unprivileged else { return try launch() }
+    chmod(dir.path, 0o755)
+    let chown = try ProcessRunner.run(
+      "/bin/chown", ["-R", "\(HostileHost.nobody):\(HostileHost.nobody)", state])
+    try #require(chown.status == 0, "\(chown.stderr)")
+    let args = [
+      "run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", state, "--for", "300",
+    ]
+    return try DevHost(
+      StateDirectoryIdentityTests.asNobody + [HostBinary.path] + args, verb: nil,
+      executable: "/usr/bin/setpriv")
+  }
+
+  @Test(arguments: HostileHost.Identity.allCases)
+  func configMapsUpdatedByTheKubeletsAtomicWriterAreFollowed(as user: HostileHost.Identity) throws {
+    try #require(user == .current || geteuid() == 0, "running as another user needs root")
     let keys = ConfigMapVolume(dir.url("mounts/keys"))
     try modules(keys: keys)
     let vendor = try String(contentsOfFile: dir.url("vendor.pub"), encoding: .utf8)
@@ -88,7 +106,7 @@ import Testing
     try link("overrides.json", to: trust.root + "/overrides.json")
     try link("licences", to: licences.root)
 
-    let host = try launch()
+    let host = try launch(as: user)
     defer { host.stop() }
     let pid = host.process.processIdentifier
     try expect(
