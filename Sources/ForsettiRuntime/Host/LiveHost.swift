@@ -46,6 +46,9 @@ public final class LiveHost {
   private let trustChanged = ChangeFlag()
   private let files = PendingChanges()
   private var watchers: [FileWatcher] = []
+  /// The directories delivered trust files are reached through (`DeliveredFiles.identities`),
+  /// watched by their own watcher, made anew whenever a change of trust leads elsewhere.
+  private var delivered: (directories: [String], watcher: FileWatcher?) = ([], nil)
   /// When a licence expires or an override window opens or closes next.
   private var nextEdge: ContinuousClock.Instant?
   /// The last full judgement and the in-memory overrides it was judged with: a round in which
@@ -117,7 +120,12 @@ public final class LiveHost {
     }
     guard trust || edge || !changed.isEmpty else { return }
     if edge { nextEdge = nil }
-    if trust { warnRoleless() }
+    if trust {
+      // Before judging: a change made after this is seen by the new watch, one made before by
+      // the judgement, which reads after it.
+      watchDelivered()
+      warnRoleless()
+    }
     if !trust && !edge, let verdicts = rejudged(binaries: changed) {
       converge(verdicts, changed: changed, since: since)
     } else {
@@ -249,6 +257,8 @@ public final class LiveHost {
   public func stop() {
     for w in watchers { w.stop() }
     watchers.removeAll()
+    delivered.watcher?.stop()
+    delivered = ([], nil)
     manager.stopAll()
   }
 
@@ -346,6 +356,62 @@ public final class LiveHost {
     }
     manager.environment.hostLog(
       .info, "watching \(([c.manifestsDirectory] + c.pluginDirectories).joined(separator: ", ")) for changes")
+    watchDelivered()
+  }
+
+  /// The trust inputs that may be delivered through symbolic links: the state files, the
+  /// licences and keys directories, the entitlements and policy files.
+  private var trustPaths: [String] {
+    let c = judge.configuration
+    let state = c.stateDirectory.isEmpty ? "." : c.stateDirectory
+    return Self.stateFiles.sorted().map { PathText.join(state, $0) } + [
+      PathText.join(state, "licences"), TrustedKeys.root(stateDirectory: state),
+    ] + TrustRole.allCases.map { TrustedKeys.directory($0, stateDirectory: state) }
+      + [c.entitlementsFile, c.policyFile].compactMap { $0 }
+  }
+
+  /// Watches the directories the delivered trust files are reached through, anew when they are
+  /// no longer those watched: any change in one counts (a `..data` link renamed over, a file
+  /// renamed into place). The state directory is left to its own watcher, which counts only
+  /// the trust files' names there: the host itself writes runtime.json beside them.
+  private func watchDelivered() {
+    let state = judge.configuration.stateDirectory
+    let own = realpath(state.isEmpty ? "." : state, nil).map { p in
+      defer { free(p) }
+      return String(cString: p)
+    }
+    // A directory can vanish between resolving and watching (a kubelet removing the old
+    // `..TIMESTAMP`): resolve again, a few times, before giving up.
+    var failure: FileWatcher.WatchError?
+    for _ in 0..<3 {
+      var seen = Set<String>()
+      let dirs = trustPaths.flatMap(DeliveredFiles.directories(of:)).filter {
+        $0 != own && seen.insert($0).inserted
+      }
+      let identities = DeliveredFiles.identities(dirs)
+      guard identities != delivered.directories || failure != nil else { return }
+      delivered.watcher?.stop()
+      delivered = (identities, nil)
+      guard !dirs.isEmpty else { return }
+      let flag = trustChanged
+      let wake = self.wake
+      do {
+        delivered.watcher = try FileWatcher(directories: dirs, recursive: false) { _, _ in
+          flag.set()
+          wake()
+        }
+        manager.environment.hostLog(
+          .info, "watching delivered trust files in \(dirs.joined(separator: ", "))")
+        return
+      } catch {
+        failure = error
+      }
+    }
+    if let failure {
+      // Watched again at the next change of trust the state directory's watcher sees.
+      delivered = ([], nil)
+      manager.environment.hostLog(.warning, "delivered trust files are not watched: \(failure)")
+    }
   }
 }
 

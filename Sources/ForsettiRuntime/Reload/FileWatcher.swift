@@ -130,8 +130,9 @@ public final class FileWatcher: Sendable {
           if !recursive { onChange(path, now) }
           continue
         }
-        // A created file is still being written; it counts when it is closed.
-        if event.mask & UInt32(IN_CREATE) != 0 { continue }
+        // A created file is still being written; it counts when it is closed. A created link is
+        // whole at once (`ln -s`), and is never closed after writing.
+        if event.mask & UInt32(IN_CREATE) != 0 && !DeliveredFiles.isLink(path) { continue }
         onChange(path, now)
       }
     }

@@ -7,17 +7,22 @@ import Glibc
 public enum AtomicFile {
   public enum WriteError: Error, Sendable, Hashable, CustomStringConvertible {
     case failed(path: String, step: String, errno: Int32)
+    /// The file is a symbolic link to `target`: delivered from elsewhere, changed only there.
+    case delivered(path: String, target: String)
 
     /// The file that was being written.
     public var path: String {
       switch self {
-      case .failed(let p, _, _): p
+      case .failed(let p, _, _), .delivered(let p, _): p
       }
     }
 
     public var description: String {
       switch self {
       case .failed(let p, let step, let e): "\(p): \(step) failed: \(String(cString: strerror(e)))"
+      case .delivered(let p, let t):
+        "\(p) is a symbolic link to \(t), delivered from elsewhere (a ConfigMap, configuration "
+          + "management): change it where it comes from; replacing the link would silently undo the delivery"
       }
     }
   }

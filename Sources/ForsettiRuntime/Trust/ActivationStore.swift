@@ -34,7 +34,7 @@ public struct ActivationStore: Sendable {
     public var path: String {
       switch self {
       case .malformed(let p, _), .read(let p, _), .lock(let p, _): p
-      case .write(.failed(let p, _, _)): p
+      case .write(let w): w.path
       }
     }
 
@@ -44,6 +44,8 @@ public struct ActivationStore: Sendable {
       case .malformed(_, let why): why
       case .read(_, let e): "cannot be read: \(String(cString: strerror(e)))"
       case .write(.failed(_, let step, let e)): "\(step) failed: \(String(cString: strerror(e)))"
+      case .write(.delivered(_, let target)):
+        "is a symbolic link to \(target), delivered from elsewhere: change it where it comes from"
       case .lock(_, let e): "cannot be locked: \(String(cString: strerror(e)))"
       }
     }

@@ -49,13 +49,17 @@ public enum StateTransaction {
     return try body()
   }
 
-  /// Replaces `path` with `bytes` atomically and durably (`AtomicFile`), first removing the
-  /// temporary files of `path` left by writers killed mid-write. Only inside `run`: every
+  /// Replaces `path` with `bytes` atomically and durably (`AtomicFile`), refusing a delivered
+  /// one (a symbolic link, `DeliveredFiles`), first removing the temporary files of `path` left
+  /// by writers killed mid-write. Only inside `run`: every
   /// writer of a state file holds the lock, so a temporary file of it found then is a dead
   /// writer's, never one still being written.
   public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(AtomicFile
     .WriteError)
   {
+    // A state file that is a link is delivered: renaming over it would replace the link with
+    // a file the delivery no longer updates, and writing through it would change the source.
+    if let target = DeliveredFiles.target(of: path) { throw .delivered(path: path, target: target) }
     let dir = PathText.parent(path)
     let prefix = PathText.name(path) + AtomicFile.temporaryMark
     for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir)) ?? []
