@@ -68,7 +68,8 @@ let package = Package(
 
     // The host as a value (ForsettiHost): what the command line's run and dev, and an application
     // embedding the host, compose; it re-exports what an embedder needs.
-    .target(name: "ForsettiHost", dependencies: ["ForsettiRuntime", "ForsettiCore", "CForsetti", "CForsettiWeb"]),
+    .target(
+      name: "ForsettiHost", dependencies: ["ForsettiRuntime", "ForsettiCore", "CForsetti", "CForsettiWeb"]),
     // The C API over ForsettiHost: forsetti/embed.h, and its implementation, built as
     // libforsetti-embed.so.
     .target(name: "CForsettiEmbed", dependencies: ["CForsetti"]),
