@@ -84,18 +84,24 @@ public final class HostEnvironment: Sendable {
   private let sandboxPaths = Mutex<[String: String]>([:])
 
   /// A line of the host's own (never rate-limited).
-  public func hostLog(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {
-    log.write(LogRecord(level: level, moduleID: nil, message: message, metadata: metadata))
+  public func hostLog(
+    _ level: LogLevel, _ message: String, _ metadata: [String: String] = [:], file: String = #fileID,
+    line: Int = #line, function: String = #function
+  ) {
+    log.write(
+      LogRecord(
+        level: level, moduleID: nil, message: message, metadata: metadata, file: file, line: line,
+        function: function))
   }
 
   /// The host's own line about a module (a crash, a refusal): never rate-limited.
   func hostLog(
     _ level: LogLevel, about moduleID: String?, _ message: String, _ metadata: [String: String] = [:],
-    reason: ReasonCode? = nil
+    reason: ReasonCode? = nil, file: String = #fileID, line: Int = #line, function: String = #function
   ) {
     log.write(
       LogRecord(
-        level: level, moduleID: moduleID, message: message, metadata: metadata, origin: .host, reason: reason)
-    )
+        level: level, moduleID: moduleID, message: message, metadata: metadata, origin: .host, reason: reason,
+        file: file, line: line, function: function))
   }
 }

@@ -58,6 +58,23 @@ import Testing
     #expect(blocked?["FORSETTI_ORIGIN"] == ["host"])
     #expect(blocked?["PRIORITY"] == ["3"])
     #expect(blocked?["MESSAGE"]?.first?.contains(reason) == true)
+    // A host line names the host's log call: a file of this repository whose line there logs.
+    let file = try #require(blocked?["CODE_FILE"]?.first, "\(entries)")
+    let line = try #require(blocked?["CODE_LINE"]?.first.flatMap { Int($0) }, "\(entries)")
+    #expect(blocked?["CODE_FUNC"]?.first?.isEmpty == false, "\(entries)")
+    // #fileID is TARGET/FILE.swift: the file is somewhere under Sources/TARGET.
+    let parts = file.split(separator: "/").map(String.init)
+    try #require(parts.count == 2 && parts[1].hasSuffix(".swift"), "\(file)")
+    let target = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent().appendingPathComponent("Sources").appendingPathComponent(parts[0])
+    let found = (FileManager.default.enumerator(atPath: target.path)?.allObjects as? [String] ?? [])
+      .filter { ($0 as NSString).lastPathComponent == parts[1] }
+    try #require(found.count == 1, "\(file): \(found)")
+    let source = target.appendingPathComponent(found[0])
+    let lines = try String(contentsOf: source, encoding: .utf8).components(separatedBy: "\n")
+    #expect(line >= 1 && line <= lines.count && lines[line - 1].contains("hostLog("), "\(file):\(line)")
+    // A module's text has no place the host knows.
+    #expect(hello?["CODE_FILE"] == nil && forged?["CODE_LINE"] == nil, "\(entries)")
 
     // Every entry went through the journal: none of them is also a plain line.
     #expect(!run.stdout.contains("hello journal"), "\(run.stdout)")

@@ -21,8 +21,9 @@ import Synchronization
 ///
 /// Only these names are written: a module's text is a value, never a name, and a module's
 /// metadata sits under `FORSETTI_META_`, so no module can set `PRIORITY`, `MESSAGE`, a trusted
-/// `_`-field or `FORSETTI_MODULE`. `CODE_FILE`/`CODE_LINE` are not sent: a record does not carry
-/// the place of its log call (the host logs through a few helpers, whose own place says nothing).
+/// `_`-field or `FORSETTI_MODULE`. A host line carries `CODE_FILE` (`#fileID`), `CODE_LINE` and
+/// `CODE_FUNC` of its log call (``LogRecord/place``); a module's text carries none, as the host
+/// does not know where in the module it was written.
 public final class JournalLogSink: LogSink {
   private let minimum: LogLevel
   /// Where a record goes when the journal refuses it: the stream the journal reads anyway.
@@ -84,6 +85,11 @@ public final class JournalLogSink: LogSink {
       ("FORSETTI_ORIGIN", Array((record.origin == .host ? "host" : "module").utf8)),
     ]
     if let id = record.moduleID { out.append(("FORSETTI_MODULE", Array(id.utf8))) }
+    if let place = record.place {
+      out.append(("CODE_FILE", Array(place.file.utf8)))
+      out.append(("CODE_LINE", Array(String(place.line).utf8)))
+      out.append(("CODE_FUNC", Array(place.function.utf8)))
+    }
     // Metadata keys are the host's (a module's log call carries a message alone), so a reason
     // code there is the host's; a value that is no reason code stays a plain field.
     let metadataReason = record.metadata["reason"].flatMap { ReasonCode(rawValue: $0) }

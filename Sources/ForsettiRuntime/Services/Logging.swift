@@ -16,6 +16,16 @@ public struct LogRecord: Sendable, Hashable {
   /// The reason code of a host line about a module (a refusal, a blocked start), for the
   /// journal's `FORSETTI_REASON`; not part of ``formatted`` (the message names it already).
   public var reason: ReasonCode?
+  /// Where in the host's source a host line was written, for the journal's `CODE_FILE`,
+  /// `CODE_LINE` and `CODE_FUNC`; nil for a module's text, whose place the host does not know.
+  public var place: Place?
+
+  /// A place in the host's source: `#fileID`, `#line`, `#function` of the log call.
+  public struct Place: Sendable, Hashable {
+    public var file: String
+    public var line: Int
+    public var function: String
+  }
 
   /// The writer of a line. Never read from the module: the host decides it.
   public enum Origin: Sendable, Hashable {
@@ -30,14 +40,17 @@ public struct LogRecord: Sendable, Hashable {
   /// module that the host must never drop passes `.host`.
   public init(
     level: LogLevel, moduleID: String?, message: String, metadata: [String: String] = [:],
-    origin: Origin? = nil, reason: ReasonCode? = nil
+    origin: Origin? = nil, reason: ReasonCode? = nil, file: String = #fileID, line: Int = #line,
+    function: String = #function
   ) {
     self.level = level
     self.moduleID = moduleID
     self.message = message
     self.metadata = metadata
-    self.origin = origin ?? (moduleID == nil ? .host : .module)
+    let origin = origin ?? (moduleID == nil ? .host : .module)
+    self.origin = origin
     self.reason = reason
+    self.place = origin == .host ? Place(file: file, line: line, function: function) : nil
   }
 
   /// `[module=<id> k=v …] message`, metadata sorted by key (the Forsetti format).
