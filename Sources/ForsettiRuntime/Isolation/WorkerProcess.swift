@@ -490,7 +490,10 @@ final class WorkerProcess: Sendable {
     calls.serverAwake()
     var answered = 0
     while !calls.isClosed {
+      // Counted once the answer is published: the worker runs on while the clock is read again.
+      let start = HostMetrics.now()
       if calls.answerPending(copy: t.scratch, answerCall) {
+        counters.hostCalls.record(nanoseconds: HostMetrics.now() &- start)
         answered += 1
         if answered >= Self.callsPerTurn { return .yielded }
         continue
@@ -515,8 +518,6 @@ final class WorkerProcess: Sendable {
   /// Answers one request of the synchronous channel with a `response` frame carrying a status;
   /// a request that is not a call frame gets FORSETTI_ERR_INVALID_ARGUMENT.
   private func answerCall(_ bytes: UnsafeRawBufferPointer, _ slot: UnsafeMutableRawBufferPointer) -> Int {
-    let start = HostMetrics.now()
-    defer { counters.hostCalls.record(nanoseconds: HostMetrics.now() &- start) }
     let status: Int64
     var id: UInt64 = 0
     if let f = try? WireView(bytes) {
