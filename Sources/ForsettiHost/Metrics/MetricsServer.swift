@@ -36,27 +36,27 @@ final class MetricsServer: @unchecked Sendable {
     self.address = address
     guard forsetti_web_load() != 0 else { throw .libraryMissing(String(cString: forsetti_web_library())) }
     let context = Unmanaged.passUnretained(self).toOpaque()
+    // The daemon binds the address as given: sockaddr_in or sockaddr_in6, seen as a sockaddr.
+    func start<Address>(_ a: Address) -> OpaquePointer? {
+      withUnsafePointer(to: a) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          forsetti_web_start_at($0, Self.limits, Self.onRequest, Self.onRead, Self.onClosed, context)
+        }
+      }
+    }
     let started: OpaquePointer?
     if address.isIPv6 {
       var a = sockaddr_in6()
       a.sin6_family = sa_family_t(AF_INET6)
       a.sin6_port = address.port.bigEndian
       guard inet_pton(AF_INET6, address.host, &a.sin6_addr) == 1 else { throw .unavailable(address) }
-      started = withUnsafePointer(to: &a) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          forsetti_web_start_at($0, Self.limits, Self.onRequest, Self.onRead, Self.onClosed, context)
-        }
-      }
+      started = start(a)
     } else {
       var a = sockaddr_in()
       a.sin_family = sa_family_t(AF_INET)
       a.sin_port = address.port.bigEndian
       guard inet_pton(AF_INET, address.host, &a.sin_addr) == 1 else { throw .unavailable(address) }
-      started = withUnsafePointer(to: &a) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          forsetti_web_start_at($0, Self.limits, Self.onRequest, Self.onRead, Self.onClosed, context)
-        }
-      }
+      started = start(a)
     }
     guard let started else { throw .unavailable(address) }
     daemon = started
