@@ -9,6 +9,8 @@ public enum ForsettiHostCLI {
   struct Verb: Sendable {
     var spec: CommandSpec
     var run: @Sendable (ParsedArguments, Console) throws(CommandFailure) -> ExitCode
+    /// What the verb checks of its options before it does anything, for `--print-config`.
+    var check: (@Sendable (ParsedArguments) throws(CommandFailure) -> Void)? = nil
 
     /// Runs the verb on `p` if it may be: its help when asked for, a usage error when a
     /// positional it requires is missing. The one way in, from the command line and the
@@ -32,8 +34,8 @@ public enum ForsettiHostCLI {
 
   static let verbs: [Verb] = [
     Verb(spec: CheckCommand.spec, run: CheckCommand.run),
-    Verb(spec: RunCommand.spec, run: RunCommand.run),
-    Verb(spec: DevCommand.spec, run: DevCommand.run),
+    Verb(spec: RunCommand.spec, run: RunCommand.run, check: RunCommand.check),
+    Verb(spec: DevCommand.spec, run: DevCommand.run, check: DevCommand.check),
     Verb(spec: ListCommand.spec, run: ListCommand.run),
     Verb(spec: ExplainCommand.spec, run: ExplainCommand.run),
     Verb(spec: InspectCommand.spec, run: InspectCommand.run),
@@ -182,6 +184,8 @@ public enum ForsettiHostCLI {
       console.out(
         c.arguments.flag("json")
           ? ConfigPrinter.json(c, spec: verb.spec) : ConfigPrinter.text(c, spec: verb.spec, program: program))
+      // Checked after printing: what is wrong is then seen beside where each option came from.
+      do { try verb.check?(c.arguments) } catch { throw c.attribute(error) }
       return .success
     }
     do { return try verb.call(c.arguments, console) } catch { throw c.attribute(error) }

@@ -212,6 +212,18 @@ import Testing
     #expect(
       refused.status == 2 && refused.stderr.contains("\(bad):2: invalid value 'many' for 'log-rate'"),
       "\(refused)")
+    // --print-config checks what it printed as run would (the good file above printed with 0).
+    let checked = try HostBinary.run(["run", "--config", bad, "--print-config"])
+    #expect(checked.status == 2, "\(checked)")
+    #expect(checked.stdout.contains("# from \(bad):2\nlog-rate = many\n"), "\(checked)")
+    #expect(checked.stderr.contains("\(bad):2: invalid value 'many' for 'log-rate'"), "\(checked)")
+    let noPlugins = try HostBinary.run([
+      "run", "--config", conf, "--print-config", "--plugins", dir.url("not-there"),
+    ])
+    #expect(
+      noPlugins.status == 2 && noPlugins.stderr.contains("\(dir.url("not-there")): no such directory"),
+      "\(noPlugins)")
+    #expect(!FileManager.default.fileExists(atPath: dir.url("bad")), "checking starts nothing")
 
     let missing = try HostBinary.run(["run", "--config", dir.url("none.conf"), "--for", "0"])
     #expect(missing.status == 2 && missing.stderr.contains("no such configuration file"), "\(missing)")

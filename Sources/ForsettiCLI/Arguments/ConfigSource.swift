@@ -14,7 +14,8 @@ public enum ConfigSource {
         + "when present (\(environmentVariable) names another; empty: none)."),
     .flag(
       "print-config",
-      "Print the effective options (command line, file and defaults) as a configuration file, or JSON with --json, and exit."
+      "Print the effective options (command line, file and defaults) as a configuration file, or JSON with --json, "
+        + "check them as the verb would, and exit (2 when one is wrong)."
     ),
   ]
 

@@ -38,10 +38,20 @@ enum DevCommand {
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+    try RunCommand.host(p, console: console, development: development(p))
+  }
+
+  /// `dev --print-config`'s check: what `dev` would refuse before starting anything.
+  static func check(_ p: ParsedArguments) throws(CommandFailure) {
+    _ = try development(p)
+    _ = try RunCommand.settings(p, development: true)
+  }
+
+  /// `--grace` and `--debounce`, checked.
+  static func development(_ p: ParsedArguments) throws(CommandFailure) -> LiveHost.Development {
     let grace = try number(p, "grace", 0.5)
     let debounce = try number(p, "debounce", 100) / 1000
-    return try RunCommand.host(
-      p, console: console, development: LiveHost.Development(grace: grace, debounce: debounce))
+    return LiveHost.Development(grace: grace, debounce: debounce)
   }
 
   /// One reload's line, with the failing trace under it for anything but a plain reload.

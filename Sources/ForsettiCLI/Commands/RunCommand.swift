@@ -56,7 +56,8 @@ enum RunCommand {
       /var/lib/forsetti'; a flag takes true or false: 'approve-all = true'); a repeatable option is
       given on several lines; a line starting with # is a comment (a # after a value is part of
       it). The command line wins, option by option (--flag=false turns off a flag the file turns
-      on). --print-config prints the effective options and where each came from.
+      on). --print-config prints the effective options and where each came from, then checks them
+      as run would without starting anything (exit 2 naming what is wrong).
 
       EXIT STATUS:
         0  stopped by SIGINT or SIGTERM; or, after --for, no module was blocked or failed
@@ -135,47 +136,31 @@ enum RunCommand {
     try host(p, console: console, development: nil)
   }
 
+  /// `run --print-config`'s check: what `run` would refuse before starting anything.
+  static func check(_ p: ParsedArguments) throws(CommandFailure) { _ = try settings(p, development: false) }
+
   /// The host of `run` and `dev`: judge and start, converge on every change until a signal or
   /// `--for`, stop. The facade (`ForsettiHost`) runs the host; this is its command line: the
   /// options, the approval prompt, the start table and summary, the debug screen, exit codes.
   static func host(
     _ p: ParsedArguments, console: Console, development: LiveHost.Development?
   ) throws(CommandFailure) -> ExitCode {
-    var options = try HostOptions.parse(p)
-    options.allowAllEntitlements = development != nil && p.flag("allow-all-entitlements")
-    if let raw = p.value("default-policy") {
-      guard let policy = DefaultPolicy(rawValue: raw) else {
-        throw .usage(.invalidValue(option: "default-policy", value: raw, why: "expected allow or deny"))
-      }
-      options.defaultPolicy = policy
-    }
-    if options.pluginDirectories.isEmpty {
-      guard FileManager.default.fileExists(atPath: defaultPlugins) else {
-        throw .configuration(
-          .directory(
-            option: "plugins", path: defaultPlugins,
-            reason: "no such directory; build the examples with scripts/build-plugins or pass --plugins DIR"))
-      }
-      options.pluginDirectories = [defaultPlugins]
-    }
-    let duration = try seconds(p, "for", default: nil)
+    let checked = try settings(p, development: development != nil)
+    let options = checked.options
+    let duration = checked.duration
+    let uiPort = checked.uiPort
     var configuration = ForsettiHost.Configuration(
       manifestsDirectory: options.manifestsDirectory, pluginDirectories: options.pluginDirectories,
       stateDirectory: options.stateDirectory)
     configuration.judging = options.configuration
     configuration.development = development
-    configuration.isolation = try isolation(p)
-    configuration.logLimits = try logLimits(p)
+    configuration.isolation = checked.isolation
+    configuration.logLimits = checked.logLimits
     configuration.exportDirectory = try exportDirectory(p)
-    configuration.quotas = try quotas(p)
+    configuration.quotas = checked.quotas
+    configuration.metricsAddress = checked.metricsAddress
     // A SIGTERM while modules start (systemd's stop right after its start) must stop the host.
     configuration.catchesSignalsAtStart = true
-    if let raw = p.value("metrics") {
-      do { configuration.metricsAddress = try MetricsAddress(parsing: raw) } catch {
-        throw .usage(.invalidValue(option: "metrics", value: raw, why: error.description))
-      }
-    }
-    let uiPort = try port(p)
     let webEvents = WebEvents()
     // Structured entries when the journal reads the host ($JOURNAL_STREAM), plain lines otherwise.
     configuration.logSinks = [JournalLogSink.selected(fd: options.json ? 2 : 1)]
@@ -244,6 +229,49 @@ enum RunCommand {
       }
       return clean ? .success : .blocked
     }
+  }
+
+  /// The options of `run` (and `dev`) as checked before anything starts.
+  struct Settings {
+    var options: HostOptions
+    var duration: Double?
+    var isolation: IsolationSettings?
+    var logLimits: LogLimits
+    var quotas: ServiceQuotas
+    var metricsAddress: MetricsAddress?
+    var uiPort: UInt16?
+  }
+
+  /// Every option's value checked as `run` needs it: numbers and addresses, the policy file, the
+  /// plugin directories, the worker, the keys `--require-signatures` needs. Reads, never writes
+  /// (`--export-dir` is made by `host`): `--print-config` checks the same.
+  static func settings(_ p: ParsedArguments, development: Bool) throws(CommandFailure) -> Settings {
+    var options = try HostOptions.parse(p)
+    options.allowAllEntitlements = development && p.flag("allow-all-entitlements")
+    if let raw = p.value("default-policy") {
+      guard let policy = DefaultPolicy(rawValue: raw) else {
+        throw .usage(.invalidValue(option: "default-policy", value: raw, why: "expected allow or deny"))
+      }
+      options.defaultPolicy = policy
+    }
+    if options.pluginDirectories.isEmpty {
+      guard FileManager.default.fileExists(atPath: defaultPlugins) else {
+        throw .configuration(
+          .directory(
+            option: "plugins", path: defaultPlugins,
+            reason: "no such directory; build the examples with scripts/build-plugins or pass --plugins DIR"))
+      }
+      options.pluginDirectories = [defaultPlugins]
+    }
+    var metricsAddress: MetricsAddress?
+    if let raw = p.value("metrics") {
+      do { metricsAddress = try MetricsAddress(parsing: raw) } catch {
+        throw .usage(.invalidValue(option: "metrics", value: raw, why: error.description))
+      }
+    }
+    return Settings(
+      options: options, duration: try seconds(p, "for", default: nil), isolation: try isolation(p),
+      logLimits: try logLimits(p), quotas: try quotas(p), metricsAddress: metricsAddress, uiPort: try port(p))
   }
 
   /// The command line's form of a host's failure to hold its state directory or start.
