@@ -77,9 +77,21 @@ import Testing
     #expect(
       Self.value(text, "forsetti_module_host_call_seconds_bucket{module=\"\(Self.notes)\",le=\"+Inf\"}")
         == calls)
-    // The consumers call the provider over channels of their own, which the host does not see;
-    // the series is there, counting the calls the host carries (the application's, say).
-    #expect(Self.value(text, "forsetti_module_role_calls_total\(provider)") != nil, "\(text)")
+    // The consumers call the provider over channels of their own, never through the host: by
+    // the time Notes logs its rows it has made at least six calls (resume: list, put, get; a
+    // tick: put, list, get), which the provider's count shows, read from the channels' rings.
+    var from = 0
+    var rows: String?
+    while rows == nil, let hit = host.await(" rows: ", from: from) {
+      if hit.1.contains("notes: ") { rows = hit.1 }
+      from = hit.0 + 1
+    }
+    #expect(rows != nil, "\(host.lines.suffix(20))")
+    let served = try Self.page(port) { t in
+      (Self.value(t, "forsetti_module_role_calls_total\(provider)") ?? 0) >= 6
+    }
+    #expect((Self.value(served, "forsetti_module_role_calls_total\(provider)") ?? 0) >= 6, "\(served)")
+    #expect(Self.value(served, "forsetti_module_role_calls_total\(notes)") == 0, "\(served)")
     #expect(
       Self.value(text, "forsetti_module_state{module=\"\(Self.notes)\",state=\"started\"}") == 1, "\(text)")
     #expect(

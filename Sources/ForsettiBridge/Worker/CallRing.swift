@@ -278,6 +278,10 @@ package final class CallRing: @unchecked Sendable {
     return true
   }
 
+  /// The sequence number of the last answer published, as the ends wrote it (it wraps at 2^32):
+  /// read for the provider's role calls on a channel (`ModuleCounters`), never believed further.
+  package var answeredSequence: UInt32 { forsetti_load_acquire(word(.responseSeq)) }
+
   /// Whether a request waits to be answered.
   package var hasPending: Bool {
     forsetti_load_acquire(word(.requestSeq)) != lastAnswered.load(ordering: .relaxed) && !isClosed

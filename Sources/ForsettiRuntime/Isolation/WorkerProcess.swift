@@ -77,7 +77,7 @@ final class WorkerProcess: Sendable {
   /// The worker's own cgroup, when the host has cgroups: released once the process is reaped.
   private let cgroup: WorkerCgroup?
   /// This module's counters (`/metrics`), looked up once here, never per call.
-  private let counters: ModuleCounters
+  let counters: ModuleCounters
   /// What the cgroup said when the process was reaped ("killed by the kernel at its memory
   /// limit …"), for the crash report.
   private let cgroupVerdict = Mutex<String?>(nil)

@@ -453,6 +453,7 @@ extension WorkerProcess {
   func acceptChannel(from consumer: String) -> (ring: CallRing, fd: Int32)? {
     guard !isClosed, let (ring, fd) = CallRing.createChannel() else { return nil }
     keepChannel(ring, for: nil)
+    counters.countRoleCalls(on: ring)
     guard send(WireFrame(.roleChannel, [.int(0), .string(consumer)]), attaching: fd) else {
       ring.close()
       close(fd)

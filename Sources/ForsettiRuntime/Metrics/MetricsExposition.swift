@@ -25,6 +25,7 @@ public enum MetricsExposition {
       t.sample("forsetti_module_quarantined", [("module", id)], r.state == .failed(.quarantined) ? 1 : 0)
     }
     let counters = metrics.allModules
+    for c in counters { c.collectChannelCalls() }
     func counter(_ name: String, _ help: String, _ value: (ModuleCounters) -> UInt64) {
       t.family(name, .counter, help: help)
       for c in counters { t.sample(name, [("module", c.moduleID)], value(c)) }
