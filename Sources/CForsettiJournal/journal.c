@@ -26,5 +26,3 @@ int forsetti_journal_sendv(const struct iovec *iov, int n) {
   if (!forsetti_journal_load()) return -ENOSYS;
   return journal_sendv(iov, n);
 }
-
-const char *forsetti_journal_library(void) { return FORSETTI_JOURNAL_LIBRARY; }

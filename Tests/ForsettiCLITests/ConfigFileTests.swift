@@ -223,6 +223,13 @@ import Testing
     #expect(
       noPlugins.status == 2 && noPlugins.stderr.contains("\(dir.url("not-there")): no such directory"),
       "\(noPlugins)")
+    let noPolicy = try HostBinary.run([
+      "run", "--config", conf, "--print-config", "--policy", dir.url("nothere.json"),
+    ])
+    #expect(noPolicy.status == 2 && noPolicy.stderr.contains("no such file"), "\(noPolicy)")
+    let devGrace = try HostBinary.run(["dev", "--config", conf, "--print-config", "--grace", "soon"])
+    #expect(
+      devGrace.status == 2 && devGrace.stderr.contains("invalid value 'soon' for '--grace'"), "\(devGrace)")
     #expect(!FileManager.default.fileExists(atPath: dir.url("bad")), "checking starts nothing")
 
     let missing = try HostBinary.run(["run", "--config", dir.url("none.conf"), "--for", "0"])

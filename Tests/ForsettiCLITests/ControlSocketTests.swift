@@ -58,14 +58,9 @@ import Testing
   ) throws {
     let w = published(expected, by: host)
     try #require(w.reached, why(w, host), sourceLocation: sourceLocation)
-    // A safety net only: the wait ends as soon as the socket is there or the host has gone.
-    let end = Date().addingTimeInterval(60)
-    while !FileManager.default.fileExists(atPath: socket) && host.process.isRunning && Date() < end {
-      usleep(20_000)
-    }
     #expect(
-      FileManager.default.fileExists(atPath: socket), "the running host made no \(socket)",
-      sourceLocation: sourceLocation)
+      LiveHost.awaitSocket(stateDirectory: state, isRunning: { host.process.isRunning }),
+      "the running host made no \(socket)", sourceLocation: sourceLocation)
   }
 
   /// The wait and the host's last lines, for a failure message.

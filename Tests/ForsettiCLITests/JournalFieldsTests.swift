@@ -116,7 +116,9 @@ import Testing
     let h = HostileHost(.current)
     try Self.install(h)
     // The socket's file stays when its reader is gone: every send is refused (ECONNREFUSED).
-    let directory = try JournalSocket(in: h.dir).directory
+    let journal = try JournalSocket(in: h.dir)
+    journal.stopReading()
+    let directory = journal.directory
     let run = try Self.run(h, journal: directory, journalStream: true)
     #expect(run.status == 1, "\(run.stderr.suffix(2000))")
     #expect(run.stdout.contains("info    [module=\(Self.moduleID)] hello journal"), "\(run.stdout)")
@@ -179,7 +181,7 @@ import Testing
 /// A datagram socket standing in for journald's /run/systemd/journal/socket.
 final class JournalSocket {
   let directory: String
-  private let fd: Int32
+  private var fd: Int32
 
   init(in dir: TemporaryDirectory) throws {
     directory = dir.url("journal")
@@ -203,7 +205,13 @@ final class JournalSocket {
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
   }
 
-  deinit { close(fd) }
+  /// Stops reading: the socket's file stays, and every send to it is refused (ECONNREFUSED).
+  func stopReading() {
+    if fd >= 0 { close(fd) }
+    fd = -1
+  }
+
+  deinit { stopReading() }
 
   /// Every entry queued so far, each field's values by name (a field may repeat).
   func drain() throws -> [[String: [String]]] {

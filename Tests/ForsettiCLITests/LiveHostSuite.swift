@@ -60,16 +60,9 @@ extension LiveHostSuite {
       isRunning: { host.process.isRunning })
   }
 
-  /// Waits until `host`'s control socket is there: the host publishes runtime.json while it
-  /// starts and opens the socket after, so a verb asked right after `published` may find none.
-  /// The 60 s are a safety net; the wait ends once the socket is there or the host has gone.
+  /// Waits until `host`'s control socket is there (`LiveHost.awaitSocket`).
   func answering(_ host: DevHost) -> Bool {
-    let socket = state + "/control.sock"
-    let end = Date().addingTimeInterval(60)
-    while !FileManager.default.fileExists(atPath: socket) && host.process.isRunning && Date() < end {
-      usleep(20_000)
-    }
-    return FileManager.default.fileExists(atPath: socket)
+    LiveHost.awaitSocket(stateDirectory: state, isRunning: { host.process.isRunning })
   }
 
   /// The wait and the host's last lines, for a failure message.

@@ -49,10 +49,9 @@ struct StateDirectoryIdentityTests: LiveHostSuite {
       stateDirectory: stateDirectory, pid: host.process.processIdentifier, for: expected, timeout: 60,
       isRunning: { host.process.isRunning })
     try #require(w.reached, why(w, host))
-    let socket = stateDirectory + "/control.sock"
-    let end = Date().addingTimeInterval(60)
-    while !FileManager.default.fileExists(atPath: socket) && Date() < end { usleep(20_000) }
-    try #require(FileManager.default.fileExists(atPath: socket), "no \(socket)")
+    try #require(
+      LiveHost.awaitSocket(stateDirectory: stateDirectory, isRunning: { host.process.isRunning }),
+      "no \(stateDirectory)/control.sock")
   }
 
   /// The device and inode of `path` itself (not followed), or nil when nothing is there.

@@ -74,6 +74,20 @@ public enum LiveHost {
     }
   }
 
+  /// Waits until `STATE/control.sock` is there: a host publishes runtime.json while it starts
+  /// and opens its socket after, so a verb asked right after `wait` may find none. `timeout` is
+  /// a safety net; the wait ends once the socket is there or `isRunning` says the host is gone.
+  public static func awaitSocket(
+    stateDirectory: String, timeout: Double = 60, isRunning: () -> Bool = { true }
+  ) -> Bool {
+    let socket = stateDirectory + "/control.sock"
+    let end = Date().addingTimeInterval(timeout)
+    while !FileManager.default.fileExists(atPath: socket) && isRunning() && Date() < end {
+      usleep(20_000)
+    }
+    return FileManager.default.fileExists(atPath: socket)
+  }
+
   /// Writes `text` to `path` as an editor or a deployment tool does: a whole new file renamed
   /// over the old one, so a watcher never reads half of it.
   public static func replaceFile(_ path: String, with text: String) throws {

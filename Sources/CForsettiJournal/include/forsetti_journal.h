@@ -11,7 +11,4 @@ int forsetti_journal_load(void);
 /// the journal took the entry, else a negative errno (-ENOSYS when the library is missing).
 int forsetti_journal_sendv(const struct iovec *iov, int n);
 
-/// The library's file name, for a notice.
-const char *forsetti_journal_library(void);
-
 #endif

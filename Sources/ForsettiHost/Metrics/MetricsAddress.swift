@@ -53,9 +53,6 @@ public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
     self.port = port
   }
 
-  /// Whether the address is 127.0.0.0/8 or ::1.
-  public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
-
   public var isIPv6: Bool { host.contains(":") }
 
   /// `HOST:PORT`, brackets around IPv6.

@@ -14,7 +14,9 @@ final class MetricsServer: @unchecked Sendable {
   /// Where it listens, the real port in place of 0.
   private(set) var address: MetricsAddress
 
-  /// Connections at once, and seconds one may stay silent, as the debug screen's.
+  /// Connections at once, seconds one may stay silent, and one thread: a scraper sends one short
+  /// GET now and then (fewer than the debug screen's `WebLimits`, which serves a browser's
+  /// event streams).
   private static let limits = forsetti_web_limits(connections: 64, idle_seconds: 10, threads: 1)
 
   /// Why `/metrics` could not be served.

@@ -546,7 +546,6 @@ final class WorkerProcess: Sendable {
   }
 
   private func callRole(_ call: RoleCall, deadline: UInt64, on ring: CallRing) -> ServiceReply {
-    counters.roleCalls.add(1, ordering: .relaxed)
     let id = nextServeID.add(1, ordering: .relaxed).newValue
     let buffer = serveResponse.bytes
     let n = ring.call(
@@ -563,6 +562,8 @@ final class WorkerProcess: Sendable {
     guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id else {
       return .status(FORSETTI_ERR_IO)
     }
+    // Counted once answered, as the docs say: a call that timed out was not.
+    counters.roleCalls.add(1, ordering: .relaxed)
     return ServiceReply(f, capacity: call.capacity)
   }
 

@@ -124,7 +124,8 @@ extension ModuleManager {
       }
       environment.hostLog(
         .error, about: m.moduleID,
-        "\(ReasonCode.quarantined.rawValue): \(crashes) crashes; not restarted until its binary changes")
+        "\(ReasonCode.quarantined.rawValue): \(crashes) crashes; not restarted until its binary changes",
+        reason: .quarantined)
       return
     }
     let delay = settings.backoffBase * Double(1 << min(crashes - 1, 30))

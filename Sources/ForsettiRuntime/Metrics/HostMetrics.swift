@@ -1,4 +1,4 @@
-import Glibc
+import ForsettiBridge
 import Synchronization
 
 /// The host's counters behind `/metrics`: one `ModuleCounters` per module ID (found under a
@@ -28,17 +28,6 @@ public final class HostMetrics: Sendable {
     modules.withLock { Array($0.values) }.sorted { $0.moduleID < $1.moduleID }
   }
 
-  /// CLOCK_MONOTONIC in nanoseconds (a vDSO read, no system call).
-  public static func now() -> UInt64 {
-    var t = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
-  }
-
-  /// Runs `body` and records how long it took in `histogram`.
-  public static func timed<T>(_ histogram: LatencyHistogram, _ body: () throws -> T) rethrows -> T {
-    let start = now()
-    defer { histogram.record(nanoseconds: now() &- start) }
-    return try body()
-  }
+  /// CLOCK_MONOTONIC in nanoseconds (a vDSO read, no system call): the call ring's own clock.
+  public static func now() -> UInt64 { CallRing.nanoseconds() }
 }

@@ -42,8 +42,11 @@ public enum MetricsExposition {
     counter("forsetti_module_quarantines_total", "Times the module was quarantined.") {
       $0.quarantines.load(ordering: .relaxed)
     }
+    // One look at each histogram: the total and the histogram's count are then the same number
+    // although calls go on during the scrape.
+    let hostCalls = Dictionary(counters.map { ($0.moduleID, $0.hostCalls.snapshot()) }) { a, _ in a }
     counter("forsetti_module_host_calls_total", "Host calls served for the module.") {
-      $0.hostCalls.snapshot().cumulative.last ?? 0
+      hostCalls[$0.moduleID]?.cumulative.last ?? 0
     }
     counter("forsetti_module_role_calls_total", "Calls of the module's role handler.") {
       $0.roleCalls.load(ordering: .relaxed)
@@ -59,7 +62,9 @@ public enum MetricsExposition {
       "forsetti_module_host_call_seconds", .histogram,
       help: "Time the host took to serve a host call of the module.")
     for c in counters {
-      t.histogram("forsetti_module_host_call_seconds", [("module", c.moduleID)], c.hostCalls)
+      t.histogram(
+        "forsetti_module_host_call_seconds", [("module", c.moduleID)],
+        snapshot: hostCalls[c.moduleID] ?? c.hostCalls.snapshot())
     }
     let usage = counters.compactMap { c in CgroupUsage(c.cgroup).map { (c.moduleID, $0) } }
     t.family("forsetti_module_memory_bytes", .gauge, help: "Memory the module's worker cgroup uses.")

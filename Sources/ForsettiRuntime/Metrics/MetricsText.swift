@@ -63,7 +63,14 @@ public struct MetricsText: Sendable {
 
   /// The samples of a histogram of nanoseconds, in seconds (`_bucket`, `_sum`, `_count`).
   public mutating func histogram(_ name: String, _ labels: [(String, String)], _ h: LatencyHistogram) {
-    let (cumulative, sum) = h.snapshot()
+    histogram(name, labels, snapshot: h.snapshot())
+  }
+
+  /// A histogram as `snapshot` saw it (so a counter written beside it can give the same count).
+  public mutating func histogram(
+    _ name: String, _ labels: [(String, String)], snapshot: (cumulative: [UInt64], sumNanoseconds: UInt64)
+  ) {
+    let (cumulative, sum) = snapshot
     for (i, bound) in LatencyHistogram.bounds.enumerated() {
       sample("\(name)_bucket", labels + [("le", Self.seconds(bound))], cumulative[i])
     }
