@@ -26,6 +26,9 @@ public final class HostEnvironment: Sendable {
   public let loop: WorkerLoop
   /// The counters behind `/metrics` (`--metrics`), kept whether or not anything serves them.
   public let metrics = HostMetrics()
+  /// Modules serving modules between workers: every role channel, the calls in flight, the
+  /// cycle and hung verdicts.
+  let roleChannels = RoleChannels()
 
   /// `exportDirectory` is where modules export files (`--export-dir`; nil for none), each in
   /// its own subdirectory; `quotas` bound what each module stores and exports. `log`

@@ -32,6 +32,8 @@ public enum ForsettiError: Error, Sendable, Hashable, CustomStringConvertible {
   case callCycle
   /// Beyond the operator's storage or export quota; nothing was written.
   case quota
+  /// A role provider's queue for this module is full (ABI 1.3); nothing was sent: retry later.
+  case busy
   /// A status this SDK has no case for, kept as the host returned it.
   case other(Int32)
 
@@ -52,6 +54,7 @@ public enum ForsettiError: Error, Sendable, Hashable, CustomStringConvertible {
     case FORSETTI_ERR_INVALID_DATA: self = .invalidData
     case FORSETTI_ERR_CALL_CYCLE: self = .callCycle
     case FORSETTI_ERR_QUOTA: self = .quota
+    case FORSETTI_ERR_BUSY: self = .busy
     default: self = .other(status)
     }
   }
@@ -73,6 +76,7 @@ public enum ForsettiError: Error, Sendable, Hashable, CustomStringConvertible {
     case .invalidData: FORSETTI_ERR_INVALID_DATA
     case .callCycle: FORSETTI_ERR_CALL_CYCLE
     case .quota: FORSETTI_ERR_QUOTA
+    case .busy: FORSETTI_ERR_BUSY
     case .other(let status): status
     }
   }
@@ -102,6 +106,7 @@ public enum ForsettiError: Error, Sendable, Hashable, CustomStringConvertible {
     case .invalidData: "invalidData"
     case .callCycle: "callCycle"
     case .quota: "quota"
+    case .busy: "busy"
     case .other: "other"
     }
   }

@@ -54,6 +54,27 @@ public struct RoleService: @unchecked Sendable {
     try MethodCall.call(raw.pointee.call, method, request)
   }
 
+  /// Calls with a deadline of the caller's own, `milliseconds` from now (ABI 1.3 hosts; on an
+  /// older host the call has the host's deadline): `.timeout` once it passes.
+  public func call(_ method: String, _ request: [UInt8] = [], within milliseconds: UInt32)
+    throws(ForsettiError)
+    -> [UInt8]
+  {
+    guard raw.pointee.struct_size >= MemoryLayout<forsetti_role_service>.size,
+      let within = raw.pointee.call_within
+    else { return try call(method, request) }
+    return try MethodCall.call(body: { within(milliseconds, $0, $1, $2, $3, $4, $5) }, method, request)
+  }
+
+  /// Nanoseconds left of the call this thread's handler serves (0 outside a handler, or on a
+  /// host older than ABI 1.3): a handler with slow work checks it and gives up in time.
+  public var timeLeftNanoseconds: UInt64 {
+    guard raw.pointee.struct_size >= MemoryLayout<forsetti_role_service>.size,
+      let f = raw.pointee.time_left_ns
+    else { return 0 }
+    return f()
+  }
+
   /// Calls with a UTF-8 request, for text protocols.
   public func call(_ method: String, text: String) throws(ForsettiError) -> [UInt8] {
     try call(method, Array(text.utf8))
@@ -68,6 +89,18 @@ public struct RoleService: @unchecked Sendable {
     guard let serve = raw.pointee.serve else { throw .unavailable }
     let context = box.retain(RoleHandlerBox(handler))
     try ForsettiError.check(serve(answerRoleCall, context))
+  }
+
+  /// Serves the role with `handler` running up to `concurrency` calls at once (1…16, ABI 1.3),
+  /// so `handler` must be safe on that many threads together. `.unavailable` on an older host.
+  public func serve(
+    concurrency: UInt32, _ handler: @escaping @Sendable (RoleCall) throws(ForsettiError) -> [UInt8]
+  ) throws(ForsettiError) {
+    guard raw.pointee.struct_size >= MemoryLayout<forsetti_role_service>.size,
+      let serve = raw.pointee.serve_concurrently
+    else { throw .unavailable }
+    let context = box.retain(RoleHandlerBox(handler))
+    try ForsettiError.check(serve(answerRoleCall, context, concurrency))
   }
 
   /// Withdraws the handler, so calls fail with `.unavailable` from now on (as after `stop`).
@@ -122,6 +155,16 @@ enum MethodCall {
     -> [UInt8]
   {
     guard let function else { throw .unavailable }
+    return try call(body: { function($0, $1, $2, $3, $4, $5) }, method, request)
+  }
+
+  /// As above, for a call reached through a Swift closure (`call_within` with its timeout bound).
+  static func call(
+    body function: (
+      UnsafePointer<CChar>?, UnsafeRawPointer?, Int, UnsafeMutableRawPointer?, Int, UnsafeMutablePointer<Int>?
+    ) -> Int32,
+    _ method: String, _ request: [UInt8]
+  ) throws(ForsettiError) -> [UInt8] {
     var response = [UInt8](repeating: 0, count: RoleService.maxPayload)
     var length = 0
     let status = request.withUnsafeBytes { r in

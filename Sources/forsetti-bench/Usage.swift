@@ -13,6 +13,9 @@ enum BenchUsage {
       --json           one JSON object: every row with its floor or peer and the ratio
       --only SECTION   one section: gating, activation, calls, roundtrip, roles, spawn, reload,
                        peers, scale, neighbours (and gating-loop, micro for profilers)
+                       roles: a role call beside a host call, then providers of
+                       concurrency 1, 4, 16 under 1, 4, 16 consumer modules (calls/s,
+                       p50/p95) and a polite consumer alone and beside a flooding one
       --peers          adds HashiCorp go-plugin beside every row it has a counterpart for
                        (installs Debian's Go packages if missing; builds offline)
       -h, --help       this text

@@ -278,6 +278,7 @@ if section("roundtrip") {
 
 // 4b. A module calling another module (a role service) between two workers vs a host call
 // through one worker, measured by the same consumer in alternated rounds.
+var roleLoadTable = ""
 if section("roles") {
   progress("role call between two workers")
   let calls = quick ? 500 : 2000
@@ -347,6 +348,13 @@ if section("roles") {
       "target ≤ 2×"
     ))
   m.stopAll()
+
+  // Issue 39: providers of concurrency 1, 4 and 16 under 1, 4 and 16 consumer modules, and a
+  // polite consumer alone and beside a flooding one (RoleLoadBench).
+  progress("roles under load: providers of concurrency 1, 4, 16; a polite consumer beside a flood")
+  let load = try RoleLoadBench.run(
+    work: work, include: include, mode: mode, rounds: quick ? 3 : 5, windowMS: quick ? 300 : 700)
+  if json { rows += load.rows } else { roleLoadTable = load.table }
 }
 
 // 5. Worker start and memory: forked by the zygote vs spawned, alternated.
@@ -510,4 +518,5 @@ if section("neighbours") {
 }
 
 Report.print(rows, json: json)
+if !roleLoadTable.isEmpty { print("\n" + roleLoadTable) }
 if !neighbourTable.isEmpty { print("\n" + neighbourTable) }

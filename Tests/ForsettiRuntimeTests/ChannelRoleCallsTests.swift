@@ -7,22 +7,25 @@ import Testing
 /// sequence, which both workers can write: here the test is the hostile worker, writing that
 /// word through its own mapping of the ring's memory file, as a module in a worker can.
 @Suite struct ChannelRoleCallsTests {
-  /// The worker's view of a channel: the ring's memory mapped again, its answer sequence
-  /// (word 1 of the header) written at will.
+  /// The worker's view of a one-lane channel: the ring's memory mapped again, its lane's answer
+  /// sequence (word 1 of the lane's header, after the channel's) written at will.
   final class WorkerView {
     struct MapFailed: Error { let errno: Int32 }
     let base: UnsafeMutableRawPointer
     init(fd: Int32) throws {
-      let p = mmap(nil, CallRing.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+      let p = mmap(nil, Self.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
       guard let p, p != MAP_FAILED else { throw MapFailed(errno: errno) }
       base = p
     }
-    func answered(_ seq: UInt32) { base.storeBytes(of: seq, toByteOffset: 4, as: UInt32.self) }
-    deinit { munmap(base, CallRing.size) }
+    static let size = ChannelRing.headerSize + CallRing.size
+    func answered(_ seq: UInt32) {
+      base.storeBytes(of: seq, toByteOffset: ChannelRing.headerSize + 4, as: UInt32.self)
+    }
+    deinit { munmap(base, Self.size) }
   }
 
-  func channel() throws -> (CallRing, WorkerView) {
-    let (ring, fd) = try #require(CallRing.createChannel())
+  func channel() throws -> (ChannelRing, WorkerView) {
+    let (ring, fd) = try #require(ChannelRing.create(lanes: 1))
     defer { close(fd) }
     return (ring, try WorkerView(fd: fd))
   }

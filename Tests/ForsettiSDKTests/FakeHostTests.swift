@@ -37,7 +37,7 @@ import Testing
           $0.context = c
         }
         return FORSETTI_OK
-      })
+      }, serve_concurrently: nil, call_within: nil, time_left_ns: nil)
     try withUnsafePointer(to: &table) { try RoleService(raw: $0, box: Self.box).serve(handler) }
     let s = Self.seen.withLock { $0 }
     return (try #require(s.handler), s.context)
@@ -125,7 +125,8 @@ import Testing
   func call(mode: Int) throws(ForsettiError) -> [UInt8] {
     Self.reset(mode: mode)
     var table = forsetti_role_service(
-      struct_size: UInt32(MemoryLayout<forsetti_role_service>.size), call: Self.fakeCall, serve: nil)
+      struct_size: UInt32(MemoryLayout<forsetti_role_service>.size), call: Self.fakeCall, serve: nil,
+      serve_concurrently: nil, call_within: nil, time_left_ns: nil)
     return try withUnsafePointer(to: &table) { p throws(ForsettiError) in
       try RoleService(raw: p, box: Self.box).call("ping", text: "hi")
     }

@@ -14,7 +14,7 @@ import Testing
     (FORSETTI_ERR_COMMUNICATION_DENIED, .communicationDenied), (FORSETTI_ERR_START_FAILED, .startFailed),
     (FORSETTI_ERR_UNAVAILABLE, .unavailable), (FORSETTI_ERR_TIMEOUT, .timeout),
     (FORSETTI_ERR_INVALID_DATA, .invalidData), (FORSETTI_ERR_CALL_CYCLE, .callCycle),
-    (FORSETTI_ERR_QUOTA, .quota),
+    (FORSETTI_ERR_QUOTA, .quota), (FORSETTI_ERR_BUSY, .busy),
   ]
 
   @Test func everyStatusMapsToItsOwnCaseAndBack() {
@@ -30,11 +30,11 @@ import Testing
   /// The status header is the list: a code added there without a case here would be `other`.
   @Test func theHeaderHasNoCodeWithoutACase() {
     let known = Set(Self.codes.map(\.0))
-    #expect(known == Set((-14)...(-1)), "status.h and the SDK disagree: \(known.sorted())")
+    #expect(known == Set((-15)...(-1)), "status.h and the SDK disagree: \(known.sorted())")
   }
 
   @Test func anUnknownStatusIsKeptAsItIs() {
-    for code: Int32 in [-15, -99, 7, Int32.min] {
+    for code: Int32 in [-16, -99, 7, Int32.min] {
       #expect(ForsettiError(code) == .other(code))
       #expect(ForsettiError(code).status == code)
       #expect(ForsettiError(code).description == "forsetti status \(code)")

@@ -11,6 +11,12 @@ static inline void forsetti_store_release(uint32_t *p, uint32_t v) { __atomic_st
 /// a load that cannot be reordered before it (Dekker's pattern).
 static inline void forsetti_store_seq_cst(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
 static inline uint32_t forsetti_load_seq_cst(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+/// Compare-and-swap (sequentially consistent): 1 when `*p` was `expected` and is now `desired`.
+static inline int forsetti_cas(uint32_t *p, uint32_t expected, uint32_t desired) {
+  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+/// Adds `v` (sequentially consistent, wrapping); the value before.
+static inline uint32_t forsetti_fetch_add(uint32_t *p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 
 /// A pause for spin loops (`pause` on x86, `yield` on arm).
 static inline void forsetti_cpu_relax(void) {

@@ -21,13 +21,16 @@ package protocol HostBackend: Sendable {
   /// worker it crosses the call ring and the host answers it with its own `ModuleCaller`.
   func service(_ request: ServiceRequest, from caller: ModuleCaller) -> ServiceReply
   /// A call of the provider of the role numbered `role` (its index in
-  /// `DefaultModuleRole.allCases`) into the caller's own buffers: `forsetti_role_service.call`.
+  /// `DefaultModuleRole.allCases`) into the caller's own buffers: `forsetti_role_service.call`,
+  /// with `path` (the roles on the path of the call this thread answers, and the call's deadline).
   func callRole(
     _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
-    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
+    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller, path: RolePath
   ) -> Int32
-  /// Installs (or, with nil, removes) the handler of the role `caller` holds.
-  func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?) -> Int32
+  /// Installs (or, with nil, removes) the handler of the role `caller` holds, run by
+  /// `concurrency` calls at once.
+  func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?, concurrency: Int)
+    -> Int32
   /// A new instance of the module is about to start: it may receive deliveries again.
   func moduleStarting(moduleID: String)
   /// The module is about to stop: take it off the bus and wait out deliveries in flight, so no
@@ -47,23 +50,23 @@ extension HostBackend {
 
   package func callRole(
     _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
-    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
+    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller, path: RolePath
   ) -> Int32 {
     relayRoleCall(
       role, method: method, request: request, response: response, capacity: capacity, length: length,
-      from: caller)
+      from: caller, path: path)
   }
 
-  /// The role call as a `ServiceRequest` the host answers, with the path of the call this
-  /// thread answers, if any (`RolePath`: the host refuses a cycle).
+  /// The role call as a `ServiceRequest` the host answers, with its path (`RolePath`: the host
+  /// refuses a cycle, and gives the call no more time than the path's deadline).
   package func relayRoleCall(
     _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
-    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
+    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller, path: RolePath
   ) -> Int32 {
     let reply = service(
       ServiceRequest(
         .roleCall, capacity: capacity, number: role,
-        [Array(method.utf8), Array(request), RolePath.current.bytes]),
+        [Array(method.utf8), Array(request), path.bytes]),
       from: caller)
     return reply.deliver(into: response, capacity: capacity, length: length)
   }

@@ -43,8 +43,21 @@ package struct RolePath: Sendable, Equatable {
     return deadline == 0 ? own : min(own, deadline)
   }
 
-  /// The path with the deadline of a call starting now: what the call passes on.
-  package func forCall() -> RolePath { RolePath(roles: roles, deadline: deadlineFromNow()) }
+  /// The path with the deadline of a call starting now: what the call passes on. `within`
+  /// (nanoseconds, 0 for none) is the caller's own, shorter limit (`call_within`).
+  package func forCall(within: UInt64 = 0) -> RolePath {
+    let d = deadlineFromNow()
+    guard within > 0, within < RoleCall.timeoutNanoseconds else { return RolePath(roles: roles, deadline: d) }
+    return RolePath(roles: roles, deadline: min(d, CallRing.nanoseconds() &+ within))
+  }
+
+  /// Nanoseconds left before the deadline of the call this thread answers; 0 when it has passed
+  /// or the thread answers none (`time_left_ns`).
+  package static var timeLeft: UInt64 {
+    let d = current.deadline
+    let now = CallRing.nanoseconds()
+    return d > now ? d - now : 0
+  }
 
   // MARK: on the wire
 

@@ -14,7 +14,8 @@ package enum ServiceOperation: Int64, Sendable, CaseIterable {
   /// A call of a role's provider: `number` is the role's index in `DefaultModuleRole.allCases`,
   /// arguments are the method and the request.
   case roleCall = 40
-  /// The worker's module installed (`number` 1) or removed (0) the handler of the role it holds.
+  /// The worker's module installed the handler of the role it holds, to run `number` calls at
+  /// once (1…FORSETTI_ROLE_MAX_CONCURRENCY), or removed it (0).
   case roleServe
   /// From a worker: give me a channel to the provider of the role `number` names (no call is
   /// made). FORSETTI_OK once the channel was sent on the socket (or one is open already);
@@ -22,8 +23,13 @@ package enum ServiceOperation: Int64, Sendable, CaseIterable {
   /// otherwise the status the call would get (UNAVAILABLE, DENIED).
   case roleConnect
   /// From a worker: a call on the channel to the provider of the role `number` names was not
-  /// answered by its deadline. A claim: the host probes the provider itself (`WireKind.probe`).
+  /// answered by its deadline. A claim: the host looks at the provider's progress itself
+  /// (`RoleChannels.suspect`).
   case roleStalled
+  /// From a worker: its call on lane argument 0 of its channel to the provider of the role
+  /// `number` names waits for a handler. FORSETTI_ERR_CALL_CYCLE when the host withdrew it
+  /// (it would close a cycle of waiting modules), else FORSETTI_OK.
+  case roleWaiting
   /// A call of a service the embedding application offers (forsetti/services/application.h):
   /// arguments the service's ID, the method and the request.
   case applicationCall = 50
@@ -41,7 +47,7 @@ package enum ServiceOperation: Int64, Sendable, CaseIterable {
     case .cryptoRandom, .cryptoHash, .cryptoSeal, .cryptoOpen, .cryptoSign, .cryptoVerify, .cryptoPublicKey:
       .cryptoUtilities
     case .diagnosticsReport, .diagnosticsCounter: .diagnostics
-    case .roleCall, .roleServe, .roleConnect, .roleStalled: nil
+    case .roleCall, .roleServe, .roleConnect, .roleStalled, .roleWaiting: nil
     // Each application service names its own, checked by the registry (`ApplicationServices`).
     case .applicationCall, .applicationResolve: nil
     }

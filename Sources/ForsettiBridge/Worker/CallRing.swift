@@ -30,6 +30,9 @@ package final class CallRing: @unchecked Sendable {
   // Word indices in the header.
   private enum Word: Int {
     case requestSeq = 0, responseSeq, serverAsleep, clientAsleep, requestLength, responseLength, closed
+    /// A lane's call (a role channel's, or the serve ring's): its `Gate`, whether its caller
+    /// still waits, its deadline, when its handler began, when it was sent (`LaneView`).
+    case gate, waiting, deadlineLow, deadlineHigh, startedLow, startedHigh, sentLow, sentHigh
   }
 
   private let base: UnsafeMutableRawPointer
@@ -44,70 +47,60 @@ package final class CallRing: @unchecked Sendable {
   /// the host serves every worker's ring from a few threads waiting in one epoll set
   /// (`WorkerLoop`), which a futex cannot wake. -1 on every other ring.
   private let doorbell: Int32
+  /// A role channel's bell (`ChannelRing`): two words, the count of requests published on any
+  /// of its lanes and whether the provider's thread sleeps on it. nil on every other ring.
+  private let bell: UnsafeMutablePointer<UInt32>?
   /// The last request answered, on the host's side of a call ring served by `answerPending`.
   private let lastAnswered = Atomic<UInt32>(0)
   /// How long a caller on this ring spins for its answer (`SpinBudget`).
   package let callerSpin = SpinBudget(ceiling: spinNanoseconds)
 
-  private init(mapping: RingMapping, offset: Int, serves: CallRing?, doorbell: Int32 = -1) {
+  init(
+    mapping: RingMapping, offset: Int, serves: CallRing?, doorbell: Int32 = -1,
+    bell: UnsafeMutablePointer<UInt32>? = nil
+  ) {
     self.mapping = mapping
     base = mapping.base + offset
     self.serves = serves
     self.doorbell = doorbell
+    self.bell = bell
   }
 
-  /// The whole mapping: the call ring, then the serve ring.
-  package static let mappingSize = 2 * size
+  /// The whole mapping: the call ring, the serve ring, then the worker's progress page.
+  package static let mappingSize = 2 * size + WorkerProgress.size
 
-  /// What one memfd holds: a worker's call ring with its serve ring, or a lone role channel.
-  private enum Shape {
-    case worker, channel
-    var bytes: Int { self == .worker ? CallRing.mappingSize : CallRing.size }
-    var name: String { self == .worker ? "forsetti-calls" : "forsetti-role-channel" }
+  /// The worker's progress page (`WorkerProgress`), shared by the host and this worker only;
+  /// nil on every ring but a worker's call ring.
+  package var progress: WorkerProgress? {
+    serves == nil ? nil : WorkerProgress(mapping.base + 2 * Self.size)
   }
 
   /// A new ring (with its serve ring) and the descriptor to hand the worker (close-on-exec;
   /// dup2 it into place). Its server starts asleep: the worker's first call rings the doorbell.
   package static func create() -> (ring: CallRing, fd: Int32)? {
-    guard let made = create(.worker) else { return nil }
-    forsetti_store_seq_cst(made.ring.word(.serverAsleep), 1)
-    return made
+    let fd = forsetti_memfd("forsetti-calls", UInt64(mappingSize))
+    guard fd >= 0 else { return nil }
+    guard let ring = map(fd) else {
+      Glibc.close(fd)
+      return nil
+    }
+    forsetti_store_seq_cst(ring.word(.serverAsleep), 1)
+    return (ring, fd)
   }
 
   /// The worker's side: maps the rings the host passed as `fd`; `doorbell`, the eventfd the
   /// host sent with the configuration, is rung when the host's server sleeps.
-  package static func attach(fd: Int32, doorbell: Int32 = -1) -> CallRing? { attach(fd, .worker, doorbell) }
-
-  /// A lone ring for a role channel (a consumer calling its provider's worker directly) and its
-  /// descriptor, which the host passes to both workers and then closes. Sealed at its size as
-  /// every ring is: neither worker can shrink it under the other.
-  package static func createChannel() -> (ring: CallRing, fd: Int32)? { create(.channel) }
-
-  /// A worker's side of a role channel the host passed as `fd` (which the caller closes).
-  package static func attachChannel(fd: Int32) -> CallRing? { attach(fd, .channel) }
-
-  private static func create(_ shape: Shape) -> (ring: CallRing, fd: Int32)? {
-    let fd = forsetti_memfd(shape.name, UInt64(shape.bytes))
-    guard fd >= 0 else { return nil }
-    guard let ring = map(fd, shape) else {
-      Glibc.close(fd)
-      return nil
-    }
-    return (ring, fd)
-  }
-
-  /// Maps `fd` if it is a ring of `shape`'s size (a descriptor from outside is checked first).
-  private static func attach(_ fd: Int32, _ shape: Shape, _ doorbell: Int32 = -1) -> CallRing? {
+  package static func attach(fd: Int32, doorbell: Int32 = -1) -> CallRing? {
     var st = stat()
-    guard fstat(fd, &st) == 0, Int(st.st_size) == shape.bytes else { return nil }
-    return map(fd, shape, doorbell)
+    guard fstat(fd, &st) == 0, Int(st.st_size) == mappingSize else { return nil }
+    return map(fd, doorbell)
   }
 
-  private static func map(_ fd: Int32, _ shape: Shape, _ doorbell: Int32 = -1) -> CallRing? {
-    let p = mmap(nil, shape.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+  private static func map(_ fd: Int32, _ doorbell: Int32 = -1) -> CallRing? {
+    let p = mmap(nil, mappingSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
     guard let p, p != MAP_FAILED else { return nil }
-    let mapping = RingMapping(base: p, size: shape.bytes)
-    let serves = shape == .worker ? CallRing(mapping: mapping, offset: size, serves: nil) : nil
+    let mapping = RingMapping(base: p, size: mappingSize)
+    let serves = CallRing(mapping: mapping, offset: size, serves: nil)
     return CallRing(mapping: mapping, offset: 0, serves: serves, doorbell: doorbell)
   }
 
@@ -167,6 +160,12 @@ package final class CallRing: @unchecked Sendable {
 
   private func publish(_ w: Word, _ value: UInt32, wakeIf asleep: Word) {
     forsetti_store_seq_cst(word(w), value)
+    if w == .requestSeq, let bell {
+      // A lane: the provider's thread sleeps on the channel's bell, not on this word.
+      _ = forsetti_fetch_add(bell, 1)
+      if forsetti_load_seq_cst(bell + 1) != 0 { _ = forsetti_futex_wake(bell, 1) }
+      return
+    }
     guard forsetti_load_seq_cst(word(asleep)) != 0 else { return }
     if w == .requestSeq, doorbell >= 0 {
       _ = forsetti_eventfd_ring(doorbell)
@@ -264,6 +263,180 @@ package final class CallRing: @unchecked Sendable {
     publish(.responseSeq, seq, wakeIf: .clientAsleep)
   }
 
+  // MARK: a lane: one call at a time, its progress in words both ends and the host read
+
+  /// Sends a request on a lane (the caller: a consumer on a channel, or the host on a serve
+  /// ring), marking it queued with its `deadline`: its sequence number, or nil when it does not
+  /// fit. The answer is then awaited with `awaitAnswer`, so the caller can look at the call
+  /// (and withdraw it) while it waits.
+  package func send(encoding encode: (UnsafeMutableRawBufferPointer) -> Int?, deadline: UInt64) -> UInt32? {
+    guard let length = encode(UnsafeMutableRawBufferPointer(start: requestSlot, count: Self.capacity)),
+      length <= Self.capacity
+    else { return nil }
+    let seq = forsetti_load_acquire(word(.requestSeq)) &+ 1
+    forsetti_store_release(word(.requestLength), UInt32(length))
+    store64(.deadlineLow, deadline)
+    store64(.sentLow, Self.nanoseconds())
+    forsetti_store_seq_cst(word(.waiting), 1)
+    forsetti_store_seq_cst(word(.gate), Gate.queued.word(seq))
+    publish(.requestSeq, seq, wakeIf: .serverAsleep)
+    return seq
+  }
+
+  /// Waits for the answer to request `seq` until `deadline`: its length, copied into
+  /// `response` (0 for one that does not fit), or nil when the deadline passed or the ring
+  /// closed. The caller's spin follows `callerSpin`.
+  package func awaitAnswer(_ seq: UInt32, response: UnsafeMutableRawBufferPointer, until deadline: UInt64)
+    -> Int?
+  {
+    var answered = forsetti_load_acquire(word(.responseSeq))
+    var slept = false
+    let spin = callerSpin.next
+    while answered != seq {
+      if Self.nanoseconds() >= deadline { return nil }
+      guard
+        let v = wait(
+          .responseSeq, whileEqualTo: answered, asleep: .clientAsleep, deadline: deadline, spin: spin,
+          slept: &slept)
+      else { return nil }
+      answered = v
+    }
+    callerSpin.record(answeredWhileSpinning: !slept && spin > 0)
+    let n = Int(forsetti_load_acquire(word(.responseLength)))
+    guard n <= response.count, n <= Self.capacity, let dst = response.baseAddress else { return 0 }
+    dst.copyMemory(from: responseSlot, byteCount: n)
+    return n
+  }
+
+  /// Whether request `seq` has been answered.
+  package func isAnswered(_ seq: UInt32) -> Bool { forsetti_load_acquire(word(.responseSeq)) == seq }
+
+  /// The caller no longer waits for its call (answered, timed out, or refused).
+  package func stopWaiting() { forsetti_store_seq_cst(word(.waiting), 0) }
+
+  /// Withdraws request `seq` if no handler has begun it (its caller timed out, or the host
+  /// refused it as a cycle): true when withdrawn. The provider then answers it without running it.
+  package func withdraw(_ seq: UInt32) -> Bool {
+    forsetti_cas(word(.gate), Gate.queued.word(seq), Gate.withdrawn.word(seq)) != 0
+  }
+
+  /// The provider's side: request `seq`, withdrawn or past `deadline` before a handler began
+  /// it, is retired (once) so it is answered without running: true for the one thread that
+  /// retired it, which answers it.
+  package func retire(_ seq: UInt32, now: UInt64) -> Bool {
+    if load64(.deadlineLow) <= now { _ = withdraw(seq) }
+    return forsetti_cas(word(.gate), Gate.withdrawn.word(seq), Gate.retired.word(seq)) != 0
+  }
+
+  /// Whether request `seq` still waits for a handler, before its deadline (the provider's
+  /// side; the words are the caller's claim about its own call).
+  package func isLive(_ seq: UInt32, now: UInt64) -> Bool {
+    forsetti_load_seq_cst(word(.gate)) == Gate.queued.word(seq) && load64(.deadlineLow) > now
+      && forsetti_load_acquire(word(.requestSeq)) == seq
+  }
+
+  /// Whether request `seq` was withdrawn.
+  package func isWithdrawn(_ seq: UInt32) -> Bool {
+    forsetti_load_seq_cst(word(.gate)) == Gate.withdrawn.word(seq)
+  }
+
+  /// The newest request published on the lane (the provider's side).
+  package var requestSequence: UInt32 { forsetti_load_acquire(word(.requestSeq)) }
+
+  /// Copies request `seq` out of the lane into `copy` (the provider's side): its length, or nil
+  /// when a newer request replaced it or its length is not one. Read once, checked once.
+  package func copyRequest(_ seq: UInt32, into copy: UnsafeMutableRawBufferPointer) -> Int? {
+    let n = Int(forsetti_load_acquire(word(.requestLength)))
+    guard n <= Self.capacity, n <= copy.count, let dst = copy.baseAddress else { return nil }
+    dst.copyMemory(from: requestSlot, byteCount: n)
+    guard forsetti_load_acquire(word(.requestSeq)) == seq else { return nil }
+    return n
+  }
+
+  /// A handler begins request `seq` (the provider's side), having its `deadline`: false when it
+  /// was withdrawn (or replaced) first.
+  package func begin(_ seq: UInt32, deadline: UInt64) -> Bool {
+    store64(.deadlineLow, deadline)
+    store64(.startedLow, Self.nanoseconds())
+    return forsetti_cas(word(.gate), Gate.queued.word(seq), Gate.running.word(seq)) != 0
+  }
+
+  /// The response slot a handler writes request `seq`'s answer into, then `respond`s.
+  package var responseBuffer: UnsafeMutableRawBufferPointer {
+    UnsafeMutableRawBufferPointer(start: responseSlot, count: Self.capacity)
+  }
+
+  /// Publishes the answer to request `seq`, `length` bytes already in `responseBuffer`.
+  package func respond(_ seq: UInt32, length: Int) {
+    forsetti_store_release(word(.responseLength), UInt32(min(max(0, length), Self.capacity)))
+    publish(.responseSeq, seq, wakeIf: .clientAsleep)
+  }
+
+  /// Where a lane's call is, as the host reads it: every word is the workers' to write, so this
+  /// is what they claim (a lie changes only how the liar's own calls are judged).
+  package struct LaneView: Sendable {
+    package var seq: UInt32
+    /// A request not yet answered.
+    package var outstanding: Bool
+    package var gate: Gate?
+    /// Its caller still waits for it.
+    package var waiting: Bool
+    package var deadline: UInt64
+    package var started: UInt64
+    package var sent: UInt64
+
+    /// Queued or running, not withdrawn, and its caller waits: an edge of the wait-for graph.
+    package var isWaitedOn: Bool { outstanding && waiting && (gate == .queued || gate == .running) }
+    package var isWithdrawn: Bool { outstanding && gate == .withdrawn }
+    package var isRunning: Bool { outstanding && gate == .running }
+    package var isQueued: Bool { outstanding && gate == .queued }
+  }
+
+  /// The lane's call as its words say now.
+  package var view: LaneView {
+    let seq = forsetti_load_seq_cst(word(.requestSeq))
+    let gate = forsetti_load_seq_cst(word(.gate))
+    let current = gate & ~3 == Gate.queued.word(seq) & ~3
+    return LaneView(
+      seq: seq, outstanding: forsetti_load_acquire(word(.responseSeq)) != seq && !isClosed,
+      gate: current ? Gate(rawValue: gate & 3) : nil, waiting: forsetti_load_acquire(word(.waiting)) != 0,
+      deadline: load64(.deadlineLow), started: load64(.startedLow), sent: load64(.sentLow))
+  }
+
+  /// The state of a lane's call beside its sequence number (the low 30 bits of it).
+  package enum Gate: UInt32, Sendable {
+    /// `retired`: a withdrawn call the provider has answered (without running it).
+    case retired = 0, queued = 1, running = 2, withdrawn = 3
+    func word(_ seq: UInt32) -> UInt32 { (seq << 2) | rawValue }
+  }
+
+  /// The method of the request on the lane (for the host's log), if the slot holds a call.
+  package var requestMethod: String? {
+    let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.capacity, alignment: 8)
+    defer { copy.deallocate() }
+    guard let n = copyRequest(requestSequence, into: copy),
+      let f = try? WireView(UnsafeRawBufferPointer(rebasing: copy[0..<n])), let call = RoleCall.Frame(f)
+    else { return nil }
+    return Wire.text(call.method)
+  }
+
+  private func store64(_ low: Word, _ v: UInt64) {
+    let p = base.assumingMemoryBound(to: UInt32.self) + low.rawValue
+    forsetti_store_release(p, UInt32(truncatingIfNeeded: v))
+    forsetti_store_release(p + 1, UInt32(truncatingIfNeeded: v >> 32))
+  }
+
+  private func load64(_ low: Word) -> UInt64 {
+    let p = base.assumingMemoryBound(to: UInt32.self) + low.rawValue
+    return UInt64(forsetti_load_acquire(p)) | UInt64(forsetti_load_acquire(p + 1)) << 32
+  }
+
+  /// Waits (spins, then sleeps) until a request newer than `seen` is published: its sequence
+  /// number, or nil when the ring closed. For a server that hands requests on (the serve ring).
+  package func awaitRequest(after seen: UInt32) -> UInt32? {
+    wait(.requestSeq, whileEqualTo: seen, asleep: .serverAsleep)
+  }
+
   // MARK: serving from the host's loop (`WorkerLoop`): one thread at a time per ring
 
   /// Answers the waiting request, if one is: true when it did. `copy` is the thread's scratch.
@@ -325,8 +498,9 @@ package final class CallRing: @unchecked Sendable {
   }
 }
 
-/// One mapping of a worker's two rings, unmapped with the last ring that uses it.
-private final class RingMapping: Sendable {
+/// One mapping of a worker's two rings (or a channel's lanes), unmapped with the last ring that
+/// uses it.
+final class RingMapping: Sendable {
   // The pointer is only read; the memory behind it is the rings' business.
   nonisolated(unsafe) let base: UnsafeMutableRawPointer
   let size: Int

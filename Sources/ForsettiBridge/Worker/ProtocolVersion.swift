@@ -11,7 +11,7 @@ public enum ProtocolVersion {
   /// would misread: a frame kind, a value's position or meaning, a member of the `configure`,
   /// `confined` or `loaded` JSON that one side requires, the order of the frames. Version 0 is
   /// the protocol before versions were exchanged (a JSON object without `protocolVersion`).
-  public static let current = 4
+  public static let current = 5
 
   /// The member of the `configure` and `confined` JSON objects that carries the version.
   public static let member = "protocolVersion"

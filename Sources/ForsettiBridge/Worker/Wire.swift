@@ -33,10 +33,8 @@ public enum WireKind: UInt32, Sendable {
   /// the module's `start` has returned. Until then the start deadline stays armed, so a frame a
   /// module's thread forges gets it no more time than returning would.
   case confirmStart = 10
-  /// On the serve ring, no values: answered by `response(FORSETTI_OK)` once the worker had its
-  /// role handler's turn (and ran nothing in it). The host probes a provider so after a call of
-  /// it timed out: a probe not answered in time means the provider is hung.
-  case probe = 11
+  // 11 was `probe` (worker protocol 4 and before): hung is now judged by the progress the
+  // host sees on the lanes (`RoleChannels`), never by a probe queued behind calls.
   // worker → host
   case confined = 100
   case loaded = 101

@@ -15,17 +15,10 @@ package final class WorkerLink: HostBackend {
   private let nextID = Atomic<UInt64>(1)
   private let eventHandlers = Mutex<[Int64: ModuleCallback<forsetti_event_handler>]>([:])
   private let messageHandler = Mutex<ModuleCallback<forsetti_message_handler>?>(nil)
-  private let roleHandler = Mutex<ModuleCallback<forsetti_role_handler>?>(nil)
-  /// The index of the role this module serves (`DefaultModuleRole.allCases`), once it serves.
-  private let servedRole = Atomic<Int>(-1)
-  /// Held while the role handler runs: calls from the host's serve ring and from every
-  /// channel take turns.
-  private let handlerTurn = Mutex<Void>(())
-  private let handlerScratch = HandlerScratch()
+  /// The provider's side of the role this module serves, once it serves (`RoleServer`).
+  private let server = Mutex<RoleServer?>(nil)
   /// The channels the host opened to the providers of the roles this module calls.
   private let channels = Mutex<[DefaultModuleRole: RoleChannel]>([:])
-  /// Whether the serve-ring thread runs.
-  private let serving = Mutex<Bool>(false)
   private let deliveries = DispatchQueue(label: "forsetti.worker.deliveries")
   /// Lifecycle commands from the host, for the worker's main thread.
   package let commands = Mailbox()
@@ -99,18 +92,20 @@ package final class WorkerLink: HostBackend {
     }
   }
 
-  /// Maps a role channel the host sent: the provider's end gets a thread answering it as the
-  /// consumer the host named; the consumer's end is kept for its calls of the role.
+  /// Maps a role channel the host sent: the provider's end is watched by a thread handing its
+  /// calls to the handlers, as the consumer the host named; the consumer's end is kept for its
+  /// calls of the role.
   private func openChannel(_ f: WireFrame, _ fd: Int32) {
-    guard let end = f.int(0), let label = f.string(1), let ring = CallRing.attachChannel(fd: fd) else {
+    guard let end = f.int(0), let label = f.string(1), let ring = ChannelRing.attach(fd: fd) else {
       return
     }
     if end == 0 {
-      _ = DetachedThread.start { [self] in
-        ring.serve { request, slot in self.answerRoleCall(request, into: slot, caller: label) }
-      }
-    } else if let role = DefaultModuleRole(rawValue: label) {
-      channels.withLock { $0[role] = RoleChannel(ring) }
+      guard let server = server.withLock({ $0 }) else { return ring.close() }
+      server.serveChannel(ring, label: label)
+    } else if let role = DefaultModuleRole(rawValue: label),
+      let index = DefaultModuleRole.allCases.firstIndex(of: role)
+    {
+      channels.withLock { $0[role] = RoleChannel(ring, role: index, progress: calls.progress) }
     }
   }
 
@@ -200,15 +195,14 @@ package final class WorkerLink: HostBackend {
   /// provider), so the call ring, and with it the module's other host calls, is never held for
   /// a provider's answer. Only a provider in the host's process is called through the host.
   /// A role already on the path of the call this thread answers is refused before anything is
-  /// sent: a cycle.
+  /// sent: a cycle; so is, by the host, a call left queued that closes a cycle of busy modules.
   package func callRole(
     _ role: Int64, method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?,
-    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller
+    capacity: Int, length: UnsafeMutablePointer<Int>, from caller: ModuleCaller, path: RolePath
   ) -> Int32 {
     guard let index = Int(exactly: role), DefaultModuleRole.allCases.indices.contains(index) else {
       return FORSETTI_ERR_INVALID_ARGUMENT
     }
-    let path = RolePath.current
     let r = DefaultModuleRole.allCases[index]
     // Its own role is refused by the host as in-process (FORSETTI_ERR_DENIED), not as a cycle.
     guard !path.contains(index) || caller.serves == r else { return FORSETTI_ERR_CALL_CYCLE }
@@ -216,14 +210,20 @@ package final class WorkerLink: HostBackend {
     // and the host says what became of the role.
     for _ in 0..<2 {
       if let channel = channels.withLock({ $0[r] }) {
-        switch channel.call(
+        let outcome = channel.call(
           method: method, request: request, response: response, capacity: capacity, length: length,
-          path: path.forCall())
-        {
+          path: path
+        ) { lane in
+          self.service(
+            ServiceRequest(.roleWaiting, number: role, [[UInt8(truncatingIfNeeded: lane)]]), from: caller
+          )
+          .status
+        }
+        switch outcome {
         case .answered(let status):
           return status
         case .timedOut:
-          // The host probes the provider itself; this report is only a hint.
+          // The host judges the provider's progress itself; this report only says when to look.
           _ = service(ServiceRequest(.roleStalled, number: role), from: caller)
           return FORSETTI_ERR_TIMEOUT
         case .closed:
@@ -234,10 +234,10 @@ package final class WorkerLink: HostBackend {
       if status == FORSETTI_ERR_NOT_FOUND {
         return relayRoleCall(
           role, method: method, request: request, response: response, capacity: capacity, length: length,
-          from: caller)
+          from: caller, path: path)
       }
       guard status == FORSETTI_OK else { return status }
-      guard awaitChannel(r, until: path.deadlineFromNow()) else { return FORSETTI_ERR_UNAVAILABLE }
+      guard awaitChannel(r, until: path.deadline) else { return FORSETTI_ERR_UNAVAILABLE }
     }
     return FORSETTI_ERR_UNAVAILABLE
   }
@@ -261,92 +261,37 @@ package final class WorkerLink: HostBackend {
     ) { ServiceReply($0, capacity: request.capacity) }
   }
 
-  package func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?) -> Int32 {
+  package func serveRole(
+    _ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?, concurrency: Int
+  ) -> Int32 {
     guard let role = caller.serves, let index = DefaultModuleRole.allCases.firstIndex(of: role) else {
       return FORSETTI_ERR_DENIED
     }
     // Off at once, locally too; on only once the host agreed (a refused handler must not answer
     // calls meant for the role's provider in force).
-    // (Not under the handler's turn: a handler may call `serve` itself.)
-    if handler == nil { roleHandler.withLock { $0 = nil } }
+    if handler == nil { server.withLock { $0 }?.withdraw(limit: 0) }
     let reply = service(
       ServiceRequest(
-        .roleServe, number: handler == nil ? 0 : 1, [Array(role.rawValue.utf8), [UInt8(index)]]),
+        .roleServe, number: handler == nil ? 0 : Int64(concurrency),
+        [Array(role.rawValue.utf8), [UInt8(index)]]),
       from: caller)
     if let handler, reply.status == FORSETTI_OK {
-      servedRole.store(index, ordering: .relaxed)
-      roleHandler.withLock { $0 = handler }
-      startServing()
+      let s = server.withLock { s -> RoleServer in
+        if let s { return s }
+        let made = RoleServer(role: index, progress: calls.progress)
+        s = made
+        return made
+      }
+      s.serve(handler, concurrency: concurrency)
+      if let ring = calls.serves { s.serveRing(ring) }
     }
     return reply.status
   }
 
-  /// Takes the role handler away and waits for a call running in it: called by the worker's
+  /// Takes the role handler away and waits for the calls running in it: called by the worker's
   /// main thread before the module's `stop`, so no handler runs during or after it.
   package func stopServing() {
-    handlerTurn.withLock { _ in roleHandler.withLock { $0 = nil } }
-  }
-
-  /// Starts the thread that answers the host's calls on the serve ring, once.
-  private func startServing() {
-    let first = serving.withLock { started -> Bool in
-      defer { started = true }
-      return !started
-    }
-    guard first, let ring = calls.serves else { return }
-    _ = DetachedThread.start { [self] in
-      ring.serve { request, slot in self.answerRoleCall(request, into: slot) }
-    }
-  }
-
-  /// Runs the role handler for one `serveCall` and writes its `response`. From the host's
-  /// serve ring the frame names the caller; on a channel, `caller` (the host's label for the
-  /// channel) does, whatever the frame says. One call runs the handler at a time, whichever
-  /// ring it came on: the semantics of an in-process provider.
-  private func answerRoleCall(
-    _ bytes: UnsafeRawBufferPointer, into slot: UnsafeMutableRawBufferPointer, caller: String? = nil
-  ) -> Int {
-    guard let f = try? WireView(bytes) else {
-      return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
-    }
-    // The host's probe (only on its serve ring): answered once the turn is this call's.
-    if caller == nil, f.kind == .probe {
-      handlerTurn.withLock { _ in }
-      return Self.respond(slot, f.id, ServiceReply(FORSETTI_OK))
-    }
-    guard let call = RoleCall.Frame(f) else {
-      return Self.respond(slot, 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
-    }
-    // In place, without copies: the scratch memory is this link's, used only under the turn.
-    // The handler is read under the turn too: `stopServing` then waits for the call using it.
-    return handlerTurn.withLock { _ -> Int in
-      guard let h = roleHandler.withLock({ $0 }) else {
-        return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_UNAVAILABLE))
-      }
-      let scratch = handlerScratch
-      guard let methodC = scratch.text(call.method), let callerC = scratch.caller(caller, call.caller) else {
-        return Self.respond(slot, f.id, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
-      }
-      let out = UnsafeMutableRawBufferPointer(rebasing: scratch.response[0..<call.capacity])
-      let (status, length) = RoleCall.run(
-        h, caller: callerC, method: methodC, request: call.request, into: out,
-        path: call.path.adding(servedRole.load(ordering: .relaxed)))
-      var w = WireWriter(into: slot, kind: .response, id: f.id)
-      w.int(Int64(status))
-      w.int(Int64(length))
-      w.bytes(
-        status == FORSETTI_ERR_BUFFER_TOO_SMALL
-          ? UnsafeRawBufferPointer(start: nil, count: 0) : UnsafeRawBufferPointer(rebasing: out[0..<length]))
-      return w.length ?? 0
-    }
-  }
-
-  private static func respond(_ slot: UnsafeMutableRawBufferPointer, _ id: UInt64, _ reply: ServiceReply)
-    -> Int
-  {
-    var w = WireWriter(into: slot, kind: .response, id: id)
-    reply.write(&w)
-    return w.length ?? 0
+    server.withLock { $0 }?.withdraw()
   }
 
   package func moduleStarting(moduleID: String) {}
@@ -356,7 +301,7 @@ package final class WorkerLink: HostBackend {
   package func moduleStopped(moduleID: String) {
     eventHandlers.withLock { $0.removeAll() }
     messageHandler.withLock { $0 = nil }
-    roleHandler.withLock { $0 = nil }
+    server.withLock { $0 }?.withdraw(limit: 0)
   }
 }
 
@@ -389,105 +334,4 @@ private final class CallBuffer: @unchecked Sendable {
   let bytes: UnsafeMutableRawBufferPointer
   init(byteCount: Int) { bytes = .allocate(byteCount: byteCount, alignment: 8) }
   deinit { bytes.deallocate() }
-}
-
-/// A consumer's end of a role channel: a ring of its own to its provider's worker, which the
-/// host made after judging the consumer's first call of the role through itself, and closes
-/// when either module stops. Calls on it take turns.
-final class RoleChannel: Sendable {
-  private let ring: CallRing
-  private let turn = Mutex<Void>(())
-  private let nextID = Atomic<UInt64>(0)
-  private let response = CallBuffer(byteCount: CallRing.capacity)
-
-  init(_ ring: CallRing) { self.ring = ring }
-
-  var isClosed: Bool { ring.isClosed }
-
-  /// How a call on the channel ended.
-  enum Outcome {
-    /// The provider's status (FORSETTI_ERR_IO for an answer that is not one).
-    case answered(Int32)
-    /// Not answered by the call's deadline (`path.deadline`).
-    case timedOut
-    /// The channel is closed: the call was not made, or was cut off (the host decides again).
-    case closed
-  }
-
-  /// Calls the provider with the caller's own buffers, passing on `path` (the roles on the
-  /// call's path and its deadline).
-  func call(
-    method: String, request: UnsafeRawBufferPointer, response: UnsafeMutableRawPointer?, capacity: Int,
-    length: UnsafeMutablePointer<Int>, path: RolePath
-  ) -> Outcome {
-    guard !ring.isClosed else { return .closed }
-    return turn.withLock { _ -> Outcome in
-      // Its time went waiting behind this module's own calls: not sent (the provider would run
-      // a call nobody waits for), and not the provider's fault, so not reported.
-      guard CallRing.nanoseconds() < path.deadline else { return .answered(FORSETTI_ERR_TIMEOUT) }
-      let id = nextID.add(1, ordering: .relaxed).newValue
-      let buffer = self.response.bytes
-      let n = ring.call(
-        encoding: { slot in
-          var w = WireWriter(into: slot, kind: .serveCall, id: id)
-          // No caller: the provider's end of a channel is labelled with it by the host.
-          RoleCall.write(&w, capacity: capacity, caller: "", method: method, request: request, path: path)
-          return w.length
-        }, response: buffer, deadline: path.deadline)
-      guard let n else { return ring.isClosed ? .closed : .timedOut }
-      guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id,
-        let (status, count, bytes) = ServiceReply.check(f, capacity: capacity)
-      else { return .answered(FORSETTI_ERR_IO) }
-      if !bytes.isEmpty {
-        guard let response, let src = bytes.baseAddress else { return .answered(FORSETTI_ERR_IO) }
-        response.copyMemory(from: src, byteCount: bytes.count)
-      }
-      length.pointee = count
-      return .answered(status)
-    }
-  }
-}
-
-/// Memory a provider's role handler runs in: the method and caller as C strings, the response.
-/// Allocated once, for the life of the link.
-private final class HandlerScratch: @unchecked Sendable {
-  // @unchecked: used only while WorkerLink's handler turn is held, by one thread at a time.
-  let response = UnsafeMutableRawBufferPointer.allocate(byteCount: RoleCall.maxPayload, alignment: 8)
-  private let method = UnsafeMutableRawBufferPointer.allocate(
-    byteCount: HostFunctions.maxName + 1, alignment: 1)
-  private let named = UnsafeMutableRawBufferPointer.allocate(
-    byteCount: HostFunctions.maxName + 1, alignment: 1)
-  /// The channel's caller (set once per channel, kept as a C string of its own).
-  private var label: (String, UnsafeMutablePointer<CChar>)?
-
-  /// `bytes` (no NUL inside, at most maxName) as a C string in the method buffer.
-  func text(_ bytes: UnsafeRawBufferPointer) -> UnsafePointer<CChar>? {
-    copy(bytes, into: method)
-  }
-
-  /// The caller the channel is labelled with, else the one the host's frame names.
-  func caller(_ label: String?, _ named: UnsafeRawBufferPointer) -> UnsafePointer<CChar>? {
-    guard let label else { return copy(named, into: self.named) }
-    if let kept = self.label, kept.0 == label { return UnsafePointer(kept.1) }
-    guard let c = strdup(label) else { return nil }
-    if let old = self.label { free(old.1) }
-    self.label = (label, c)
-    return UnsafePointer(c)
-  }
-
-  private func copy(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer)
-    -> UnsafePointer<CChar>?
-  {
-    guard bytes.count < buffer.count, !bytes.contains(0), let base = buffer.baseAddress else { return nil }
-    if let src = bytes.baseAddress { base.copyMemory(from: src, byteCount: bytes.count) }
-    buffer[bytes.count] = 0
-    return UnsafePointer(base.assumingMemoryBound(to: CChar.self))
-  }
-
-  deinit {
-    response.deallocate()
-    method.deallocate()
-    named.deallocate()
-    if let label { free(label.1) }
-  }
 }

@@ -112,8 +112,11 @@ struct InProcessBackend: HostBackend {
     environment.services.answer(request, from: caller)
   }
 
-  func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?) -> Int32 {
-    environment.services.roles.serve(caller, instance: instance, handler.map { .local($0) })
+  func serveRole(_ caller: ModuleCaller, handler: ModuleCallback<forsetti_role_handler>?, concurrency: Int)
+    -> Int32
+  {
+    environment.services.roles.serve(
+      caller, instance: instance, handler.map { .local($0) }, concurrency: concurrency)
   }
 
   /// Enters (or withdraws) a worker's module as its role's provider.

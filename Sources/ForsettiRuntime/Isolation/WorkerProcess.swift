@@ -15,7 +15,7 @@ final class WorkerProcess: Sendable {
   let moduleID: String
   let pid: pid_t
   private let socket: WireSocket
-  private let calls: CallRing
+  let calls: CallRing
   /// The eventfd the worker rings when it calls and the host's server sleeps (its copy goes
   /// with the configuration).
   private let doorbell: Int32
@@ -43,23 +43,11 @@ final class WorkerProcess: Sendable {
   /// The answer of the call on the serve ring; used only under `serveTurn`.
   private let serveResponse = ReplyBuffer(byteCount: CallRing.capacity)
   private let serveTurn = Mutex<Void>(())
-  /// Whether a probe of the module's role handler is under way (one at a time).
-  private let probing = Atomic<Bool>(false)
-  /// When the last probe ended (CLOCK_MONOTONIC nanoseconds): the next waits `probeSpacing`
-  /// after it, so a consumer reporting timeouts without end costs the host one thread a second.
-  private let lastProbe = Atomic<UInt64>(0)
-  static let probeSpacing: UInt64 = 1_000_000_000
-  /// Why the host killed the worker as hung (its probe timed out), for the crash report.
+  /// Why the host killed the worker as hung (a handler stayed in one call past its deadline and
+  /// the grace, `RoleChannels`), for the crash report.
   private let hungVerdict = Mutex<String?>(nil)
-  /// The role channels this worker is an end of.
-  private let channels = Mutex(Channels())
-
-  struct Channels {
-    /// The consumer's ends, one per role it calls (a closed one is replaced).
-    var calling: [DefaultModuleRole: CallRing] = [:]
-    /// The provider's ends, one per consumer that called.
-    var serving: [CallRing] = []
-  }
+  /// Every worker's role channels and the providers' progress, the host's (`RoleChannels`).
+  let roleChannels: RoleChannels
   /// The host services the module's frames and calls reach (`WorkerProtocol.swift`, run-time traffic).
   let backend: InProcessBackend
   /// The protocol state: which frames may come from the worker now.
@@ -117,6 +105,7 @@ final class WorkerProcess: Sendable {
     socket = started.socket
     calls = started.calls
     backend = InProcessBackend(environment: environment)
+    roleChannels = environment.roleChannels
     backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
     loop = environment.loop
@@ -217,36 +206,15 @@ final class WorkerProcess: Sendable {
   @discardableResult
   func send(_ f: WireFrame, attaching fd: Int32) -> Bool { socket.send(f, attaching: fd) }
 
-  /// Keeps `ring`, a role channel this worker is an end of (`role`: the role it calls on it;
-  /// nil for the provider's end), to close it when the worker stops or goes.
-  func keepChannel(_ ring: CallRing, for role: DefaultModuleRole?) {
-    channels.withLock { c in
-      // Closed ones (a provider that restarted) are let go: each is a mapping.
-      c.serving.removeAll { $0.isClosed }
-      if let role { c.calling[role] = ring } else { c.serving.append(ring) }
-    }
-    // Gone meanwhile: the sweep at the end may have run already.
-    if isClosed { ring.close() }
-  }
-
-  /// Whether this worker has an open channel to its provider of `role`.
-  func hasChannel(to role: DefaultModuleRole) -> Bool {
-    channels.withLock { $0.calling[role].map { !$0.isClosed } ?? false }
-  }
-
-  /// Closes the provider's ends this worker holds: its module serves its role no more.
+  /// Closes the provider's ends of this worker's channels: its module serves its role no more.
   func closeServingChannels() {
-    for ring in channels.withLock({ $0.serving }) { ring.close() }
+    roleChannels.close(owner: ObjectIdentifier(self), asConsumer: false)
   }
 
   /// Closes every role channel this worker is an end of: the other side's calls on it end
   /// (a consumer's go back through the host, which answers for itself).
   func closeChannels() {
-    let rings = channels.withLock { c -> [CallRing] in
-      defer { c = Channels() }
-      return Array(c.calling.values) + c.serving
-    }
-    for ring in rings { ring.close() }
+    roleChannels.close(owner: ObjectIdentifier(self), asConsumer: true)
   }
 
   /// Sends `start` (with the state to restore); false if the worker is not loaded.
@@ -537,26 +505,41 @@ final class WorkerProcess: Sendable {
   }
 
   /// Calls the role handler of this worker's module through its serve ring, waiting until
-  /// `deadline` at most. Only the role registry calls it, one call at a time (`Provider.turn`).
+  /// `deadline` at most: the host's calls for modules in its own process and the application,
+  /// one at a time (the registry's `FairGate` takes them in turn), queued in the worker with
+  /// its consumers' channels. One that times out before a handler began it is withdrawn (the
+  /// worker answers it without running it); one that timed out in a handler makes the host look
+  /// at the provider's progress (`RoleChannels.suspect`).
   func callRole(_ call: RoleCall, deadline: UInt64) -> ServiceReply {
     guard let ring = calls.serves, !isClosed else { return .status(FORSETTI_ERR_UNAVAILABLE) }
-    // The registry's turn already orders calls; this lock also covers a call still running for a
-    // handler its module has since withdrawn and installed again (a new turn).
     return serveTurn.withLock { _ in callRole(call, deadline: deadline, on: ring) }
   }
 
   private func callRole(_ call: RoleCall, deadline: UInt64, on ring: CallRing) -> ServiceReply {
+    // The previous call, if it timed out, holds the slot until the worker answers it.
+    let previous = ring.requestSequence
+    guard ring.isAnswered(previous) || previous == 0 else { return .status(FORSETTI_ERR_BUSY) }
     let id = nextServeID.add(1, ordering: .relaxed).newValue
     let buffer = serveResponse.bytes
-    let n = ring.call(
-      encoding: { slot in
-        var w = WireWriter(into: slot, kind: .serveCall, id: id)
-        call.write(&w)
-        return w.length
-      }, response: buffer, deadline: deadline)
+    var path = call.path
+    path.deadline = deadline
+    var sent = call
+    sent.path = path
+    guard
+      let seq = ring.send(
+        encoding: { slot in
+          var w = WireWriter(into: slot, kind: .serveCall, id: id)
+          sent.write(&w)
+          return w.length
+        }, deadline: deadline)
+    else { return .status(FORSETTI_ERR_TOO_LARGE) }
+    let n = ring.awaitAnswer(seq, response: buffer, until: deadline)
+    ring.stopWaiting()
     guard let n else {
       guard !isClosed else { return .status(FORSETTI_ERR_UNAVAILABLE) }
-      probe("\(call.caller)'s call \"\(call.method)\" timed out")
+      if !ring.withdraw(seq) {
+        roleChannels.suspect(moduleID, "\(call.caller)'s call \"\(call.method)\" timed out")
+      }
       return .status(FORSETTI_ERR_TIMEOUT)
     }
     guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id else {
@@ -567,55 +550,13 @@ final class WorkerProcess: Sendable {
     return ServiceReply(f, capacity: call.capacity)
   }
 
-  /// A call of this worker's role handler timed out (`why` says which; perhaps only a
-  /// consumer's claim): the host sends its own `probe` on the serve ring, which the worker can
-  /// answer only once it has the handler's turn, and kills the worker as hung if that is not
-  /// answered within FORSETTI_ROLE_CALL_TIMEOUT_MS either. Only what the host measures itself
-  /// decides: a consumer that lies about a timeout, or scribbles on a channel's words, costs
-  /// the provider a probe its handler's turn answers at once, never its life. What a consumer
-  /// can do is keep a call of its own running in the handler, as any caller can; a handler
-  /// that holds the turn past the deadline is hung whoever called it. One probe at a time, on
-  /// a thread of its own (never the thread serving any worker's call ring).
-  func probe(_ why: String) {
-    guard calls.serves != nil, !isClosed,
-      probing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-    else { return }
-    _ = DetachedThread.start { [self] in
-      defer {
-        lastProbe.store(CallRing.nanoseconds(), ordering: .relaxed)
-        probing.store(false, ordering: .releasing)
-      }
-      let due = lastProbe.load(ordering: .relaxed) &+ Self.probeSpacing
-      let now = CallRing.nanoseconds()
-      if due > now { usleep(UInt32(clamping: (due - now) / 1000)) }
-      guard let ring = calls.serves, !isClosed else { return }
-      // After a call still under way on the serve ring (which ends by its own deadline).
-      let (answered, waited) = serveTurn.withLock { _ -> (Bool, UInt64) in
-        let id = nextServeID.add(1, ordering: .relaxed).newValue
-        let start = CallRing.nanoseconds()
-        let buffer = serveResponse.bytes
-        let n = ring.call(
-          encoding: { slot in WireWriter(into: slot, kind: .probe, id: id).length }, response: buffer,
-          deadline: start &+ RoleCall.timeoutNanoseconds)
-        // Any answer with the probe's ID counts: one the worker forged while its handler hangs
-        // spares it, but its consumers' calls still end at their deadlines.
-        let answered = n.flatMap { try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<$0])) }?.id == id
-        return (answered, (CallRing.nanoseconds() &- start) / 1_000_000)
-      }
-      guard !answered, !isClosed else {
-        if answered {
-          backend.environment.hostLog(
-            .info, about: moduleID, "answered the host's probe after \(waited) ms (\(why)): not hung")
-        }
-        return
-      }
-      let verdict =
-        "hung: \(why), and the host's probe of its role handler was not answered within \(waited) ms"
-      hungVerdict.withLock { $0 = verdict }
-      backend.environment.hostLog(
-        .error, about: moduleID, "\(verdict); killing its worker (pid \(pid))")
-      kill()
-    }
+  /// Kills the worker as hung, with `verdict` (`RoleChannels` judged it): supervision restarts
+  /// it like a crash.
+  func killHung(_ verdict: String) {
+    guard !isClosed else { return }
+    hungVerdict.withLock { $0 = verdict }
+    backend.environment.hostLog(.error, about: moduleID, "\(verdict); killing its worker (pid \(pid))")
+    kill()
   }
 
   /// Why the host killed the worker as hung, if it did.

@@ -405,7 +405,7 @@ extension WorkerProcess {
 extension WorkerProcess {
   /// The answer to a `service` frame: the host's services, judged with the host's own
   /// `caller` (never anything the worker says about itself). `roleServe` enters this worker's
-  /// module as its role's provider, reached through the worker's serve ring.
+  /// module as its role's provider, reached through its serve ring and its consumers' channels.
   func answerService(_ f: WireView) -> ServiceReply {
     guard let r = ServiceRequest(f) else { return .status(FORSETTI_ERR_INVALID_ARGUMENT) }
     let roles = backend.environment.services.roles
@@ -413,19 +413,46 @@ extension WorkerProcess {
     case .roleServe: break
     case .roleConnect: return .status(connect(r.number, roles))
     case .roleStalled: return .status(roles.stalled(r.number, from: caller))
+    case .roleWaiting:
+      guard let lane = r.argument(0)?.first, let provider = roles.provider(r.number, for: caller) else {
+        return .status(FORSETTI_OK)
+      }
+      return .status(
+        roleChannels.judgeQueued(
+          consumer: moduleID, owner: ObjectIdentifier(self), provider: provider, lane: Int(lane)))
     default: return backend.service(r, from: caller)
     }
     guard r.number != 0 else { return .status(backend.serveRole(caller, remote: nil)) }
+    guard r.number >= 1, r.number <= Int64(FORSETTI_ROLE_MAX_CONCURRENCY), let serveRing = calls.serves,
+      let progress = calls.progress
+    else {
+      return .status(FORSETTI_ERR_INVALID_ARGUMENT)
+    }
+    let concurrency = Int(r.number)
     // Weak: the registry must not keep a dead worker (and its rings) alive.
     let remote = RoleRegistry.RemoteProvider(
       call: { [weak self] call, deadline in
         guard let self else { return .status(FORSETTI_ERR_UNAVAILABLE) }
         return self.callRole(call, deadline: deadline)
       },
-      connect: { [weak self] consumer in self?.acceptChannel(from: consumer) },
+      connect: { [weak self] consumer, owner, progress in
+        self?.acceptChannel(from: consumer, owner: owner, progress: progress)
+      },
       disconnect: { [weak self] in self?.closeServingChannels() },
-      suspect: { [weak self] why in self?.probe(why) })
-    return .status(backend.serveRole(caller, remote: remote))
+      suspect: { [weak self] why in
+        guard let self else { return }
+        self.roleChannels.suspect(self.moduleID, why)
+      })
+    let status = backend.serveRole(caller, remote: remote)
+    if status == FORSETTI_OK {
+      counters.watchServeRing(serveRing)
+      roleChannels.serving(
+        RoleChannels.Provider(
+          moduleID: moduleID, owner: ObjectIdentifier(self), concurrency: concurrency,
+          role: caller.serves.flatMap { DefaultModuleRole.allCases.firstIndex(of: $0) } ?? -1,
+          serveRing: serveRing, progress: progress, kill: { [weak self] verdict in self?.killHung(verdict) }))
+    }
+    return .status(status)
   }
 
   /// `roleConnect`: gives this consumer's worker a channel of its own to the provider's worker
@@ -435,30 +462,41 @@ extension WorkerProcess {
     switch roles.route(number, for: caller) {
     case .refused(let status): return status
     case .relay: return FORSETTI_ERR_NOT_FOUND
-    case .channel(let role, let open):
-      if hasChannel(to: role) { return FORSETTI_OK }
-      guard let (ring, fd) = open() else { return FORSETTI_ERR_UNAVAILABLE }
+    case .channel(let role, let provider, let open):
+      if roleChannels.hasChannel(consumerOwner: ObjectIdentifier(self), provider: provider) {
+        return FORSETTI_OK
+      }
+      guard let (ring, fd) = open(ObjectIdentifier(self), calls.progress) else {
+        return FORSETTI_ERR_UNAVAILABLE
+      }
       defer { close(fd) }
-      keepChannel(ring, for: role)
       guard send(WireFrame(.roleChannel, [.int(1), .string(role.rawValue)]), attaching: fd) else {
         ring.close()
         return FORSETTI_ERR_UNAVAILABLE
       }
+      // Gone meanwhile: the sweep at its end may have run already.
+      if isClosed { ring.close() }
       return FORSETTI_OK
     }
   }
 
-  /// The provider's end of a new channel from `consumer`: sent to this worker, labelled with
-  /// the consumer the host bound. nil when this worker is gone or the channel cannot be made.
-  func acceptChannel(from consumer: String) -> (ring: CallRing, fd: Int32)? {
-    guard !isClosed, let (ring, fd) = CallRing.createChannel() else { return nil }
-    keepChannel(ring, for: nil)
+  /// The provider's end of a new channel from `consumer` (in the worker `owner`): sent to this
+  /// worker, labelled with the consumer the host bound. nil when this worker is gone or the
+  /// channel cannot be made.
+  func acceptChannel(from consumer: String, owner: ObjectIdentifier, progress: WorkerProgress?)
+    -> (ring: ChannelRing, fd: Int32)?
+  {
+    guard !isClosed,
+      let (ring, fd) = roleChannels.open(
+        consumer: consumer, consumerOwner: owner, consumerProgress: progress, provider: moduleID)
+    else { return nil }
     counters.countRoleCalls(on: ring)
     guard send(WireFrame(.roleChannel, [.int(0), .string(consumer)]), attaching: fd) else {
       ring.close()
       close(fd)
       return nil
     }
+    if isClosed { ring.close() }
     return (ring, fd)
   }
 }

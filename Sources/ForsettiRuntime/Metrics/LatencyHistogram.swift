@@ -27,6 +27,16 @@ public final class LatencyHistogram: Sendable {
     sumNanoseconds.add(nanoseconds, ordering: .relaxed)
   }
 
+  /// Adds `count` durations to bucket `i` (the index of `bounds`, or past it): counts a worker
+  /// kept itself (a provider's queue waits, `ChannelRing`), whose sum comes apart.
+  func add(bucket i: Int, count: UInt64) {
+    guard count > 0 else { return }
+    counts[min(max(0, i), counts.count - 1)].value.add(count, ordering: .relaxed)
+  }
+
+  /// Adds to the sum of the durations counted (`add(bucket:count:)`).
+  func add(sumNanoseconds sum: UInt64) { sumNanoseconds.add(sum, ordering: .relaxed) }
+
   /// Cumulative counts per bound (the last for `+Inf`, the total), and the sum in nanoseconds.
   public func snapshot() -> (cumulative: [UInt64], sumNanoseconds: UInt64) {
     var running: UInt64 = 0

@@ -51,6 +51,27 @@ public enum MetricsExposition {
     counter("forsetti_module_role_calls_total", "Calls of the module's role handler.") {
       $0.roleCalls.load(ordering: .relaxed)
     }
+    counter(
+      "forsetti_module_role_busy_total",
+      "Calls of the module's role answered busy: the caller's queue at the module was full."
+    ) { $0.roleBusy.load(ordering: .relaxed) }
+    counter(
+      "forsetti_module_role_timeouts_total",
+      "Calls of the module's role that timed out (queued or running) before their deadline."
+    ) { $0.roleTimedOut.load(ordering: .relaxed) }
+    let loads = Dictionary(counters.map { ($0.moduleID, $0.roleLoad) }) { a, _ in a }
+    t.family(
+      "forsetti_module_role_calls_queued", .gauge, help: "Calls of the module's role waiting for a handler.")
+    for c in counters {
+      t.sample("forsetti_module_role_calls_queued", [("module", c.moduleID)], loads[c.moduleID]?.queued ?? 0)
+    }
+    t.family(
+      "forsetti_module_role_calls_in_flight", .gauge, help: "Calls of the module's role its handlers run now."
+    )
+    for c in counters {
+      t.sample(
+        "forsetti_module_role_calls_in_flight", [("module", c.moduleID)], loads[c.moduleID]?.running ?? 0)
+    }
     counter("forsetti_module_dropped_log_lines_total", "Log lines of the module dropped by the rate limit.") {
       $0.droppedLogLines.load(ordering: .relaxed)
     }
@@ -65,6 +86,14 @@ public enum MetricsExposition {
       t.histogram(
         "forsetti_module_host_call_seconds", [("module", c.moduleID)],
         snapshot: hostCalls[c.moduleID] ?? c.hostCalls.snapshot())
+    }
+    t.family(
+      "forsetti_module_role_queue_wait_seconds", .histogram,
+      help: "Time calls of the module's role waited for a handler (as its worker counts).")
+    for c in counters {
+      t.histogram(
+        "forsetti_module_role_queue_wait_seconds", [("module", c.moduleID)],
+        snapshot: c.roleQueueWait.snapshot())
     }
     let usage = counters.compactMap { c in CgroupUsage(c.cgroup).map { (c.moduleID, $0) } }
     t.family("forsetti_module_memory_bytes", .gauge, help: "Memory the module's worker cgroup uses.")

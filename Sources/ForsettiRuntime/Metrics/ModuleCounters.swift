@@ -11,6 +11,12 @@ public final class ModuleCounters: Sendable {
   /// they pass, and those on channels from consumers in workers, added at each scrape
   /// (``collectChannelCalls()``).
   public let roleCalls = Atomic<UInt64>(0)
+  /// Calls of the module's role answered FORSETTI_ERR_BUSY (a consumer's queue full) and
+  /// FORSETTI_ERR_TIMEOUT, as its consumers' channels count them (each end's claim).
+  public let roleBusy = Atomic<UInt64>(0)
+  public let roleTimedOut = Atomic<UInt64>(0)
+  /// How long calls of the module's role waited for a handler, as its worker counts them.
+  public let roleQueueWait = LatencyHistogram()
   public let restarts = Atomic<UInt64>(0)
   public let crashes = Atomic<UInt64>(0)
   public let quarantines = Atomic<UInt64>(0)
@@ -23,18 +29,43 @@ public final class ModuleCounters: Sendable {
 
   /// The channels this module's worker serves its role on, with the answer sequence last seen.
   /// Held here until read closed, which also keeps each mapped for that last read.
-  private let channels = Mutex<[(ring: CallRing, seen: UInt32)]>([])
+  private let channels = Mutex<[Watched]>([])
+  /// The host's own calls of the role (its serve ring), for the calls in flight.
+  private let serveRing = Mutex<CallRing?>(nil)
+
+  private struct Watched {
+    let ring: ChannelRing
+    var seen: UInt32
+    var counted: ChannelRing.Counters
+  }
 
   init(moduleID: String) { self.moduleID = moduleID }
 
   /// Counts the calls answered on `ring`, a new channel to this module's role, from now on.
-  package func countRoleCalls(on ring: CallRing) {
+  package func countRoleCalls(on ring: ChannelRing) {
     channels.withLock { list in
       // Closed ones are counted and let go here too: without scrapes (no --metrics) each
       // restart of a consumer or this provider would keep a mapping for the host's life.
       collect(&list, closedOnly: true)
-      list.append((ring, ring.answeredSequence))
+      list.append(Watched(ring: ring, seen: ring.answered, counted: ring.counters))
     }
+  }
+
+  /// The serve ring of the module's current worker (the host's own calls of its role).
+  package func watchServeRing(_ ring: CallRing?) { serveRing.withLock { $0 = ring } }
+
+  /// Calls of the module's role waiting for a handler and running now, on every lane.
+  public var roleLoad: (queued: UInt64, running: UInt64) {
+    var queued: UInt64 = 0
+    var running: UInt64 = 0
+    func look(_ v: CallRing.LaneView) {
+      if v.isRunning { running += 1 } else if v.isQueued { queued += 1 }
+    }
+    if let ring = serveRing.withLock({ $0 }) { look(ring.view) }
+    for w in channels.withLock({ $0 }) where !w.ring.isClosed {
+      for lane in w.ring.lanes { look(lane.view) }
+    }
+    return (queued, running)
   }
 
   /// Adds to ``roleCalls`` the answers published on each channel since the last look, and lets
@@ -46,16 +77,32 @@ public final class ModuleCounters: Sendable {
     channels.withLock { collect(&$0, closedOnly: false) }
   }
 
-  private func collect(_ list: inout [(ring: CallRing, seen: UInt32)], closedOnly: Bool) {
+  private func collect(_ list: inout [Watched], closedOnly: Bool) {
     // Closed is read first: a ring closed after its last count is counted again next time.
     let closed = list.map { $0.ring.isClosed }
     for i in list.indices where closed[i] || !closedOnly {
-      let now = list[i].ring.answeredSequence
-      let step = now &- list[i].seen
-      if step < 1 << 31 { roleCalls.add(UInt64(step), ordering: .relaxed) }
+      let now = list[i].ring.answered
+      roleCalls.add(Self.step(list[i].seen, now), ordering: .relaxed)
       list[i].seen = now
+      let c = list[i].ring.counters
+      let was = list[i].counted
+      roleBusy.add(Self.step(was.busy, c.busy), ordering: .relaxed)
+      roleTimedOut.add(Self.step(was.timedOut, c.timedOut), ordering: .relaxed)
+      for (bucket, n) in zip(was.waits, c.waits).map({ Self.step($0, $1) }).enumerated() {
+        roleQueueWait.add(bucket: bucket, count: n)
+      }
+      let micro = c.waitSumMicroseconds &- was.waitSumMicroseconds
+      if micro < 1 << 40 { roleQueueWait.add(sumNanoseconds: micro &* 1_000) }
+      list[i].counted = c
     }
     list = zip(list, closed).filter { !$0.1 }.map(\.0)
+  }
+
+  /// How far a counter the workers write moved: a step back, or a leap of 2^31 or more at once
+  /// (no module does that many between two looks), is not counted.
+  private static func step(_ was: UInt32, _ now: UInt32) -> UInt64 {
+    let step = now &- was
+    return step < 1 << 31 ? UInt64(step) : 0
   }
 
   /// Where the module's worker's cgroup is now; `[]` when it has none.

@@ -54,7 +54,7 @@ public final class HostServices: Sendable {
     case .roleCall: return roles.call(r, from: caller)
     // Installing a handler is `HostBackend.serveRole`; a worker's arrives in `WorkerProcess`.
     // So are a worker's own channel requests (`WorkerProcess.answerService`).
-    case .roleServe, .roleConnect, .roleStalled: return .status(FORSETTI_ERR_INVALID_ARGUMENT)
+    case .roleServe, .roleConnect, .roleStalled, .roleWaiting: return .status(FORSETTI_ERR_INVALID_ARGUMENT)
     case .applicationCall, .applicationResolve:
       return applications.answer(r, from: caller) { line in
         log.write(LogRecord(level: .warning, moduleID: caller.moduleID, message: line, origin: .host))

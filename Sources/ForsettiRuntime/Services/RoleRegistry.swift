@@ -9,8 +9,10 @@ import Synchronization
 /// replaced; a call finds the provider in force or fails at once with FORSETTI_ERR_UNAVAILABLE.
 /// A withdrawn provider in a worker loses its channels too, so its consumers' next calls come
 /// back to the registry.
-/// Calls reach one provider one at a time (a worker's serve ring has one slot; in-process the
-/// same, so the semantics agree), waiting at most FORSETTI_ROLE_CALL_TIMEOUT_MS for their turn.
+/// Calls through the registry (to a provider in the host's process, or from one into a worker's
+/// serve ring) take turns at the provider's `FairGate`: as many at once as an in-process
+/// provider declared (one at a time into a serve ring, which has one slot; the worker then
+/// queues them with its channels' calls), one queue per caller, each waiting at most its deadline.
 final class RoleRegistry: Sendable {
   /// Where a provider's handler runs.
   enum Target: Sendable {
@@ -24,15 +26,18 @@ final class RoleRegistry: Sendable {
   struct RemoteProvider: Sendable {
     /// One call through the worker's serve ring; the deadline is CLOCK_MONOTONIC nanoseconds.
     let call: @Sendable (RoleCall, _ deadline: UInt64) -> ServiceReply
-    /// A channel of the named consumer's own to the worker: the provider's worker has been
-    /// given its end, labelled with the consumer; the caller passes on the descriptor (and
-    /// closes it) and keeps the ring to close it when the consumer goes.
-    let connect: @Sendable (_ consumer: String) -> (ring: CallRing, fd: Int32)?
+    /// A channel of the named consumer's own (in the worker `owner`) to the worker: the
+    /// provider's worker has been given its end, labelled with the consumer; the caller passes
+    /// on the descriptor (and closes it). The host's `RoleChannels` keeps the ring.
+    let connect:
+      @Sendable (_ consumer: String, _ owner: ObjectIdentifier, _ progress: WorkerProgress?) -> (
+        ring: ChannelRing, fd: Int32
+      )?
     /// Closes the provider's ends of every channel: it serves the role no more, and its
     /// consumers' next calls must come to the host, which knows who serves it now.
     let disconnect: @Sendable () -> Void
-    /// A call of the provider timed out (`why` says which): the host probes it itself and
-    /// kills it only if the probe times out too (`WorkerProcess.probe`).
+    /// A call of the provider timed out (`why` says which): the host looks at its handlers'
+    /// progress itself (`RoleChannels.suspect`).
     let suspect: @Sendable (_ why: String) -> Void
   }
 
@@ -42,14 +47,11 @@ final class RoleRegistry: Sendable {
     /// instance already replaced must not remove its successor.
     let instance: UInt64
     let target: Target
-    /// Held for the whole of one call; one instance keeps its turn when it installs another
-    /// handler, so calls stay one at a time across the change.
-    let turn: DispatchSemaphore
+    /// Held for the whole of one call; one instance keeps its gate when it installs another
+    /// handler of the same concurrency, so calls stay within it across the change.
+    let turn: FairGate
 
-    init(
-      moduleID: String, instance: UInt64, target: Target,
-      turn: DispatchSemaphore = DispatchSemaphore(value: 1)
-    ) {
+    init(moduleID: String, instance: UInt64, target: Target, turn: FairGate) {
       self.moduleID = moduleID
       self.instance = instance
       self.target = target
@@ -71,8 +73,9 @@ final class RoleRegistry: Sendable {
   /// `warn(moduleID, line)` records a refusal against the module that caused it.
   init(warn: @escaping @Sendable (String, String) -> Void) { self.warn = warn }
 
-  /// Installs (or, with nil, removes) the handler of the role `caller` holds.
-  func serve(_ caller: ModuleCaller, instance: UInt64, _ target: Target?) -> Int32 {
+  /// Installs (or, with nil, removes) the handler of the role `caller` holds; an in-process one
+  /// runs `concurrency` calls at once (a worker's serve ring takes one at a time).
+  func serve(_ caller: ModuleCaller, instance: UInt64, _ target: Target?, concurrency: Int = 1) -> Int32 {
     guard let role = caller.serves else {
       warn(
         caller.moduleID,
@@ -90,9 +93,14 @@ final class RoleRegistry: Sendable {
       if let old, old.moduleID != caller.moduleID { return (old.moduleID, nil) }
       if let target {
         let same = old?.instance == instance
+        let slots: Int
+        switch target {
+        case .local: slots = max(1, concurrency)
+        case .remote: slots = 1
+        }
+        let kept = same && old?.turn.slots == slots ? old?.turn : nil
         p[role] = Provider(
-          moduleID: caller.moduleID, instance: instance, target: target,
-          turn: same ? old?.turn ?? DispatchSemaphore(value: 1) : DispatchSemaphore(value: 1))
+          moduleID: caller.moduleID, instance: instance, target: target, turn: kept ?? FairGate(slots: slots))
         // Another instance of the module (a reload) took over: the old one's channels go.
         return (nil, same ? nil : old)
       }
@@ -153,13 +161,16 @@ final class RoleRegistry: Sendable {
     guard request.count <= RoleCall.maxPayload else { return .status(FORSETTI_ERR_TOO_LARGE) }
     guard let provider = providers.withLock({ $0[role] }) else { return .status(FORSETTI_ERR_UNAVAILABLE) }
     let deadline = path.deadlineFromNow()
-    let wait = Int(clamping: deadline &- min(deadline, CallRing.nanoseconds()))
-    guard provider.turn.wait(timeout: .now() + .nanoseconds(wait)) == .success else {
-      // Another call held the turn that long: the provider is probed (in a worker).
+    switch provider.turn.enter(caller.moduleID, until: deadline) {
+    case .busy: return .status(FORSETTI_ERR_BUSY)
+    case .expired:
+      // Other calls held the turn that long: the provider's progress is looked at (in a worker).
       provider.suspect("\(caller.moduleID)'s call \"\(method)\" waited for its turn in vain")
       return .status(FORSETTI_ERR_TIMEOUT)
+    case .entered: break
     }
-    defer { provider.turn.signal() }
+    defer { provider.turn.leave() }
+    guard CallRing.nanoseconds() < deadline else { return .status(FORSETTI_ERR_TIMEOUT) }
     // Withdrawn while this call waited its turn: it never reached the provider. Replaced by the
     // same instance's new handler (same turn): the new one answers.
     guard let current = providers.withLock({ $0[role] }), current.instance == provider.instance,
@@ -183,9 +194,13 @@ final class RoleRegistry: Sendable {
 
   /// Where a consumer in a worker is to call the role `number` names (`roleConnect`).
   enum Route {
-    /// On a channel of its own, straight to the provider's worker (`RoleChannel`); `open`
-    /// makes one (its ring and the descriptor to pass on) unless the caller has one already.
-    case channel(DefaultModuleRole, open: @Sendable () -> (ring: CallRing, fd: Int32)?)
+    /// On a channel of its own, straight to the provider's worker (module ID `provider`,
+    /// `RoleChannel`); `open(owner, progress)` makes one for the consumer's worker `owner`
+    /// (whose own page is `progress`), its ring and the descriptor to pass on, unless the caller
+    /// has one already.
+    case channel(
+      DefaultModuleRole, provider: String,
+      open: @Sendable (ObjectIdentifier, WorkerProgress?) -> (ring: ChannelRing, fd: Int32)?)
     /// Through the host (`roleCall`): the provider runs in the host's process.
     case relay
     /// Nowhere: the status the call gets.
@@ -203,14 +218,21 @@ final class RoleRegistry: Sendable {
       guard let provider = providers.withLock({ $0[role] }) else { return .refused(FORSETTI_ERR_UNAVAILABLE) }
       switch provider.target {
       case .local: return .relay
-      case .remote(let remote): return .channel(role, open: { remote.connect(caller.moduleID) })
+      case .remote(let remote):
+        return .channel(role, provider: provider.moduleID, open: { remote.connect(caller.moduleID, $0, $1) })
       }
     }
   }
 
+  /// The module serving the role `number` names, when `caller` may call it.
+  func provider(_ number: Int64, for caller: ModuleCaller) -> String? {
+    guard case .success(let (role, _)) = callable(number, by: caller) else { return nil }
+    return providers.withLock { $0[role]?.moduleID }
+  }
+
   /// `caller` says a call on its channel to the provider of the role `number` names timed out.
-  /// Not believed: the provider in force is probed by the host, which kills it only if its own
-  /// probe times out too.
+  /// Not believed: the host looks at the provider's progress, and kills it only if a handler
+  /// is still in one call past that call's deadline and the grace.
   func stalled(_ number: Int64, from caller: ModuleCaller) -> Int32 {
     switch callable(number, by: caller) {
     case .failure(let refusal): return refusal.status
@@ -230,7 +252,11 @@ final class RoleRegistry: Sendable {
     }
     for provider in removed {
       provider.disconnect()
-      if provider.turn.wait(timeout: .now() + limit) == .success { provider.turn.signal() }
+      // Waits out the calls inside: every slot taken, then given back.
+      let until = CallRing.nanoseconds() &+ UInt64(limit * 1e9)
+      var held = 0
+      for _ in 0..<provider.turn.slots where provider.turn.enter("", until: until) == .entered { held += 1 }
+      for _ in 0..<held { provider.turn.leave() }
     }
   }
 

@@ -42,5 +42,9 @@ typedef int32_t forsetti_status;
  * --storage-quota; file export: --export-quota). Nothing was written; removing or overwriting
  * the module's own values or files frees room. */
 #define FORSETTI_ERR_QUOTA (-14)
+/* The provider's queue for this caller is full (ABI 1.3): FORSETTI_ROLE_QUEUE_DEPTH calls of
+ * this caller already wait beyond those it runs. Answered at once; nothing was sent or done;
+ * try again later (after a pause), or make fewer calls at once. */
+#define FORSETTI_ERR_BUSY (-15)
 
 #endif

@@ -1,0 +1,232 @@
+import CForsetti
+import Dispatch
+import ForsettiCore
+import Glibc
+import Synchronization
+
+/// The provider's side of a role in its worker: one thread per source of calls (the host's
+/// serve ring; each consumer's channel, watching its lanes) hands each call it finds to a
+/// `FairQueue`, and `concurrency` handler threads take them in turn across consumers. A handler
+/// thread copies the request out of its lane, answers at once a call whose deadline passed while
+/// it waited (FORSETTI_ERR_TIMEOUT, not run) or that its caller or the host withdrew, marks the
+/// call begun (the host judges progress and cycles by these words), runs the handler with the
+/// call's path and deadline as its thread's, and answers on the lane.
+final class RoleServer: Sendable {
+  /// One call found on a lane.
+  private struct Item: Sendable {
+    let lane: CallRing
+    let seq: UInt32
+    /// The consumer the host labelled the channel with; nil on the serve ring (the frame names
+    /// the caller: the host's binding).
+    let label: String?
+    /// The channel, for its queue-wait counts; nil on the serve ring.
+    let channel: ChannelRing?
+  }
+
+  private struct State {
+    var queue = FairQueue<Item>()
+    var handler: ModuleCallback<forsetti_role_handler>?
+    var threads = 0
+    var running = 0
+    var servingRing = false
+  }
+
+  private let state = Mutex(State())
+  private let ready = DispatchSemaphore(value: 0)
+  /// The index of the role served (`DefaultModuleRole.allCases`), for the handler's path.
+  private let role: Int
+  private let spin = SpinBudget(ceiling: CallRing.spinNanoseconds)
+  /// Where each handler thread says which call it is in, for the host only (`WorkerProgress`).
+  private let progress: WorkerProgress?
+
+  init(role: Int, progress: WorkerProgress?) {
+    self.role = role
+    self.progress = progress
+  }
+
+  /// Installs `handler`, run by `concurrency` threads at once (more are started, never fewer:
+  /// a handler declared for more threads later gets them).
+  func serve(_ handler: ModuleCallback<forsetti_role_handler>, concurrency: Int) {
+    let slots = state.withLock { s -> Range<Int> in
+      s.handler = handler
+      let first = s.threads
+      s.threads = max(s.threads, min(concurrency, WorkerProgress.slots))
+      return first..<s.threads
+    }
+    for slot in slots { _ = DetachedThread.start { [self] in handlerLoop(slot) } }
+  }
+
+  /// Takes the handler away and waits for the calls running in it (at most `limit` seconds):
+  /// no handler runs during or after the module's `stop`.
+  func withdraw(limit: Double = 5) {
+    state.withLock { $0.handler = nil }
+    let end = CallRing.nanoseconds() &+ UInt64(limit * 1e9)
+    while state.withLock({ $0.running }) > 0, CallRing.nanoseconds() < end { usleep(1000) }
+  }
+
+  /// Serves the host's serve ring (calls from modules in the host's process or the
+  /// application), once.
+  func serveRing(_ ring: CallRing) {
+    let first = state.withLock { s -> Bool in
+      defer { s.servingRing = true }
+      return !s.servingRing
+    }
+    guard first else { return }
+    _ = DetachedThread.start { [self] in
+      var seen: UInt32 = 0
+      while let seq = ring.awaitRequest(after: seen) {
+        seen = seq
+        enqueue(Item(lane: ring, seq: seq, label: nil, channel: nil), caller: "")
+      }
+    }
+  }
+
+  /// Serves a consumer's channel the host sent, labelled with that consumer, until it closes.
+  func serveChannel(_ channel: ChannelRing, label: String) {
+    _ = DetachedThread.start { [self] in
+      var seen = [UInt32](repeating: 0, count: channel.lanes.count)
+      while !channel.isClosed {
+        let bell = channel.bell
+        let now = CallRing.nanoseconds()
+        for (i, lane) in channel.lanes.enumerated() {
+          let seq = lane.requestSequence
+          // Withdrawn by its caller: answered now, so the lane is free for its next call.
+          if seq == seen[i], lane.retire(seq, now: 0) {
+            retired(Item(lane: lane, seq: seq, label: label, channel: channel))
+          }
+          guard seq != seen[i] else { continue }
+          seen[i] = seq
+          enqueue(Item(lane: lane, seq: seq, label: label, channel: channel), caller: label)
+        }
+        let woke = channel.sleep(after: bell, spin: spin.next)
+        spin.record(answeredWhileSpinning: woke)
+      }
+    }
+  }
+
+  private func enqueue(_ item: Item, caller: String) {
+    // A consumer has no more calls outstanding than its lanes; more is a scribbler's, dropped.
+    let queued = state.withLock { $0.queue.push(caller, item, limit: ChannelRing.maxLanes) }
+    if queued { ready.signal() }
+  }
+
+  private func handlerLoop(_ slot: Int) {
+    let scratch = HandlerScratch()
+    while true {
+      ready.wait()
+      var dead: [Item] = []
+      let now = CallRing.nanoseconds()
+      let item = state.withLock { $0.queue.pop(live: { $0.lane.isLive($0.seq, now: now) }, dead: &dead) }
+      for d in dead where d.lane.retire(d.seq, now: now) { retired(d) }
+      if let item { answer(item, scratch, slot: slot) }
+    }
+  }
+
+  /// Answers one call: see the type's comment.
+  private func answer(_ item: Item, _ scratch: HandlerScratch, slot: Int) {
+    let lane = item.lane
+    guard let n = lane.copyRequest(item.seq, into: scratch.request) else { return }
+    let out = lane.responseBuffer
+    guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: scratch.request[0..<n])) else {
+      return respond(lane, item.seq, id: 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
+    }
+    guard let call = RoleCall.Frame(f) else {
+      return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
+    }
+    let now = CallRing.nanoseconds()
+    let deadline = call.path.deadline == 0 ? now &+ RoleCall.timeoutNanoseconds : call.path.deadline
+    // Its caller has stopped waiting: not run (nobody would read the answer), and answered
+    // once, by whoever retires it.
+    guard now < deadline, lane.begin(item.seq, deadline: deadline) else {
+      if lane.retire(item.seq, now: now) { retired(item) }
+      return
+    }
+    let sent = lane.view.sent
+    item.channel?.countWait(now > sent ? now - sent : 0)
+    guard
+      let h = state.withLock({ s -> ModuleCallback<forsetti_role_handler>? in
+        if s.handler != nil { s.running += 1 }
+        return s.handler
+      })
+    else { return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_UNAVAILABLE)) }
+    progress?.begin(slot, started: now, deadline: deadline)
+    defer {
+      progress?.end(slot)
+      state.withLock { $0.running -= 1 }
+    }
+    guard let methodC = scratch.text(call.method), let callerC = scratch.caller(item.label, call.caller)
+    else {
+      return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
+    }
+    let room = UnsafeMutableRawBufferPointer(rebasing: scratch.response[0..<call.capacity])
+    let (status, length) = RoleCall.run(
+      h, caller: callerC, method: methodC, request: call.request, into: room,
+      path: RolePath(roles: call.path.roles, deadline: deadline).adding(role))
+    var w = WireWriter(into: out, kind: .response, id: f.id)
+    w.int(Int64(status))
+    w.int(Int64(length))
+    w.bytes(
+      status == FORSETTI_ERR_BUFFER_TOO_SMALL
+        ? UnsafeRawBufferPointer(start: nil, count: 0) : UnsafeRawBufferPointer(rebasing: room[0..<length]))
+    lane.respond(item.seq, length: w.length ?? 0)
+  }
+
+  /// Answers a call retired before a handler began it (its caller has stopped waiting).
+  private func retired(_ item: Item) {
+    var w = WireWriter(into: item.lane.responseBuffer, kind: .response, id: 0)
+    ServiceReply(FORSETTI_ERR_TIMEOUT).write(&w)
+    item.lane.respond(item.seq, length: w.length ?? 0)
+  }
+
+  private func respond(_ lane: CallRing, _ seq: UInt32, id: UInt64, _ reply: ServiceReply) {
+    var w = WireWriter(into: lane.responseBuffer, kind: .response, id: id)
+    reply.write(&w)
+    lane.respond(seq, length: w.length ?? 0)
+  }
+
+  /// Calls waiting and running now (for tests).
+  var load: (queued: Int, running: Int) { state.withLock { ($0.queue.count, $0.running) } }
+}
+
+/// Memory one handler thread runs calls in: the request's copy, the method and caller as C
+/// strings, the response. Allocated once per thread.
+private final class HandlerScratch {
+  let request = UnsafeMutableRawBufferPointer.allocate(byteCount: CallRing.capacity, alignment: 8)
+  let response = UnsafeMutableRawBufferPointer.allocate(byteCount: RoleCall.maxPayload, alignment: 8)
+  private let method = UnsafeMutableRawBufferPointer.allocate(
+    byteCount: HostFunctions.maxName + 1, alignment: 1)
+  private let named = UnsafeMutableRawBufferPointer.allocate(
+    byteCount: HostFunctions.maxName + 1, alignment: 1)
+  /// The last channel label, kept as a C string of its own.
+  private var label: (String, UnsafeMutablePointer<CChar>)?
+
+  /// `bytes` (no NUL inside, at most maxName) as a C string in the method buffer.
+  func text(_ bytes: UnsafeRawBufferPointer) -> UnsafePointer<CChar>? { copy(bytes, into: method) }
+
+  /// The caller the channel is labelled with, else the one the host's frame names.
+  func caller(_ label: String?, _ named: UnsafeRawBufferPointer) -> UnsafePointer<CChar>? {
+    guard let label else { return copy(named, into: self.named) }
+    if let kept = self.label, kept.0 == label { return UnsafePointer(kept.1) }
+    guard let c = strdup(label) else { return nil }
+    if let old = self.label { free(old.1) }
+    self.label = (label, c)
+    return UnsafePointer(c)
+  }
+
+  private func copy(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer)
+    -> UnsafePointer<CChar>?
+  {
+    guard bytes.count < buffer.count, !bytes.contains(0), let base = buffer.baseAddress else { return nil }
+    if let src = bytes.baseAddress { base.copyMemory(from: src, byteCount: bytes.count) }
+    buffer[bytes.count] = 0
+    return UnsafePointer(base.assumingMemoryBound(to: CChar.self))
+  }
+
+  deinit {
+    request.deallocate()
+    response.deallocate()
+    method.deallocate()
+    named.deallocate()
+    if let label { free(label.1) }
+  }
+}
