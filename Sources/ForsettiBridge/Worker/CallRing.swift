@@ -206,29 +206,7 @@ package final class CallRing: @unchecked Sendable {
     forsetti_store_release(word(.requestLength), UInt32(length))
     let seq = forsetti_load_acquire(word(.requestSeq)) &+ 1
     publish(.requestSeq, seq, wakeIf: .serverAsleep)
-    var answered = forsetti_load_acquire(word(.responseSeq))
-    var slept = false
-    let spin = callerSpin.next
-    while answered != seq {
-      // Checked on every pass: a peer that keeps changing the word (to anything but the answer)
-      // must not hold the caller past its deadline.
-      if let deadline, Self.nanoseconds() >= deadline { return nil }
-      guard
-        let v = wait(
-          .responseSeq, whileEqualTo: answered, asleep: .clientAsleep, deadline: deadline, spin: spin,
-          slept: &slept)
-      else {
-        return nil
-      }
-      answered = v
-    }
-    callerSpin.record(answeredWhileSpinning: !slept && spin > 0)
-    let n = Int(forsetti_load_acquire(word(.responseLength)))
-    // An answer claiming more than fits is no answer: read as empty, which no reader accepts
-    // (nil would name it a timeout or a closed ring).
-    guard n <= response.count, n <= Self.capacity, let dst = response.baseAddress else { return 0 }
-    dst.copyMemory(from: responseSlot, byteCount: n)
-    return n
+    return awaitAnswer(seq, response: response, until: deadline)
   }
 
   // MARK: serving side (the host on a call ring, the worker on its serve ring)
@@ -283,17 +261,20 @@ package final class CallRing: @unchecked Sendable {
     return seq
   }
 
-  /// Waits for the answer to request `seq` until `deadline`: its length, copied into
-  /// `response` (0 for one that does not fit), or nil when the deadline passed or the ring
-  /// closed. The caller's spin follows `callerSpin`.
-  package func awaitAnswer(_ seq: UInt32, response: UnsafeMutableRawBufferPointer, until deadline: UInt64)
+  /// Waits for the answer to request `seq` until `deadline` (none: as long as the ring is
+  /// open): its length, copied into `response` (0 for one that does not fit), or nil when the
+  /// deadline passed or the ring closed. The caller spins for it as long as `callerSpin` says,
+  /// then sleeps.
+  package func awaitAnswer(_ seq: UInt32, response: UnsafeMutableRawBufferPointer, until deadline: UInt64?)
     -> Int?
   {
     var answered = forsetti_load_acquire(word(.responseSeq))
     var slept = false
     let spin = callerSpin.next
     while answered != seq {
-      if Self.nanoseconds() >= deadline { return nil }
+      // Checked on every pass: a peer that keeps changing the word (to anything but the answer)
+      // must not hold the caller past its deadline.
+      if let deadline, Self.nanoseconds() >= deadline { return nil }
       guard
         let v = wait(
           .responseSeq, whileEqualTo: answered, asleep: .clientAsleep, deadline: deadline, spin: spin,
@@ -303,6 +284,8 @@ package final class CallRing: @unchecked Sendable {
     }
     callerSpin.record(answeredWhileSpinning: !slept && spin > 0)
     let n = Int(forsetti_load_acquire(word(.responseLength)))
+    // An answer claiming more than fits is no answer: read as empty, which no reader accepts
+    // (nil would name it a timeout or a closed ring).
     guard n <= response.count, n <= Self.capacity, let dst = response.baseAddress else { return 0 }
     dst.copyMemory(from: responseSlot, byteCount: n)
     return n
@@ -353,12 +336,13 @@ package final class CallRing: @unchecked Sendable {
     return n
   }
 
-  /// A handler begins request `seq` (the provider's side), having its `deadline`: false when it
-  /// was withdrawn (or replaced) first.
-  package func begin(_ seq: UInt32, deadline: UInt64) -> Bool {
-    store64(.deadlineLow, deadline)
+  /// A handler takes request `seq` from queued to running (the provider's side): false when it
+  /// was withdrawn (or replaced) first. Only then is anything of the lane written, so a lane
+  /// its caller has moved on from is never touched.
+  package func begin(_ seq: UInt32) -> Bool {
+    guard forsetti_cas(word(.gate), Gate.queued.word(seq), Gate.running.word(seq)) != 0 else { return false }
     store64(.startedLow, Self.nanoseconds())
-    return forsetti_cas(word(.gate), Gate.queued.word(seq), Gate.running.word(seq)) != 0
+    return true
   }
 
   /// The response slot a handler writes request `seq`'s answer into, then `respond`s.

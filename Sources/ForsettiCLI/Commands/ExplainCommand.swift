@@ -57,9 +57,17 @@ enum ExplainCommand {
       // runtime.json is a file: whatever it holds is shown by the module-text rule.
       out += "  in the \(from): \(LogRecord.streamSafe(state + (v.runReason.map { " (\($0))" } ?? "")))\n"
     }
+    if let s = x.serving.objectValue { out += serving(s) }
     out += ReportedHealth(known: x.healthKnown).text(v.health)
     console.out(out)
     return v.passed ? .success : .blocked
+  }
+
+  /// The role it serves in the running host, and the calls queued and running now.
+  private static func serving(_ s: JSONObject) -> String {
+    func n(_ key: String) -> String { s[key]?.integerValue.map(String.init) ?? "?" }
+    return
+      "  serves \(s["role"]?.stringValue ?? "?") (\(s["where"]?.stringValue ?? "?")): \(n("concurrency")) call(s) at once; now \(n("inFlight")) running, \(n("queued")) queued; \(n("busyTotal")) answered busy, \(n("timeoutsTotal")) timed out so far\n"
   }
 
   private static func strings(_ v: JSONValue?) -> [String] { (v?.arrayValue ?? []).compactMap(\.stringValue) }

@@ -16,12 +16,15 @@ public struct ExplainAnswer: Sendable, Equatable {
   public var licences: [String]
   public var signatures: JSONValue
   public var libraries: JSONValue
+  /// The role the module serves in the running host and its load (role, where, concurrency,
+  /// queued, inFlight, busyTotal, timeoutsTotal); null when it serves none there.
+  public var serving: JSONValue
 
   /// An explain answer of these parts.
   public init(
     verdict: ModuleVerdict, runFrom: String?, isolation: String, inMemoryKnown: Bool, healthKnown: Bool,
     entitlement: JSONValue, approval: JSONValue, licences: [String], signatures: JSONValue,
-    libraries: JSONValue
+    libraries: JSONValue, serving: JSONValue = .null
   ) {
     self.verdict = verdict
     self.runFrom = runFrom
@@ -33,6 +36,7 @@ public struct ExplainAnswer: Sendable, Equatable {
     self.licences = licences
     self.signatures = signatures
     self.libraries = libraries
+    self.serving = serving
   }
 
   /// The answer document (`explain --json`): the verdict's members, then the reports.
@@ -45,6 +49,7 @@ public struct ExplainAnswer: Sendable, Equatable {
     o["runFrom"] = .string(orNull: runFrom)
     o["isolation"] = .string(isolation)
     o["libraries"] = libraries
+    o["serving"] = serving
     o["inMemoryKnown"] = .bool(inMemoryKnown)
     o["healthKnown"] = .bool(healthKnown)
     if !healthKnown { o["healthNote"] = .string(ListAnswer.healthUnknown) }
@@ -67,7 +72,7 @@ public struct ExplainAnswer: Sendable, Equatable {
           healthKnown: try o.bool("healthKnown"), entitlement: o.value("entitlement") ?? .null,
           approval: o.value("approval") ?? .null, licences: licences,
           signatures: o.value("signatures") ?? .null,
-          libraries: o.value("libraries") ?? .null))
+          libraries: o.value("libraries") ?? .null, serving: o.value("serving") ?? .null))
     } catch {
       return .failure(error)
     }

@@ -87,9 +87,11 @@ public final class ControlAnswerer {
   /// What list and explain are computed from.
   private func view() throws(ControlFailure) -> ControlView {
     guard let host else { return try ControlView.files(judge) }
-    return ControlView(
+    var view = ControlView(
       judge: judge, run: .live(host.manager.records, pid: pid),
       health: host.manager.environment.services.reportedHealth, inMemoryKnown: true)
+    view.serving = RoleServingReport.make(host.manager.environment)
+    return view
   }
 
   private func states() -> [String: String] {

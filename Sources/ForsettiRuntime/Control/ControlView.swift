@@ -11,6 +11,9 @@ public struct ControlView: Sendable {
   public var health: [String: ModuleHealth]?
   /// Whether the in-memory overrides are the answering host's (false on the files).
   public var inMemoryKnown: Bool
+  /// The modules serving a role in the answering host, and their load (`RoleServingReport`);
+  /// empty on the files.
+  public var serving: [String: JSONValue] = [:]
 
   /// A view of what `judge` judges, with these run states and reports.
   public init(judge: Judge, run: RunStates?, health: [String: ModuleHealth]?, inMemoryKnown: Bool) {

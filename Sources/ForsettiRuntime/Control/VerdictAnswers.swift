@@ -39,7 +39,8 @@ public enum VerdictAnswers {
       signatures: SignatureStepReport.make(j.manifest, index: v.index, judge: view.judge).json,
       libraries: LibraryGrantReport.make(j.manifest, index: v.index, stateDirectory: view.stateDirectory)?
         .json
-        ?? .null)
+        ?? .null,
+      serving: j.moduleID.flatMap { view.serving[$0] } ?? .null)
   }
 
   /// One module's verdict: the judgement, the deciding override, its run state and report.

@@ -260,6 +260,23 @@ final class RoleRegistry: Sendable {
     }
   }
 
+  /// Who serves each role now: the module, whether in the host's process, and its gate's load
+  /// (for an in-process provider its handler's calls; for one in a worker the host's own calls
+  /// into its serve ring).
+  var serving:
+    [(role: DefaultModuleRole, moduleID: String, inProcess: Bool, slots: Int, running: Int, queued: Int)]
+  {
+    providers.withLock { Array($0) }.sorted { $0.key.rawValue < $1.key.rawValue }.map { role, p in
+      let inProcess: Bool
+      switch p.target {
+      case .local: inProcess = true
+      case .remote: inProcess = false
+      }
+      let load = p.turn.load
+      return (role, p.moduleID, inProcess, p.turn.slots, load.running, load.queued)
+    }
+  }
+
   private static let instances = Atomic<UInt64>(0)
 
   /// A number no other module instance has: tells apart two instances of one module.

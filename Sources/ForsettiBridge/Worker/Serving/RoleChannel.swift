@@ -102,6 +102,7 @@ final class RoleChannel: Sendable {
       lane.isWithdrawn(seq)
     {
       lane.stopWaiting()
+      ring.ringBell()
       release(i, unanswered: seq)
       return .answered(FORSETTI_ERR_CALL_CYCLE)
     }

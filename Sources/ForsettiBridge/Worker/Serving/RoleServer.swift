@@ -125,22 +125,26 @@ final class RoleServer: Sendable {
   /// Answers one call: see the type's comment.
   private func answer(_ item: Item, _ scratch: HandlerScratch, slot: Int) {
     let lane = item.lane
-    guard let n = lane.copyRequest(item.seq, into: scratch.request) else { return }
+    let now = CallRing.nanoseconds()
+    // Claimed first: only the thread that takes a call from queued answers it, so a call is
+    // answered once and a lane its caller has moved on from is never written. One withdrawn
+    // meanwhile (its caller stopped waiting) is answered, not run, by whoever retires it.
+    guard lane.begin(item.seq) else {
+      if lane.retire(item.seq, now: now) { retired(item) }
+      return
+    }
     let out = lane.responseBuffer
-    guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: scratch.request[0..<n])) else {
+    guard let n = lane.copyRequest(item.seq, into: scratch.request),
+      let f = try? WireView(UnsafeRawBufferPointer(rebasing: scratch.request[0..<n]))
+    else {
       return respond(lane, item.seq, id: 0, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
     }
     guard let call = RoleCall.Frame(f) else {
       return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
     }
-    let now = CallRing.nanoseconds()
     let deadline = call.path.deadline == 0 ? now &+ RoleCall.timeoutNanoseconds : call.path.deadline
-    // Its caller has stopped waiting: not run (nobody would read the answer), and answered
-    // once, by whoever retires it.
-    guard now < deadline, lane.begin(item.seq, deadline: deadline) else {
-      if lane.retire(item.seq, now: now) { retired(item) }
-      return
-    }
+    // Its deadline passed while it waited: not run (nobody would read the answer).
+    guard now < deadline else { return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_TIMEOUT)) }
     let sent = lane.view.sent
     item.channel?.countWait(now > sent ? now - sent : 0)
     guard

@@ -509,6 +509,14 @@
     head.appendChild(el("strong", x.verdict === "pass" ? "passes every gate evaluated" : "BLOCKED by " + (x.reason || "?")));
     head.appendChild(el("span", "  running: " + (x.runState || "-") + (x.runReason ? " (" + x.runReason + ")" : "")));
     head.appendChild(el("span", "  isolation available: " + (x.isolation || "-")));
+    if (x.serving && typeof x.serving === "object") {
+      const s = x.serving;
+      const serving = el("span", "  serves " + visible(String(s.role)) + " (" + visible(String(s.where)) + "): " +
+        s.concurrency + " at once; " + s.inFlight + " running, " + s.queued + " queued; " +
+        s.busyTotal + " busy, " + s.timeoutsTotal + " timed out", "serving");
+      serving.id = "serving";
+      head.appendChild(serving);
+    }
     box.appendChild(head);
 
     box.appendChild(el("h3", "Gates"));
