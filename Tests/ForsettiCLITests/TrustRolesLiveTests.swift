@@ -48,6 +48,8 @@ import Testing
     defer { host.stop() }
     var w = published(["com.test.signed": "blocked/signatureInvalid"], by: host)
     try #require(w.reached, why(w, host))
+    // runtime.json is published before the control socket opens: wait for it to answer.
+    try #require(answering(host))
 
     // The host answers explain with its own options: signatures are required there.
     let explain = try HostBinary.run(["explain", "com.test.signed", "--state", state, "--json"])

@@ -318,11 +318,6 @@ package final class CallRing: @unchecked Sendable {
       && forsetti_load_acquire(word(.requestSeq)) == seq
   }
 
-  /// Whether request `seq` was withdrawn.
-  package func isWithdrawn(_ seq: UInt32) -> Bool {
-    forsetti_load_seq_cst(word(.gate)) == Gate.withdrawn.word(seq)
-  }
-
   /// The newest request published on the lane (the provider's side).
   package var requestSequence: UInt32 { forsetti_load_acquire(word(.requestSeq)) }
 

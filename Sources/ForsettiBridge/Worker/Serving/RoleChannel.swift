@@ -98,9 +98,9 @@ final class RoleChannel: Sendable {
     let buffer = buffers[i].bytes
     var n = lane.awaitAnswer(
       seq, response: buffer, until: min(path.deadline, CallRing.nanoseconds() &+ Self.queuedLook))
-    if n == nil, !lane.isClosed, lane.view.isQueued, awaitingTurn(i) == FORSETTI_ERR_CALL_CYCLE,
-      lane.isWithdrawn(seq)
-    {
+    // The host answers CALL_CYCLE only once it withdrew the call itself (the provider may have
+    // retired and answered it already): the call never runs.
+    if n == nil, !lane.isClosed, lane.view.isQueued, awaitingTurn(i) == FORSETTI_ERR_CALL_CYCLE {
       lane.stopWaiting()
       ring.ringBell()
       release(i, unanswered: seq)
