@@ -1,10 +1,22 @@
 /// Calls waiting for a provider's handlers: one first-in-first-out queue per caller, taken in
-/// turn across callers, so one caller's many calls delay another's by at most one call per
-/// handler. A pure value: the worker's `RoleServer` and the host's `FairGate` drive it.
+/// rounds across callers — each caller with calls waiting gets one call per round, and a caller
+/// that starts waiting joins the round under way, ahead of the callers already served in it. So
+/// one caller's many calls delay another's by at most one call per handler (the one running),
+/// never by a call of theirs queued after it. A pure value: the worker's `RoleServer` and the
+/// host's `FairGate` drive it.
 package struct FairQueue<Item> {
-  private var queues: [String: [Item]] = [:]
-  /// The callers with calls waiting, in the order their turn comes.
-  private var order: [String] = []
+  private struct Caller {
+    var items: [Item] = []
+    /// The round its next call is served in.
+    var round: UInt64
+    /// When it started waiting (ties in a round go to the earliest).
+    var since: UInt64
+  }
+
+  private var callers: [String: Caller] = [:]
+  /// The round of the call taken last.
+  private var round: UInt64 = 0
+  private var arrivals: UInt64 = 0
 
   package init() {}
 
@@ -12,69 +24,63 @@ package struct FairQueue<Item> {
   package private(set) var count = 0
 
   /// How many of `caller`'s calls wait.
-  package func waiting(_ caller: String) -> Int { queues[caller]?.count ?? 0 }
+  package func waiting(_ caller: String) -> Int { callers[caller]?.items.count ?? 0 }
 
   /// Queues `item` for `caller` unless `limit` of its calls wait already: false then.
   package mutating func push(_ caller: String, _ item: Item, limit: Int) -> Bool {
-    let queued = queues[caller]?.count ?? 0
-    guard queued < limit else { return false }
-    if queued == 0 { order.append(caller) }
-    queues[caller, default: []].append(item)
+    if var c = callers[caller] {
+      guard c.items.count < limit else { return false }
+      c.items.append(item)
+      callers[caller] = c
+    } else {
+      guard limit > 0 else { return false }
+      arrivals &+= 1
+      callers[caller] = Caller(items: [item], round: round, since: arrivals)
+    }
     count += 1
     return true
   }
 
-  /// The next call: the oldest of the caller whose turn it is, who then goes to the back.
-  package mutating func pop() -> Item? {
-    guard !order.isEmpty else { return nil }
-    let caller = order.removeFirst()
-    guard var queue = queues[caller], !queue.isEmpty else { return pop() }
-    let item = queue.removeFirst()
-    count -= 1
-    if queue.isEmpty {
-      queues[caller] = nil
-    } else {
-      queues[caller] = queue
-      order.append(caller)
-    }
-    return item
+  /// The caller whose turn it is: the earliest round, then the earliest to start waiting.
+  private var next: String? {
+    callers.min { a, b in (a.value.round, a.value.since) < (b.value.round, b.value.since) }?.key
   }
 
-  /// The next call that `isLive`: calls of the caller whose turn it is that are not (their
-  /// deadline passed, their caller withdrew them) are taken out into `dead` without costing
-  /// that caller its turn.
+  /// The next call in turn.
+  package mutating func pop() -> Item? {
+    var none: [Item] = []
+    return pop(live: { _ in true }, dead: &none)
+  }
+
+  /// The next call in turn that `isLive`: calls of the caller whose turn it is that are not
+  /// (their deadline passed, their caller withdrew them) are taken out into `dead` without
+  /// costing that caller its turn.
   package mutating func pop(live isLive: (Item) -> Bool, dead: inout [Item]) -> Item? {
-    while let caller = order.first {
-      guard var queue = queues[caller] else {
-        order.removeFirst()
-        continue
-      }
-      while let head = queue.first, !isLive(head) {
-        dead.append(queue.removeFirst())
+    while let key = next, var c = callers[key] {
+      while let head = c.items.first, !isLive(head) {
+        dead.append(c.items.removeFirst())
         count -= 1
       }
-      if queue.isEmpty {
-        queues[caller] = nil
-        order.removeFirst()
+      guard !c.items.isEmpty else {
+        callers[key] = nil
         continue
       }
-      queues[caller] = queue
-      return pop()
+      let item = c.items.removeFirst()
+      count -= 1
+      round = c.round
+      c.round &+= 1
+      callers[key] = c.items.isEmpty ? nil : c
+      return item
     }
     return nil
   }
 
   /// Takes out the first waiting call of `caller` that `matches` (it gave up): true when found.
   package mutating func remove(_ caller: String, where matches: (Item) -> Bool) -> Bool {
-    guard var queue = queues[caller], let i = queue.firstIndex(where: matches) else { return false }
-    queue.remove(at: i)
+    guard var c = callers[caller], let i = c.items.firstIndex(where: matches) else { return false }
+    c.items.remove(at: i)
     count -= 1
-    if queue.isEmpty {
-      queues[caller] = nil
-      order.removeAll { $0 == caller }
-    } else {
-      queues[caller] = queue
-    }
+    callers[caller] = c.items.isEmpty ? nil : c
     return true
   }
 }

@@ -307,7 +307,12 @@ package final class CallRing: @unchecked Sendable {
   /// it, is retired (once) so it is answered without running: true for the one thread that
   /// retired it, which answers it.
   package func retire(_ seq: UInt32, now: UInt64) -> Bool {
-    if load64(.deadlineLow) <= now { _ = withdraw(seq) }
+    if load64(.deadlineLow) <= now {
+      _ = withdraw(seq)
+    } else if forsetti_load_acquire(word(.gate)) != Gate.withdrawn.word(seq) {
+      // The common case, looked at without a locked instruction: nothing to retire.
+      return false
+    }
     return forsetti_cas(word(.gate), Gate.withdrawn.word(seq), Gate.retired.word(seq)) != 0
   }
 

@@ -27,6 +27,9 @@ final class RoleServer: Sendable {
     var queue = FairQueue<Item>()
     var handler: ModuleCallback<forsetti_role_handler>?
     var threads = 0
+    /// The handler slots (`WorkerProgress` slots) no call holds: the declared concurrency, less
+    /// the calls running.
+    var freeSlots: [Int] = []
     var running = 0
     var servingRing = false
   }
@@ -47,13 +50,14 @@ final class RoleServer: Sendable {
   /// Installs `handler`, run by `concurrency` threads at once (more are started, never fewer:
   /// a handler declared for more threads later gets them).
   func serve(_ handler: ModuleCallback<forsetti_role_handler>, concurrency: Int) {
-    let slots = state.withLock { s -> Range<Int> in
+    let more = state.withLock { s -> Int in
       s.handler = handler
       let first = s.threads
       s.threads = max(s.threads, min(concurrency, WorkerProgress.slots))
-      return first..<s.threads
+      s.freeSlots.append(contentsOf: first..<s.threads)
+      return s.threads - first
     }
-    for slot in slots { _ = DetachedThread.start { [self] in handlerLoop(slot) } }
+    for _ in 0..<more { _ = DetachedThread.start { [self] in handlerLoop() } }
   }
 
   /// Takes the handler away and waits for the calls running in it (at most `limit` seconds):
@@ -73,17 +77,22 @@ final class RoleServer: Sendable {
     }
     guard first else { return }
     _ = DetachedThread.start { [self] in
+      let scratch = HandlerScratch()
       var seen: UInt32 = 0
       while let seq = ring.awaitRequest(after: seen) {
         seen = seq
-        enqueue(Item(lane: ring, seq: seq, label: nil, channel: nil), caller: "")
+        enqueue(Item(lane: ring, seq: seq, label: nil, channel: nil), caller: "", scratch)
       }
     }
   }
 
   /// Serves a consumer's channel the host sent, labelled with that consumer, until it closes.
+  /// One thread per channel, asleep on its bell: a worker at its task limit (128 by default)
+  /// cannot start one, and the channel is closed at once (its consumer's call is then
+  /// UNAVAILABLE) rather than left with nobody to answer it.
   func serveChannel(_ channel: ChannelRing, label: String) {
-    _ = DetachedThread.start { [self] in
+    let started = DetachedThread.start { [self] in
+      let scratch = HandlerScratch()
       var seen = [UInt32](repeating: 0, count: channel.lanes.count)
       while !channel.isClosed {
         let bell = channel.bell
@@ -96,29 +105,66 @@ final class RoleServer: Sendable {
           }
           guard seq != seen[i] else { continue }
           seen[i] = seq
-          enqueue(Item(lane: lane, seq: seq, label: label, channel: channel), caller: label)
+          enqueue(Item(lane: lane, seq: seq, label: label, channel: channel), caller: label, scratch)
         }
         let woke = channel.sleep(after: bell, spin: spin.next)
         spin.record(answeredWhileSpinning: woke)
       }
     }
+    if !started { channel.close() }
   }
 
-  private func enqueue(_ item: Item, caller: String) {
-    // A consumer has no more calls outstanding than its lanes; more is a scribbler's, dropped.
-    let queued = state.withLock { $0.queue.push(caller, item, limit: ChannelRing.maxLanes) }
-    if queued { ready.signal() }
+  /// Hands a call found on a lane on: queued in turn with the other consumers' calls for a
+  /// handler thread; or, for a provider of concurrency 1 with nothing waiting, run at once on
+  /// the finding thread (the idle provider's path: no hand-off, as fast as one thread answers).
+  /// Only then: while the finding thread runs a call it sees no other on its channel, which a
+  /// provider of more handlers would run meanwhile.
+  private func enqueue(_ item: Item, caller: String, _ scratch: HandlerScratch) {
+    var wake = false
+    let slot = state.withLock { s -> Int? in
+      if s.threads == 1, s.queue.count == 0, let slot = s.freeSlots.popLast() { return slot }
+      // A consumer has no more calls outstanding than its lanes; more is a scribbler's, dropped.
+      wake = s.queue.push(caller, item, limit: ChannelRing.maxLanes) && !s.freeSlots.isEmpty
+      return nil
+    }
+    if let slot {
+      answer(item, scratch, slot: slot)
+      finished(slot)
+    } else if wake {
+      ready.signal()
+    }
   }
 
-  private func handlerLoop(_ slot: Int) {
+  /// Gives a handler slot back, and wakes a handler thread for it when calls wait.
+  private func finished(_ slot: Int) {
+    let wake = state.withLock { s -> Bool in
+      s.freeSlots.append(slot)
+      return s.queue.count > 0
+    }
+    if wake { ready.signal() }
+  }
+
+  /// A handler thread: takes the next call in turn whenever a slot is free for it. There are
+  /// as many as the declared concurrency, for when calls queue.
+  private func handlerLoop() {
     let scratch = HandlerScratch()
     while true {
       ready.wait()
       var dead: [Item] = []
       let now = CallRing.nanoseconds()
-      let item = state.withLock { $0.queue.pop(live: { $0.lane.isLive($0.seq, now: now) }, dead: &dead) }
+      let next = state.withLock { s -> (Item, Int)? in
+        guard let slot = s.freeSlots.popLast() else { return nil }
+        guard let item = s.queue.pop(live: { $0.lane.isLive($0.seq, now: now) }, dead: &dead) else {
+          s.freeSlots.append(slot)
+          return nil
+        }
+        return (item, slot)
+      }
       for d in dead where d.lane.retire(d.seq, now: now) { retired(d) }
-      if let item { answer(item, scratch, slot: slot) }
+      if let (item, slot) = next {
+        answer(item, scratch, slot: slot)
+        finished(slot)
+      }
     }
   }
 

@@ -1,0 +1,74 @@
+import ForsettiBridge
+import Testing
+
+/// The order in which a provider's waiting calls are taken (`FairQueue`): in rounds across
+/// callers, a newcomer ahead of callers already served in the round, a dead call never costing
+/// its caller the turn, and no caller holding more than its limit.
+@Suite struct FairQueueTests {
+  @Test func callersTakeTurnsWhateverHowManyEachQueued() {
+    var q = FairQueue<String>()
+    for i in 1...4 {
+      let pushed = q.push("flood", "f\(i)", limit: 8)
+      #expect(pushed)
+    }
+    let r1 = q.push("a", "a1", limit: 8)
+    #expect(r1)
+    let r2 = q.push("b", "b1", limit: 8)
+    #expect(r2)
+    let r3 = q.push("b", "b2", limit: 8)
+    #expect(r3)
+    var order: [String] = []
+    while let x = q.pop() { order.append(x) }
+    #expect(order == ["f1", "a1", "b1", "f2", "b2", "f3", "f4"])
+    #expect(q.count == 0)
+  }
+
+  /// The polite consumer: it calls once at a time beside a flood that always has calls
+  /// waiting. Each time it comes back it is next, not behind the flood's next call.
+  @Test func aCallerThatComesBackIsNextNotBehindTheFlood() {
+    var q = FairQueue<String>()
+    for i in 1...4 { _ = q.push("flood", "f\(i)", limit: 8) }
+    let running = q.pop()  // running when the polite call arrives
+    #expect(running == "f1")
+    for round in 1...3 {
+      _ = q.push("polite", "p\(round)", limit: 8)
+      let next = q.pop()
+      #expect(next == "p\(round)", "round \(round)")
+      _ = q.push("flood", "f+\(round)", limit: 8)
+      let r4 = q.pop()
+      #expect(r4?.hasPrefix("f") == true, "the flood gets its turn between")
+    }
+  }
+
+  @Test func deadCallsAreTakenOutWithoutCostingTheTurn() {
+    var q = FairQueue<Int>()
+    _ = q.push("a", -1, limit: 8)
+    _ = q.push("a", -2, limit: 8)
+    _ = q.push("a", 3, limit: 8)
+    _ = q.push("b", 4, limit: 8)
+    var dead: [Int] = []
+    let r5 = q.pop(live: { $0 > 0 }, dead: &dead)
+    #expect(r5 == 3, "a keeps its turn past its dead calls")
+    #expect(dead == [-1, -2])
+    let r6 = q.pop(live: { $0 > 0 }, dead: &dead)
+    #expect(r6 == 4)
+    #expect(q.count == 0)
+  }
+
+  @Test func aCallerCannotQueueBeyondItsLimitAndGivingUpLeavesTheQueue() {
+    var q = FairQueue<Int>()
+    for i in 0..<4 {
+      let pushed = q.push("a", i, limit: 4)
+      #expect(pushed)
+    }
+    let r7 = q.push("a", 9, limit: 4)
+    #expect(!r7, "a fifth call is refused")
+    let r8 = q.push("b", 10, limit: 4)
+    #expect(r8, "another caller's queue is its own")
+    let r9 = q.remove("a") { $0 == 2 }
+    #expect(r9)
+    let r10 = q.remove("a") { $0 == 2 }
+    #expect(!r10)
+    #expect(q.waiting("a") == 3 && q.count == 4)
+  }
+}
