@@ -56,8 +56,10 @@ enum RoleLoadBench {
     var consumers: [String: ModuleReport]
     var provider: ModuleReport
     var seconds: Double
-    /// CPU time spent by the host (this process) and every worker of the host over the window.
-    var cpu: Double
+    /// CPU time spent by the host (this process) and its workers over the window.
+    var cpu: CPU
+    /// The provider worker's busiest thread over the window: its share of one CPU.
+    var busiest: Double
 
     /// The consumer's head: answered OK, BUSY, TIMEOUT, any other status, threads that ran.
     func okOf(_ id: String) -> Double { consumers[id]?.head[0] ?? 0 }
@@ -79,7 +81,23 @@ enum RoleLoadBench {
     }
     var politeAhead: [Double] { stride(from: 1, to: provider.extra.count, by: 2).map { provider.extra[$0] } }
     /// The machine's CPUs busy with the host and its workers, as a fraction of all of them.
-    var busyCPUs: Double { cpu / (seconds * 1e9 * Double(ProcessInfo.processInfo.activeProcessorCount)) }
+    var busyCPUs: Double {
+      cpu.total / (seconds * 1e9 * Double(ProcessInfo.processInfo.activeProcessorCount))
+    }
+  }
+
+  /// CPU time (ns) of the host's process, the provider's worker, the consumers' workers.
+  struct CPU {
+    var host = 0.0
+    var provider = 0.0
+    var consumers = 0.0
+    var total: Double { host + provider + consumers }
+    static func - (a: CPU, b: CPU) -> CPU {
+      CPU(host: a.host - b.host, provider: a.provider - b.provider, consumers: a.consumers - b.consumers)
+    }
+    static func / (a: CPU, n: Double) -> CPU {
+      CPU(host: a.host / n, provider: a.provider / n, consumers: a.consumers / n)
+    }
   }
 
   /// One (concurrency, consumer modules) cell over the rounds.
@@ -92,7 +110,8 @@ enum RoleLoadBench {
     var handler: [Double] = []
     var peak: [Double] = []
     var busyCPUs: [Double] = []
-    var cpuPerCall: [Double] = []
+    var cpuPerCall: [CPU] = []
+    var busiestShare: [Double] = []
     var busy = 0.0
     var timeouts = 0.0
     var other = 0.0
@@ -108,7 +127,10 @@ enum RoleLoadBench {
     var floodBusy: [Double] = []
     var aloneWaitP95: [Double] = []
     var besideWaitP95: [Double] = []
+    var aheadP50: [Double] = []
     var aheadP95: [Double] = []
+    var floodBusyP50: [Double] = []
+    var floodBusyP95: [Double] = []
     var aheadMax: [Double] = []
     var aloneCPUs: [Double] = []
     var besideCPUs: [Double] = []
@@ -160,6 +182,7 @@ enum RoleLoadBench {
           loads[ci][ki].peak.append(w.peak)
           loads[ci][ki].busyCPUs.append(w.busyCPUs)
           loads[ci][ki].cpuPerCall.append(w.cpu / w.ok)
+          loads[ci][ki].busiestShare.append(w.busiest)
           loads[ci][ki].busy += w.busy
           loads[ci][ki].timeouts += w.timeouts
           loads[ci][ki].other += w.other
@@ -183,7 +206,13 @@ enum RoleLoadBench {
             polite[ci].floodOK.append(w.okOf(floodID) / w.seconds)
             polite[ci].floodBusy.append(w.busyOf(floodID) / w.seconds)
             polite[ci].besideWaitP95.append(wait)
+            polite[ci].aheadP50.append(NeighbourBench.percentile(ahead, 0.50))
             polite[ci].aheadP95.append(NeighbourBench.percentile(ahead, 0.95))
+            let busyTimes = (w.consumers[floodID]?.extra ?? []).sorted()
+            if !busyTimes.isEmpty {
+              polite[ci].floodBusyP50.append(NeighbourBench.percentile(busyTimes, 0.50))
+              polite[ci].floodBusyP95.append(NeighbourBench.percentile(busyTimes, 0.95))
+            }
             polite[ci].aheadMax.append(ahead.last ?? .nan)
             polite[ci].besideCPUs.append(w.busyCPUs)
           } else {
@@ -226,7 +255,7 @@ enum RoleLoadBench {
     var manager: ModuleManager
     var state: String
     var log: MemoryLogSink
-    /// The workers' process IDs, once all are ready.
+    /// The workers' process IDs once all are ready, the provider's first.
     var pids: [Int32] = []
 
     func sandbox(_ id: String) -> String { state + "/sandboxes/" + id }
@@ -243,6 +272,7 @@ enum RoleLoadBench {
       while Clock.ns() < deadline {
         if ids.allSatisfy({ access(host.sandbox($0) + "/ready", F_OK) == 0 }) {
           host.pids = ids.compactMap { m.workerPID($0) }
+          if host.pids.count != ids.count || m.workerPID(providerID) != host.pids.first { host.pids = [] }
           return host
         }
         usleep(10_000)
@@ -258,23 +288,38 @@ enum RoleLoadBench {
       try? FileManager.default.removeItem(atPath: state)
     }
 
-    /// CPU time (ns) spent so far by this process (the host's threads) and the workers.
-    func cpu() -> Double {
+    /// CPU time (ns) spent so far by this process (the host's threads), by the provider's worker
+    /// and by the consumers' workers.
+    func cpu() -> CPU {
       var usage = rusage()
       getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
       let own =
         Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e9
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e3
-      let tick = 1e9 / Double(sysconf(Int32(_SC_CLK_TCK)))
-      return pids.reduce(own) { sum, pid in
-        // utime and stime: fields 14 and 15 of /proc/PID/stat, the 12th and 13th after the ")".
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let paren = text.lastIndex(of: ")")
-        else { return sum }
-        let fields = text[text.index(after: paren)...].split(separator: " ")
-        guard fields.count > 12, let u = Double(fields[11]), let s = Double(fields[12]) else { return sum }
-        return sum + (u + s) * tick
-      }
+      return CPU(
+        host: own, provider: pids.first.map { Host.cpu($0) } ?? 0,
+        consumers: pids.dropFirst().reduce(0) { $0 + Host.cpu($1) })
+    }
+
+    /// utime + stime of a process or one of its threads (ns): fields 14 and 15 of /proc/PID/stat, the 12th and 13th after the ")".
+    static func cpu(_ pid: Int32, task: String? = nil) -> Double {
+      let path = task.map { "/proc/\(pid)/task/\($0)/stat" } ?? "/proc/\(pid)/stat"
+      guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+        let paren = text.lastIndex(of: ")")
+      else { return 0 }
+      let fields = text[text.index(after: paren)...].split(separator: " ")
+      guard fields.count > 12, let u = Double(fields[11]), let s = Double(fields[12]) else { return 0 }
+      return (u + s) * 1e9 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// CPU time (ns) of each thread of the provider's worker so far, by thread ID.
+    func providerThreads() -> [String: Double] {
+      guard let pid = pids.first,
+        let tids = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+      else { return [:] }
+      var out: [String: Double] = [:]
+      for tid in tids { out[tid] = Host.cpu(pid, task: tid) }
+      return out
     }
 
     /// The host log's last lines, for a report of what went wrong.
@@ -311,8 +356,13 @@ enum RoleLoadBench {
       }
       sleep(until: record)
       let cpu0 = host.cpu()
+      let threads0 = host.providerThreads()
       sleep(until: end)
       let cpu = host.cpu() - cpu0
+      var busiest = 0.0
+      for (tid, ns) in host.providerThreads() {
+        busiest = max(busiest, (ns - (threads0[tid] ?? 0)) / Double(length))
+      }
       var reports: [String: ModuleReport] = [:]
       let ids = who.map { $0.0 } + [providerID]
       let deadline = end + 15_000_000_000
@@ -332,7 +382,8 @@ enum RoleLoadBench {
         )
         return nil
       }
-      return Window(consumers: reports, provider: provider, seconds: Double(length) / 1e9, cpu: cpu)
+      return Window(
+        consumers: reports, provider: provider, seconds: Double(length) / 1e9, cpu: cpu, busiest: busiest)
     }
 
     /// Writes `text` to `path` through a temporary file, readable by the worker's user.
@@ -380,7 +431,7 @@ enum RoleLoadBench {
         let who =
           "provider concurrency \(c), \(k) consumer module\(k == 1 ? "" : "s") × \(threadsPerConsumer) threads"
         let note =
-          "handler \(human(median(l.handler))) (p50, in the provider); at most \(Int(l.peak.max() ?? 0)) calls in flight of \(c) declared; CPUs busy \(percent(median(l.busyCPUs))), \(human(median(l.cpuPerCall))) of CPU a call (host and workers); BUSY \(Int(l.busy)), TIMEOUT \(Int(l.timeouts)), other \(Int(l.other)) over \(l.p50.count) rounds; \(d.load)"
+          "handler \(human(median(l.handler))) (p50, in the provider); at most \(Int(l.peak.max() ?? 0)) calls in flight of \(c) declared; CPUs busy \(percent(median(l.busyCPUs))), \(cpuSplit(l.cpuPerCall)) of CPU a call (host / provider / consumers); the provider worker's busiest thread \(percent(median(l.busiestShare))) of a CPU; BUSY \(Int(l.busy)), TIMEOUT \(Int(l.timeouts)), other \(Int(l.other)) over \(l.p50.count) rounds; \(d.load)"
         out.append(
           (
             Sample(
@@ -406,7 +457,7 @@ enum RoleLoadBench {
       let alone = Sample(name: "the same consumer's call p95 alone, rounds alternated", perOp: p.aloneP95)
       let ratio = beside.median / alone.median
       let flood =
-        "its wait for the handler p95 \(human(median(p.aloneWaitP95))) alone, \(human(median(p.besideWaitP95))) beside; calls of the flood entering the handler ahead of one of its calls p95 \(String(format: "%.0f", median(p.aheadP95))), at most \(p.aheadMax.max().map { "\(Int($0))" } ?? "-"); CPUs busy \(percent(median(p.aloneCPUs))) alone, \(percent(median(p.besideCPUs))) beside; the flood answered \(perSecond(median(p.floodOK))) calls/s, BUSY \(perSecond(median(p.floodBusy)))/s; the polite consumer's calls not answered OK: \(Int(p.politeFailed))"
+        "its wait for the handler p95 \(human(median(p.aloneWaitP95))) alone, \(human(median(p.besideWaitP95))) beside; calls of the flood entering the handler ahead of one of its calls p50 \(String(format: "%.0f", median(p.aheadP50))), p95 \(String(format: "%.0f", median(p.aheadP95))), at most \(p.aheadMax.max().map { "\(Int($0))" } ?? "-"); CPUs busy \(percent(median(p.aloneCPUs))) alone, \(percent(median(p.besideCPUs))) beside; the flood answered \(perSecond(median(p.floodOK))) calls/s, BUSY \(perSecond(median(p.floodBusy)))/s, each answered in p50 \(human(median(p.floodBusyP50))), p95 \(human(median(p.floodBusyP95))); the polite consumer's calls not answered OK: \(Int(p.politeFailed))"
       out.append(
         (
           beside, alone,
@@ -430,6 +481,12 @@ enum RoleLoadBench {
     return v.isEmpty ? "-" : "\(format(s.median)) (\(format(s.min))–\(format(s.max)))"
   }
 
+  /// The medians of each part: "52 / 12 / 38 µs".
+  static func cpuSplit(_ v: [CPU]) -> String {
+    let parts = [median(v.map(\.host)), median(v.map(\.provider)), median(v.map(\.consumers))]
+    return parts.map { String(format: "%.0f", $0 / 1000) }.joined(separator: " / ") + " µs"
+  }
+
   static func perSecond(_ v: Double) -> String { v.isFinite ? String(format: "%.0f", v) : "-" }
 
   static func table(_ loads: [[Load]], _ polite: [Politeness], _ d: Describe) -> String {
@@ -440,10 +497,11 @@ enum RoleLoadBench {
       medians over \(d.rounds) round(s) of \(d.windowMS) ms windows (min–max), a fresh host per \
       concurrency and round, rounds alternated; ideal = the handler's own mean time in the same window \
       (calls/s: min(concurrency, calls outstanding) / it; latency: max(1, outstanding / concurrency) × it); \
-      CPU = the host's process and its workers over the window; \(d.load)
+      CPU = the host's process and its workers over the window (busy: of all the machine's CPUs; \
+      the busiest thread: of one CPU); \(d.load)
 
-      | provider concurrency | consumer modules × threads | calls/s | ideal calls/s | ratio | call p50 | call p95 | ideal latency | handler p50 | most in flight | CPUs busy | CPU a call | BUSY / TIMEOUT / other |
-      | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+      | provider concurrency | consumer modules × threads | calls/s | ideal calls/s | ratio | call p50 | call p95 | ideal latency | handler p50 | most in flight | CPUs busy | CPU a call: host / provider / consumers | provider's busiest thread | BUSY / TIMEOUT / other |
+      | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 
       """
     for (ci, c) in concurrencies.enumerated() {
@@ -455,7 +513,8 @@ enum RoleLoadBench {
           perSecond(median(l.idealThroughput)),
           Report.ratio(ratio), spread(l.p50), spread(l.p95), human(median(l.idealLatency)),
           human(median(l.handler)),
-          "\(Int(l.peak.max() ?? 0))", percent(median(l.busyCPUs)), human(median(l.cpuPerCall)),
+          "\(Int(l.peak.max() ?? 0))", percent(median(l.busyCPUs)), cpuSplit(l.cpuPerCall),
+          percent(median(l.busiestShare)),
           "\(Int(l.busy)) / \(Int(l.timeouts)) / \(Int(l.other))",
         ]
         out += "| " + cells.joined(separator: " | ") + " |\n"
@@ -466,10 +525,11 @@ enum RoleLoadBench {
       a polite consumer (1 thread, one call at a time) alone and beside a flooding consumer (\(d.flood)) \
       of the same provider, the two windows of a round in alternated order; target: p95 beside ≤ \
       \(Int(politeTarget))× p95 alone. Its wait = sent → the handler's entry, and the flood's calls \
-      ahead = those that entered the handler after it was sent and before it, both seen by the provider
+      ahead = those that entered the handler after it was sent and before it, both seen by the provider; \
+      a BUSY answer = how long a call of the flood answered BUSY took, seen by the flood
 
-      | provider concurrency | p50 alone | p50 beside the flood | p95 alone | p95 beside the flood | p95 ratio | met? | its wait p95 alone / beside | flood calls ahead p95 / max | CPUs busy alone / beside | flood calls/s | flood BUSY/s | polite not OK |
-      | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+      | provider concurrency | p50 alone | p50 beside the flood | p95 alone | p95 beside the flood | p95 ratio | met? | its wait p95 alone / beside | flood calls ahead p50 / p95 / max | CPUs busy alone / beside | flood calls/s | flood BUSY/s | a BUSY answer p50 / p95 | polite not OK |
+      | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 
       """
     for (ci, c) in concurrencies.enumerated() {
@@ -480,9 +540,10 @@ enum RoleLoadBench {
         Report.ratio(ratio),
         ratio <= politeTarget ? "yes" : "**no**",
         "\(human(median(p.aloneWaitP95))) / \(human(median(p.besideWaitP95)))",
-        "\(String(format: "%.0f", median(p.aheadP95))) / \(p.aheadMax.max().map { "\(Int($0))" } ?? "-")",
+        "\(String(format: "%.0f", median(p.aheadP50))) / \(String(format: "%.0f", median(p.aheadP95))) / \(p.aheadMax.max().map { "\(Int($0))" } ?? "-")",
         "\(percent(median(p.aloneCPUs))) / \(percent(median(p.besideCPUs)))", perSecond(median(p.floodOK)),
-        perSecond(median(p.floodBusy)), "\(Int(p.politeFailed))",
+        perSecond(median(p.floodBusy)), "\(human(median(p.floodBusyP50))) / \(human(median(p.floodBusyP95)))",
+        "\(Int(p.politeFailed))",
       ]
       out += "| " + cells.joined(separator: " | ") + " |\n"
     }
@@ -715,6 +776,8 @@ enum RoleLoadBench {
         #define MAX_THREADS 64
         static struct order cur;
         static uint64_t ok, busy, timeouts, other;
+        /* How long each BUSY answer took. */
+        static uint64_t busy_ns[MAX_SAMPLES], nbusy_ns;
         static void *caller(void *arg) {
           (void)arg;
           char out[16]; size_t n = 0;
@@ -736,6 +799,10 @@ enum RoleLoadBench {
             if (counted)
               __atomic_add_fetch(st == FORSETTI_ERR_BUSY ? &busy : st == FORSETTI_ERR_TIMEOUT ? &timeouts : &other, 1,
                                  __ATOMIC_RELAXED);
+            if (counted && st == FORSETTI_ERR_BUSY) {
+              uint64_t i = __atomic_fetch_add(&nbusy_ns, 1, __ATOMIC_RELAXED);
+              if (i < MAX_SAMPLES) busy_ns[i] = b - a;
+            }
             uint64_t pause_us = st == FORSETTI_ERR_BUSY ? cur.pause_us : st == FORSETTI_ERR_TIMEOUT ? 0 : 1000;
             if (pause_us) sleep_until(now_ns() + pause_us * 1000ull);
           }
@@ -743,7 +810,7 @@ enum RoleLoadBench {
         }
         static void serve_order(const struct order *o) {
           cur = *o;
-          ok = busy = timeouts = other = nsamples = 0;
+          ok = busy = timeouts = other = nsamples = nbusy_ns = 0;
           uint64_t threads = o->threads < 1 ? 1 : o->threads > MAX_THREADS ? MAX_THREADS : o->threads;
           pthread_t t[MAX_THREADS];
           uint64_t started = 0;
@@ -751,7 +818,7 @@ enum RoleLoadBench {
             if (pthread_create(&t[started], NULL, caller, NULL) == 0) started++;
           for (uint64_t i = 0; i < started; i++) pthread_join(t[i], NULL);
           uint64_t head[5] = { ok, busy, timeouts, other, started };
-          write_result(o->round, head, 5, NULL, 0);
+          write_result(o->round, head, 5, busy_ns, nbusy_ns < MAX_SAMPLES ? nbusy_ns : MAX_SAMPLES);
         }
         """)
   }

@@ -96,7 +96,6 @@ final class RoleServer: Sendable {
       var seen = [UInt32](repeating: 0, count: channel.lanes.count)
       while !channel.isClosed {
         let bell = channel.bell
-        let now = CallRing.nanoseconds()
         for (i, lane) in channel.lanes.enumerated() {
           let seq = lane.requestSequence
           // Withdrawn by its caller: answered now, so the lane is free for its next call.
