@@ -187,7 +187,10 @@ final class RoleServer: Sendable {
     guard let call = RoleCall.Frame(f) else {
       return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_INVALID_ARGUMENT))
     }
-    let deadline = call.path.deadline == 0 ? now &+ RoleCall.timeoutNanoseconds : call.path.deadline
+    // The deadline is the consumer's claim: never later than the longest a call may have, so a
+    // handler never sees more time left, nor its provider's hung verdict more room, than that.
+    let longest = now &+ RoleCall.timeoutNanoseconds
+    let deadline = call.path.deadline == 0 ? longest : min(call.path.deadline, longest)
     // Its deadline passed while it waited: not run (nobody would read the answer).
     guard now < deadline else { return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_TIMEOUT)) }
     let sent = lane.view.sent
