@@ -69,6 +69,8 @@ import Testing
     #expect(r9)
     let r10 = q.remove("a") { $0 == 2 }
     #expect(!r10)
-    #expect(q.waiting("a") == 3 && q.count == 4)
+    #expect(q.count == 4)
+    let pushed = q.push("a", 11, limit: 4)
+    #expect(pushed, "a has room for one more once one call left its queue")
   }
 }

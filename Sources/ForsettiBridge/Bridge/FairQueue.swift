@@ -23,9 +23,6 @@ package struct FairQueue<Item> {
   /// How many calls wait.
   package private(set) var count = 0
 
-  /// How many of `caller`'s calls wait.
-  package func waiting(_ caller: String) -> Int { callers[caller]?.items.count ?? 0 }
-
   /// Queues `item` for `caller` unless `limit` of its calls wait already: false then.
   package mutating func push(_ caller: String, _ item: Item, limit: Int) -> Bool {
     if var c = callers[caller] {

@@ -30,9 +30,9 @@ package final class CallRing: @unchecked Sendable {
   // Word indices in the header.
   private enum Word: Int {
     case requestSeq = 0, responseSeq, serverAsleep, clientAsleep, requestLength, responseLength, closed
-    /// A lane's call (a role channel's, or the serve ring's): its `Gate`, whether its caller
-    /// still waits, its deadline, when its handler began, when it was sent (`LaneView`).
-    case gate, waiting, deadlineLow, deadlineHigh, startedLow, startedHigh, sentLow, sentHigh
+    /// A lane's call (a role channel's, or the serve ring's): its `Gate`, its deadline, when its
+    /// handler began, when it was sent (`LaneView`).
+    case gate, deadlineLow, deadlineHigh, startedLow, startedHigh, sentLow, sentHigh
   }
 
   private let base: UnsafeMutableRawPointer
@@ -255,7 +255,6 @@ package final class CallRing: @unchecked Sendable {
     forsetti_store_release(word(.requestLength), UInt32(length))
     store64(.deadlineLow, deadline)
     store64(.sentLow, Self.nanoseconds())
-    forsetti_store_seq_cst(word(.waiting), 1)
     forsetti_store_seq_cst(word(.gate), Gate.queued.word(seq))
     publish(.requestSeq, seq, wakeIf: .serverAsleep)
     return seq
@@ -294,9 +293,6 @@ package final class CallRing: @unchecked Sendable {
   /// Whether request `seq` has been answered.
   package func isAnswered(_ seq: UInt32) -> Bool { forsetti_load_acquire(word(.responseSeq)) == seq }
 
-  /// The caller no longer waits for its call (answered, timed out, or refused).
-  package func stopWaiting() { forsetti_store_seq_cst(word(.waiting), 0) }
-
   /// Withdraws request `seq` if no handler has begun it (its caller timed out, or the host
   /// refused it as a cycle): true when withdrawn. The provider then answers it without running it.
   package func withdraw(_ seq: UInt32) -> Bool {
@@ -322,6 +318,9 @@ package final class CallRing: @unchecked Sendable {
     forsetti_load_seq_cst(word(.gate)) == Gate.queued.word(seq) && load64(.deadlineLow) > now
       && forsetti_load_acquire(word(.requestSeq)) == seq
   }
+
+  /// When the caller sent its newest request (its claim; for the provider's queue-wait counts).
+  package var sentAt: UInt64 { load64(.sentLow) }
 
   /// The newest request published on the lane (the provider's side).
   package var requestSequence: UInt32 { forsetti_load_acquire(word(.requestSeq)) }
@@ -363,15 +362,10 @@ package final class CallRing: @unchecked Sendable {
     /// A request not yet answered.
     package var outstanding: Bool
     package var gate: Gate?
-    /// Its caller still waits for it.
-    package var waiting: Bool
     package var deadline: UInt64
     package var started: UInt64
     package var sent: UInt64
 
-    /// Queued or running, not withdrawn, and its caller waits: an edge of the wait-for graph.
-    package var isWaitedOn: Bool { outstanding && waiting && (gate == .queued || gate == .running) }
-    package var isWithdrawn: Bool { outstanding && gate == .withdrawn }
     package var isRunning: Bool { outstanding && gate == .running }
     package var isQueued: Bool { outstanding && gate == .queued }
   }
@@ -383,8 +377,8 @@ package final class CallRing: @unchecked Sendable {
     let current = gate & ~3 == Gate.queued.word(seq) & ~3
     return LaneView(
       seq: seq, outstanding: forsetti_load_acquire(word(.responseSeq)) != seq && !isClosed,
-      gate: current ? Gate(rawValue: gate & 3) : nil, waiting: forsetti_load_acquire(word(.waiting)) != 0,
-      deadline: load64(.deadlineLow), started: load64(.startedLow), sent: load64(.sentLow))
+      gate: current ? Gate(rawValue: gate & 3) : nil, deadline: load64(.deadlineLow),
+      started: load64(.startedLow), sent: load64(.sentLow))
   }
 
   /// The state of a lane's call beside its sequence number (the low 30 bits of it).

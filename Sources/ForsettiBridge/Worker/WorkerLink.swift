@@ -27,7 +27,7 @@ package final class WorkerLink: HostBackend {
   package let calls: CallRing
   /// Taken for the whole of a call: the ring has one request slot, and `response` is its copy.
   private let callLock = Mutex<Void>(())
-  private let response = CallBuffer(byteCount: CallRing.capacity)
+  private let response = AnswerBuffer()
 
   package init(socket: WireSocket, calls: CallRing) {
     self.socket = socket
@@ -326,12 +326,4 @@ package final class Mailbox: Sendable {
     }
     return items.withLock { $0.isEmpty ? nil : $0.removeFirst() }
   }
-}
-
-/// The worker's copy of a call's response: memory that lives as long as the link.
-private final class CallBuffer: @unchecked Sendable {
-  // @unchecked: `bytes` is read and written only while WorkerLink's call lock is held.
-  let bytes: UnsafeMutableRawBufferPointer
-  init(byteCount: Int) { bytes = .allocate(byteCount: byteCount, alignment: 8) }
-  deinit { bytes.deallocate() }
 }

@@ -41,7 +41,7 @@ final class WorkerProcess: Sendable {
   let caller: ModuleCaller
   private let nextServeID = Atomic<UInt64>(0)
   /// The answer of the call on the serve ring; used only under `serveTurn`.
-  private let serveResponse = ReplyBuffer(byteCount: CallRing.capacity)
+  private let serveResponse = AnswerBuffer()
   private let serveTurn = Mutex<Void>(())
   /// Why the host killed the worker as hung (a handler stayed in one call past its deadline and
   /// the grace, `RoleChannels`), for the crash report.
@@ -518,7 +518,7 @@ final class WorkerProcess: Sendable {
   private func callRole(_ call: RoleCall, deadline: UInt64, on ring: CallRing) -> ServiceReply {
     // The previous call, if it timed out, holds the slot until the worker answers it.
     let previous = ring.requestSequence
-    guard ring.isAnswered(previous) || previous == 0 else { return .status(FORSETTI_ERR_BUSY) }
+    guard ring.isAnswered(previous) else { return .status(FORSETTI_ERR_BUSY) }
     let id = nextServeID.add(1, ordering: .relaxed).newValue
     let buffer = serveResponse.bytes
     var path = call.path
@@ -534,7 +534,6 @@ final class WorkerProcess: Sendable {
         }, deadline: deadline)
     else { return .status(FORSETTI_ERR_TOO_LARGE) }
     let n = ring.awaitAnswer(seq, response: buffer, until: deadline)
-    ring.stopWaiting()
     guard let n else {
       guard !isClosed else { return .status(FORSETTI_ERR_UNAVAILABLE) }
       if !ring.withdraw(seq) {
@@ -591,12 +590,4 @@ final class WorkerProcess: Sendable {
     }
     return .again
   }
-}
-
-/// The host's copy of a serve-ring answer: memory that lives as long as the worker.
-private final class ReplyBuffer: @unchecked Sendable {
-  // @unchecked: `bytes` is used only by `callRole`, under the worker's `serveTurn` lock.
-  let bytes: UnsafeMutableRawBufferPointer
-  init(byteCount: Int) { bytes = .allocate(byteCount: byteCount, alignment: 8) }
-  deinit { bytes.deallocate() }
 }

@@ -14,8 +14,8 @@ final class RoleChannel: Sendable {
   /// sequence number) until the provider answers it.
   private let use: Mutex<[LaneUse]>
   private let nextID = Atomic<UInt64>(0)
-  /// The consumer's copy of each lane's answer.
-  private let buffers: [LaneBuffer]
+  /// The consumer's copy of each lane's answer, used only by the thread that took the lane.
+  private let buffers: [AnswerBuffer]
   /// How long a call waits for a handler to begin it before the host is shown it queued.
   static let queuedLook: UInt64 = 2_000_000
 
@@ -34,7 +34,7 @@ final class RoleChannel: Sendable {
     self.role = role
     self.progress = progress
     use = Mutex(Array(repeating: LaneUse(), count: ring.lanes.count))
-    buffers = ring.lanes.map { _ in LaneBuffer(byteCount: CallRing.capacity) }
+    buffers = ring.lanes.map { _ in AnswerBuffer() }
   }
 
   var isClosed: Bool { ring.isClosed }
@@ -101,13 +101,11 @@ final class RoleChannel: Sendable {
     // The host answers CALL_CYCLE only once it withdrew the call itself (the provider may have
     // retired and answered it already): the call never runs.
     if n == nil, !lane.isClosed, lane.view.isQueued, awaitingTurn(i) == FORSETTI_ERR_CALL_CYCLE {
-      lane.stopWaiting()
       ring.ringBell()
       release(i, unanswered: seq)
       return .answered(FORSETTI_ERR_CALL_CYCLE)
     }
     if n == nil { n = lane.awaitAnswer(seq, response: buffer, until: path.deadline) }
-    lane.stopWaiting()
     guard let n else {
       if lane.isClosed {
         release(i, unanswered: nil)
@@ -140,12 +138,4 @@ final class RoleChannel: Sendable {
       $0[i].late = unanswered
     }
   }
-}
-
-/// A lane's answer, copied out of shared memory by the one thread that holds the lane.
-private final class LaneBuffer: @unchecked Sendable {
-  // @unchecked: `bytes` is read and written only by the thread that took its lane (`takeLane`).
-  let bytes: UnsafeMutableRawBufferPointer
-  init(byteCount: Int) { bytes = .allocate(byteCount: byteCount, alignment: 8) }
-  deinit { bytes.deallocate() }
 }

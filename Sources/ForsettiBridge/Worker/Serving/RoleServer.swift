@@ -193,7 +193,7 @@ final class RoleServer: Sendable {
     let deadline = call.path.deadline == 0 ? longest : min(call.path.deadline, longest)
     // Its deadline passed while it waited: not run (nobody would read the answer).
     guard now < deadline else { return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_TIMEOUT)) }
-    let sent = lane.view.sent
+    let sent = lane.sentAt
     item.channel?.countWait(now > sent ? now - sent : 0)
     guard
       let h = state.withLock({ s -> ModuleCallback<forsetti_role_handler>? in
@@ -235,9 +235,6 @@ final class RoleServer: Sendable {
     reply.write(&w)
     lane.respond(seq, length: w.length ?? 0)
   }
-
-  /// Calls waiting and running now (for tests).
-  var load: (queued: Int, running: Int) { state.withLock { ($0.queue.count, $0.running) } }
 }
 
 /// Memory one handler thread runs calls in: the request's copy, the method and caller as C

@@ -61,9 +61,9 @@ final class RoleChannels: Sendable {
     var watches: [String: UInt64] = [:]
   }
 
+  /// Everything, judgements of queued calls included: one at a time, so a withdrawal is seen
+  /// by the next judgement.
   private let state = Mutex(State())
-  /// Judgements of queued calls, one at a time.
-  private let judging = Mutex<Void>(())
   private let watcher = DispatchQueue(label: "forsetti.roles.progress")
   /// FORSETTI_ROLE_HUNG_GRACE_MS in nanoseconds.
   static let grace = UInt64(FORSETTI_ROLE_HUNG_GRACE_MS) * 1_000_000
@@ -149,36 +149,34 @@ final class RoleChannels: Sendable {
   /// providers only, on the consumer, itself full, the call would close a cycle: withdrawn if
   /// no handler began it meanwhile, and FORSETTI_ERR_CALL_CYCLE is the answer.
   func judgeQueued(consumer: String, owner: ObjectIdentifier, provider: String, lane: Int) -> Int32 {
-    judging.withLock { _ -> Int32 in
-      state.withLock { s -> Int32 in
-        guard
-          let channel = s.channels.last(where: {
-            $0.consumer == consumer && $0.consumerOwner == owner && $0.provider == provider
-              && !$0.ring.isClosed
-          }), channel.ring.lanes.indices.contains(lane)
-        else { return FORSETTI_OK }
-        let call = channel.ring.lanes[lane]
-        let view = call.view
-        guard view.isQueued, Self.full(provider, s), Self.full(consumer, s) else { return FORSETTI_OK }
-        // Does the provider wait, through full modules only, on the consumer?
-        var seen: Set<String> = [provider]
-        var frontier = [provider]
-        var closes = false
-        while let next = frontier.popLast(), !closes {
-          for waited in Self.waitsOn(next, s) {
-            if waited == consumer {
-              closes = true
-              break
-            }
-            if !seen.contains(waited), Self.full(waited, s) {
-              seen.insert(waited)
-              frontier.append(waited)
-            }
+    state.withLock { s -> Int32 in
+      guard
+        let channel = s.channels.last(where: {
+          $0.consumer == consumer && $0.consumerOwner == owner && $0.provider == provider
+            && !$0.ring.isClosed
+        }), channel.ring.lanes.indices.contains(lane)
+      else { return FORSETTI_OK }
+      let call = channel.ring.lanes[lane]
+      let view = call.view
+      guard view.isQueued, Self.full(provider, s), Self.full(consumer, s) else { return FORSETTI_OK }
+      // Does the provider wait, through full modules only, on the consumer?
+      var seen: Set<String> = [provider]
+      var frontier = [provider]
+      var closes = false
+      while let next = frontier.popLast(), !closes {
+        for waited in Self.waitsOn(next, s) {
+          if waited == consumer {
+            closes = true
+            break
+          }
+          if !seen.contains(waited), Self.full(waited, s) {
+            seen.insert(waited)
+            frontier.append(waited)
           }
         }
-        guard closes, call.withdraw(view.seq) else { return FORSETTI_OK }
-        return FORSETTI_ERR_CALL_CYCLE
       }
+      guard closes, call.withdraw(view.seq) else { return FORSETTI_OK }
+      return FORSETTI_ERR_CALL_CYCLE
     }
   }
 
@@ -247,38 +245,4 @@ final class RoleChannels: Sendable {
   }
 
   private static func gap(_ a: UInt64, _ b: UInt64) -> UInt64 { a > b ? a - b : b - a }
-
-  // MARK: what operators see
-
-  /// One provider's load now: calls queued and running on every lane, and the counters its
-  /// channels hold (each end's claim).
-  struct Load: Sendable {
-    var concurrency: Int
-    var queued = 0
-    var running = 0
-    var counters: [ChannelRing.Counters] = []
-    /// The channels (each a consumer's), with their rings, for the counters' deltas.
-    var channels: [ChannelRing] = []
-  }
-
-  /// The load of `moduleID`, when it serves from a worker.
-  func load(of moduleID: String) -> Load? {
-    state.withLock { s in
-      guard let p = s.providers[moduleID] else { return nil }
-      var l = Load(concurrency: p.concurrency)
-      let v = p.serveRing.view
-      if v.isRunning { l.running += 1 } else if v.isQueued { l.queued += 1 }
-      for c in s.channels where c.provider == moduleID && c.providerOwner == p.owner {
-        for lane in c.ring.lanes {
-          let v = lane.view
-          if v.isRunning { l.running += 1 } else if v.isQueued { l.queued += 1 }
-        }
-        l.channels.append(c.ring)
-      }
-      return l
-    }
-  }
-
-  /// Every provider serving from a worker now.
-  var providers: [String] { state.withLock { Array($0.providers.keys).sorted() } }
 }
