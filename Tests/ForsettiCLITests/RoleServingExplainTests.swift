@@ -5,8 +5,9 @@ import Testing
 
 /// What an operator sees of a module serving modules (issue 39): `explain` on a running host
 /// says which role it serves, how many calls it runs at once, and how many run and wait now;
-/// `--json` carries the same under `serving`. A real host, a provider declaring concurrency 2,
-/// a consumer of five threads keeping it busy.
+/// `--json` carries the same under `serving`, and `/metrics` the same as series (calls queued
+/// and in flight, and the queue waits the provider's worker counted). A real host, a provider
+/// declaring concurrency 2, a consumer of five threads keeping it busy.
 @Suite(.onTestThreads, .serialized) struct RoleServingExplainTests: LiveHostSuite {
   let dir = TemporaryDirectory("role-serving-explain")
 
@@ -60,7 +61,7 @@ import Testing
       in: dir, capabilities: ["shared_database"], manifestExtra: #","defaultModuleRole":"shared_database""#)
     try Self.consumer().install(
       in: dir, capabilities: ["shared_database"], manifestExtra: RoleLoadFixtures.consumesSharedDatabase)
-    let host = try launch(["--approve-all"])
+    let host = try launch(["--approve-all", "--metrics", "127.0.0.1:0"])
     defer { host.stop() }
     let w = published(["com.test.pair": "started", "com.test.busy": "started"], by: host)
     try #require(w.reached, why(w, host))
@@ -85,5 +86,22 @@ import Testing
     // The consumer serves nothing: no such line, and null in JSON.
     let other = try cli(["explain", "com.test.busy", "--state", state, "--manifests", manifests, "--json"])
     #expect(try JSONParser.parse(other.stdout).objectValue?["serving"] == .null, "\(other.stdout)")
+
+    // The same load on /metrics: two in flight, three queued, and queue waits counted (the
+    // consumer's calls wait 1.5 s each behind the others, so some fall in buckets above 1 s).
+    let line = try #require(host.lines.first { $0.contains("metrics: http://127.0.0.1:") }, "\(host.lines)")
+    let port = try #require(
+      line.range(of: "http://127.0.0.1:").flatMap { UInt16(line[$0.upperBound...].prefix { $0.isNumber }) })
+    let pair = "{module=\"com.test.pair\"}"
+    let page = try MetricsTests.page(port) { page in
+      MetricsTests.value(page, "forsetti_module_role_calls_in_flight" + pair) == 2
+        && MetricsTests.value(page, "forsetti_module_role_calls_queued" + pair) == 3
+        && (MetricsTests.value(page, "forsetti_module_role_queue_wait_seconds_count" + pair) ?? 0) > 0
+    }
+    #expect(MetricsTests.value(page, "forsetti_module_role_calls_in_flight" + pair) == 2, "\(page)")
+    #expect(MetricsTests.value(page, "forsetti_module_role_calls_queued" + pair) == 3, "\(page)")
+    #expect((MetricsTests.value(page, "forsetti_module_role_queue_wait_seconds_count" + pair) ?? 0) > 0)
+    #expect(
+      MetricsTests.value(page, "forsetti_module_role_busy_total" + pair) == 0, "five callers, seven lanes")
   }
 }
