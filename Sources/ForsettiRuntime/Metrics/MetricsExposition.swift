@@ -26,9 +26,21 @@ public enum MetricsExposition {
     }
     let counters = metrics.allModules
     for c in counters { c.collectChannelCalls() }
-    func counter(_ name: String, _ help: String, _ value: (ModuleCounters) -> UInt64) {
-      t.family(name, .counter, help: help)
+    func perModule(
+      _ name: String, _ type: MetricsText.Kind, _ help: String, _ value: (ModuleCounters) -> UInt64
+    ) {
+      t.family(name, type, help: help)
       for c in counters { t.sample(name, [("module", c.moduleID)], value(c)) }
+    }
+    func counter(_ name: String, _ help: String, _ value: (ModuleCounters) -> UInt64) {
+      perModule(name, .counter, help, value)
+    }
+    func histogram(
+      _ name: String, _ help: String,
+      _ snapshot: (ModuleCounters) -> (cumulative: [UInt64], sumNanoseconds: UInt64)
+    ) {
+      t.family(name, .histogram, help: help)
+      for c in counters { t.histogram(name, [("module", c.moduleID)], snapshot: snapshot(c)) }
     }
     counter("forsetti_module_restarts_total", "Restarts of the module's worker after a crash.") {
       $0.restarts.load(ordering: .relaxed)
@@ -60,17 +72,15 @@ public enum MetricsExposition {
       "Calls of the module's role that timed out (queued or running) before their deadline."
     ) { $0.roleTimedOut.load(ordering: .relaxed) }
     let loads = Dictionary(counters.map { ($0.moduleID, $0.roleLoad) }) { a, _ in a }
-    t.family(
-      "forsetti_module_role_calls_queued", .gauge, help: "Calls of the module's role waiting for a handler.")
-    for c in counters {
-      t.sample("forsetti_module_role_calls_queued", [("module", c.moduleID)], loads[c.moduleID]?.queued ?? 0)
+    perModule(
+      "forsetti_module_role_calls_queued", .gauge, "Calls of the module's role waiting for a handler."
+    ) {
+      loads[$0.moduleID]?.queued ?? 0
     }
-    t.family(
-      "forsetti_module_role_calls_in_flight", .gauge, help: "Calls of the module's role its handlers run now."
-    )
-    for c in counters {
-      t.sample(
-        "forsetti_module_role_calls_in_flight", [("module", c.moduleID)], loads[c.moduleID]?.running ?? 0)
+    perModule(
+      "forsetti_module_role_calls_in_flight", .gauge, "Calls of the module's role its handlers run now."
+    ) {
+      loads[$0.moduleID]?.running ?? 0
     }
     counter("forsetti_module_dropped_log_lines_total", "Log lines of the module dropped by the rate limit.") {
       $0.droppedLogLines.load(ordering: .relaxed)
@@ -79,22 +89,13 @@ public enum MetricsExposition {
       "forsetti_module_dropped_telemetry_events_total",
       "Telemetry events of the module dropped by the rate limit."
     ) { $0.droppedTelemetryEvents.load(ordering: .relaxed) }
-    t.family(
-      "forsetti_module_host_call_seconds", .histogram,
-      help: "Time the host took to serve a host call of the module.")
-    for c in counters {
-      t.histogram(
-        "forsetti_module_host_call_seconds", [("module", c.moduleID)],
-        snapshot: hostCalls[c.moduleID] ?? c.hostCalls.snapshot())
+    histogram("forsetti_module_host_call_seconds", "Time the host took to serve a host call of the module.") {
+      hostCalls[$0.moduleID] ?? $0.hostCalls.snapshot()
     }
-    t.family(
-      "forsetti_module_role_queue_wait_seconds", .histogram,
-      help: "Time calls of the module's role waited for a handler (as its worker counts).")
-    for c in counters {
-      t.histogram(
-        "forsetti_module_role_queue_wait_seconds", [("module", c.moduleID)],
-        snapshot: c.roleQueueWait.snapshot())
-    }
+    histogram(
+      "forsetti_module_role_queue_wait_seconds",
+      "Time calls of the module's role waited for a handler (as its worker counts)."
+    ) { $0.roleQueueWait.snapshot() }
     let usage = counters.compactMap { c in CgroupUsage(c.cgroup).map { (c.moduleID, $0) } }
     t.family("forsetti_module_memory_bytes", .gauge, help: "Memory the module's worker cgroup uses.")
     for (id, u) in usage {
