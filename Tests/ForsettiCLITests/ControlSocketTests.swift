@@ -75,7 +75,7 @@ import Testing
     guard let uid else { return try HostBinary.run(args, in: cwd) }
     return try ProcessRunner.run(
       "/usr/bin/setpriv",
-      ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", HostBinary.path] + args, in: cwd)
+      ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", HostBinary.forOtherUsers] + args, in: cwd)
   }
 
   /// What a verb says on stderr when the host running on this state directory answered it.

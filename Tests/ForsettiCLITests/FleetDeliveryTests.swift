@@ -87,7 +87,7 @@ import Testing
       "run", "--manifests", manifests, "--plugins", dir.url("plugins"), "--state", state, "--for", "300",
     ]
     return try DevHost(
-      StateDirectoryIdentityTests.asNobody + [HostBinary.path] + args, verb: nil,
+      StateDirectoryIdentityTests.asNobody + [HostBinary.forOtherUsers] + args, verb: nil,
       executable: "/usr/bin/setpriv")
   }
 

@@ -25,7 +25,7 @@ struct StateDirectoryIdentityTests: LiveHostSuite {
     ]
     guard user == .unprivileged else { return try DevHost.launch(args) }
     return try DevHost(
-      Self.asNobody + [HostBinary.path] + args, verb: nil, executable: "/usr/bin/setpriv")
+      Self.asNobody + [HostBinary.forOtherUsers] + args, verb: nil, executable: "/usr/bin/setpriv")
   }
 
   static let nobody = HostileHost.nobody
@@ -40,7 +40,7 @@ struct StateDirectoryIdentityTests: LiveHostSuite {
   /// `forsetti-host ARGS` to completion, as `user`.
   func command(_ args: [String], as user: HostileHost.Identity) throws -> ProcessResult {
     guard user == .unprivileged else { return try HostBinary.run(args) }
-    return try ProcessRunner.run("/usr/bin/setpriv", Self.asNobody + [HostBinary.path] + args)
+    return try ProcessRunner.run("/usr/bin/setpriv", Self.asNobody + [HostBinary.forOtherUsers] + args)
   }
 
   /// Waits until `host` publishes `expected` in `stateDirectory` and its control socket is there.

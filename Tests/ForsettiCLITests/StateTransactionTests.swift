@@ -303,7 +303,7 @@ import Testing
       let o = Self.write(
         [
           "--reuid", "\(HostileHost.nobody)", "--regid", "\(HostileHost.nobody)", "--clear-groups",
-          HostBinary.path, "override", "--state", state, "--", "product", "n\(i)", "on",
+          HostBinary.forOtherUsers, "override", "--state", state, "--", "product", "n\(i)", "on",
         ], running: running, executable: "/usr/bin/setpriv")
       outcomes.withLock { $0[i] = o }
     }

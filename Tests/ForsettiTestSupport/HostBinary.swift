@@ -19,6 +19,38 @@ public enum HostBinary {
     return (packageRoot as NSString).appendingPathComponent(".build/debug/forsetti-host")
   }
 
+  /// The built `forsetti-host`, with its `forsetti-worker` beside it, for a host or a verb the
+  /// tests run as another user (uid 65534 through `setpriv`): copies in a directory of their own
+  /// that every user may enter, made once per test process and removed at its exit. The build
+  /// itself may lie where only root can enter (a clone in a `mktemp -d`), and a host run as
+  /// nobody must still be able to execute itself and find its worker.
+  public static var forOtherUsers: String { OtherUsersCopy.host }
+
+  private enum OtherUsersCopy {
+    /// The directory, for `atexit` (which takes no context). Written once, inside `host`'s
+    /// initializer (which Swift runs once, under its own lock), before `atexit` can read it.
+    nonisolated(unsafe) static var directory = ""
+
+    static let host: String = {
+      let dir = TemporaryDirectory.base + "/forsetti-bin-\(UUID().uuidString)"
+      let built = (path as NSString).deletingLastPathComponent
+      do {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        chmod(dir, 0o755)
+        for name in ["forsetti-host", "forsetti-worker"] {
+          try FileManager.default.copyItem(atPath: built + "/" + name, toPath: dir + "/" + name)
+          chmod(dir + "/" + name, 0o755)
+        }
+      } catch {
+        // The build's own path: a test then fails naming what it could not run, as before.
+        return path
+      }
+      directory = dir
+      atexit { try? FileManager.default.removeItem(atPath: OtherUsersCopy.directory) }
+      return dir + "/forsetti-host"
+    }()
+  }
+
   /// Every `forsetti-host` the tests start, whichever helper starts it, inherits this
   /// environment: an empty FORSETTI_HOST_CONFIG means no default configuration file, so an
   /// /etc/forsetti/host.conf installed on the machine (scripts/package-check installs the

@@ -43,7 +43,7 @@ public final class HostileHost: Sendable {
     guard identity == .unprivileged else { return try HostBinary.run(arguments, in: directory) }
     return try ProcessRunner.run(
       "/usr/bin/setpriv",
-      ["--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--", HostBinary.path]
+      ["--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--", HostBinary.forOtherUsers]
         + arguments,
       in: directory)
   }
@@ -102,7 +102,11 @@ public final class HostileHost: Sendable {
       guard chown.status == 0 else { throw HostileHostError.setup("chown: \(chown.stderr)") }
       executable = "/usr/bin/setpriv"
       arguments =
-        ["--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--", host] + arguments
+        [
+          "--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--",
+          HostBinary.forOtherUsers,
+        ]
+        + arguments
     }
     // Output to files, not pipes: nothing can block on a full pipe while the test looks on.
     let outPath = dir.url("host-output.txt")

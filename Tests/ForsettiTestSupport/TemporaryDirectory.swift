@@ -4,6 +4,9 @@ import Foundation
 public final class TemporaryDirectory: Sendable {
   public let path: String
 
+  /// Where every temporary directory of the tests is made.
+  public static var base: String { (NSTemporaryDirectory() as NSString).standardizingPath }
+
   public init(_ label: String = "forsetti") {
     path = (NSTemporaryDirectory() as NSString).appendingPathComponent("\(label)-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
