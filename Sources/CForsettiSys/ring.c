@@ -10,11 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-int forsetti_futex_wait(uint32_t *word, uint32_t expected, int timeout_ms) {
+int forsetti_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns) {
   struct timespec ts, *t = NULL;
-  if (timeout_ms >= 0) {
-    ts.tv_sec = timeout_ms / 1000;
-    ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = (time_t)(timeout_ns / 1000000000);
+    ts.tv_nsec = (long)(timeout_ns % 1000000000);
     t = &ts;
   }
   // Not FUTEX_PRIVATE_FLAG: the word lives in memory another process maps.

@@ -40,6 +40,39 @@ import Testing
     }
   }
 
+  /// The red team's starvation: two callers calling one at a time, each calling again while
+  /// the other's call runs, beside a caller with calls always queued. Each of the two starts
+  /// waiting anew at every call; were that always the round under way, the two would take turns
+  /// for ever and the queued caller never be served again. Between two of its calls, each of the
+  /// others gets at most one.
+  @Test func callersCallingOneAtATimeDoNotStarveACallerWithCallsQueued() {
+    var q = FairQueue<String>()
+    for _ in 1...3 { _ = q.push("busy", "busy", limit: 8) }
+    _ = q.push("one", "one", limit: 8)
+    var queued: Set<String> = ["one"]
+    var order: [String] = []
+    for _ in 0..<30 {
+      guard let x = q.pop() else { break }
+      order.append(x)
+      queued.remove(x)
+      // The busy caller always has calls queued; while x's call runs, each caller calling one
+      // at a time whose last call is answered calls again.
+      if x == "busy" { _ = q.push("busy", "busy", limit: 8) }
+      for p in ["one", "two"] where p != x && !queued.contains(p) {
+        _ = q.push(p, p, limit: 8)
+        queued.insert(p)
+      }
+    }
+    var run = 0
+    var worst = 0
+    for x in order {
+      run = x == "busy" ? 0 : run + 1
+      worst = max(worst, run)
+    }
+    #expect(worst <= 2, "\(order)")
+    #expect(order.filter { $0 == "busy" }.count >= 9, "\(order)")
+  }
+
   @Test func deadCallsAreTakenOutWithoutCostingTheTurn() {
     var q = FairQueue<Int>()
     _ = q.push("a", -1, limit: 8)

@@ -514,10 +514,10 @@ import Testing
   /// (`FairQueue`: "at most one call per handler (the one running)"): never more than 1 flooder
   /// call between two polite calls. `.alsoThroughTheHost` adds the flooder's calls through the
   /// host, which reach the worker on the serve ring as a queue of their own (the host's, ""):
-  /// the polite consumer must still wait for at most one call. `.channelOnly` is the control.
-  /// (At 22b30c4, before rounds, the control saw 2 and the attack 3. What rounds cost instead —
-  /// two one-at-a-time consumers starving a third — is an open finding, its test on branch
-  /// `wip/role-redteam`.)
+  /// the polite consumer must still wait for at most one call: the worker queues a serve-ring
+  /// call as the caller its frame names, so the two paths are one queue. `.channelOnly` is the
+  /// control. (At 22b30c4, before rounds, the control saw 2 and the attack 3; with rounds but the
+  /// serve ring a caller of its own, the attack saw 2.)
   @Test(.timeLimit(.minutes(3)), arguments: HostPath.allCases)
   func aFlooderGetsOneTurnPerRoundWhateverPathItCallsOn(_ path: HostPath) throws {
     let h = RuntimeHarness()
@@ -746,5 +746,128 @@ import Testing
     #expect(ServicesRedTeamTests.bystanderCount(h) > before, "\(h.lines(ServicesRedTeamTests.bystander))")
     #expect(
       !h.lines(ServicesRedTeamTests.bystander).contains { $0.contains("bad=") && !$0.hasSuffix("bad=0") })
+  }
+
+  // MARK: - (d) A consumer's own deadline, and turns for callers calling one at a time
+
+  /// roles.h: `call_within(timeout_ms, …)` — "FORSETTI_ERR_TIMEOUT once it passes". The consumer
+  /// calls `slow` (3 s) with `call_within(100)`, 5 times, timing each from its own thread. Each
+  /// must return FORSETTI_ERR_TIMEOUT, and soon after 100 ms (here: within 400 ms). Positive
+  /// control: with `call_within(2000)` for a 3 s call the same timing sees about 2 s. Found by
+  /// the red team: a waiter on a lane slept in `futex_wait(…, 1000 ms)` and looked at its
+  /// deadline only when that returned, so a 100 ms deadline was about 10 times late; it now
+  /// sleeps until its deadline at most (`CallRing.wait`).
+  @Test(.timeLimit(.minutes(3)))
+  func aConsumersOwnShortDeadlineIsHonoured() throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h, Self.providerFixture(slowMillis: 3000))
+    try Self.installConsumer(
+      h,
+      Self.consumerFixture(
+        body: """
+          uint64_t worst = 0, best = UINT64_MAX; int timeouts = 0;
+          for (int i = 0; i < 5; i++) {
+            uint64_t t0 = ln_now();
+            n = 0; s = db->call_within(100, "slow", "", 0, out, sizeof out, &n);
+            uint64_t took = (ln_now() - t0) / 1000000;
+            if (took > worst) worst = took;
+            if (took < best) best = took;
+            timeouts += s == FORSETTI_ERR_TIMEOUT;
+            sleep_ms(3200);
+          }
+          snprintf(l, sizeof l, "within100 timeouts=%d best_ms=%llu worst_ms=%llu", timeouts,
+                   (unsigned long long)best, (unsigned long long)worst); fixture_log(l);
+          uint64_t t0 = ln_now();
+          n = 0; s = db->call_within(2000, "slow", "", 0, out, sizeof out, &n);
+          snprintf(l, sizeof l, "within2000 status=%d took_ms=%llu", s, (unsigned long long)((ln_now() - t0) / 1000000));
+          fixture_log(l);
+          """))
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 0.1))
+    defer { m.stopAll() }
+    let short = h.waitForLine(Self.consumer, timeout: 90) { $0.hasPrefix("within100 ") }
+    let long = h.waitForLine(Self.consumer, timeout: 30) { $0.hasPrefix("within2000 ") }
+    // Positive control: the timing sees a 2 s deadline as about 2 s.
+    let tookLong = Self.word(long, "took_ms") ?? -1
+    #expect(
+      Self.word(long, "status") == Int(FORSETTI_ERR_TIMEOUT) && tookLong >= 1900 && tookLong <= 3100,
+      "\(long ?? "no line")")
+    #expect(Self.word(short, "timeouts") == 5, "\(short ?? "no line")")
+    #expect((Self.word(short, "worst_ms") ?? .max) <= 400, "\(short ?? "no line")")
+  }
+
+  /// The provider runs one call at a time (`slow`, 200 ms), logging whose call it begins. One
+  /// consumer calls from 3 threads (so it always has calls queued), `polite` others from one
+  /// thread each, one call after another, for 12 s. Each consumer waits at most one call of
+  /// each other consumer per call of its own: between two calls of the 3-thread consumer, at
+  /// most `polite` calls of the others. Found by the red team with `polite: 2`: `FairQueue` put
+  /// a caller that starts waiting in the round under way, and a caller calling one at a time
+  /// "starts waiting" anew at each call, so two of them, each calling again while the other's
+  /// call runs, stayed in the round under way for ever while the consumer with calls queued had
+  /// moved on to the next round, and its calls timed out; a caller served in the round under way
+  /// now joins the next. `polite: 1` is the control (the two alternate).
+  @Test(.timeLimit(.minutes(3)), arguments: [1, 2])
+  func aConsumerWithCallsQueuedIsNotStarvedByConsumersCallingOneAtATime(_ polite: Int) throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h, Self.providerFixture(slowMillis: 200, logCalls: true))
+    let busy = "com.test.rsrt.busy"
+    let politeIDs = (0..<polite).map { "com.test.rsrt.one\($0)" }
+    func caller(_ id: String, _ entry: String, threads: Int) -> ModuleFixture {
+      Self.consumerFixture(
+        id: id, entry: entry,
+        body: """
+          if (!cue("go")) return NULL;
+          pthread_t t[\(threads)];
+          for (int i = 0; i < \(threads); i++) pthread_create(&t[i], NULL, calls, NULL);
+          for (int i = 0; i < \(threads); i++) pthread_join(t[i], NULL);
+          snprintf(l, sizeof l, "calls ok=%ld timeout=%ld other=%ld", g_ok, g_timeout, g_other); fixture_log(l);
+          """,
+        extraPrelude: """
+          static volatile long g_ok, g_timeout, g_other;
+          static void *calls(void *a) {
+            (void)a; char out[64]; size_t n = 0; uint64_t end = ln_now() + 12000000000ull;
+            while (ln_now() < end && g_run) {
+              forsetti_status s = db->call("slow", "", 0, out, sizeof out, &n);
+              if (s == FORSETTI_OK) __atomic_add_fetch(&g_ok, 1, __ATOMIC_SEQ_CST);
+              else if (s == FORSETTI_ERR_TIMEOUT) __atomic_add_fetch(&g_timeout, 1, __ATOMIC_SEQ_CST);
+              else { __atomic_add_fetch(&g_other, 1, __ATOMIC_SEQ_CST); usleep(20000); }
+            }
+            return NULL;
+          }
+          """)
+    }
+    try Self.installConsumer(h, caller(busy, "rsrt_busy_entry", threads: 3))
+    for (i, id) in politeIDs.enumerated() {
+      try Self.installConsumer(h, caller(id, "rsrt_one\(i)_entry", threads: 1))
+    }
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 0.1))
+    defer { m.stopAll() }
+    for id in [busy] + politeIDs {
+      #expect(h.waitForLine(id, timeout: 60) { $0 == "echo before -> 0" } != nil, "\(h.lines(id))")
+    }
+    for id in [busy] + politeIDs {
+      #expect(FileManager.default.createFile(atPath: h.dir.url("state/sandboxes/\(id)/go"), contents: nil))
+    }
+    let done = [busy] + politeIDs
+    h.supervise(timeout: 60) { done.allSatisfy { id in h.lines(id).contains { $0.hasPrefix("calls ok=") } } }
+    let busyLine = h.lines(busy).first { $0.hasPrefix("calls ok=") }
+    let callers = h.lines(Self.provider).compactMap { line -> String? in
+      line.hasPrefix("slow call from ") ? String(line.dropFirst("slow call from ".count)) : nil
+    }
+    // From the first call of every consumer on: the most calls of the others in a row.
+    let start =
+      done.compactMap { id in callers.firstIndex(of: id) }.max() ?? callers.count
+    var run = 0
+    var worst = 0
+    for c in callers[start...] {
+      if c == busy {
+        run = 0
+      } else {
+        run += 1
+        worst = max(worst, run)
+      }
+    }
+    let summary = "\(busyLine ?? "no line"); \(politeIDs.map { h.lines($0).last ?? "" })"
+    #expect(worst <= polite, "calls of the others in a row: \(worst); \(summary); \(callers.suffix(40))")
+    #expect(Self.word(busyLine, "timeout") == 0, "\(summary)")
   }
 }

@@ -27,9 +27,9 @@ static inline void forsetti_cpu_relax(void) {
 #endif
 }
 
-/// FUTEX_WAIT while `*word == expected`, at most `timeout_ms` (negative: no limit). 0 when woken
-/// or the value differed; -1 with errno (ETIMEDOUT, EINTR, EAGAIN) otherwise.
-int forsetti_futex_wait(uint32_t *word, uint32_t expected, int timeout_ms);
+/// FUTEX_WAIT while `*word == expected`, at most `timeout_ns` nanoseconds (negative: no limit).
+/// 0 when woken or the value differed; -1 with errno (ETIMEDOUT, EINTR, EAGAIN) otherwise.
+int forsetti_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
 /// FUTEX_WAKE of up to `count` waiters; the number woken, or -1.
 int forsetti_futex_wake(uint32_t *word, int count);
 /// memfd_create(name, MFD_CLOEXEC), sized to `size` bytes; the descriptor or -1.

@@ -1,11 +1,13 @@
 /// Calls waiting for a provider's handlers: one first-in-first-out queue per caller, taken in
 /// rounds across callers — each caller with calls waiting gets one call per round, and a caller
-/// that starts waiting joins the round under way, ahead of the callers already served in it. So
-/// one caller's many calls delay another's by at most one call per handler (the one running),
-/// never by a call of theirs queued after it. A pure value: the worker's `RoleServer` and the
-/// host's `FairGate` drive it.
+/// that starts waiting joins the round under way, ahead of the callers already served in it,
+/// unless it was served in that round itself: then it joins the next. So one caller's many
+/// calls delay another's by at most one call per handler (the one running), never by a call of
+/// theirs queued after it; and callers calling one at a time, each starting to wait anew at
+/// every call, cannot keep the round under way to themselves while a caller with calls queued
+/// waits in the next. A pure value: the worker's `RoleServer` and the host's `FairGate` drive it.
 package struct FairQueue<Item> {
-  private struct Caller {
+  fileprivate struct Caller {
     var items: [Item] = []
     /// The round its next call is served in.
     var round: UInt64
@@ -16,6 +18,9 @@ package struct FairQueue<Item> {
   private var callers: [String: Caller] = [:]
   /// The round of the call taken last.
   private var round: UInt64 = 0
+  /// The callers served in `round` (emptied when a later round begins): a bound on memory of
+  /// past callers, since only these join a later round than the one under way.
+  private var servedInRound: Set<String> = []
   private var arrivals: UInt64 = 0
 
   package init() {}
@@ -32,7 +37,8 @@ package struct FairQueue<Item> {
     } else {
       guard limit > 0 else { return false }
       arrivals &+= 1
-      callers[caller] = Caller(items: [item], round: round, since: arrivals)
+      let joins = servedInRound.contains(caller) ? round &+ 1 : round
+      callers[caller] = Caller(items: [item], round: joins, since: arrivals)
     }
     count += 1
     return true
@@ -64,7 +70,9 @@ package struct FairQueue<Item> {
       }
       let item = c.items.removeFirst()
       count -= 1
+      if c.round != round { servedInRound.removeAll(keepingCapacity: true) }
       round = c.round
+      servedInRound.insert(key)
       c.round &+= 1
       callers[key] = c.items.isEmpty ? nil : c
       return item
@@ -81,3 +89,6 @@ package struct FairQueue<Item> {
     return true
   }
 }
+
+extension FairQueue: Sendable where Item: Sendable {}
+extension FairQueue.Caller: Sendable where Item: Sendable {}

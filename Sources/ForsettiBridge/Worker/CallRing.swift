@@ -146,11 +146,16 @@ package final class CallRing: @unchecked Sendable {
       let v = forsetti_load_seq_cst(p)
       if v != value { return v }
       if isClosed { return nil }
-      if let deadline, Self.nanoseconds() >= deadline { return nil }
-      // A timeout guards against a wake that raced the flag; the value check above decides.
-      _ = forsetti_futex_wait(p, value, 1000)
+      let now = Self.nanoseconds()
+      if let deadline, now >= deadline { return nil }
+      // Asleep until the deadline, never past it (a caller's 100 ms is 100 ms); a second at
+      // most, which guards against a wake that raced the flag: the value check above decides.
+      _ = forsetti_futex_wait(p, value, Int64(min(Self.recheck, deadline.map { $0 - now } ?? Self.recheck)))
     }
   }
+
+  /// The longest a sleeper sleeps before it looks at its word again without being woken.
+  package static let recheck: UInt64 = 1_000_000_000
 
   package static func nanoseconds() -> UInt64 {
     var t = timespec()

@@ -18,7 +18,7 @@ package final class WorkerLink: HostBackend {
   /// The provider's side of the role this module serves, once it serves (`RoleServer`).
   private let server = Mutex<RoleServer?>(nil)
   /// The channels the host opened to the providers of the roles this module calls.
-  private let channels = Mutex<[DefaultModuleRole: RoleChannel]>([:])
+  private let channels = SleepingLock<[DefaultModuleRole: RoleChannel]>([:])
   private let deliveries = DispatchQueue(label: "forsetti.worker.deliveries")
   /// Lifecycle commands from the host, for the worker's main thread.
   package let commands = Mailbox()
@@ -26,7 +26,7 @@ package final class WorkerLink: HostBackend {
   /// The synchronous channel (shared memory with the host), one calling thread at a time.
   package let calls: CallRing
   /// Taken for the whole of a call: the ring has one request slot, and `response` is its copy.
-  private let callLock = Mutex<Void>(())
+  private let callLock = SleepingLock<Void>(())
   private let response = AnswerBuffer()
 
   package init(socket: WireSocket, calls: CallRing) {

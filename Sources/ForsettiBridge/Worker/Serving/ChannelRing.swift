@@ -119,7 +119,7 @@ package final class ChannelRing: Sendable {
     defer { forsetti_store_release(asleep, 0) }
     // Raise the flag, then look again: a consumer bumps the bell, then reads the flag.
     guard forsetti_load_seq_cst(word(.bell)) == seen, !isClosed else { return false }
-    _ = forsetti_futex_wait(word(.bell), seen, 1000)
+    _ = forsetti_futex_wait(word(.bell), seen, Int64(CallRing.recheck))
     return false
   }
 

@@ -12,14 +12,14 @@ final class RoleChannel: Sendable {
   private let ring: ChannelRing
   /// Per lane: taken by a calling thread, or holding a call nobody waits for any more (its
   /// sequence number) until the provider answers it.
-  private let use: Mutex<[LaneUse]>
+  private let use: SleepingLock<[LaneUse]>
   private let nextID = Atomic<UInt64>(0)
   /// The consumer's copy of each lane's answer, used only by the thread that took the lane.
   private let buffers: [AnswerBuffer]
   /// How long a call waits for a handler to begin it before the host is shown it queued.
   static let queuedLook: UInt64 = 2_000_000
 
-  private struct LaneUse {
+  private struct LaneUse: Sendable {
     var taken = false
     var late: UInt32?
   }
@@ -33,7 +33,7 @@ final class RoleChannel: Sendable {
     self.ring = ring
     self.role = role
     self.progress = progress
-    use = Mutex(Array(repeating: LaneUse(), count: ring.lanes.count))
+    use = SleepingLock(Array(repeating: LaneUse(), count: ring.lanes.count))
     buffers = ring.lanes.map { _ in AnswerBuffer() }
   }
 
@@ -77,6 +77,10 @@ final class RoleChannel: Sendable {
     guard CallRing.nanoseconds() < path.deadline else { return .answered(FORSETTI_ERR_TIMEOUT) }
     guard let i = takeLane() else {
       ring.countBusy()
+      // The rest of the thread's time slice goes to whoever can run: a consumer retrying BUSY at
+      // once would otherwise keep the CPUs from the provider answering the calls that make it
+      // busy and from every other module's threads (on two CPUs, 16 such threads did).
+      sched_yield()
       return .answered(FORSETTI_ERR_BUSY)
     }
     let lane = ring.lanes[i]

@@ -23,7 +23,7 @@ final class RoleServer: Sendable {
     let channel: ChannelRing?
   }
 
-  private struct State {
+  private struct State: Sendable {
     var queue = FairQueue<Item>()
     var handler: ModuleCallback<forsetti_role_handler>?
     var threads = 0
@@ -34,7 +34,7 @@ final class RoleServer: Sendable {
     var servingRing = false
   }
 
-  private let state = Mutex(State())
+  private let state = SleepingLock(State())
   private let ready = DispatchSemaphore(value: 0)
   /// The index of the role served (`DefaultModuleRole.allCases`), for the handler's path.
   private let role: Int
@@ -81,7 +81,10 @@ final class RoleServer: Sendable {
       var seen: UInt32 = 0
       while let seq = ring.awaitRequest(after: seen) {
         seen = seq
-        enqueue(Item(lane: ring, seq: seq, label: nil, channel: nil), caller: "", scratch)
+        // Queued as the caller the host's frame names: a module calling both through the host
+        // and on its own channel has one queue, so one turn a round, not one per path.
+        enqueue(
+          Item(lane: ring, seq: seq, label: nil, channel: nil), caller: caller(ring, seq, scratch), scratch)
       }
     }
   }
@@ -113,6 +116,16 @@ final class RoleServer: Sendable {
     if !started { channel.close() }
   }
 
+  /// The caller a serve-ring call's frame names ("" when it names none or is not a call: it is
+  /// answered as such by the handler thread).
+  private func caller(_ ring: CallRing, _ seq: UInt32, _ scratch: HandlerScratch) -> String {
+    guard let n = ring.copyRequest(seq, into: scratch.request),
+      let f = try? WireView(UnsafeRawBufferPointer(rebasing: scratch.request[0..<n])),
+      let call = RoleCall.Frame(f)
+    else { return "" }
+    return String(decoding: call.caller, as: UTF8.self)
+  }
+
   /// Hands a call found on a lane on: queued in turn with the other consumers' calls for a
   /// handler thread; or, for a provider of concurrency 1 with nothing waiting, run at once on
   /// the finding thread (the idle provider's path: no hand-off, as fast as one thread answers).
@@ -121,7 +134,14 @@ final class RoleServer: Sendable {
   private func enqueue(_ item: Item, caller: String, _ scratch: HandlerScratch) {
     var wake = false
     let slot = state.withLock { s -> Int? in
-      if s.threads == 1, s.queue.count == 0, let slot = s.freeSlots.popLast() { return slot }
+      if s.threads == 1, s.queue.count == 0, let slot = s.freeSlots.popLast() {
+        // Through the queue all the same (it is empty: the call comes straight back), so the
+        // rounds count this call as its caller's turn: a flood run here would otherwise have
+        // its next call queued in the round it was already served in.
+        _ = s.queue.push(caller, item, limit: 1)
+        _ = s.queue.pop()
+        return slot
+      }
       // A consumer has no more calls outstanding than its lanes; more is a scribbler's, dropped.
       wake = s.queue.push(caller, item, limit: ChannelRing.maxLanes) && !s.freeSlots.isEmpty
       return nil
