@@ -21,6 +21,29 @@ int forsetti_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns) {
   return (int)syscall(SYS_futex, word, FUTEX_WAIT, expected, t, NULL, 0);
 }
 
+int forsetti_futex_waitv(uint32_t *const *words, const uint32_t *expected, int count, int64_t timeout_ns) {
+  if (count < 1 || count > FORSETTI_FUTEX_WAITV_MAX || timeout_ns < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  struct futex_waitv waiters[FORSETTI_FUTEX_WAITV_MAX];
+  for (int i = 0; i < count; i++) {
+    // FUTEX_32 without FUTEX_PRIVATE_FLAG: each word lives in memory another process maps.
+    waiters[i] = (struct futex_waitv){
+        .val = expected[i], .uaddr = (uint64_t)(uintptr_t)words[i], .flags = FUTEX_32, .__reserved = 0};
+  }
+  // futex_waitv takes an absolute time on the clock named.
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_sec += (time_t)(timeout_ns / 1000000000);
+  t.tv_nsec += (long)(timeout_ns % 1000000000);
+  if (t.tv_nsec >= 1000000000L) {
+    t.tv_sec += 1;
+    t.tv_nsec -= 1000000000L;
+  }
+  return (int)syscall(SYS_futex_waitv, waiters, (unsigned)count, 0, &t, CLOCK_MONOTONIC);
+}
+
 int forsetti_futex_wake(uint32_t *word, int count) {
   return (int)syscall(SYS_futex, word, FUTEX_WAKE, count, NULL, NULL, 0);
 }

@@ -73,6 +73,25 @@ import Testing
     #expect(order.filter { $0 == "busy" }.count >= 9, "\(order)")
   }
 
+  /// A caller with more calls waiting than can finish in their time: its turn goes to its
+  /// oldest call that can still finish (here: time left ≥ 5), else to its newest, never to one
+  /// that would only run out of time while running; another caller's turn is untouched.
+  @Test func aCallersTurnGoesToACallThatCanStillFinish() {
+    var q = FairQueue<Int>()
+    for left in [2, 3, 7, 9] { _ = q.push("a", left, limit: 8) }
+    _ = q.push("b", 1, limit: 8)
+    var dead: [Int] = []
+    let first = q.pop(live: { _ in true }, dead: &dead, preferring: { $0 >= 5 })
+    #expect(first == 7, "the oldest that can finish")
+    let second = q.pop(live: { _ in true }, dead: &dead, preferring: { $0 >= 5 })
+    #expect(second == 1, "b's turn, even with no time: it has no other call")
+    let third = q.pop(live: { _ in true }, dead: &dead, preferring: { $0 >= 5 })
+    #expect(third == 9)
+    let fourth = q.pop(live: { _ in true }, dead: &dead, preferring: { $0 >= 5 })
+    #expect(fourth == 3, "none can finish: the newest")
+    #expect(q.count == 1)
+  }
+
   @Test func deadCallsAreTakenOutWithoutCostingTheTurn() {
     var q = FairQueue<Int>()
     _ = q.push("a", -1, limit: 8)

@@ -499,9 +499,9 @@ import Testing
 
   // MARK: - (b)/(d) Fair queues: one call per handler, a polite consumer served
 
-  /// Whether the flooder also calls the provider through the host (a `service(roleCall)` frame
-  /// written into its own call ring, which the host answers for any consumer: the path meant for
-  /// providers in the host's process), besides its own channel.
+  /// Whether the flooder also tries to call the provider through the host (a `service(roleCall)`
+  /// frame written into its own call ring: the path meant for providers in the host's process),
+  /// besides its own channel.
   enum HostPath: String, CaseIterable, CustomTestStringConvertible {
     case channelOnly, alsoThroughTheHost
     var testDescription: String { rawValue }
@@ -513,11 +513,11 @@ import Testing
   /// A polite call arrives while the flooder's call runs and waits for that one only
   /// (`FairQueue`: "at most one call per handler (the one running)"): never more than 1 flooder
   /// call between two polite calls. `.alsoThroughTheHost` adds the flooder's calls through the
-  /// host, which reach the worker on the serve ring as a queue of their own (the host's, ""):
-  /// the polite consumer must still wait for at most one call: the worker queues a serve-ring
-  /// call as the caller its frame names, so the two paths are one queue. `.channelOnly` is the
-  /// control. (At 22b30c4, before rounds, the control saw 2 and the attack 3; with rounds but the
-  /// serve ring a caller of its own, the attack saw 2.)
+  /// host (a `service(roleCall)` frame on its own call ring), which the host refuses for a
+  /// provider in a worker: they would hold a host loop thread each and take the serve ring from
+  /// the application; the polite consumer must still wait for at most one call. `.channelOnly`
+  /// is the control. (At 22b30c4, before rounds, the control saw 2 and the attack 3; with rounds
+  /// and the host relaying these calls to the serve ring, a queue of its own, the attack saw 2.)
   @Test(.timeLimit(.minutes(3)), arguments: HostPath.allCases)
   func aFlooderGetsOneTurnPerRoundWhateverPathItCallsOn(_ path: HostPath) throws {
     let h = RuntimeHarness()
@@ -580,8 +580,10 @@ import Testing
     let politeLine = h.waitForLine(Self.polite, timeout: 60) { $0.hasPrefix("polite ") }
     #expect(Self.word(politeLine, "ok") ?? 0 >= 3, "\(h.lines(Self.polite))")
     if path == .alsoThroughTheHost {
-      // The host answered the flooder's calls on that path: it is open to a consumer in a worker.
-      #expect(Self.word(flood, "via_host_ok") ?? 0 > 0, "\(flood ?? "no flood line")")
+      // The host refused every call on that path (the provider is in a worker: its consumers
+      // call it on their channels), and the flooder did try it.
+      #expect(Self.word(flood, "via_host_ok") == 0, "\(flood ?? "no flood line")")
+      #expect(Self.word(flood, "via_host_other") ?? 0 > 0, "\(flood ?? "no flood line")")
     }
     // Whose calls the handler began, in order: the most flooder calls between two polite ones.
     let callers = h.lines(Self.provider).compactMap { line -> String? in
@@ -869,5 +871,223 @@ import Testing
     let summary = "\(busyLine ?? "no line"); \(politeIDs.map { h.lines($0).last ?? "" })"
     #expect(worst <= polite, "calls of the others in a row: \(worst); \(summary); \(callers.suffix(40))")
     #expect(Self.word(busyLine, "timeout") == 0, "\(summary)")
+  }
+
+  // MARK: - (e) The host's threads, held by calls relayed through it
+
+  /// Found by the red team: a consumer in a worker could write `service(roleCall)` frames into
+  /// its own call ring, which the host relayed to a provider in another worker, holding the loop
+  /// thread serving that ring until the call was answered (here `slow`: 5 s); 26 such modules
+  /// held every host loop thread (`WorkerLoop.defaultMax`, 24), and a bystander's crypto call
+  /// waited ~10 s; with a 50 ms deadline the same frames kept the serve ring from the
+  /// application (BUSY). The host now refuses such a call at once (UNAVAILABLE): a consumer in a
+  /// worker reaches a provider in a worker only on its channel. Here three modules each try 20
+  /// relayed `slow` calls: every one is refused, none reaches the handler (its log names every
+  /// `slow` call it begins): refused before the provider's turn is asked for, nothing waits.
+  /// Positive control: one `slow` call of each on its channel is logged by the handler.
+  @Test(.timeLimit(.minutes(3)))
+  func aCallRelayedThroughTheHostToAProviderInAWorkerIsRefusedAtOnce() throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h, Self.providerFixture(slowMillis: 2000, logCalls: true))
+    let ids = (0..<3).map { "com.test.rsrt.relay\($0)" }
+    let sdb = Self.roleIndex(.sharedDatabase)
+    for (i, id) in ids.enumerated() {
+      try Self.installConsumer(
+        h,
+        Self.consumerFixture(
+          id: id, entry: "rsrt_relay\(i)_entry",
+          body: """
+            if (!cue("go")) return NULL;
+            uint64_t id = 0x7900000000000000ull; int refused = 0, other = 0; int64_t last = 0;
+            for (int k = 0; k < 20; k++) {
+              last = sv_role_call(++id, \(sdb), "slow", 0, 12000);
+              if (last == FORSETTI_ERR_UNAVAILABLE) refused++; else other++;
+            }
+            snprintf(l, sizeof l, "relayed refused=%d other=%d last=%lld", refused, other, (long long)last);
+            fixture_log(l);
+            n = 0; s = db->call("slow", "", 0, out, sizeof out, &n);
+            snprintf(l, sizeof l, "channel slow -> %d", s); fixture_log(l);
+            """))
+    }
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 0.1))
+    defer { m.stopAll() }
+    for id in ids {
+      #expect(h.waitForLine(id, timeout: 60) { $0 == "echo before -> 0" } != nil, "\(h.lines(id))")
+    }
+    for id in ids {
+      #expect(FileManager.default.createFile(atPath: h.dir.url("state/sandboxes/\(id)/go"), contents: nil))
+    }
+    for id in ids {
+      let relayed = h.waitForLine(id, timeout: 60) { $0.hasPrefix("relayed ") }
+      #expect(Self.word(relayed, "refused") == 20, "\(id): \(relayed ?? "no line")")
+      let channel = h.waitForLine(id, timeout: 60) { $0.hasPrefix("channel slow -> ") }
+      #expect(channel == "channel slow -> 0", "\(id): \(h.lines(id))")
+    }
+    let begun = h.lines(Self.provider).filter { $0.hasPrefix("slow call from ") }
+    // Positive control and the attack in one: the handler began exactly the channel calls.
+    #expect(begun.sorted() == ids.map { "slow call from \($0)" }.sorted(), "\(begun)")
+  }
+
+  // MARK: - (d) Channels a consumer makes and unmakes
+
+  /// The provider's worker's `Threads:` and `VmSize:` (kB), from /proc.
+  static func workerLoad(_ pid: Int32) -> (threads: Int, kB: Int) {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    func field(_ name: String) -> Int {
+      let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+      let value = line.map { $0.dropFirst(name.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }) }
+      return value?.first.flatMap { Int($0) } ?? -1
+    }
+    return (field("Threads"), field("VmSize"))
+  }
+
+  /// The consumer makes its channel look closed (lane 0's `closed` word, through a second
+  /// mapping of the channel made with mremap), calls (`call_within` 1 s: its worker asks the host
+  /// for a channel, and the host, reading the old one closed, makes a new one and sends it to both
+  /// workers), then opens the old one again: `rounds` times. The host forgot the old channel when
+  /// it made the new one; the provider's worker keeps a thread for each channel it was sent until
+  /// it reads that channel closed. A consumer connecting afterwards must be served, the provider's
+  /// worker must not grow by a thread and mappings per channel ever made, and the provider is not
+  /// restarted. Found by the red team with `rounds: 200`: every round left a thread (its stack, a
+  /// malloc arena) and a 1.3 MB mapping in the provider's worker for good; within some 15 rounds
+  /// the worker was at its address-space limit, threads for new channels no longer started, and
+  /// consumers connecting later — here `late`, 3 plain calls — were never served. Now one thread
+  /// watches up to 127 channels (`ChannelWatcher`) and a channel sent again for the same consumer
+  /// replaces (and closes) the one before. `rounds: 0` is the control.
+  @Test(.timeLimit(.minutes(5)), arguments: [0, 200])
+  func aConsumerRemakingItsChannelCannotExhaustTheProvidersWorker(_ rounds: Int) throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h, Self.providerFixture())
+    try Self.installConsumer(
+      h,
+      Self.consumerFixture(
+        body: """
+          if (!cue("churn")) return NULL;
+          size_t size = LN_HEADER + \(Int(FORSETTI_ROLE_QUEUE_DEPTH) + 1) * (size_t)RT_RING;
+          int rounds = 0, ok = 0, lost = 0, pfd[2];
+          unsigned char *lane0 = NULL;
+          if (pipe(pfd) != 0) return NULL;
+          uint64_t stop = ln_now() + 60000000000ull;
+          for (int k = 0; k < \(rounds) && ln_now() < stop; k++) {
+            /* The channel now: where it was, else (this worker unmapped the old one, or the
+             * provider's worker closed it) a call to get one, then found again. */
+            if (!lane0 || !rt_is_channel(pfd, lane0, "echo")) {
+              n = 0; s = db->call_within(1000, "echo", "", 0, out, sizeof out, &n);
+              lane0 = s == FORSETTI_OK ? rt_map_method("echo") : NULL;
+              if (lane0 == rt_serve_ring) lane0 = NULL;
+              if (!lane0) { lost++; continue; }
+            }
+            void *dup = mremap(lane0 - LN_HEADER, 0, size, MREMAP_MAYMOVE);
+            if (dup == MAP_FAILED) { lost++; break; }
+            uint32_t *closed = (uint32_t *)((unsigned char *)dup + LN_HEADER) + LN_CLOSED;
+            __atomic_store_n(closed, 1, __ATOMIC_SEQ_CST);
+            n = 0; s = db->call_within(1000, "echo", "", 0, out, sizeof out, &n);
+            __atomic_store_n(closed, 0, __ATOMIC_SEQ_CST);
+            munmap(dup, size);
+            rounds++; ok += s == FORSETTI_OK;
+          }
+          snprintf(l, sizeof l, "remade rounds=%d ok=%d lost=%d", rounds, ok, lost); fixture_log(l);
+          """))
+    // The late consumer makes its first call (and so its channel) on a cue, after the rounds.
+    var late = Self.consumerFixture(id: "com.test.rsrt.late", entry: "rsrt_late_entry", body: "")
+    late.start = """
+      db = host->resolve(FORSETTI_SERVICE_ROLE_SHARED_DATABASE);
+      if (!db) { fixture_log("consumer: no role service"); return FORSETTI_ERR_START_FAILED; }
+      g_sandbox = strdup(host->sandbox_path);
+      return pthread_create(&g_thread, NULL, late_loop, NULL) == 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """
+    late.prelude += """
+
+      static void *late_loop(void *a) {
+        (void)a; char out[64], l[200]; size_t n = 0; int ok = 0, worst = 0;
+        if (!cue("go")) return NULL;
+        for (int i = 0; i < 3; i++) {
+          forsetti_status s = db->call("echo", "", 0, out, sizeof out, &n);
+          if (s == FORSETTI_OK) ok++; else worst = s;
+        }
+        snprintf(l, sizeof l, "late ok=%d worst=%d", ok, worst); fixture_log(l);
+        return NULL;
+      }
+      """
+    try Self.installConsumer(h, late)
+    let m = try h.start(mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 0.1))
+    defer { m.stopAll() }
+    let pid = try #require(m.workerPID(Self.provider))
+    #expect(
+      h.waitForLine(Self.consumer, timeout: 60) { $0 == "echo before -> 0" } != nil,
+      "\(h.lines(Self.consumer))")
+    let before = Self.workerLoad(pid)
+    #expect(
+      FileManager.default.createFile(
+        atPath: h.dir.url("state/sandboxes/\(Self.consumer)/churn"), contents: nil))
+    let remade = h.waitForLine(Self.consumer, timeout: 240) { $0.hasPrefix("remade ") }
+    #expect(remade != nil, "\(h.lines(Self.consumer))")
+    let after = Self.workerLoad(pid)
+    #expect(
+      FileManager.default.createFile(
+        atPath: h.dir.url("state/sandboxes/com.test.rsrt.late/go"), contents: nil))
+    let lateLine = h.waitForLine("com.test.rsrt.late", timeout: 60) { $0.hasPrefix("late ") }
+    let seen = "\(remade ?? "no remade line"); provider's worker before \(before), after \(after)"
+    #expect(lateLine == "late ok=3 worst=0", "\(lateLine ?? "no late line"); \(seen)")
+    // Two consumers: a channel each, a thread each; the rest of the worker as it was.
+    #expect(after.threads > 0 && after.threads <= before.threads + 4, "\(seen)")
+    #expect(after.kB > 0 && after.kB <= before.kB + 200 * 1024, "\(seen)")
+    #expect(m.workerPID(Self.provider) == pid, "\(h.lines(Self.provider))")
+    #expect(Self.killLines(h, Self.provider).isEmpty, "\(h.lines(Self.provider))")
+  }
+
+  // MARK: - (d) Many polite consumers
+
+  /// `count` consumer modules, nothing hostile, each calls `echo` once the provider serves (its
+  /// first call makes its channel): every one must be answered. The workers run under a 1 GiB
+  /// memory limit (`--memory-limit 1024`, the address space, RLIMIT_AS; the harness's). Found by
+  /// the red team with `count: 24`: the provider's worker started a thread per consumer's
+  /// channel, some 45 MB of address space each (an 8 MB stack, a malloc arena of its own, the
+  /// channel's 1.3 MB); past about 14 channels no thread started for a new channel, and that
+  /// consumer's every call was UNAVAILABLE, for good. Now one thread watches up to 127 channels
+  /// (`ChannelWatcher`, asleep on all their bells at once). `count: 8` is the control.
+  @Test(.timeLimit(.minutes(4)), arguments: [8, 24])
+  func everyConsumerModuleIsServed(_ count: Int) throws {
+    let h = RuntimeHarness()
+    try Self.installProvider(h, Self.providerFixture())
+    let ids = (0..<count).map { String(format: "com.test.rsrt.many%02d", $0) }
+    for (i, id) in ids.enumerated() {
+      var f = Self.consumerFixture(id: id, entry: "rsrt_many\(i)_entry", body: "")
+      f.prelude += """
+
+        static void *tries(void *a) {
+          (void)a; char out[64], l[200]; size_t n = 0; forsetti_status s = FORSETTI_ERR_UNAVAILABLE;
+          for (int i = 0; i < 8 && s == FORSETTI_ERR_UNAVAILABLE; i++) {
+            uint64_t t0 = ln_now();
+            s = db->call("echo", "", 0, out, sizeof out, &n);
+            snprintf(l, sizeof l, "try %d -> %d after %llu ms", i, s, (unsigned long long)((ln_now() - t0) / 1000000));
+            fixture_log(l);
+            if (s == FORSETTI_ERR_UNAVAILABLE) usleep(100000);
+          }
+          snprintf(l, sizeof l, "echo before -> %d", s); fixture_log(l);
+          return NULL;
+        }
+        """
+      f.start = f.start.replacingOccurrences(
+        of: "pthread_create(&g_thread, NULL, loop, NULL)",
+        with: "pthread_create(&g_thread, NULL, tries, NULL)")
+      try Self.installConsumer(h, f)
+    }
+    let m = try h.start(
+      mode: RuntimeHarness.isolated(maxRestarts: 3, backoff: 0.1, memoryMiB: 1024, startTimeout: 60))
+    defer { m.stopAll() }
+    let pid = try #require(m.workerPID(Self.provider))
+    h.supervise(timeout: 150) {
+      ids.allSatisfy { id in h.lines(id).contains { $0.hasPrefix("echo before -> ") } }
+    }
+    let answers = ids.map { id in (id, h.lines(id).first { $0.hasPrefix("echo before -> ") } ?? "no answer") }
+    let load = Self.workerLoad(pid)
+    #expect(
+      answers.allSatisfy { $0.1 == "echo before -> 0" },
+      """
+      \(answers.filter { $0.1 != "echo before -> 0" }); first refused: \
+      \(answers.first { $0.1 != "echo before -> 0" }.map { h.lines($0.0) } ?? []); \
+      provider's worker \(load); provider: \(h.lines(Self.provider).suffix(4))
+      """)
   }
 }

@@ -30,6 +30,12 @@ static inline void forsetti_cpu_relax(void) {
 /// FUTEX_WAIT while `*word == expected`, at most `timeout_ns` nanoseconds (negative: no limit).
 /// 0 when woken or the value differed; -1 with errno (ETIMEDOUT, EINTR, EAGAIN) otherwise.
 int forsetti_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
+/// Waits on up to FORSETTI_FUTEX_WAITV_MAX words at once (futex_waitv, Linux 5.16): while
+/// `*words[i] == expected[i]` for every i, at most `timeout_ns` nanoseconds. The index of a word
+/// woken, or -1 with errno: EAGAIN (a word differed already), ETIMEDOUT, EINTR, ENOSYS (an older
+/// kernel), EINVAL (more than the maximum).
+int forsetti_futex_waitv(uint32_t *const *words, const uint32_t *expected, int count, int64_t timeout_ns);
+#define FORSETTI_FUTEX_WAITV_MAX 128
 /// FUTEX_WAKE of up to `count` waiters; the number woken, or -1.
 int forsetti_futex_wake(uint32_t *word, int count);
 /// memfd_create(name, MFD_CLOEXEC), sized to `size` bytes; the descriptor or -1.

@@ -57,18 +57,26 @@ package struct FairQueue<Item> {
 
   /// The next call in turn that `isLive`: calls of the caller whose turn it is that are not
   /// (their deadline passed, their caller withdrew them) are taken out into `dead` without
-  /// costing that caller its turn.
-  package mutating func pop(live isLive: (Item) -> Bool, dead: inout [Item]) -> Item? {
+  /// costing that caller its turn. Of that caller's live calls, the first (oldest) that
+  /// `canFinish`, else its newest: when a caller has more calls waiting than can be served in
+  /// their time, its oldest would only run out of time while running, and every call it got
+  /// would end TIMEOUT; the order among one caller's calls, made from threads of its own, is
+  /// no promise.
+  package mutating func pop(
+    live isLive: (Item) -> Bool, dead: inout [Item], preferring canFinish: (Item) -> Bool = { _ in true }
+  ) -> Item? {
     while let key = next, var c = callers[key] {
-      while let head = c.items.first, !isLive(head) {
-        dead.append(c.items.removeFirst())
-        count -= 1
+      var live: [Item] = []
+      for item in c.items {
+        if isLive(item) { live.append(item) } else { dead.append(item) }
       }
+      count -= c.items.count - live.count
+      c.items = live
       guard !c.items.isEmpty else {
         callers[key] = nil
         continue
       }
-      let item = c.items.removeFirst()
+      let item = c.items.remove(at: c.items.firstIndex(where: canFinish) ?? c.items.count - 1)
       count -= 1
       if c.round != round { servedInRound.removeAll(keepingCapacity: true) }
       round = c.round

@@ -324,6 +324,9 @@ package final class CallRing: @unchecked Sendable {
       && forsetti_load_acquire(word(.requestSeq)) == seq
   }
 
+  /// The deadline of the newest request (the caller's claim; for choosing among its calls).
+  package var queuedDeadline: UInt64 { load64(.deadlineLow) }
+
   /// When the caller sent its newest request (its claim; for the provider's queue-wait counts).
   package var sentAt: UInt64 { load64(.sentLow) }
 

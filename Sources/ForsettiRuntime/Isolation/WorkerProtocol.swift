@@ -411,6 +411,15 @@ extension WorkerProcess {
     let roles = backend.environment.services.roles
     switch r.operation {
     case .roleServe: break
+    case .roleCall:
+      // A consumer in a worker calls a provider in a worker on a channel of its own, never
+      // through the host: a call relayed there would hold one of the host's loop threads up to
+      // its deadline, and enough modules doing so would hold them all (every other worker's host
+      // calls waiting), or keep the serve ring from the application. Only a provider in the
+      // host's process is called through the host; UNAVAILABLE, as for a provider just gone, has
+      // a consumer that raced a provider's move into a worker ask again (for its channel).
+      if case .channel = roles.route(r.number, for: caller) { return .status(FORSETTI_ERR_UNAVAILABLE) }
+      return backend.service(r, from: caller)
     case .roleConnect: return .status(connect(r.number, roles))
     case .roleStalled: return .status(roles.stalled(r.number, from: caller))
     case .roleWaiting:

@@ -7,9 +7,9 @@ import Glibc
 /// `RoleChannels`). Each lane is a `CallRing` carrying one call at a time, so a consumer has at
 /// most as many calls outstanding at the provider as the channel has lanes — the provider's
 /// declared concurrency plus FORSETTI_ROLE_QUEUE_DEPTH — and a call finding none free is answered
-/// FORSETTI_ERR_BUSY at once. The provider's worker watches every lane with one thread, asleep
-/// on the channel's bell (a futex word each request bumps), and hands what it finds to its
-/// handlers (`RoleServer`).
+/// FORSETTI_ERR_BUSY at once. The provider's worker watches every lane of its channels with one
+/// thread, asleep on the channels' bells (a futex word each request bumps: `ChannelWatcher`), and
+/// hands what it finds to its handlers (`RoleServer`).
 ///
 /// Both workers write the whole mapping: the header's counters are each end's claim about
 /// itself (the consumer's busy and timed-out calls, the provider's queue waits), read by the
@@ -99,28 +99,17 @@ package final class ChannelRing: Sendable {
   /// The bell's count now: read before looking at the lanes, then passed to `sleep`.
   package var bell: UInt32 { forsetti_load_seq_cst(word(.bell)) }
 
-  /// Spins up to `spin` nanoseconds, then sleeps until the bell moves past `seen` (a request
-  /// on any lane, or the channel closing).
-  package func sleep(after seen: UInt32, spin: UInt64) -> Bool {
-    let start = CallRing.nanoseconds()
-    var n = 0
-    while spin > 0 {
-      if forsetti_load_acquire(word(.bell)) != seen { return true }
-      n += 1
-      guard n & 63 == 0 else {
-        forsetti_cpu_relax()
-        continue
-      }
-      if CallRing.nanoseconds() &- start > spin { break }
-      sched_yield()
+  /// The bell itself, for a watcher asleep on many channels' bells at once (`ChannelWatcher`).
+  package var bellWord: UnsafeMutablePointer<UInt32> { word(.bell) }
+
+  /// Raises (before sleeping on the bell) or lowers the provider's asleep flag: a consumer wakes
+  /// the bell's sleepers only while it is raised.
+  package func providerAsleep(_ asleep: Bool) {
+    if asleep {
+      forsetti_store_seq_cst(word(.providerAsleep), 1)
+    } else {
+      forsetti_store_release(word(.providerAsleep), 0)
     }
-    let asleep = word(.providerAsleep)
-    forsetti_store_seq_cst(asleep, 1)
-    defer { forsetti_store_release(asleep, 0) }
-    // Raise the flag, then look again: a consumer bumps the bell, then reads the flag.
-    guard forsetti_load_seq_cst(word(.bell)) == seen, !isClosed else { return false }
-    _ = forsetti_futex_wait(word(.bell), seen, Int64(CallRing.recheck))
-    return false
   }
 
   // MARK: counters, each end's claim about itself

@@ -31,14 +31,25 @@ final class RoleServer: Sendable {
     /// the calls running.
     var freeSlots: [Int] = []
     var running = 0
+    /// How long the handler takes, lately (an average weighted to the last calls, ns): a queued
+    /// call with less time left than this is run only when its caller has none with more.
+    var handlerTime: UInt64 = 0
     var servingRing = false
+    /// The threads watching channels, and which watches each consumer's.
+    var watchers: [Watcher] = []
+    var labels: [String: Int] = [:]
+  }
+
+  private struct Watcher: Sendable {
+    let watcher: ChannelWatcher
+    /// The consumers it watches (Int.max: its thread could not start; it takes no more).
+    var labels: Int
   }
 
   private let state = SleepingLock(State())
   private let ready = DispatchSemaphore(value: 0)
   /// The index of the role served (`DefaultModuleRole.allCases`), for the handler's path.
   private let role: Int
-  private let spin = SpinBudget(ceiling: CallRing.spinNanoseconds)
   /// Where each handler thread says which call it is in, for the host only (`WorkerProgress`).
   private let progress: WorkerProgress?
 
@@ -89,31 +100,56 @@ final class RoleServer: Sendable {
     }
   }
 
-  /// Serves a consumer's channel the host sent, labelled with that consumer, until it closes.
-  /// One thread per channel, asleep on its bell: a worker at its task limit (128 by default)
-  /// cannot start one, and the channel is closed at once (its consumer's call is then
-  /// UNAVAILABLE) rather than left with nobody to answer it.
+  /// Serves a consumer's channel the host sent, labelled with that consumer, until it closes
+  /// or the host sends that consumer another. Channels are watched by `ChannelWatcher` threads,
+  /// `ChannelWatcher.capacity` channels each, a consumer always by the same one; a worker at its
+  /// task limit (128 by default) that cannot start another closes the channel at once (its
+  /// consumer's call is then UNAVAILABLE) rather than leave it with nobody to answer it.
   func serveChannel(_ channel: ChannelRing, label: String) {
-    let started = DetachedThread.start { [self] in
-      let scratch = HandlerScratch()
-      var seen = [UInt32](repeating: 0, count: channel.lanes.count)
-      while !channel.isClosed {
-        let bell = channel.bell
-        for (i, lane) in channel.lanes.enumerated() {
-          let seq = lane.requestSequence
-          // Withdrawn by its caller: answered now, so the lane is free for its next call.
-          if seq == seen[i], lane.retire(seq, now: 0) {
-            retired(Item(lane: lane, seq: seq, label: label, channel: channel))
-          }
-          guard seq != seen[i] else { continue }
-          seen[i] = seq
-          enqueue(Item(lane: lane, seq: seq, label: label, channel: channel), caller: label, scratch)
-        }
-        let woke = channel.sleep(after: bell, spin: spin.next)
-        spin.record(answeredWhileSpinning: woke)
+    let (watcher, fresh) = state.withLock { s -> (ChannelWatcher, Bool) in
+      if let i = s.labels[label] { return (s.watchers[i].watcher, false) }
+      // Labels are the consumer modules the host names, so these never grow past the modules.
+      if let i = s.watchers.firstIndex(where: { $0.labels < ChannelWatcher.capacity }) {
+        s.watchers[i].labels += 1
+        s.labels[label] = i
+        return (s.watchers[i].watcher, false)
       }
+      let w = ChannelWatcher()
+      s.labels[label] = s.watchers.count
+      s.watchers.append(Watcher(watcher: w, labels: 1))
+      return (w, true)
     }
-    if !started { channel.close() }
+    watcher.send(channel, label: label)
+    guard fresh else { return }
+    if !DetachedThread.start({ [self] in watch(watcher) }) {
+      state.withLock { s in
+        guard let i = s.watchers.firstIndex(where: { $0.watcher === watcher }) else { return }
+        // Takes no more consumers, and this one's next channel tries a watcher again.
+        s.watchers[i].labels = Int.max
+        s.labels = s.labels.filter { $0.value != i }
+      }
+      channel.close()
+    }
+  }
+
+  /// A watcher's thread: hands each call it finds to `enqueue`, answers each withdrawn one.
+  private func watch(_ watcher: ChannelWatcher) {
+    let scratch = HandlerScratch()
+    var watch = ChannelWatcher.Watch(watcher)
+    var batch = ChannelWatcher.Batch()
+    while true {
+      watch.next(into: &batch)
+      for w in batch.withdrawn {
+        retired(Item(lane: w.lane, seq: w.seq, label: w.label, channel: w.channel))
+      }
+      for c in batch.calls {
+        enqueue(
+          Item(lane: c.lane, seq: c.seq, label: c.label, channel: c.channel), caller: c.label, scratch,
+          mayRunHere: batch.alone)
+      }
+      batch.calls.removeAll(keepingCapacity: true)
+      batch.withdrawn.removeAll(keepingCapacity: true)
+    }
   }
 
   /// The caller a serve-ring call's frame names ("" when it names none or is not a call: it is
@@ -129,12 +165,13 @@ final class RoleServer: Sendable {
   /// Hands a call found on a lane on: queued in turn with the other consumers' calls for a
   /// handler thread; or, for a provider of concurrency 1 with nothing waiting, run at once on
   /// the finding thread (the idle provider's path: no hand-off, as fast as one thread answers).
-  /// Only then: while the finding thread runs a call it sees no other on its channel, which a
-  /// provider of more handlers would run meanwhile.
-  private func enqueue(_ item: Item, caller: String, _ scratch: HandlerScratch) {
+  /// Only then, and only for a watcher of one channel (`mayRunHere`): while the finding thread
+  /// runs a call it sees no other call on what it watches, which a provider of more handlers
+  /// would run meanwhile and another consumer's withdrawn call would wait for.
+  private func enqueue(_ item: Item, caller: String, _ scratch: HandlerScratch, mayRunHere: Bool = true) {
     var wake = false
     let slot = state.withLock { s -> Int? in
-      if s.threads == 1, s.queue.count == 0, let slot = s.freeSlots.popLast() {
+      if mayRunHere, s.threads == 1, s.queue.count == 0, let slot = s.freeSlots.popLast() {
         // Through the queue all the same (it is empty: the call comes straight back), so the
         // rounds count this call as its caller's turn: a flood run here would otherwise have
         // its next call queued in the round it was already served in.
@@ -173,7 +210,13 @@ final class RoleServer: Sendable {
       let now = CallRing.nanoseconds()
       let next = state.withLock { s -> (Item, Int)? in
         guard let slot = s.freeSlots.popLast() else { return nil }
-        guard let item = s.queue.pop(live: { $0.lane.isLive($0.seq, now: now) }, dead: &dead) else {
+        let needed = s.handlerTime
+        let longest = now &+ RoleCall.timeoutNanoseconds
+        guard
+          let item = s.queue.pop(
+            live: { $0.lane.isLive($0.seq, now: now) }, dead: &dead,
+            preferring: { min($0.lane.queuedDeadline, longest) &- now >= needed })
+        else {
           s.freeSlots.append(slot)
           return nil
         }
@@ -222,9 +265,13 @@ final class RoleServer: Sendable {
       })
     else { return respond(lane, item.seq, id: f.id, ServiceReply(FORSETTI_ERR_UNAVAILABLE)) }
     progress?.begin(slot, started: now, deadline: deadline)
+    var took: UInt64?
     defer {
       progress?.end(slot)
-      state.withLock { $0.running -= 1 }
+      state.withLock { s in
+        s.running -= 1
+        if let took { s.handlerTime = s.handlerTime == 0 ? took : (s.handlerTime / 8) &* 7 &+ took / 8 }
+      }
     }
     guard let methodC = scratch.text(call.method), let callerC = scratch.caller(item.label, call.caller)
     else {
@@ -234,6 +281,7 @@ final class RoleServer: Sendable {
     let (status, length) = RoleCall.run(
       h, caller: callerC, method: methodC, request: call.request, into: room,
       path: RolePath(roles: call.path.roles, deadline: deadline).adding(role))
+    took = CallRing.nanoseconds() &- now
     var w = WireWriter(into: out, kind: .response, id: f.id)
     w.int(Int64(status))
     w.int(Int64(length))
