@@ -1,4 +1,5 @@
 import ForsettiCore
+import ForsettiTestSupport
 import Testing
 
 private typealias Fixture = ManifestFixture
@@ -498,7 +499,8 @@ struct ManifestDecoderIdentityTests {
     #expect(try #require(found.first).problemText.contains("reserved"))
   }
 
-  @Test("blank displayName", arguments: ["", " ", "\t\n"])
+  // Tabs and line breaks are refused first as characters of the module-text rule (below).
+  @Test("blank displayName", arguments: ["", " ", "\u{3000} \u{a0}"])
   func blankDisplayName(_ name: String) {
     #expect(issues([("displayName", .string(name))]) == [issue("displayName", .blank)])
   }
@@ -757,5 +759,74 @@ struct ManifestDecoderReportingTests {
       issue("x", .wrongType(expected: "string", found: "number")).problemText
         == "expected string, found number")
     #expect(issue("x", .missingField).description == "x: required field is missing")
+  }
+}
+
+/// One rule for a manifest's text (issue 40): no string a manifest holds may carry a character
+/// the module-text rule escapes (`HostileText.scalars`: C0, DEL, C1, the separators, the bidi
+/// controls), since every one is shown in tables, traces, prompts and the page. Each is refused,
+/// naming the field, with a message that shows the value escaped (no raw character in it), on
+/// the full path and on the fast path (raw UTF-8, no JSON escape). The neighbours of the classes
+/// (`HostileText.kept`) are a display name like any other: the positive control.
+@Suite("ManifestDecoder: the module-text rule")
+struct ManifestDecoderTextRuleTests {
+  static let fields: [(path: String, overrides: [(String, JSONValue?)])] = [
+    ("moduleID", [("moduleID", "com.example.no\u{1b}tes")]),
+    ("displayName", [("displayName", "No\u{202e}tes")]),
+    ("moduleType", [("moduleType", "u\u{85}i")]),
+    ("entryPoint", [("entryPoint", "notes\u{2028}entry")]),
+    ("supportedPlatforms[1]", [("supportedPlatforms", ["linux", "mac\u{9b}OS"])]),
+    ("capabilitiesRequested[0]", [("capabilitiesRequested", ["toolbar\r\nitems", "storage"])]),
+    ("iapProductID", [("iapProductID", "com.example.pro\u{2066}")]),
+  ]
+
+  @Test(arguments: 0..<fields.count)
+  func aFieldHoldingAControlIsRefusedAndTheMessageShowsItEscaped(_ i: Int) {
+    let (path, overrides) = Self.fields[i]
+    let found = ManifestFixture(overrides).issues
+    let issue = found.first { $0.field == path }
+    #expect(issue != nil, "\(path): \(found)")
+    let message = found.map(\.description).joined(separator: "; ")
+    #expect(HostileText.raw(in: message, allowingNewlines: false).isEmpty, "\(message)")
+    #expect(message.contains("\\u{") || message.contains("\\r"), "\(message)")
+  }
+
+  @Test(arguments: HostileText.scalars)
+  func everyCharacterOfTheRuleIsRefusedInADescription(_ v: UInt32) throws {
+    let scalar = try #require(Unicode.Scalar(v))
+    let io: JSONValue = .object(
+      JSONObject([
+        ("requirementID", "store"), ("kind", "storage"), ("access", "read_write"), ("required", true),
+        ("description", .string("keeps \(Character(scalar)) notes")),
+      ]))
+    let f = ManifestFixture([
+      ("schemaVersion", "1.1"), ("manifestTemplateVersion", "1.1"), ("capabilitiesRequested", ["storage"]),
+      ("moduleType", "service"), ("runtimeRequirements", ManifestFixture.runtimeRequirements(io: [io])),
+    ])
+    let found = f.issues
+    #expect(found.contains { $0.field.hasSuffix(".description") }, "U+\(String(v, radix: 16)): \(found)")
+    let message = found.map(\.description).joined(separator: "; ")
+    #expect(HostileText.raw(in: message, allowingNewlines: false).isEmpty, "\(message)")
+    #expect(message.contains(HostileText.shown(v)), "\(message)")
+  }
+
+  /// Raw UTF-8 (what the fast path reads): refused the same; the neighbours are kept.
+  @Test func theFastPathRefusesTheSameAndKeepsTheNeighbours() throws {
+    let text = ManifestFixture().text
+    for scalar in ["\u{85}", "\u{9b}", "\u{2028}", "\u{202e}", "\u{2069}"] {
+      let hostile = text.replacingOccurrences(of: "\"Notes\"", with: "\"No\(scalar)tes\"")
+      #expect(hostile != text)
+      guard case .failure(.invalid(let e)) = ManifestDecoder.decode(bytes: Array(hostile.utf8)) else {
+        Issue.record("\(scalar.unicodeScalars.map(\.value)) accepted")
+        continue
+      }
+      #expect(e.issues.map(\.field) == ["displayName"], "\(e)")
+    }
+    let kept = text.replacingOccurrences(of: "\"Notes\"", with: "\"Notes\(HostileText.kept)\"")
+    guard case .success(let m) = ManifestDecoder.decode(bytes: Array(kept.utf8)) else {
+      Issue.record("the neighbours were refused")
+      return
+    }
+    #expect(m.displayName == "Notes" + HostileText.kept)
   }
 }

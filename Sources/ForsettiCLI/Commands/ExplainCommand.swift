@@ -42,7 +42,7 @@ enum ExplainCommand {
       return v.passed ? .success : .blocked
     }
     var out =
-      "\(v.moduleID ?? "-") (\(v.file)): \(v.passed ? "passes every gate evaluated" : "BLOCKED by \(v.reason ?? "?")")\n"
+      "\(v.moduleID ?? "-") (\(ModuleText.visible(v.file))): \(v.passed ? "passes every gate evaluated" : "BLOCKED by \(v.reason ?? "?")")\n"
     for e in v.trace {
       out +=
         "  \(e.verdict.uppercased().padded(to: 7)) \(e.step.padded(to: 19)) \(e.reason.map { "\($0): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"

@@ -65,7 +65,8 @@ enum LintCommand {
       let errors = findings.filter { $0.level == "error" }.count
       let warnings = findings.filter { $0.level == "warning" }.count
       console.out(
-        "\(path): \(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")\n")
+        "\(ModuleText.visible(path)): \(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")\n"
+      )
     }
     return findings.contains { $0.level == "error" } ? .blocked : .success
   }

@@ -13,11 +13,13 @@ enum CheckReport {
     var out = ""
     for j in judgements {
       let id = (j.moduleID ?? "-").padded(to: max(idWidth, 1))
+      // The file's name is the vendor's: shown by the module-text rule, as is the detail.
+      let file = ModuleText.visible(j.file)
       if let failure = j.trace.firstFailure, let reason = failure.reason {
         out +=
-          "BLOCKED  \(id)  \(j.file)  \(reason.rawValue) at \(failure.step.rawValue): \(failure.detail)\n"
+          "BLOCKED  \(id)  \(file)  \(reason.rawValue) at \(failure.step.rawValue): \(LogRecord.streamSafe(failure.detail))\n"
       } else {
-        out += "PASS     \(id)  \(j.file)\n"
+        out += "PASS     \(id)  \(file)\n"
       }
       if trace { out += steps(j.trace) }
     }

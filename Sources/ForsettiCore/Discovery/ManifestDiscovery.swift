@@ -144,7 +144,8 @@ public enum ManifestDiscovery {
     do { value = try JSONParser.parse(bytes) } catch {
       return DiscoveredFile(file: path, outcome: .invalid(.invalidJSON(error)))
     }
-    let declaredID = value.objectValue?["moduleID"]?.stringValue
+    // Shown (never used to find anything) when the manifest is refused: by the module-text rule.
+    let declaredID = value.objectValue?["moduleID"]?.stringValue.map(ModuleText.visible)
     if !ManifestDecoder.looksLikeManifest(value) {
       if mode == .fallback { return DiscoveredFile(file: path, outcome: .ignored) }
       let issue = ManifestIssue(

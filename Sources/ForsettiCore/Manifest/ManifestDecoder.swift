@@ -135,7 +135,17 @@ private struct Reader {
       add(p, .wrongType(expected: "string", found: v.typeName))
       return nil
     }
-    return s
+    return plain(s, at: p)
+  }
+
+  /// `s`, unless it holds a character the module-text rule escapes (`ModuleText`): a manifest's
+  /// text is shown in tables, traces, prompts and pages, where such a character would move the
+  /// cursor, start a forged line or reorder what follows; no field needs one.
+  mutating func plain(_ s: String, at path: String) -> String? {
+    guard let bad = s.unicodeScalars.firstIndex(where: ModuleText.isEscaped) else { return s }
+    let offset = s.unicodeScalars.distance(from: s.unicodeScalars.startIndex, to: bad)
+    add(path, .controlCharacter(s, scalar: s.unicodeScalars[bad], offset: offset))
+    return nil
   }
 
   mutating func nonBlank(
@@ -213,8 +223,12 @@ private struct Reader {
     var out: [String] = []
     var ok = true
     for (i, item) in items.enumerated() {
-      guard let s = item.stringValue else {
+      guard let raw = item.stringValue else {
         add("\(p)[\(i)]", .wrongType(expected: "string", found: item.typeName))
+        ok = false
+        continue
+      }
+      guard let s = plain(raw, at: "\(p)[\(i)]") else {
         ok = false
         continue
       }

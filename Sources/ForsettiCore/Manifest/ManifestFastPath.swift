@@ -221,7 +221,10 @@ enum ManifestFastPath {
     mutating func string() -> String? {
       guard let raw = rawString() else { return nil }
       if raw.allSatisfy({ $0 < 0x80 }) { return String(decoding: raw, as: UTF8.self) }
-      return String(validating: raw, as: UTF8.self)
+      // A character the module-text rule escapes (C1, a separator, a bidi control) is the full
+      // decoder's to refuse, with its message.
+      guard let s = String(validating: raw, as: UTF8.self), ModuleText.isPlain(s) else { return nil }
+      return s
     }
 
     /// A string naming one of `table`'s values, matched on its raw bytes (no String is made).

@@ -28,9 +28,13 @@ public struct ManifestIssue: Sendable, Hashable, CustomStringConvertible {
     /// A value (a role, an I/O kind) that needs a capability missing from capabilitiesRequested;
     /// `orRemove` names what to remove instead of adding the capability.
     case capabilityNotRequested(value: String, capability: Capability, orRemove: String)
+    /// A string holding `scalar` (at scalar `offset`), which the module-text rule escapes.
+    case controlCharacter(String, scalar: Unicode.Scalar, offset: Int)
   }
 
-  public var description: String { "\(field): \(problemText)" }
+  /// The field, the problem and the value quoted, every character of the module-text rule
+  /// escaped: the value is the manifest's text, and the message goes to terminals and logs.
+  public var description: String { "\(ModuleText.visible(field)): \(problemText)" }
 
   /// The problem in words, without the field.
   public var problemText: String {
@@ -40,29 +44,31 @@ public struct ManifestIssue: Sendable, Hashable, CustomStringConvertible {
     case .wrongType(let expected, let found):
       return "expected \(expected), found \(found)"
     case .unknownValue(let value, let allowed):
-      var text = "unknown value \"\(value)\" (expected one of \(allowed.joined(separator: ", ")))"
+      var text =
+        "unknown value \"\(ModuleText.visible(value))\" (expected one of \(allowed.joined(separator: ", ")))"
       if let s = Suggestion.closest(to: value, among: allowed) { text += "; did you mean \"\(s)\"?" }
       return text
     case .malformedVersion(let why):
-      return "malformed version: \(why)"
+      return "malformed version: \(ModuleText.visible(why))"
     case .invalidModuleID(let id):
       return
-        "\"\(id)\" is not a reverse-DNS ID (letters and digits in two or more dot-separated parts, e.g. com.vendor.module)"
+        "\"\(ModuleText.visible(id))\" is not a reverse-DNS ID (letters and digits in two or more dot-separated parts, e.g. com.vendor.module)"
     case .reservedNamespace(let id):
-      return "\"\(id)\" uses the reserved \"forsetti.\" namespace, which belongs to the host"
+      return
+        "\"\(ModuleText.visible(id))\" uses the reserved \"forsetti.\" namespace, which belongs to the host"
     case .invalidEntryPoint(let name):
       return
-        "\"\(name)\" is not a valid C identifier (letters, digits and _, not starting with a digit)"
+        "\"\(ModuleText.visible(name))\" is not a valid C identifier (letters, digits and _, not starting with a digit)"
     case .blank:
       return "must not be empty or blank"
     case .duplicateValue(let v):
-      return "\"\(v)\" is listed more than once"
+      return "\"\(ModuleText.visible(v))\" is listed more than once"
     case .emptyList:
       return "must list at least one value"
     case .maxBelowMin(let min, let max):
       return "maximum \(max) is below the minimum \(min)"
     case .notAllowed(let why):
-      return why
+      return ModuleText.visible(why)
     case .roleNotForModuleType(let role, let type):
       let types = role.validModuleTypes.map(\.rawValue).sorted().joined(separator: " or ")
       let roles = DefaultModuleRole.allCases.filter { $0.validModuleTypes.contains(type) }.map {
@@ -70,9 +76,12 @@ public struct ManifestIssue: Sendable, Hashable, CustomStringConvertible {
       }
       return
         "\"\(role.rawValue)\" is a role for \(types) modules and this is \(type == .app ? "an" : "a") \(type.rawValue) module: remove defaultModuleRole, or use \(roles.count == 1 ? "" : "one of ")\(roles.joined(separator: ", "))"
+    case .controlCharacter(let text, let scalar, let offset):
+      return
+        "\"\(ModuleText.visible(text))\" holds \(ModuleText.visible(String(scalar))) at character \(offset + 1), a control, separator or bidirectional character that would move a terminal's cursor, start a line of its own or reorder the text around it: remove it"
     case .capabilityNotRequested(let value, let cap, let orRemove):
       return
-        "\"\(value)\" needs capability \(cap.rawValue) in capabilitiesRequested: add \"\(cap.rawValue)\" there, or remove \(orRemove)"
+        "\"\(ModuleText.visible(value))\" needs capability \(cap.rawValue) in capabilitiesRequested: add \"\(cap.rawValue)\" there, or remove \(orRemove)"
     }
   }
 }
