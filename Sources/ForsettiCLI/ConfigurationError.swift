@@ -5,7 +5,7 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
   case manifests(ManifestSourceError)
   case file(option: String, path: String, reason: String)
   case directory(option: String, path: String, reason: String)
-  case workerMissing(path: String)
+  case workerMissing(path: String, reason: String)
   /// No Forsetti installation (forsetti.pc, the Swift SDK) where `new` looked.
   case noInstallation(looked: String, missing: String)
 
@@ -16,8 +16,8 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
     case .directory(let o, let p, let why): "--\(o) \(p): \(why)"
     case .noInstallation(let dir, let missing):
       "no Forsetti installation at \(dir) (\(missing) is missing); install one with `scripts/install --prefix DIR` and pass --prefix DIR"
-    case .workerMissing(let p):
-      "the worker executable \(p) is missing; build it with `swift build --product forsetti-worker`, or pass --in-process"
+    case .workerMissing(let p, let why):
+      "the worker executable \(p) \(why); \(why == "is missing" ? "build it with `swift build --product forsetti-worker`" : "put it where this user can run it"), or pass --in-process"
     }
   }
 }

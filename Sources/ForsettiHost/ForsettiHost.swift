@@ -66,8 +66,8 @@ public final class ForsettiHost: @unchecked Sendable {
   /// Holds and locks the state directory (creating it if missing): one host per directory.
   public init(_ configuration: Configuration) throws(ForsettiHostError) {
     let state = configuration.judging.stateDirectory
-    if let worker = configuration.isolation?.workerExecutable, access(worker, X_OK) != 0 {
-      throw .workerMissing(path: worker)
+    if let worker = configuration.isolation?.workerExecutable, let why = ExecutableReach.problem(worker) {
+      throw .workerMissing(path: worker, reason: why)
     }
     do { _ = try configuration.logLimits.validated() } catch { throw .logLimits(error) }
     self.configuration = configuration

@@ -9,7 +9,9 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
   /// Another host runs on the state directory at `path`, or its lock cannot be taken.
   case stateDirectoryLocked(path: String, HostLock.LockError)
   /// Isolation names a worker executable that is not there (or not executable).
-  case workerMissing(path: String)
+  /// The worker executable cannot be run by this process: `reason` says why (missing, behind
+  /// a directory this user cannot search, not executable).
+  case workerMissing(path: String, reason: String)
   /// The log limits of the configuration are out of range.
   case logLimits(LogLimits.Invalid)
   /// Judging failed: unreadable manifests, a malformed state or entitlements file.
@@ -28,8 +30,8 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
     switch self {
     case .stateDirectoryUnusable(let path, let e): "state directory \(path): \(e)"
     case .stateDirectoryLocked(let path, let e): "state directory \(path): \(e)"
-    case .workerMissing(let path):
-      "no worker executable at \(path); point isolation's workerExecutable at forsetti-worker, "
+    case .workerMissing(let path, let reason):
+      "the worker executable \(path) \(reason); point isolation's workerExecutable at forsetti-worker, "
         + "or set isolation to nil to load modules into this process"
     case .logLimits(let e): "log limits: \(e)"
     case .judging(let e): e.description

@@ -281,7 +281,7 @@ enum RunCommand {
       .configuration(.directory(option: "state", path: path, reason: reason.description))
     case .stateDirectoryLocked(let path, let reason):
       .configuration(.directory(option: "state", path: path, reason: reason.description))
-    case .workerMissing(let path): .configuration(.workerMissing(path: path))
+    case .workerMissing(let path, let why): .configuration(.workerMissing(path: path, reason: why))
     case .judging(let e): HostOptions.failure(e)
     case .controlSocket(_, let reason):
       .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(reason)"))
@@ -296,8 +296,8 @@ enum RunCommand {
   private static func isolation(_ p: ParsedArguments) throws(CommandFailure) -> IsolationSettings? {
     guard !p.flag("in-process") else { return nil }
     var settings = IsolationSettings(workerExecutable: IsolationSettings.defaultWorker)
-    guard FileManager.default.isExecutableFile(atPath: settings.workerExecutable) else {
-      throw .configuration(.workerMissing(path: settings.workerExecutable))
+    if let why = ExecutableReach.problem(settings.workerExecutable) {
+      throw .configuration(.workerMissing(path: settings.workerExecutable, reason: why))
     }
     settings.startTimeout = try seconds(p, "start-timeout", default: 5) ?? 5
     settings.stopTimeout = try seconds(p, "stop-timeout", default: 5) ?? 5
