@@ -42,58 +42,80 @@ public struct ConfigFile: Sendable, Equatable {
     if bytes.count > maximumSize { throw .tooLarge(path: path, limit: maximumSize) }
     var entries: [ConfigEntry] = []
     var seen: [String: Int] = [:]
+    // Every bad line is reported at once: an operator fixing a file one line per run is a
+    // round trip per mistake.
+    var problems: [ConfigFileError] = []
     var number = 0
     for raw in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
       number += 1
-      if raw.contains(0) { throw .nul(path: path, line: number) }
-      guard let decoded = String(validating: raw, as: UTF8.self) else {
-        throw .notUTF8(path: path, line: number)
-      }
-      let line = trimmed(Substring(decoded))
-      if line.isEmpty || line.hasPrefix("#") { continue }
-      guard let eq = line.firstIndex(of: "=") else {
-        throw .malformed(path: path, line: number, text: String(line))
-      }
-      let key = String(trimmed(line[..<eq]))
-      var value = String(trimmed(line[line.index(after: eq)...]))
-      if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-        value = String(value.dropFirst().dropLast())
-      }
-      if key.isEmpty { throw .malformed(path: path, line: number, text: String(line)) }
-      if refusedKeys.contains(key) { throw .refusedKey(path: path, line: number, key: key) }
-      guard let option = spec.options.first(where: { $0.name == key }) else {
-        let names = spec.options.map(\.name).filter { !refusedKeys.contains($0) }
-        throw .unknownKey(
-          path: path, line: number, key: key,
-          suggestion: Suggestion.closest(
-            to: key.hasPrefix("--") ? String(key.dropFirst(2)) : key, among: names))
-      }
-      if option.valueName == nil {
-        guard value == "true" || value == "false" else {
-          throw .notABoolean(path: path, line: number, key: key, value: value)
+      do throws(ConfigFileError) {
+        if let entry = try entry(raw, number: number, path: path, spec: spec, seen: &seen) {
+          entries.append(entry)
         }
-      } else if value.isEmpty {
-        throw .emptyValue(path: path, line: number, key: key)
+      } catch {
+        problems.append(error)
       }
-      if !option.repeatable, let first = seen[key] {
-        throw .repeated(path: path, key: key, first: first, second: number)
-      }
-      seen[key] = number
-      entries.append(ConfigEntry(key: key, value: value, line: number))
     }
+    if problems.count == 1, let only = problems.first { throw only }
+    if !problems.isEmpty { throw .several(problems) }
     return ConfigFile(path: path, entries: entries)
+  }
+
+  /// Line `number` (its bytes `raw`) as an entry; nil for a blank line or a comment.
+  private static func entry(
+    _ raw: ArraySlice<UInt8>, number: Int, path: String, spec: CommandSpec, seen: inout [String: Int]
+  ) throws(ConfigFileError) -> ConfigEntry? {
+    if raw.contains(0) { throw .nul(path: path, line: number) }
+    guard let decoded = String(validating: raw, as: UTF8.self) else {
+      throw .notUTF8(path: path, line: number)
+    }
+    let line = trimmed(Substring(decoded))
+    if line.isEmpty || line.hasPrefix("#") { return nil }
+    guard let eq = line.firstIndex(of: "=") else {
+      throw .malformed(path: path, line: number, text: String(line))
+    }
+    let key = String(trimmed(line[..<eq]))
+    var value = String(trimmed(line[line.index(after: eq)...]))
+    if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+      value = String(value.dropFirst().dropLast())
+    }
+    if key.isEmpty { throw .malformed(path: path, line: number, text: String(line)) }
+    if refusedKeys.contains(key) { throw .refusedKey(path: path, line: number, key: key) }
+    guard let option = spec.options.first(where: { $0.name == key }) else {
+      let names = spec.options.map(\.name).filter { !refusedKeys.contains($0) }
+      throw .unknownKey(
+        path: path, line: number, key: key,
+        suggestion: Suggestion.closest(to: key.hasPrefix("--") ? String(key.dropFirst(2)) : key, among: names)
+      )
+    }
+    if option.valueName == nil {
+      guard value == "true" || value == "false" else {
+        throw .notABoolean(path: path, line: number, key: key, value: value)
+      }
+    } else if value.isEmpty {
+      throw .emptyValue(path: path, line: number, key: key)
+    }
+    if !option.repeatable, let first = seen[key] {
+      throw .repeated(path: path, key: key, first: first, second: number)
+    }
+    seen[key] = number
+    return ConfigEntry(key: key, value: value, line: number)
   }
 
   /// Reads and parses the file at `path`; a missing file is `.missing`, so the caller decides
   /// whether that matters (the default file may be absent, a named one may not).
   public static func read(_ path: String, spec: CommandSpec) throws(ConfigFileError) -> ConfigFile {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    // Not blocking: opening a FIFO for reading would wait for a writer for ever.
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     if fd < 0 {
       let code = errno
       if code == ENOENT { throw .missing(path: path) }
       throw .unreadable(path: path, reason: String(cString: strerror(code)))
     }
     defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+    guard st.st_mode & S_IFMT == S_IFREG else { throw .notRegular(path: path, kind: kind(st.st_mode)) }
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65536)
     while true {
@@ -108,6 +130,18 @@ public struct ConfigFile: Sendable, Equatable {
       if bytes.count > maximumSize { throw .tooLarge(path: path, limit: maximumSize) }
     }
     return try parse(bytes, path: path, spec: spec)
+  }
+
+  /// What a file that is not a regular one is, in words.
+  static func kind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFIFO: "a FIFO"
+    case S_IFDIR: "a directory"
+    case S_IFSOCK: "a socket"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    default: "not a file"
+    }
   }
 
   static func trimmed(_ s: Substring) -> Substring {

@@ -25,6 +25,10 @@ public enum ConfigFileError: Error, Sendable, Equatable, CustomStringConvertible
   case repeated(path: String, key: String, first: Int, second: Int)
   /// The verb refused the value the file gives (`log-rate = many`).
   case invalidValue(path: String, line: Int, key: String, value: String, why: String)
+  /// Not a regular file (a FIFO, a directory, a device): `kind` says which.
+  case notRegular(path: String, kind: String)
+  /// More than one line is wrong: each, in line order.
+  case several([ConfigFileError])
 
   public var description: String {
     switch self {
@@ -52,6 +56,11 @@ public enum ConfigFileError: Error, Sendable, Equatable, CustomStringConvertible
       return "\(p):\(second): '\(k)' is already set on line \(first) and may be given once; keep one"
     case .invalidValue(let p, let l, let k, let v, let why):
       return "\(p):\(l): invalid value '\(v)' for '\(k)': \(why)"
+    case .notRegular(let p, let kind):
+      return "\(p): is \(kind), not a regular file; name the configuration file itself"
+    case .several(let all):
+      return "\(all.count) lines of the configuration file are wrong:\n  "
+        + all.map(\.description).joined(separator: "\n  ")
     }
   }
 }
