@@ -19,6 +19,10 @@ import Testing
     #expect(
       shares.summary == "cpu weight 200 each (com.a 1, com.b 10000), ceiling 50% of a CPU each (com.a 150%)")
     #expect(CPUShares().summary == "cpu weight 100 each, no ceiling")
+    // Issue 40: a module's own ceiling with no default read "no ceiling (com.t.spinc 20%)".
+    var one = CPUShares()
+    try one.setMaxPercent("com.t.spinc=20")
+    #expect(one.summary == "cpu weight 100 each, no ceiling but com.t.spinc's 20% of a CPU")
     #expect(CPUShares.quotaMicroseconds(percent: 150) == 150_000)
   }
 

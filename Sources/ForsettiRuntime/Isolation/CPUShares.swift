@@ -52,17 +52,28 @@ public struct CPUShares: Sendable, Equatable {
     if let moduleID { maxPercents[moduleID] = value } else { defaultMaxPercent = value }
   }
 
-  /// One line for the start report: "weight 100 each (com.a 300), no ceiling (com.b 50%)".
+  /// One line for the start report: "cpu weight 100 each (com.a 300), ceiling 50% of a CPU
+  /// each (com.b 150%)", or, with no default ceiling, "…, no ceiling but com.b's 50% of a CPU"
+  /// (a module's own ceiling never reads as "no ceiling").
   public var summary: String {
-    func listed(_ values: [String: Int], _ unit: String) -> String {
-      guard !values.isEmpty else { return "" }
-      return " ("
-        + values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\(unit)" }.joined(separator: ", ")
-        + ")"
+    func named(_ values: [String: Int], _ unit: String) -> [String] {
+      values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\(unit)" }
     }
-    let ceiling = defaultMaxPercent.map { "ceiling \($0)% of a CPU each" } ?? "no ceiling"
-    return "cpu weight \(defaultWeight) each" + listed(weights, "") + ", " + ceiling
-      + listed(maxPercents, "%")
+    let weight = weights.isEmpty ? "" : " (" + named(weights, "").joined(separator: ", ") + ")"
+    let ceiling: String
+    if let all = defaultMaxPercent {
+      ceiling =
+        "ceiling \(all)% of a CPU each"
+        + (maxPercents.isEmpty ? "" : " (" + named(maxPercents, "%").joined(separator: ", ") + ")")
+    } else if maxPercents.isEmpty {
+      ceiling = "no ceiling"
+    } else {
+      ceiling =
+        "no ceiling but "
+        + maxPercents.sorted { $0.key < $1.key }.map { "\($0.key)'s \($0.value)% of a CPU" }.joined(
+          separator: ", ")
+    }
+    return "cpu weight \(defaultWeight) each" + weight + ", " + ceiling
   }
 
   /// `[MODULE_ID=]N` with N a whole number in `range`.
