@@ -165,6 +165,31 @@ import Testing
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir.url("export/com.test.n")) == ["good.txt"])
   }
 
+  /// Issue 40: a module alternating a refused write with an overwrite of the same size got one
+  /// warning per refusal (1,002 lines in 13 s), where the guide promises one until its usage
+  /// changes. 50 such pairs: one warning; then a removal (usage changes) and a refusal again:
+  /// a second one — the positive control that a refusal is still told.
+  @Test func aRefusalIsToldOnceUntilTheUsageChanges() throws {
+    let dir = TemporaryDirectory("quota-once")
+    let log = MemoryLogSink()
+    let s = Self.services(dir, log)
+    let id = "com.test.hammer"
+    for k in 0..<4 { #expect(Self.store(s, id, "k\(k)") == FORSETTI_OK) }
+    func told() -> Int { log.all.filter { $0.message.contains("quota") && $0.moduleID == id }.count }
+    for _ in 0..<50 {
+      #expect(Self.store(s, id, "extra") == FORSETTI_ERR_QUOTA)
+      #expect(Self.store(s, id, "k0") == FORSETTI_OK, "same size: usage unchanged")
+    }
+    #expect(told() == 1, "\(log.all.map(\.message).suffix(3))")
+    let removed = s.answer(
+      ServiceRequest(.secureRemove, [Array("k1".utf8)]),
+      from: ModuleCaller(moduleID: id, granted: [.secureStorage]))
+    #expect(removed.status == FORSETTI_OK)
+    #expect(Self.store(s, id, "k1") == FORSETTI_OK)
+    #expect(Self.store(s, id, "extra") == FORSETTI_ERR_QUOTA)
+    #expect(told() == 2)
+  }
+
   @Test func chargesAreWholeBlocks() {
     #expect(QuotaLedger.charge(nil) == 0)
     #expect(QuotaLedger.charge(0) == 4096)
