@@ -123,6 +123,15 @@ public final class ForsettiHost: @unchecked Sendable {
     live.onChange = changeObservers.tell
     self.live = live
     shared.withLock { $0.environment = environment }
+    // Bound before any module starts: a taken port is exit 2 at once, not after every module
+    // started and stopped again.
+    if let address = configuration.metricsAddress {
+      do { try serveMetrics(address, environment) } catch {
+        manager.stopAll()
+        finish()
+        throw error
+      }
+    }
     do { try live.start() } catch {
       manager.stopAll()
       finish()
@@ -141,13 +150,7 @@ public final class ForsettiHost: @unchecked Sendable {
       $0.server = server
       $0.records = manager.records
     }
-    if let address = configuration.metricsAddress {
-      do { try serveMetrics(address, environment) } catch {
-        live.stop()
-        finish()
-        throw error
-      }
-    }
+
     phase.withLock { $0 = .started }
     // Ready once the control socket answers: a unit's ExecStartPost= may ask the host at once.
     let running = manager.records.filter { $0.state == .started }.count
@@ -168,6 +171,12 @@ public final class ForsettiHost: @unchecked Sendable {
     } catch { throw .metrics(address: address.description, reason: error.description) }
     metricsServer.withLock { $0 = made }
     environment.hostLog(.info, "metrics: \(made.url)")
+    if !made.address.isLoopback {
+      environment.hostLog(
+        .warning,
+        "metrics: \(made.address) is not a loopback address: anyone who can reach it reads every module's counters "
+          + "(no authentication); serve on 127.0.0.1 or ::1 and scrape through a proxy, or firewall the port")
+    }
   }
 
   /// Where `/metrics` is served (`http://ADDRESS:PORT/metrics`, the real port when 0 was asked

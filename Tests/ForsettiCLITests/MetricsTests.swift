@@ -235,4 +235,82 @@ import Testing
     try #require(ok)
     return UInt16(bigEndian: a.sin_port)
   }
+
+  // MARK: issue 40, fourth finding
+
+  /// Any `Host` header was answered 200, so a page in a browser that rebinds its own name to
+  /// 127.0.0.1 could read every module's counters. On a loopback address only the address
+  /// itself or `localhost` (with this port or none) is served; another name gets 421 and no
+  /// series. Controls: the address and `localhost` are served the page.
+  @Test func aRequestNamingAnotherHostIsRefused() throws {
+    let (host, port) = try launch()
+    defer { host.stop() }
+    func ask(_ name: String) throws -> (Int, String) {
+      let (status, text) = try DebugScreenTests.exchange(
+        port, "GET /metrics HTTP/1.1\r\nHost: \(name)\r\nConnection: close\r\n\r\n")
+      return (status, text)
+    }
+    for name in ["evil.example", "evil.example:\(port)", "127.0.0.2:\(port)", "localhost.evil.example"] {
+      let (status, text) = try ask(name)
+      #expect(status == 421, "\(name): \(status)")
+      #expect(!text.contains("forsetti_"), "\(name): series served")
+    }
+    for name in ["127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST", "127.0.0.1"] {
+      let (status, text) = try ask(name)
+      #expect(status == 200 && text.contains("forsetti_"), "\(name): \(status)")
+    }
+  }
+
+  /// A taken port was reported only after every module had started and stopped again. Now the
+  /// port is bound before any module starts: exit 2 naming the address, and the provider's
+  /// worker never ran (its pid file is not written, no `started` line). Control: the same host
+  /// on a free port starts it.
+  @Test func aTakenPortIsAnErrorBeforeAnyModuleStarts() throws {
+    let taken = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(taken) }
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_addr.s_addr = inet_addr("127.0.0.1")
+    a.sin_port = 0
+    let bound = withUnsafePointer(to: &a) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(taken, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    try #require(bound == 0 && listen(taken, 1) == 0)
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &a) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(taken, $0, &len) }
+    }
+    let port = UInt16(bigEndian: a.sin_port)
+    try ExampleModules.installSharedDatabase(in: dir)
+    let r = try HostBinary.run([
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"),
+      "--approve-all", "--metrics", "127.0.0.1:\(port)", "--for", "30",
+    ])
+    #expect(r.status == 2, "\(r.stdout)\n\(r.stderr)")
+    #expect(r.stderr.contains("127.0.0.1:\(port)"), "\(r.stderr)")
+    #expect(!r.stdout.contains("] started "), "a module started first: \(r.stdout)")
+    let (control, _) = try launch()
+    #expect(control.await("started \(Self.provider)", timeout: 120) != nil, "\(control.lines.suffix(10))")
+    control.stop()
+  }
+
+  /// `0.0.0.0` was accepted without a word. A non-loopback address is served, with a warning
+  /// that says who can read it; the loopback default has none (the control).
+  @Test func aNonLoopbackAddressIsServedWithAWarning() throws {
+    try ExampleModules.installSharedDatabase(in: dir)
+    let host = try DevHost.launch([
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"),
+      "--approve-all", "--metrics", "0.0.0.0:0",
+    ])
+    #expect(host.await("is not a loopback address", timeout: 120) != nil, "\(host.lines.suffix(10))")
+    host.stop()
+    let (loopback, _) = try launch()
+    defer { loopback.stop() }
+    #expect(loopback.await("started \(Self.provider)", timeout: 120) != nil)
+    #expect(!loopback.lines.contains { $0.contains("is not a loopback address") }, "\(loopback.lines)")
+  }
 }

@@ -55,6 +55,29 @@ public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
 
   public var isIPv6: Bool { host.contains(":") }
 
+  /// Whether it is a loopback address (127.0.0.0/8, ::1): reachable from this machine only.
+  public var isLoopback: Bool {
+    if isIPv6 {
+      var a = in6_addr()
+      guard inet_pton(AF_INET6, host, &a) == 1 else { return false }
+      return withUnsafeBytes(of: &a) { b in b.prefix(15).allSatisfy { $0 == 0 } && b[15] == 1 }
+    }
+    var a = in_addr()
+    guard inet_pton(AF_INET, host, &a) == 1 else { return false }
+    return UInt32(bigEndian: a.s_addr) >> 24 == 127
+  }
+
+  /// Whether a request's `Host` header names this server as a client on this machine does:
+  /// for a loopback address, the address itself or `localhost`, with this port or none. A page
+  /// in a browser that rebinds its own name to 127.0.0.1 sends its own name, and is refused.
+  /// Any `Host` for another address: who can reach it is the network's business.
+  public func accepts(host header: String?) -> Bool {
+    guard isLoopback else { return true }
+    guard let header = header?.lowercased(), !header.isEmpty else { return false }
+    let names = ["localhost", isIPv6 ? "[\(host)]" : host]
+    return names.contains { header == $0 || header == "\($0):\(port)" }
+  }
+
   /// `HOST:PORT`, brackets around IPv6.
   public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 

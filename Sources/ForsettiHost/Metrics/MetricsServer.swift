@@ -73,9 +73,15 @@ final class MetricsServer: @unchecked Sendable {
     daemon = nil
   }
 
-  /// Status and body for a request (the routing, apart from libmicrohttpd).
-  static func route(method: String, path: String, render: () -> String) -> (UInt32, String, String) {
+  /// Status and body for a request (the routing, apart from libmicrohttpd). `hostAllowed`: the
+  /// request's `Host` names this server (`MetricsAddress.accepts`); else 421, nothing rendered.
+  static func route(method: String, path: String, hostAllowed: Bool = true, render: () -> String)
+    -> (UInt32, String, String)
+  {
     let plain = "text/plain; charset=utf-8"
+    guard hostAllowed else {
+      return (421, plain, "misdirected request: the Host header does not name this server\n")
+    }
     let bare = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
     guard bare == "/metrics" else { return (404, plain, "not found: only /metrics is served\n") }
     guard method == "GET" || method == "HEAD" else {
@@ -89,7 +95,10 @@ final class MetricsServer: @unchecked Sendable {
     guard let context, let connection, let method, let url else { return 0 }
     let server = Unmanaged<MetricsServer>.fromOpaque(context).takeUnretainedValue()
     let m = String(cString: method)
-    let (status, type, body) = route(method: m, path: String(cString: url), render: server.render)
+    let host = forsetti_web_value(connection, 0, "Host").map { String(cString: $0) }
+    let (status, type, body) = route(
+      method: m, path: String(cString: url), hostAllowed: server.address.accepts(host: host),
+      render: server.render)
     var headers: [(String, String)] = [("Content-Type", type), ("Cache-Control", "no-store")]
     if status == 405 { headers.append(("Allow", "GET, HEAD")) }
     let strings = headers.flatMap { [strdup($0.0), strdup($0.1)] }
