@@ -117,7 +117,8 @@ public final class ForsettiHost: @unchecked Sendable {
     let manager = makeManager(environment)
     hold.whenReplaced { [waker = waiter.waker] _ in waker() }
     let live = LiveHost(
-      judge: Judge(configuration.judging), manager: manager, development: configuration.development,
+      judge: Judge(Self.remembering(configuration.judging)), manager: manager,
+      development: configuration.development,
       wake: waiter.waker)
     live.onReload = reloadObservers.tell
     live.onChange = changeObservers.tell
@@ -155,6 +156,14 @@ public final class ForsettiHost: @unchecked Sendable {
     // Ready once the control socket answers: a unit's ExecStartPost= may ask the host at once.
     let running = manager.records.filter { $0.state == .started }.count
     ServiceNotifier.ready(status: "\(running) of \(manager.records.count) modules running")
+  }
+
+  /// The judging configuration of a running host: it remembers its policy file, so an invalid
+  /// one edited into place is reported and the last valid one stays in force (`PolicyMemory`).
+  private static func remembering(_ judging: HostConfiguration) -> HostConfiguration {
+    var c = judging
+    if c.policyMemory == nil { c.policyMemory = PolicyMemory() }
+    return c
   }
 
   /// Starts `/metrics` at `address`, rendered at each scrape from the counters and the records

@@ -87,13 +87,33 @@ import Testing
     try #require(w.reached, why(w, host))
     #expect(host.await("bye from com.acme.crm") != nil, "\(host.lines)")
 
-    // A rewrite that is not valid changes nothing until it is fixed, and says where it is wrong.
+    // A rewrite that is not valid changes nothing until it is fixed, and says where it is wrong:
+    // the last valid policy stays in force.
     let mark = host.lines.count
     try LiveHost.replaceFile(file, with: #"{"default": "allow", "rules": [{"effect": "allow"}]}"#)
     let refused = host.await(
-      #"not reconciled: --policy \#(file): rule 1: field "capabilities" is missing"#, from: mark)
+      #"policy: --policy \#(file): rule 1: field "capabilities" is missing"#, from: mark)
     #expect(refused != nil, "\(host.lines.suffix(10))")
     w = published(["com.acme.crm": "blocked/capabilityDenied", "com.test.keeper": "started"], by: host)
     #expect(w.reached, why(w, host))
+    // Issue 40: list and explain exited 2 and the page's table went empty. They answer, by the
+    // policy in force, and say which file is wrong, where, and that the last valid one rules.
+    let list = try HostBinary.run(["list", "--state", state])
+    #expect(list.status == 1, "one module is blocked: \(list.stderr)")
+    #expect(
+      list.stdout.contains("com.acme.crm") && list.stdout.contains("capabilityDenied"), "\(list.stdout)")
+    #expect(
+      list.stderr.contains("warning: --policy \(file): rule 1") && list.stderr.contains("last valid policy"),
+      "\(list.stderr)")
+    let json = try HostBinary.run(["list", "--state", state, "--json"])
+    #expect(json.stdout.contains("\"problems\"") && json.stdout.contains("rule 1"), "\(json.stdout)")
+    let explained = try HostBinary.run(["explain", "com.acme.crm", "--state", state])
+    #expect(explained.status == 1 && explained.stdout.contains("rule 3 (deny networking"), "\(explained)")
+    #expect(explained.stderr.contains("last valid policy"), "\(explained.stderr)")
+    // Mended: said once, and no warning any more (the control).
+    try LiveHost.replaceFile(file, with: Self.denyAcmeNetworking)
+    #expect(host.await("the policy file reads as valid again", from: mark) != nil, "\(host.lines.suffix(10))")
+    let after = try HostBinary.run(["list", "--state", state])
+    #expect(!after.stderr.contains("warning"), "\(after.stderr)")
   }
 }

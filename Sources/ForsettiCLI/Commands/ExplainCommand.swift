@@ -41,6 +41,7 @@ enum ExplainCommand {
       ServedVerb.printJSON(answer, console)
       return v.passed ? .success : .blocked
     }
+    for problem in x.problems { console.err("forsetti-host: warning: \(problem)\n") }
     var out =
       "\(v.moduleID ?? "-") (\(ModuleText.visible(v.file))): \(v.passed ? "passes every gate evaluated" : "BLOCKED by \(v.reason ?? "?")")\n"
     for e in v.trace {

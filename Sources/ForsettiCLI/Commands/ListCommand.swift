@@ -30,6 +30,7 @@ enum ListCommand {
       ServedVerb.printJSON(answer, console)
       return list.allPass ? .success : .blocked
     }
+    for problem in list.problems { console.err("forsetti-host: warning: \(problem)\n") }
     let health = ReportedHealth(known: list.healthKnown)
     let run = list.host.map { $0.running ? "RUNNING HOST" : "LAST RUN" } ?? "RUN"
     var rows: [[String]] = [["MODULE", "VERSION", "TYPE", "GATES", run, "HEALTH"]]
@@ -39,7 +40,8 @@ enum ListCommand {
       if let o = m.override { gate += " (\(o.summary))" }
       let state = m.runState.map { s in LogRecord.streamSafe(m.runReason.map { "\(s) (\($0))" } ?? s) } ?? "-"
       rows.append([
-        m.moduleID ?? m.file, m.version ?? "-", m.type ?? "-", gate, state, health.cell(m.health),
+        m.moduleID ?? ModuleText.visible(m.file), m.version ?? "-", m.type ?? "-", gate, state,
+        health.cell(m.health),
       ])
     }
     console.out(Columns.render(rows))

@@ -19,6 +19,8 @@ public struct ExplainAnswer: Sendable, Equatable {
   /// The role the module serves in the running host and its load (role, where, concurrency,
   /// queued, inFlight, busyTotal, timeoutsTotal); null when it serves none there.
   public var serving: JSONValue
+  /// As `ListAnswer.problems`: what the verdict was judged with that is not the files as they are.
+  public var problems: [String] = []
 
   /// An explain answer of these parts.
   public init(
@@ -53,6 +55,7 @@ public struct ExplainAnswer: Sendable, Equatable {
     o["inMemoryKnown"] = .bool(inMemoryKnown)
     o["healthKnown"] = .bool(healthKnown)
     if !healthKnown { o["healthNote"] = .string(ListAnswer.healthUnknown) }
+    if !problems.isEmpty { o["problems"] = .strings(problems) }
     return .object(o)
   }
 
@@ -65,14 +68,15 @@ public struct ExplainAnswer: Sendable, Equatable {
         guard let s = item.stringValue else { throw .field("licences", "must hold strings") }
         licences.append(s)
       }
-      return .success(
-        ExplainAnswer(
-          verdict: try ModuleVerdict.read(value), runFrom: try o.optionalString("runFrom"),
-          isolation: try o.string("isolation"), inMemoryKnown: try o.bool("inMemoryKnown"),
-          healthKnown: try o.bool("healthKnown"), entitlement: o.value("entitlement") ?? .null,
-          approval: o.value("approval") ?? .null, licences: licences,
-          signatures: o.value("signatures") ?? .null,
-          libraries: o.value("libraries") ?? .null, serving: o.value("serving") ?? .null))
+      var answer = ExplainAnswer(
+        verdict: try ModuleVerdict.read(value), runFrom: try o.optionalString("runFrom"),
+        isolation: try o.string("isolation"), inMemoryKnown: try o.bool("inMemoryKnown"),
+        healthKnown: try o.bool("healthKnown"), entitlement: o.value("entitlement") ?? .null,
+        approval: o.value("approval") ?? .null, licences: licences,
+        signatures: o.value("signatures") ?? .null,
+        libraries: o.value("libraries") ?? .null, serving: o.value("serving") ?? .null)
+      answer.problems = try o.optionalStrings("problems")
+      return .success(answer)
     } catch {
       return .failure(error)
     }

@@ -10,6 +10,9 @@ public struct ListAnswer: Sendable, Equatable {
   public var inMemoryKnown: Bool
   /// Whether a running host answered, so the modules' reports are known.
   public var healthKnown: Bool
+  /// What the verdicts were judged with that is not the files as they are now, each in words
+  /// naming the file (an invalid policy file, the last valid one in force).
+  public var problems: [String] = []
 
   /// What `healthNote` says when no running host answers.
   public static let healthUnknown = "no running host: health unknown"
@@ -32,6 +35,7 @@ public struct ListAnswer: Sendable, Equatable {
     root["inMemoryKnown"] = .bool(inMemoryKnown)
     root["healthKnown"] = .bool(healthKnown)
     if !healthKnown { root["healthNote"] = .string(Self.healthUnknown) }
+    if !problems.isEmpty { root["problems"] = .strings(problems) }
     return .object(root)
   }
 
@@ -41,10 +45,11 @@ public struct ListAnswer: Sendable, Equatable {
       let o = try AnswerFields(value, "list answer")
       let modules = try o.array("modules").map { (v) throws(ControlError) in try ModuleVerdict.read(v) }
       let host = try o.optionalObject("host").map { (h) throws(ControlError) in try RunHost.read(h) }
-      return .success(
-        ListAnswer(
-          modules: modules, host: host, inMemoryKnown: try o.bool("inMemoryKnown"),
-          healthKnown: try o.bool("healthKnown")))
+      var answer = ListAnswer(
+        modules: modules, host: host, inMemoryKnown: try o.bool("inMemoryKnown"),
+        healthKnown: try o.bool("healthKnown"))
+      answer.problems = try o.optionalStrings("problems")
+      return .success(answer)
     } catch {
       return .failure(error)
     }
@@ -251,6 +256,16 @@ struct AnswerFields {
   func integer(_ name: String) throws(ControlError) -> Int {
     guard let v = object[name], let i = v.integerValue else { throw .field(name, "must be an integer") }
     return i
+  }
+
+  /// The strings of member `name`; none when it is absent.
+  func optionalStrings(_ name: String) throws(ControlError) -> [String] {
+    guard let v = object[name], !v.isNull else { return [] }
+    guard let items = v.arrayValue else { throw .field(name, "must be an array of strings") }
+    return try items.map { (item) throws(ControlError) -> String in
+      guard let s = item.stringValue else { throw .field(name, "must hold strings") }
+      return s
+    }
   }
 
   func array(_ name: String) throws(ControlError) -> [JSONValue] {

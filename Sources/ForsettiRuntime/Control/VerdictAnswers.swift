@@ -9,10 +9,17 @@ public enum VerdictAnswers {
   /// `list`: every module.
   public static func list(_ view: ControlView) throws(ControlFailure) -> ListAnswer {
     let v = try verdicts(view, laterSteps: "list does not load modules")
-    return ListAnswer(
+    var answer = ListAnswer(
       modules: v.judgements.map { verdict($0, v.context, view) },
       host: view.run.map { RunHost(pid: $0.pid, running: $0.alive) }, inMemoryKnown: view.inMemoryKnown,
       healthKnown: view.health != nil)
+    answer.problems = problems(view)
+    return answer
+  }
+
+  /// What the view's judge judged with that is not the files as they are (`PolicyMemory`).
+  static func problems(_ view: ControlView) -> [String] {
+    [view.judge.configuration.policyMemory?.problem].compactMap { $0 }
   }
 
   /// `explain`: one module, by ID or manifest file name.
@@ -30,7 +37,7 @@ public enum VerdictAnswers {
     }
     let trust = TrustReport.make(j.manifest, context: v.context, judge: view.judge)
     let head = verdict(j, v.context, view)
-    return ExplainAnswer(
+    var answer = ExplainAnswer(
       verdict: head,
       runFrom: head.runState == nil ? nil : view.run.map { RunHost(pid: $0.pid, running: $0.alive).label },
       isolation: IsolationSettings.kernelSupport(), inMemoryKnown: view.inMemoryKnown,
@@ -41,6 +48,8 @@ public enum VerdictAnswers {
         .json
         ?? .null,
       serving: j.moduleID.flatMap { view.serving[$0] } ?? .null)
+    answer.problems = problems(view)
+    return answer
   }
 
   /// One module's verdict: the judgement, the deciding override, its run state and report.

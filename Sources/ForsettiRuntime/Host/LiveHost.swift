@@ -23,6 +23,8 @@ public final class LiveHost {
   public var onChange: (HostChange) -> Void = { _ in }
   private var lastStates: [String: ModuleState] = [:]
   private var lastSurface = Surface.compose([:])
+  /// The policy problem last told in the log (`tellPolicyProblem`).
+  private var toldPolicyProblem: String?
   /// The role-less trusted keys already warned of.
   private var warnedRoleless: Set<String> = []
 
@@ -196,6 +198,19 @@ public final class LiveHost {
     }
   }
 
+  /// Says once in the host's log when the policy file stops reading as valid (the last valid one
+  /// stays in force: `PolicyMemory`), and once when it reads again.
+  private func tellPolicyProblem() {
+    let now = judge.configuration.policyMemory?.problem
+    guard now != toldPolicyProblem else { return }
+    toldPolicyProblem = now
+    if let now {
+      manager.environment.hostLog(.warning, "policy: \(now)")
+    } else {
+      manager.environment.hostLog(.info, "policy: the policy file reads as valid again; it is in force")
+    }
+  }
+
   /// Tells `onChange` what changed since it was last told.
   private func announce() {
     for r in manager.records {
@@ -217,6 +232,7 @@ public final class LiveHost {
     defer { announce() }
     do throws(JudgeError) {
       let verdicts = try judgeAll()
+      tellPolicyProblem()
       schedule(verdicts.nextEdge)
       converge(verdicts, changed: changed, since: since)
     } catch {

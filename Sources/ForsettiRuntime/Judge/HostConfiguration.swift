@@ -32,6 +32,9 @@ public struct HostConfiguration: Sendable {
   /// The operator's choice: every module binary must carry a matching signature by a key in
   /// `STATE/trusted-keys/modules/`. Off, an unsigned module is not refused.
   public var requireSignatures: Bool
+  /// A running host's memory of its policy file (`PolicyMemory`): with one, an invalid file is
+  /// judged as the last valid one and reported, not an error. Nil for offline tools.
+  public var policyMemory: PolicyMemory?
 
   public init(
     manifestsDirectory: String, pluginDirectories: [String] = [], discoveryMode: DiscoveryMode = .fallback,

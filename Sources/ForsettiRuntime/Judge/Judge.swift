@@ -105,7 +105,14 @@ public struct Judge: Sendable {
   /// The capability policy: the policy file as it is now, or the configured policy.
   public func policy() throws(JudgeError) -> any CapabilityPolicy {
     guard let path = configuration.policyFile else { return configuration.policy }
-    return try Self.readPolicy(path)
+    do throws(JudgeError) {
+      let read = try Self.readPolicy(path)
+      configuration.policyMemory?.remember(read)
+      return read
+    } catch {
+      if let kept = configuration.policyMemory?.fallBack(after: error) { return kept }
+      throw error
+    }
   }
 
   /// A `--policy FILE`, decoded; its errors name the file, the rule and the field.
