@@ -147,6 +147,53 @@ struct StateDirectoryIdentityTests: LiveHostSuite {
     #expect(log.contains("stopping all modules (state directory replaced)"), "\(log.suffix(2000))")
   }
 
+  /// Issue 40, third finding: `ln -s r1 cur; run --state cur/st`, then `ln -s r2 cur.tmp && mv -T
+  /// cur.tmp cur` and a second host on `cur/st`: both hosts ran the same module (60 of 60), as the
+  /// hold watched the directory and its parent, not the link above them. Now every directory the
+  /// path goes through is watched for the entry the path takes: the swap is noticed at once
+  /// (with no second host yet), the first host stops with 75, and a second host on the path then
+  /// runs alone. Entries created and removed beside the link first change nothing: the host
+  /// is still the one in runtime.json after them (the control, before the swap is noticed).
+  @Test(arguments: HostileHost.Identity.allCases)
+  func aLinkSwappedAboveTheStateDirectoryIsAReplacement(as user: HostileHost.Identity) throws {
+    try #require(user == .current || geteuid() == 0, "running as another user needs root")
+    chmod(dir.path, 0o755)
+    try module("com.test.one")
+    for r in ["r1", "r2"] {
+      try FileManager.default.createDirectory(atPath: dir.url(r), withIntermediateDirectories: true)
+      chmod(dir.url(r), 0o755)
+      try makeState(dir.url("\(r)/st"), for: user)
+    }
+    try FileManager.default.createSymbolicLink(atPath: dir.url("cur"), withDestinationPath: "r1")
+    let path = dir.url("cur/st")
+    let first = try host(on: path, as: user)
+    defer { first.stop() }
+    try ready(first, on: path, ["com.test.one": "started"])
+    let firstPID = first.process.processIdentifier
+    // Beside the link, nothing the path goes through: the host stays.
+    try FileManager.default.createSymbolicLink(atPath: dir.url("other"), withDestinationPath: "r2")
+    try FileManager.default.removeItem(atPath: dir.url("other"))
+    _ = try dir.write("unrelated.txt", "x")
+    #expect(
+      try command(["status", "--state", path], as: user).stdout.hasPrefix("running: pid \(firstPID)"),
+      "\(first.lines.suffix(10))")
+
+    try FileManager.default.createSymbolicLink(atPath: dir.url("cur.tmp"), withDestinationPath: "r2")
+    #expect(rename(dir.url("cur.tmp"), dir.url("cur")) == 0)
+    let noticed = first.awaitAny(["state directory \(path) was "], timeout: 60)
+    #expect(noticed != nil, "\(first.lines.suffix(20).joined(separator: "\n"))")
+    if noticed == nil { kill(firstPID, SIGTERM) }
+    first.process.waitUntilExit()
+    #expect(first.process.terminationStatus == 75, "\(first.lines.suffix(20).joined(separator: "\n"))")
+    #expect(first.lines.contains { $0.contains("bye from com.test.one") }, "\(first.lines)")
+
+    let second = try host(on: path, as: user)
+    defer { second.stop() }
+    try ready(second, on: path, ["com.test.one": "started"])
+    #expect(RuntimeSnapshot.read(stateDirectory: dir.url("r2/st"))?.pid == second.process.processIdentifier)
+    #expect(RuntimeSnapshot.read(stateDirectory: dir.url("r1/st"))?.pid == firstPID)
+  }
+
   /// The positive control: the same freeze, and the parent directory's entries changing beside the
   /// state directory (which the host watches), but the state directory stays: the host keeps
   /// running, writes runtime.json on a change, and removes its own socket when it stops.

@@ -25,6 +25,9 @@ public final class StateDirectoryHold: Sendable {
   /// The inotify descriptor and the pipe `stop` writes to (-1 when inotify is unavailable:
   /// the checks at each write and at stop remain).
   private let watchFD: Int32
+  /// Per watch descriptor on a directory of the path, the entry of it the path goes through:
+  /// an event on that entry (a link swapped, a directory renamed over it) makes the hold look.
+  private let entries: [Int32: String]
   private let stopRead: Int32
   private let stopWrite: Int32
   private let stopped = Atomic<Bool>(false)
@@ -67,8 +70,8 @@ public final class StateDirectoryHold: Sendable {
     var proc = stat()
     throughProc =
       stat("/proc/self/fd/\(fd)", &proc) == 0 && UInt64(proc.st_dev) == device && UInt64(proc.st_ino) == inode
-    (watchFD, stopRead, stopWrite) = Self.watch(
-      held: throughProc ? "/proc/self/fd/\(fd)" : dir, parent: Self.parent(of: dir))
+    (watchFD, entries, stopRead, stopWrite) = Self.watch(
+      held: throughProc ? "/proc/self/fd/\(fd)" : dir, path: Self.absolute(dir))
     if watchFD >= 0 { _ = DetachedThread.start { [self] in self.readLoop() } }
   }
 
@@ -148,43 +151,54 @@ public final class StateDirectoryHold: Sendable {
     _ = write(stopWrite, &one, 1)
   }
 
-  /// `dir`'s parent, for the watch on its entries.
-  private static func parent(of dir: String) -> String {
-    let p = PathText.parent(dir)
-    return p.isEmpty ? "." : p
+  /// `dir` as an absolute path, spelled as given (links not resolved): the directories it goes
+  /// through are the ones whose entries decide what it names.
+  private static func absolute(_ dir: String) -> String {
+    if dir.hasPrefix("/") { return dir }
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return dir }
+    let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return PathText.join(cwd, dir)
   }
 
-  /// An inotify descriptor watching the held directory itself for being moved or removed, its
-  /// parent for its entries changing (a directory renamed over the path, a symbolic link
-  /// swapped), and every ancestor the path names for being moved or removed itself. An ancestor
-  /// reached through a symbolic link the path does not spell is seen by the checks only.
-  private static func watch(held: String, parent: String) -> (Int32, Int32, Int32) {
+  /// An inotify descriptor watching the held directory itself for being moved or removed, and
+  /// every directory the absolute path goes through for the one entry of it the path takes
+  /// (`/var`'s `lib`, `lib`'s `forsetti`, …): a directory renamed over one of them, or a symbolic
+  /// link on the way swapped (`ln -s r2 cur.tmp && mv -T cur.tmp cur`), changes what the path
+  /// names, and the hold looks again at once. A link's target is reached by the path's own
+  /// lookups, not watched by name: the periodic look (`readLoop`) covers it.
+  private static func watch(held: String, path: String) -> (Int32, [Int32: String], Int32, Int32) {
     let fd = inotify_init1(Int32(IN_CLOEXEC))
-    guard fd >= 0 else { return (-1, -1, -1) }
+    guard fd >= 0 else { return (-1, [:], -1, -1) }
     var pipe: [Int32] = [0, 0]
     guard forsetti_pipe_cloexec(&pipe) == 0 else {
       close(fd)
-      return (-1, -1, -1)
+      return (-1, [:], -1, -1)
     }
     let selfEvents = UInt32(IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR)
-    let entries = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+    let entryEvents = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
     guard inotify_add_watch(fd, held, selfEvents) >= 0 else {
       for f in [fd, pipe[0], pipe[1]] { close(f) }
-      return (-1, -1, -1)
+      return (-1, [:], -1, -1)
     }
-    // Not fatal: a parent the host may not read still leaves the watch on the directory.
-    _ = inotify_add_watch(fd, parent, selfEvents | entries)
-    var ancestor = parent
-    while ancestor != "/" && ancestor != "." {
-      ancestor = PathText.parent(ancestor)
-      if ancestor.isEmpty { break }
-      _ = inotify_add_watch(fd, ancestor, selfEvents)
+    var entries: [Int32: String] = [:]
+    var dir = "/"
+    for part in path.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
+      // Not fatal: a directory the host may not read still leaves the other watches.
+      let wd = inotify_add_watch(fd, dir, selfEvents | entryEvents)
+      if wd >= 0 { entries[wd] = part }
+      dir = PathText.join(dir, part)
     }
-    return (fd, pipe[0], pipe[1])
+    return (fd, entries, pipe[0], pipe[1])
   }
 
-  /// Looks at the path again at every event (the events say something moved, not what is at the
-  /// path now) until the replacement is noticed or `stop`.
+  /// How often the hold looks at its path without an event: what no watch sees (a link's
+  /// target swapped) is noticed within this.
+  static let lookEvery: Int32 = 1000
+
+  /// Looks at the path again at every event on the held directory or on an entry the path goes
+  /// through (the events say something moved, not what is at the path now), and every
+  /// `lookEvery` ms, until the replacement is noticed or `stop`.
   private func readLoop() {
     let size = 16 * 1024
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
@@ -194,13 +208,36 @@ public final class StateDirectoryHold: Sendable {
       pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0),
     ]
     while true {
-      let ready = poll(&fds, 2, -1)
+      let ready = poll(&fds, 2, Self.lookEvery)
       if ready < 0 && errno == EINTR { continue }
-      guard ready > 0, fds[1].revents == 0 else { return }
+      guard ready >= 0, fds[1].revents == 0 else { return }
+      if ready == 0 {
+        if check() != nil { return }
+        continue
+      }
       let n = read(watchFD, buffer, size)
       if n < 0 && errno == EINTR { continue }
       guard n > 0 else { return }
-      if check() != nil { return }
+      if concerns(UnsafeRawBufferPointer(start: buffer, count: n)), check() != nil { return }
     }
+  }
+
+  /// Whether any event in `events` is about the held directory itself or about the entry the
+  /// path takes in a directory on the way (not another file created in `/tmp`, say).
+  private func concerns(_ events: UnsafeRawBufferPointer) -> Bool {
+    let header = MemoryLayout<inotify_event>.size
+    var at = 0
+    while at + header <= events.count {
+      let wd = events.loadUnaligned(fromByteOffset: at, as: Int32.self)
+      let mask = events.loadUnaligned(fromByteOffset: at + 4, as: UInt32.self)
+      let length = Int(events.loadUnaligned(fromByteOffset: at + 12, as: UInt32.self))
+      guard at + header + length <= events.count else { return true }
+      let name = events[(at + header)..<(at + header + length)].prefix { $0 != 0 }
+      at += header + length
+      if mask & UInt32(IN_Q_OVERFLOW) != 0 { return true }
+      guard let wanted = entries[wd] else { return true }
+      if mask & UInt32(IN_MOVE_SELF | IN_DELETE_SELF) != 0 || name.elementsEqual(wanted.utf8) { return true }
+    }
+    return false
   }
 }
