@@ -244,6 +244,23 @@ public final class ControlServer: Sendable {
           response(.refused, ControlError.refused(peerUID: peer, hostUID: own).description))
         continue
       }
+      // A client whose whole request is there already (the command line sends it as it
+      // connects) is served at once and takes no reading slot: clients of its uid connecting in
+      // a loop and sending nothing, however many, cannot keep `status` out.
+      var first = Reading(
+        fd: client, uid: peer, deadline: ControlSocketIO.deadline(in: ControlRequest.requestTimeout))
+      switch Self.progress(&first) {
+      case .line(let line):
+        dispatch(line, from: first)
+        continue
+      case .closed:
+        Glibc.close(client)
+        continue
+      case .tooLong:
+        finish(client, response(.usage, "a request longer than \(ControlRequest.maxLine) bytes"))
+        continue
+      case .more: break
+      }
       // At this uid's cap, the oldest of its clients still sending goes if it has had
       // `evictAfter` already (a real client sends its line as it connects, so that one is slow);
       // if even the oldest is younger, the newcomer is told "busy" instead, so that clients
@@ -259,8 +276,7 @@ public final class ControlServer: Sendable {
         finish(reading[oldest].fd, busy)
         reading.remove(at: oldest)
       }
-      reading.append(
-        Reading(fd: client, uid: peer, deadline: ControlSocketIO.deadline(in: ControlRequest.requestTimeout)))
+      reading.append(first)
     }
   }
 
