@@ -324,4 +324,29 @@ import Testing
     #expect(r.status == 2)
     #expect(r.stderr.contains("scripts/build-plugins"))
   }
+
+  /// Issue 40: under systemd's default soft limit of 1024 open files the page fell to 600
+  /// half-open connections. `run` raises its soft limit to the hard one at start: started under
+  /// `prlimit --nofile=1024:8192`, its /proc limits read 8192 soft (the control: prlimit did set
+  /// 1024 for a program that does not raise it, `cat`).
+  @Test func runRaisesItsOpenFileLimitToTheHardOne() throws {
+    let control = try ProcessRunner.run(
+      "/usr/bin/prlimit", ["--nofile=1024:8192", "/bin/sh", "-c", "ulimit -n"])
+    #expect(control.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1024", "\(control)")
+    try FileManager.default.createDirectory(atPath: dir.url("manifests"), withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(atPath: dir.url("plugins"), withIntermediateDirectories: true)
+    let host = try DevHost(
+      [
+        "--nofile=1024:8192", HostBinary.path, "run", "--manifests", dir.url("manifests"), "--plugins",
+        dir.url("plugins"), "--state", dir.url("state"), "--for", "60",
+      ], verb: nil, executable: "/usr/bin/prlimit")
+    defer { host.stop() }
+    // Any line of the host's: it is running past its start, where the limit is raised.
+    try #require(host.await("[host] ", timeout: 60) != nil, "\(host.lines)")
+    let limits =
+      (try? String(contentsOfFile: "/proc/\(host.process.processIdentifier)/limits", encoding: .utf8)) ?? ""
+    let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }.map(String.init) ?? ""
+    let numbers = line.split(separator: " ").compactMap { Int($0) }
+    #expect(numbers == [8192, 8192], "\(line)")
+  }
 }

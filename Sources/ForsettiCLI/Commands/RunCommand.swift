@@ -146,6 +146,7 @@ enum RunCommand {
     _ p: ParsedArguments, console: Console, development: LiveHost.Development?
   ) throws(CommandFailure) -> ExitCode {
     let checked = try settings(p, development: development != nil)
+    OpenFileLimit.raise()
     let options = checked.options
     let duration = checked.duration
     let uiPort = checked.uiPort
