@@ -74,8 +74,18 @@ short forsetti_spawn_flag_setsid(void) { return POSIX_SPAWN_SETSID; }
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <stdio.h>
+#include <sys/mount.h>
 
 int forsetti_unshare(int flags) { return unshare(flags); }
+
+int forsetti_mount_tmpfs(const char *path, uint64_t bytes) {
+  if (unshare(CLONE_NEWNS) != 0) return -1;
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
+  char options[64];
+  snprintf(options, sizeof options, "size=%llu,mode=0700", (unsigned long long)bytes);
+  return mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options);
+}
 
 int forsetti_capbset_drop(int cap) { return prctl(PR_CAPBSET_DROP, cap, 0, 0, 0); }
 

@@ -427,8 +427,10 @@ import Testing
     }
     // Here the kernel gives the namespaces to root and to an unprivileged user alike (a network
     // namespace is on request only: the filter refuses socket() without networking).
-    #expect(plain.contains("user+ipc+uts namespaces"), "\(plain)")
-    #expect(online.contains("user+ipc+uts namespaces"), "\(online)")
+    // And a mount namespace, for the tmpfs at its TMPDIR (issue 40: --tmpdir-size, 256 MiB).
+    #expect(plain.contains("user+ipc+uts+mount namespaces"), "\(plain)")
+    #expect(online.contains("user+ipc+uts+mount namespaces"), "\(online)")
+    #expect(plain.contains("TMPDIR a tmpfs of 256 MiB"), "\(plain)")
     #expect(!plain.contains("missing"), "\(plain)")
   }
   /// Root on the host is nobody in the worker: no capability in any set, as the kernel reports

@@ -72,6 +72,10 @@ short forsetti_spawn_flag_setsid(void);
 
 /// unshare(2) with CLONE_NEW* flags (glibc declares it only under _GNU_SOURCE).
 int forsetti_unshare(int flags);
+/// A mount namespace of the caller's own (CLONE_NEWNS, every mount made private so nothing
+/// propagates back), then a tmpfs of `bytes` (mode 0700, nosuid, nodev, noexec) at `path`:
+/// 0, or -1 with errno (EPERM without a user namespace or root).
+int forsetti_mount_tmpfs(const char *path, uint64_t bytes);
 /// prctl(PR_CAPBSET_DROP, cap): 0, or -1 with EINVAL past the kernel's last capability and
 /// EPERM without CAP_SETPCAP.
 int forsetti_capbset_drop(int cap);

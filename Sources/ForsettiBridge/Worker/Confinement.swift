@@ -11,6 +11,10 @@ public struct ResourceLimits: Sendable, Hashable {
   public var openFiles: UInt64? = 256
   /// Largest file the worker may write (RLIMIT_FSIZE).
   public var fileSizeBytes: UInt64? = 1 << 30
+  /// The size of the worker's `TMPDIR` (`ConfinementPolicy.temporaryDirectory`): a tmpfs of this
+  /// many bytes mounted there in a mount namespace of the worker's own, so that what a module
+  /// writes there never reaches the host's disk; nil leaves the directory as it is.
+  public var temporaryBytes: UInt64? = 256 << 20
 
   public init() {}
 }
@@ -28,11 +32,14 @@ public struct ConfinementPolicy: Sendable, Hashable {
   /// Whether a worker without networking also gets a network namespace of its own: about 1 ms
   /// more per start, for a worker whose every socket() the seccomp filter refuses already.
   public var networkNamespace: Bool
+  /// The worker's `TMPDIR`, inside its sandbox: bounded by `limits.temporaryBytes`.
+  public var temporaryDirectory: String?
 
   public init(
     readExecute: [String], readWrite: [String], networking: Bool, limits: ResourceLimits,
-    memoryAccounted: Bool = false, networkNamespace: Bool = false
+    memoryAccounted: Bool = false, networkNamespace: Bool = false, temporaryDirectory: String? = nil
   ) {
+    self.temporaryDirectory = temporaryDirectory
     self.readExecute = readExecute
     self.readWrite = readWrite
     self.networking = networking
@@ -95,6 +102,21 @@ public enum Confinement {
     case .success(let n):
       report.namespaces = n.entered
       report.missing += n.missing
+    }
+    // While capabilities still allow it (in the worker's own user namespace, or as root).
+    if let dir = policy.temporaryDirectory, let bytes = policy.limits.temporaryBytes {
+      if forsetti_mount_tmpfs(dir, bytes) == 0 {
+        report.namespaces.append("mount")
+        report.temporaryBytes = bytes
+      } else {
+        let e = errno
+        guard [EPERM, EINVAL, ENOSYS, ENOSPC, EUSERS].contains(e) else {
+          return .failure(.init(step: "tmpfs at \(dir)", errno: e))
+        }
+        report.missing.append(
+          "TMPDIR bound: no mount namespace for a tmpfs at \(dir) (\(String(cString: strerror(e)))): "
+            + "what the module writes there is on the host's disk")
+      }
     }
     switch Capabilities.dropAll() {
     case .failure(let e): return .failure(e)

@@ -20,6 +20,8 @@ public struct ConfinementReport: Sendable, Hashable, CustomStringConvertible {
   /// Whether memfd_create, memfd_secret and shmget are refused (no memory cgroup counts them).
   public var memoryBypassesRefused = false
   public var missing: [String] = []
+  /// The size of the tmpfs at its `TMPDIR` (nil: none was mounted).
+  public var temporaryBytes: UInt64?
   /// Threads of the process when confinement began: 1 unless something started one too early.
   public var threadsBefore = 1
 
@@ -34,6 +36,7 @@ public struct ConfinementReport: Sendable, Hashable, CustomStringConvertible {
       ("seccomp", .bool(seccomp)), ("seccompCalls", .number(String(seccompCalls))),
       ("memoryBypassesRefused", .bool(memoryBypassesRefused)), ("missing", .strings(missing)),
       ("threadsBeforeConfinement", .number(String(threadsBefore))),
+      ("temporaryBytes", temporaryBytes.map { .number(String($0)) } ?? .null),
     ]
   }
 
@@ -50,6 +53,7 @@ public struct ConfinementReport: Sendable, Hashable, CustomStringConvertible {
     memoryBypassesRefused = o["memoryBypassesRefused"] == .bool(true)
     missing = o["missing"]?.arrayValue?.compactMap(\.stringValue) ?? []
     threadsBefore = o["threadsBeforeConfinement"]?.integerValue ?? 1
+    temporaryBytes = o["temporaryBytes"]?.integerValue.flatMap { UInt64(exactly: $0) }
   }
 
   /// The one line for the trace's load step: "capabilities dropped, user+ipc+uts namespaces,
@@ -66,6 +70,7 @@ public struct ConfinementReport: Sendable, Hashable, CustomStringConvertible {
     parts.append(
       landlockABI.map { "landlock ABI \($0)" + (signalsScoped ? " (signals, abstract sockets scoped)" : "") }
         ?? "NO landlock")
+    if let t = temporaryBytes { parts.append("TMPDIR a tmpfs of \(t >> 20) MiB") }
     if threadsBefore > 1 { parts.append("WARNING: \(threadsBefore) threads before confinement") }
     return parts.joined(separator: ", ")
       + (missing.isEmpty ? "" : "; missing: " + missing.joined(separator: "; "))

@@ -35,13 +35,14 @@ public struct WorkerConfiguration: Sendable, Hashable {
         ("readExecute", .strings(policy.readExecute)), ("readWrite", .strings(policy.readWrite)),
         ("networking", .bool(policy.networking)), ("memoryAccounted", .bool(policy.memoryAccounted)),
         ("networkNamespace", .bool(policy.networkNamespace)),
+        ("temporaryDirectory", policy.temporaryDirectory.map { .string($0) } ?? .null),
         (
           "limits",
           .object(
             JSONObject([
               ("memoryBytes", num(l.memoryBytes)), ("cpuSeconds", num(l.cpuSeconds)),
               ("openFiles", num(l.openFiles)),
-              ("fileSizeBytes", num(l.fileSizeBytes)),
+              ("fileSizeBytes", num(l.fileSizeBytes)), ("temporaryBytes", num(l.temporaryBytes)),
             ]))
         ),
         ("parent", .number(String(parent))),
@@ -90,6 +91,7 @@ public struct WorkerConfiguration: Sendable, Hashable {
     limits.cpuSeconds = num("cpuSeconds")
     limits.openFiles = num("openFiles")
     limits.fileSizeBytes = num("fileSizeBytes")
+    limits.temporaryBytes = num("temporaryBytes")
     self.init(
       moduleID: id, library: lib, entryPoint: entry, isSwift: o["isSwift"]?.boolValue ?? false,
       sandbox: sandbox,
@@ -100,7 +102,8 @@ public struct WorkerConfiguration: Sendable, Hashable {
         readExecute: strings("readExecute"), readWrite: strings("readWrite"),
         networking: o["networking"]?.boolValue ?? false,
         limits: limits, memoryAccounted: o["memoryAccounted"]?.boolValue ?? false,
-        networkNamespace: o["networkNamespace"]?.boolValue ?? false),
+        networkNamespace: o["networkNamespace"]?.boolValue ?? false,
+        temporaryDirectory: o["temporaryDirectory"]?.stringValue),
       parent: parent, environment: environment, protocolVersion: o[ProtocolVersion.member]?.integerValue ?? 0)
   }
 }

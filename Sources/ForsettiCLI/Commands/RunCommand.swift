@@ -91,6 +91,10 @@ enum RunCommand {
         "Memory of each worker: every kind, in its cgroup (address space only where there is none).",
         default: "2048"),
       .value(
+        "tmpdir-size", "MiB",
+        "Size of each worker's TMPDIR: a tmpfs in its own mount namespace, counted in its memory (0: TMPDIR on the host's disk, unbounded).",
+        default: "256"),
+      .value(
         "cpu-limit", "SECONDS",
         "Total CPU time a worker may use before the kernel kills it (RLIMIT_CPU, at least 1); not a share.",
         default: "600"),
@@ -304,6 +308,9 @@ enum RunCommand {
     settings.stopTimeout = try seconds(p, "stop-timeout", default: 5) ?? 5
     if let mib = try bounded(p, "memory-limit", atMost: 16_777_216, "MiB (16 TiB)") {
       settings.limits.memoryBytes = UInt64(mib * 1024 * 1024)
+    }
+    if let mib = try bounded(p, "tmpdir-size", atMost: 1_048_576, "MiB (1 TiB)") {
+      settings.limits.temporaryBytes = mib == 0 ? nil : UInt64(mib * 1024 * 1024)
     }
     if let cpu = try bounded(p, "cpu-limit", atMost: 1e9, "seconds") {
       settings.limits.cpuSeconds = UInt64(max(1, cpu))

@@ -209,7 +209,8 @@ struct IsolatedStarter {
     let policy = ConfinementPolicy(
       readExecute: readExecute,
       readWrite: [sandbox, "/dev/null"], networking: a.granted.contains(.networking),
-      limits: settings.limits, memoryAccounted: memoryAccounted)
+      limits: settings.limits, memoryAccounted: memoryAccounted,
+      temporaryDirectory: sandbox + "/" + WorkerEnvironment.temporaryDirectory)
     return WorkerConfiguration(
       moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
       sandbox: sandbox, granted: a.granted, serves: a.manifest.defaultModuleRole,
