@@ -88,13 +88,14 @@ public final class HostEnvironment: Sendable {
 
   /// A line of the host's own (never rate-limited).
   public func hostLog(
-    _ level: LogLevel, _ message: String, _ metadata: [String: String] = [:], file: String = #fileID,
-    line: Int = #line, function: String = #function
+    _ level: LogLevel, _ message: String, _ metadata: [String: String] = [:], subject: String? = nil,
+    file: String = #fileID, line: Int = #line, function: String = #function
   ) {
-    log.write(
-      LogRecord(
-        level: level, moduleID: nil, message: message, metadata: metadata, file: file, line: line,
-        function: function))
+    var record = LogRecord(
+      level: level, moduleID: nil, message: message, metadata: metadata, file: file, line: line,
+      function: function)
+    record.subject = subject
+    log.write(record)
   }
 
   /// The host's own line about a module (a crash, a refusal): never rate-limited.

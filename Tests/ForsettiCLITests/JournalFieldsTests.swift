@@ -42,6 +42,12 @@ import Testing
     #expect(hello?["SYSLOG_IDENTIFIER"] == ["forsetti-host"])
     #expect(hello?["MESSAGE"] == ["[module=\(Self.moduleID)] hello journal"])
 
+    // Issue 40: the host's `started X` line carried no FORSETTI_MODULE, so `journalctl
+    // FORSETTI_MODULE=X` could not tell X's story. It does now; its text is unchanged.
+    let started = mine.first { $0["MESSAGE"]?.first?.hasPrefix("[host] started \(Self.moduleID)") == true }
+    #expect(started?["FORSETTI_ORIGIN"] == ["host"], "\(entries)")
+    #expect(started?["CODE_FILE"]?.first?.isEmpty == false, "\(entries)")
+
     // The forging line is one entry of the module's, its text a value only.
     let forged = mine.first { $0["MESSAGE"]?.first?.contains("forged") == true }
     #expect(forged != nil, "\(entries)")

@@ -250,7 +250,7 @@ public final class ModuleManager {
   ) {
     starts += 1
     table[i].started(instance, sequence: starts, ui: ui, took: took, detail: detail)
-    environment.hostLog(.info, "started \(m.moduleID) \(m.moduleVersion)")
+    environment.hostLog(.info, "started \(m.moduleID) \(m.moduleVersion)", subject: m.moduleID)
   }
 
   static func formatted(_ d: Duration) -> String { DurationText.short(d) }
@@ -377,7 +377,7 @@ public final class ModuleManager {
     let id = instance.moduleID
     switch instance.stop() {
     case .stopped:
-      environment.hostLog(.info, "stopped \(id)")
+      environment.hostLog(.info, "stopped \(id)", subject: id)
     case .killedAfterTimeout(let t):
       environment.hostLog(.warning, about: id, "stop did not return within \(t) s; the worker was killed")
     case .crashed(let why):

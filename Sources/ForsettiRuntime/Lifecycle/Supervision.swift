@@ -45,7 +45,7 @@ extension ModuleManager {
     }
     // Only the entry judged here is lifted, not one written meanwhile for another binary.
     try? quarantine.update { if $0[moduleID] == e { $0[moduleID] = nil } }
-    environment.hostLog(.info, "quarantine of \(moduleID) lifted: \(path) changed")
+    environment.hostLog(.info, "quarantine of \(moduleID) lifted: \(path) changed", subject: moduleID)
     return nil
   }
 
@@ -130,6 +130,6 @@ extension ModuleManager {
     }
     let delay = settings.backoffBase * Double(1 << min(crashes - 1, 30))
     table[i].willRestart(crashes: crashes, due: .now + .wait(delay), failure: failure)
-    environment.hostLog(.info, "will restart \(m.moduleID) in \(delay) s")
+    environment.hostLog(.info, "will restart \(m.moduleID) in \(delay) s", subject: m.moduleID)
   }
 }

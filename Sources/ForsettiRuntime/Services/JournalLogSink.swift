@@ -84,7 +84,7 @@ public final class JournalLogSink: LogSink {
       ("SYSLOG_IDENTIFIER", Array("forsetti-host".utf8)),
       ("FORSETTI_ORIGIN", Array((record.origin == .host ? "host" : "module").utf8)),
     ]
-    if let id = record.moduleID { out.append(("FORSETTI_MODULE", Array(id.utf8))) }
+    if let id = record.moduleID ?? record.subject { out.append(("FORSETTI_MODULE", Array(id.utf8))) }
     if let place = record.place {
       out.append(("CODE_FILE", Array(place.file.utf8)))
       out.append(("CODE_LINE", Array(String(place.line).utf8)))

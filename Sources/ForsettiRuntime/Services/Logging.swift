@@ -16,6 +16,10 @@ public struct LogRecord: Sendable, Hashable {
   /// The reason code of a host line about a module (a refusal, a blocked start), for the
   /// journal's `FORSETTI_REASON`; not part of ``formatted`` (the message names it already).
   public var reason: ReasonCode?
+  /// The module a host line without a module ID is about (`[host] started X`, `stopped X`),
+  /// for the journal's `FORSETTI_MODULE`, so `journalctl FORSETTI_MODULE=X` tells X's whole
+  /// story; not part of ``formatted`` (the message names it already).
+  public var subject: String?
   /// Where in the host's source a host line was written, for the journal's `CODE_FILE`,
   /// `CODE_LINE` and `CODE_FUNC`; nil for a module's text, whose place the host does not know.
   public var place: Place?
