@@ -121,6 +121,8 @@ public enum MetricsExposition {
 
 /// Memory and CPU of a worker's cgroup, cgroup v2 (`memory.current`, `cpu.stat` usage_usec) or
 /// v1 (`memory.usage_in_bytes`, `cpuacct.usage`), from whichever of its directories has them.
+/// Where v1 mounts `cpuacct` apart from `cpu` (no `cpuacct.usage` in the worker's groups), the
+/// CPU is the sum of its processes' own (`/proc/PID/stat`), listed by the group.
 struct CgroupUsage {
   var memoryBytes: UInt64?
   var cpuNanoseconds: UInt64?
@@ -137,7 +139,28 @@ struct CgroupUsage {
       }
       cpuNanoseconds = cpuNanoseconds ?? Self.number(d + "/cpuacct.usage")
     }
+    if cpuNanoseconds == nil {
+      cpuNanoseconds = directories.lazy.compactMap { Self.processes($0) }.first { !$0.isEmpty }
+        .map { $0.reduce(UInt64(0)) { $0 &+ (Self.cpu(of: $1) ?? 0) } }
+    }
     if memoryBytes == nil && cpuNanoseconds == nil { return nil }
+  }
+
+  /// The processes a group lists (`cgroup.procs`), nil when it cannot be read.
+  private static func processes(_ directory: String) -> [Int32]? {
+    read(directory + "/cgroup.procs").map { $0.split(separator: "\n").compactMap { Int32($0) } }
+  }
+
+  /// A process's user and system CPU (its threads', living and ended), in nanoseconds.
+  static func cpu(of pid: Int32) -> UInt64? {
+    guard let stat = read("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+    // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else {
+      return nil
+    }
+    let ticks = UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))
+    return (user &+ system).multipliedReportingOverflow(by: 1_000_000_000 / ticks).partialValue
   }
 
   private static func number(_ path: String) -> UInt64? {
