@@ -221,4 +221,46 @@ import Testing
     host.stop()
     #expect(host.process.terminationStatus == 0, "\(host.lines.suffix(20))")
   }
+
+  /// Issue 40: after a newer module's files were installed over a running one, `list` showed
+  /// the new version `started` while the old one ran until a reload, and nothing said a reload
+  /// was pending. 1.0.1 (binary and manifest) installed over a running 1.0.0: `list` shows `1.0.0 (1.0.1
+  /// on disk: reload pending)`, `list --json` its `runningVersion`, `explain` how to load it; after
+  /// `reload`, 1.0.1 and nothing pending (the control).
+  @Test func aVersionInstalledOverARunningModuleReadsAsPendingUntilReloaded() throws {
+    try module("com.test.up")
+    let host = try launch()
+    defer { host.stop() }
+    var w = published(["com.test.up": "started"], by: host)
+    try #require(w.reached, why(w, host))
+    try #require(answering(host))
+    // The package of 1.0.1 installed over it: binary and manifest.
+    var newer = ModuleFixture(moduleID: "com.test.up", entryPoint: "up_entry")
+    newer.version = (1, 0, 1)
+    newer.start = "fixture_log(\"hello from com.test.up\"); return FORSETTI_OK;"
+    try newer.install(in: dir, name: "up_entry")
+    // The host judges again on the change and keeps what it loaded (run reloads on request).
+    var shown = ""
+    let end = Date().addingTimeInterval(60)
+    while Date() < end {
+      shown = try HostBinary.run(["list", "--state", state]).stdout
+      if shown.contains("reload pending") { break }
+      usleep(100_000)
+    }
+    #expect(shown.contains("1.0.0 (1.0.1 on disk: reload pending)"), "\(shown)")
+    let json = try HostBinary.run(["list", "--state", state, "--json"]).stdout
+    #expect(
+      json.contains(#""runningVersion": "1.0.0""#) || json.contains(#""runningVersion":"1.0.0""#), "\(json)")
+    let explained = try HostBinary.run(["explain", "com.test.up", "--state", state]).stdout
+    #expect(
+      explained.contains("running version 1.0.0; the files hold 1.0.1: `forsetti-host reload com.test.up`"),
+      "\(explained)")
+
+    let reloaded = try HostBinary.run(["reload", "com.test.up", "--state", state])
+    #expect(reloaded.status == 0, "\(reloaded.stdout)\(reloaded.stderr)")
+    w = published(["com.test.up": "started"], by: host)
+    #expect(w.reached, why(w, host))
+    let after = try HostBinary.run(["list", "--state", state]).stdout
+    #expect(after.contains("1.0.1") && !after.contains("reload pending"), "\(after)")
+  }
 }

@@ -58,6 +58,10 @@ enum ExplainCommand {
       // runtime.json is a file: whatever it holds is shown by the module-text rule.
       out += "  in the \(from): \(LogRecord.streamSafe(state + (v.runReason.map { " (\($0))" } ?? "")))\n"
     }
+    if let running = v.runningVersion, let id = v.moduleID {
+      out +=
+        "  running version \(running); the files hold \(v.version ?? "another"): `forsetti-host reload \(id)` loads it\n"
+    }
     if let s = x.serving.objectValue { out += serving(s) }
     out += ReportedHealth(known: x.healthKnown).text(v.health)
     console.out(out)

@@ -40,8 +40,9 @@ enum ListCommand {
       if let o = m.override { gate += " (\(o.summary))" }
       let state = m.runState.map { s in LogRecord.streamSafe(m.runReason.map { "\(s) (\($0))" } ?? s) } ?? "-"
       rows.append([
-        m.moduleID ?? ModuleText.visible(m.file), m.version ?? "-", m.type ?? "-", gate, state,
-        health.cell(m.health),
+        m.moduleID ?? ModuleText.visible(m.file),
+        m.runningVersion.map { "\($0) (\(m.version ?? "-") on disk: reload pending)" } ?? m.version ?? "-",
+        m.type ?? "-", gate, state, health.cell(m.health),
       ])
     }
     console.out(Columns.render(rows))

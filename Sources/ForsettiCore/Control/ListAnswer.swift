@@ -98,6 +98,9 @@ public struct ModuleVerdict: Sendable, Equatable {
   /// The module's own report (its words, not checked by the host); null when none or unknown.
   public var health: JSONValue
   public var trace: [TraceStep]
+  /// The version the answering host runs, when it is not `version` (the manifest's now): the
+  /// files were upgraded (or a new build rolled back) and a reload is pending.
+  public var runningVersion: String?
 
   /// A verdict of these parts.
   public init(
@@ -128,25 +131,28 @@ public struct ModuleVerdict: Sendable, Equatable {
         ("reason", .string(orNull: reason)), ("override", override?.json ?? .null),
         ("runState", .string(orNull: runState)), ("runReason", .string(orNull: runReason)),
         ("health", health), ("trace", .array(trace.map(\.json))),
+        ("runningVersion", .string(orNull: runningVersion)),
       ]))
   }
 
   static func read(_ value: JSONValue) throws(ControlError) -> ModuleVerdict {
     let o = try AnswerFields(value, "module")
-    let verdict = try o.string("verdict")
-    guard verdict == "pass" || verdict == "blocked" else {
+    let said = try o.string("verdict")
+    guard said == "pass" || said == "blocked" else {
       throw .field("verdict", "must be pass or blocked")
     }
-    return ModuleVerdict(
+    var verdict = ModuleVerdict(
       moduleID: try o.optionalString("moduleID"), file: try o.string("file"),
       displayName: try o.optionalString("displayName"), version: try o.optionalString("version"),
-      type: try o.optionalString("type"), passed: verdict == "pass", reason: try o.optionalString("reason"),
+      type: try o.optionalString("type"), passed: said == "pass", reason: try o.optionalString("reason"),
       override: try o.optionalObject("override").map { (v) throws(ControlError) in
         try DecidingOverride.read(v)
       },
       runState: try o.optionalString("runState"), runReason: try o.optionalString("runReason"),
       health: o.value("health") ?? .null,
       trace: try o.array("trace").map { (v) throws(ControlError) in try TraceStep.read(v) })
+    verdict.runningVersion = try o.optionalString("runningVersion")
+    return verdict
   }
 }
 

@@ -7,6 +7,8 @@ public struct RunStates: Sendable {
   public var alive: Bool
   /// moduleID → state name and reason code.
   public var states: [String: (state: String, reason: String?)]
+  /// moduleID → the version of the module running (not of its manifest file now).
+  public var versions: [String: String] = [:]
 
   /// The states of the host `pid`, running or not.
   public init(pid: Int32, alive: Bool, states: [String: (state: String, reason: String?)]) {
@@ -22,7 +24,11 @@ public struct RunStates: Sendable {
       guard let id = r.moduleID else { continue }
       states[id] = (r.state.name, r.state.reason?.rawValue)
     }
-    return RunStates(pid: pid, alive: true, states: states)
+    var run = RunStates(pid: pid, alive: true, states: states)
+    for r in records where r.state == .started {
+      if let id = r.moduleID, let v = r.manifest?.moduleVersion { run.versions[id] = v.description }
+    }
+    return run
   }
 
   /// What the last host published in `stateDirectory`; nil when nothing was.
@@ -32,10 +38,14 @@ public struct RunStates: Sendable {
       let root = value.objectValue, let pid = root["pid"]?.integerValue.flatMap(Int32.init(exactly:))
     else { return nil }
     var states: [String: (state: String, reason: String?)] = [:]
+    var versions: [String: String] = [:]
     for case .object(let m) in root["modules"]?.arrayValue ?? [] {
       guard let id = m["moduleID"]?.stringValue, let state = m["state"]?.stringValue else { continue }
       states[id] = (state, m["reason"]?.stringValue)
+      if let v = m["runningVersion"]?.stringValue { versions[id] = v }
     }
-    return RunStates(pid: pid, alive: RuntimeStateFile.isAlive(pid), states: states)
+    var run = RunStates(pid: pid, alive: RuntimeStateFile.isAlive(pid), states: states)
+    run.versions = versions
+    return run
   }
 }

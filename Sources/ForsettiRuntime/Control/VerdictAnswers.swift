@@ -55,12 +55,16 @@ public enum VerdictAnswers {
   /// One module's verdict: the judgement, the deciding override, its run state and report.
   static func verdict(_ j: ModuleJudgement, _ context: GateContext, _ view: ControlView) -> ModuleVerdict {
     let runState = j.moduleID.flatMap { view.run?.states[$0] }
-    return ModuleVerdict(
+    var verdict = ModuleVerdict(
       moduleID: j.moduleID, file: j.file, displayName: j.manifest?.displayName,
       version: j.manifest?.moduleVersion.description, type: j.manifest?.moduleType.rawValue, passed: j.passed,
       reason: j.reason?.rawValue, override: deciding(j.manifest, context), runState: runState?.state,
       runReason: runState?.reason, health: HealthJSON.of(j.moduleID, in: view.health),
       trace: j.trace.entries.map(TraceStep.init))
+    // The host keeps what it loaded until a reload: say so when the files hold another version.
+    let running = j.moduleID.flatMap { view.run?.versions[$0] }
+    if let running, running != verdict.version { verdict.runningVersion = running }
+    return verdict
   }
 
   /// The override that decided a module's entitlement (its channel, provider and state), or

@@ -66,6 +66,7 @@ extension ModuleRecord {
     JSONObject([
       ("file", .string(file)), ("moduleID", .string(orNull: moduleID)), ("state", .string(state.name)),
       ("reason", .string(orNull: state.reason?.rawValue)), ("binary", .string(orNull: binaryPath)),
+      ("runningVersion", state == .started ? .string(orNull: manifest?.moduleVersion.description) : .null),
     ])
   }
 }
