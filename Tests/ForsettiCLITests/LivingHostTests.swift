@@ -263,4 +263,27 @@ import Testing
     let after = try HostBinary.run(["list", "--state", state]).stdout
     #expect(after.contains("1.0.1") && !after.contains("reload pending"), "\(after)")
   }
+
+  /// Issue 40: after `apt remove` of a module, `status` still counted it ("1 stopped"). Its
+  /// manifest removed under a running host: it stops (`bye`), and `status` counts only the
+  /// module still installed; before the removal it counted both (the control).
+  @Test func statusNoLongerCountsARemovedModule() throws {
+    try module("com.test.stays")
+    try module("com.test.goes")
+    let host = try launch()
+    defer { host.stop() }
+    var w = published(["com.test.stays": "started", "com.test.goes": "started"], by: host)
+    try #require(w.reached, why(w, host))
+    try #require(answering(host))
+    let before = try cli(["status", "--state", state]).stdout
+    #expect(before.contains("2 modules started"), "\(before)")
+    try FileManager.default.removeItem(atPath: manifests + "/goes_entry.json")
+    w = published(["com.test.stays": "started", "com.test.goes": "stopped"], by: host)
+    #expect(w.reached, why(w, host))
+    #expect(host.await("bye from com.test.goes") != nil, "\(host.lines.suffix(10))")
+    let after = try cli(["status", "--state", state]).stdout
+    #expect(
+      after.hasPrefix("running: pid \(host.process.processIdentifier), 1 module started (state directory"),
+      "\(after)")
+  }
 }

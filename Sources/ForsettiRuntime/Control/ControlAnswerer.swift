@@ -1,4 +1,5 @@
 import ForsettiCore
+import Glibc
 
 /// Answers control requests (docs/control.md) from a host's own state: its judge with its
 /// in-memory overrides, its modules' run states and the health they reported. A verb that
@@ -50,8 +51,14 @@ public final class ControlAnswerer {
         let last = try ControlView.files(judge).run?.pid
         return StatusAnswer.notRunning(stateDirectory: stateDirectory, lastPID: last).json
       }
+      // A module whose manifest is gone (a package removed) is stopped, and no longer the
+      // host's: not counted (its record stays in the table until the host restarts).
+      let manifests = judge.configuration.manifestsDirectory
+      let present = host.manager.records.filter { r in
+        r.state != .stopped || access(PathText.join(manifests, r.file), F_OK) == 0
+      }
       return StatusAnswer.running(
-        pid: pid, stateDirectory: stateDirectory, states: host.manager.records.map(\.state.name)
+        pid: pid, stateDirectory: stateDirectory, states: present.map(\.state.name)
       ).json
     case .list: return try VerdictAnswers.list(try view()).json
     case .explain(let m): return try VerdictAnswers.explain(try view(), module: m).json
