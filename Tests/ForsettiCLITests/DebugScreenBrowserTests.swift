@@ -82,7 +82,10 @@ import Testing
       "/usr/bin/env",
       [
         "python3", root.appendingPathComponent("Tests/browser/debug_screen.py"),
-        "--host", HostBinary.path, "--manifests", h.dir.url("manifests"), "--plugins", h.dir.url("plugins"),
+        // As uid 65534, copies in a directory every user may enter: the clone's own build may sit
+        // in a directory only root can enter (issue 40).
+        "--host", identity == .unprivileged ? HostBinary.forOtherUsers : HostBinary.path,
+        "--manifests", h.dir.url("manifests"), "--plugins", h.dir.url("plugins"),
         "--state", h.dir.url("state"), "--chromium", Self.chromium, "--chromedriver", Self.chromedriver,
         "--hostile", id, "--expect", HostileText.escaped,
       ] + runAs)
