@@ -754,8 +754,8 @@ import Testing
 
   /// roles.h: `call_within(timeout_ms, …)` — "FORSETTI_ERR_TIMEOUT once it passes". The consumer
   /// calls `slow` (3 s) with `call_within(100)`, 5 times, timing each from its own thread. Each
-  /// must return FORSETTI_ERR_TIMEOUT, and soon after 100 ms (here: within 400 ms). Positive
-  /// control: with `call_within(2000)` for a 3 s call the same timing sees about 2 s. Found by
+  /// must return FORSETTI_ERR_TIMEOUT, in under a quarter of the time the same run's
+  /// `call_within(2000)` for a 3 s call takes (the positive control: at least 1.9 s). Found by
   /// the red team: a waiter on a lane slept in `futex_wait(…, 1000 ms)` and looked at its
   /// deadline only when that returned, so a 100 ms deadline was about 10 times late; it now
   /// sleeps until its deadline at most (`CallRing.wait`).
@@ -790,11 +790,14 @@ import Testing
     let long = h.waitForLine(Self.consumer, timeout: 30) { $0.hasPrefix("within2000 ") }
     // Positive control: the timing sees a 2 s deadline as about 2 s.
     let tookLong = Self.word(long, "took_ms") ?? -1
+    // A lower bound only: load can lengthen a wait, never shorten it.
     #expect(
-      Self.word(long, "status") == Int(FORSETTI_ERR_TIMEOUT) && tookLong >= 1900 && tookLong <= 3100,
-      "\(long ?? "no line")")
+      Self.word(long, "status") == Int(FORSETTI_ERR_TIMEOUT) && tookLong >= 1900, "\(long ?? "no line")")
     #expect(Self.word(short, "timeouts") == 5, "\(short ?? "no line")")
-    #expect((Self.word(short, "worst_ms") ?? .max) <= 400, "\(short ?? "no line")")
+    // Against the same run's 2 s call, not a wall clock: a 100 ms deadline ends in under a quarter
+    // of it (overshooting by a 1 s sleep, as before, it took half of it), however loaded the machine.
+    let worst = Self.word(short, "worst_ms") ?? .max
+    #expect(worst < Int.max / 4 && worst * 4 <= tookLong, "\(short ?? "no line"); \(long ?? "no line")")
   }
 
   /// The provider runs one call at a time (`slow`, 200 ms), logging whose call it begins. One
