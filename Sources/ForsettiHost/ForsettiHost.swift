@@ -225,6 +225,7 @@ public final class ForsettiHost: @unchecked Sendable {
     if let settings = configuration.isolation {
       environment.hostLog(.info, "isolation: \(IsolationSettings.kernelSupport())")
       environment.hostLog(.info, "cgroups: \(ModuleManager.cgroupSupport(cpu: settings.cpu))")
+      environment.hostLog(.info, "disk: \(settings.diskBounds)")
     }
     return manager
   }

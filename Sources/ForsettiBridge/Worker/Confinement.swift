@@ -148,6 +148,9 @@ public enum Confinement {
   }
 
   package static func applyLimits(_ l: ResourceLimits) -> ConfinementError? {
+    // A write past RLIMIT_FSIZE (the sandbox quota's brake, set by the host) fails EFBIG
+    // rather than killing the worker with SIGXFSZ: the module sees an error it can handle.
+    signal(SIGXFSZ, SIG_IGN)
     let pairs: [(Int32, UInt64?, String)] = [
       (Int32(RLIMIT_AS.rawValue), l.memoryBytes, "RLIMIT_AS"),
       (Int32(RLIMIT_CPU.rawValue), l.cpuSeconds, "RLIMIT_CPU"),

@@ -95,6 +95,10 @@ enum RunCommand {
         "Size of each worker's TMPDIR: a tmpfs in its own mount namespace, counted in its memory (0: TMPDIR on the host's disk, unbounded).",
         default: "256"),
       .value(
+        "sandbox-quota", "MiB",
+        "What each module's sandbox directory may hold on disk, counted by the host; over it, the module's writes fail (EFBIG) until it frees space (0: unbounded).",
+        default: "1024"),
+      .value(
         "cpu-limit", "SECONDS",
         "Total CPU time a worker may use before the kernel kills it (RLIMIT_CPU, at least 1); not a share.",
         default: "600"),
@@ -311,6 +315,9 @@ enum RunCommand {
     }
     if let mib = try bounded(p, "tmpdir-size", atMost: 1_048_576, "MiB (1 TiB)") {
       settings.limits.temporaryBytes = mib == 0 ? nil : UInt64(mib * 1024 * 1024)
+    }
+    if let mib = try bounded(p, "sandbox-quota", atMost: 16_777_216, "MiB (16 TiB)") {
+      settings.sandboxBytes = mib == 0 ? nil : UInt64(mib * 1024 * 1024)
     }
     if let cpu = try bounded(p, "cpu-limit", atMost: 1e9, "seconds") {
       settings.limits.cpuSeconds = UInt64(max(1, cpu))

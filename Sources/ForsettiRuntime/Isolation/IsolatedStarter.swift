@@ -83,6 +83,8 @@ struct IsolatedStarter {
   let libraryDirectories: [String]
   /// Told of every worker's exit, from its reader thread.
   let onExit: @Sendable (String, Int32) -> Void
+  /// Counts each worker's sandbox against its quota once it confined itself (nil: unbounded).
+  let sandboxMeter: SandboxQuotaMeter?
   /// Step 8, as the lifecycle judges it: the module's descriptor and UI against its manifest.
   let identity: (ModuleManifest, ModuleDescriptor, UIContributions?) -> Result<String, GateViolation>
 
@@ -204,12 +206,15 @@ struct IsolatedStarter {
   {
     let sandbox = environment.sandboxPath(for: a.manifest.moduleID)
     let dir = PathText.parent(a.path)
+    var limits = settings.limits
+    limits.fileSizeBytes = SandboxQuota.startLimit(
+      fileSizeBytes: limits.fileSizeBytes, quota: settings.sandboxBytes)
     var readExecute = [a.path, dir, settings.workerExecutable, "/etc/ld.so.cache"] + libraryDirectories
     readExecute += libraries.filter { !readExecute.contains($0) }
     let policy = ConfinementPolicy(
       readExecute: readExecute,
       readWrite: [sandbox, "/dev/null"], networking: a.granted.contains(.networking),
-      limits: settings.limits, memoryAccounted: memoryAccounted,
+      limits: limits, memoryAccounted: memoryAccounted,
       temporaryDirectory: sandbox + "/" + WorkerEnvironment.temporaryDirectory)
     return WorkerConfiguration(
       moduleID: a.manifest.moduleID, library: a.path, entryPoint: a.manifest.entryPoint, isSwift: a.isSwift,
@@ -313,6 +318,13 @@ struct IsolatedStarter {
     switch s.worker.startStep(after: f, progress) {
     case .confined(let summary):
       s.confinedDetail = summary
+      if let meter = sandboxMeter {
+        // Now, not at configure: the worker's own setrlimit is behind it, so a soft limit of 0
+        // the meter sets is never undone by it.
+        meter.watch(
+          moduleID: s.request.manifest.moduleID,
+          sandbox: environment.sandboxPath(for: s.request.manifest.moduleID), worker: s.worker)
+      }
     case .loaded(let descriptor, let ui):
       s.loadDetail = "loaded \(s.request.path) in worker pid \(s.worker.pid) (\(s.confinedDetail))"
       let verdict = identity(s.request.manifest, descriptor, ui)

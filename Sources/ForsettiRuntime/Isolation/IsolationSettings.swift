@@ -30,6 +30,9 @@ public struct IsolationSettings: Sendable {
   /// The variables the operator passes to every worker (`--worker-env`); the rest of a worker's
   /// environment is fixed (`WorkerEnvironment`).
   public var workerEnvironment = WorkerEnvironment()
+  /// What each module's sandbox directory may hold on disk, every file together
+  /// (`--sandbox-quota`, `SandboxQuotaMeter`); nil: unbounded.
+  public var sandboxBytes: UInt64? = 1 << 30
 
   public init(workerExecutable: String) { self.workerExecutable = workerExecutable }
 
@@ -90,6 +93,20 @@ public struct IsolationSettings: Sendable {
     }
     parts.append("no_new_privs, rlimits")
     return parts.joined(separator: ", ")
+  }
+
+  /// What bounds a module's bytes on disk, said once at start (docs/operator-guide.md, "Limits").
+  public var diskBounds: String {
+    let tmp =
+      limits.temporaryBytes.map {
+        "TMPDIR a tmpfs of \(SandboxQuota.mebibytes($0)) MiB in each worker, counted in its memory"
+      }
+      ?? "TMPDIR on the host's disk, unbounded (--tmpdir-size 0)"
+    let sandbox =
+      sandboxBytes.map {
+        "each sandbox up to \(SandboxQuota.mebibytes($0)) MiB, counted by the host (past it a module's writes fail EFBIG)"
+      } ?? "sandboxes unbounded (--sandbox-quota 0)"
+    return "\(tmp); \(sandbox)"
   }
 
   /// Namespaces a worker of this host enters (a network namespace only on request: see

@@ -260,6 +260,24 @@ final class WorkerProcess: Sendable {
     reaped.withLock { r in if r == nil { _ = Glibc.kill(pid, SIGKILL) } }
   }
 
+  /// The worker's RLIMIT_FSIZE as it was (soft, hard), after `set` when given
+  /// (`SandboxQuotaMeter`); nil once the process was reaped (its pid may be another's by then)
+  /// or when the kernel refused.
+  func fileSizeLimit(set change: FileSizeChange? = nil) -> (soft: UInt64, hard: UInt64)? {
+    reaped.withLock { r -> (soft: UInt64, hard: UInt64)? in
+      guard r == nil else { return nil }
+      var soft: UInt64 = 0
+      var hard: UInt64 = 0
+      let rc: Int32
+      switch change {
+      case nil: rc = forsetti_file_size_limit(pid, 0, 0, &soft, &hard)
+      case .soft(let v): rc = forsetti_file_size_limit(pid, 1, v, &soft, &hard)
+      case .both(let v): rc = forsetti_file_size_limit(pid, 2, v, &soft, &hard)
+      }
+      return rc == 0 ? (soft, hard) : nil
+    }
+  }
+
   /// The wait status if the process has exited (reaping it), without waiting.
   func exitStatus() -> Int32? {
     reaped.withLock { r in

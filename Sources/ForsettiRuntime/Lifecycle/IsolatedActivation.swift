@@ -9,7 +9,7 @@ extension ModuleManager {
     let starter = IsolatedStarter(
       settings: settings, environment: environment, spareWorker: spareWorker, workerSource: workerSource,
       libraryGrants: libraryGrants, libraryDirectories: workerLibraryDirectories,
-      onExit: { [inbox] id, pid in inbox.post(id, pid: pid) },
+      onExit: { [inbox] id, pid in inbox.post(id, pid: pid) }, sandboxMeter: sandboxMeter,
       identity: { m, d, ui in Self.identityAndUI(m, d, ui).result })
     let requests = activations.map { a in
       (

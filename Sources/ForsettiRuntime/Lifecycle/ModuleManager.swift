@@ -91,7 +91,17 @@ public final class ModuleManager {
     }
   }
 
-  deinit { workerSource?.shutdown() }
+  deinit {
+    workerSource?.shutdown()
+    sandboxMeter?.shutdown()
+  }
+
+  /// Counts every isolated module's sandbox against `--sandbox-quota` (`SandboxQuotaMeter`).
+  lazy var sandboxMeter: SandboxQuotaMeter? = isolation?.sandboxBytes.map { quota in
+    SandboxQuotaMeter(quota: quota) { [environment] id, level, message in
+      environment.hostLog(level, about: id, message)
+    }
+  }
 
   /// The isolation settings, when modules run in workers.
   var isolation: IsolationSettings? { if case .isolated(let s) = mode { s } else { nil } }

@@ -1,0 +1,175 @@
+import CForsettiSys
+import ForsettiBridge
+import Glibc
+import Synchronization
+
+/// Counts what each running module's sandbox holds on disk and brakes a worker over its quota
+/// (`SandboxQuota`), on one thread of its own for every worker: a count 10 ms after a write
+/// (inotify on the sandbox's directories), and at least once a second, ten a second near the
+/// quota. The host counts because nothing else can where it runs unprivileged:
+/// project quotas and loop images need root and a filesystem prepared for them
+/// (docs/operator-guide.md, "Limits", says what this bounds and what it does not).
+///
+/// A worker is watched from the moment it confined itself (its own `setrlimit` is behind it)
+/// until it is reaped; it is held weakly, and its limit is changed only while it is unreaped
+/// (`WorkerProcess.fileSizeLimit`), so a pid that became another process's is never touched.
+final class SandboxQuotaMeter: Sendable {
+  /// The quota of every module's sandbox, in bytes.
+  let quota: UInt64
+  private let report: @Sendable (_ moduleID: String, _ level: LogLevel, _ message: String) -> Void
+  private let state = Mutex(State())
+  /// Rung by `watch` and `shutdown`, so a new worker is counted at once.
+  private let bell: Int32
+
+  private struct Watched {
+    let moduleID: String
+    let sandbox: String
+    weak var worker: WorkerProcess?
+    /// An inotify descriptor watching the sandbox's directories (`forsetti_disk_usage`), or -1.
+    let events: Int32
+    var standing = SandboxQuota.Standing.under
+    var due = ContinuousClock.now
+    var counted = ContinuousClock.now
+    /// How long the last count took.
+    var walk = Duration.zero
+  }
+
+  private struct State {
+    var watched: [Watched] = []
+    var running = false
+    var stopped = false
+  }
+
+  /// The shortest time between two counts of one sandbox that a write brought forward: 10 ms,
+  /// or four times the last count's own time, so that counting a sandbox of many files while its
+  /// module writes takes a fifth of a CPU at most.
+  static func soonest(after walk: Duration) -> Duration { max(.milliseconds(10), walk * 4) }
+
+  init(quota: UInt64, report: @escaping @Sendable (String, LogLevel, String) -> Void) {
+    self.quota = quota
+    self.report = report
+    bell = forsetti_eventfd()
+  }
+
+  deinit { if bell >= 0 { close(bell) } }
+
+  /// Counts `sandbox` for `worker` from now on (the meter's thread starts with the first).
+  func watch(moduleID: String, sandbox: String, worker: WorkerProcess) {
+    let start = state.withLock { s -> Bool in
+      guard !s.stopped else { return false }
+      let events = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+      s.watched.append(Watched(moduleID: moduleID, sandbox: sandbox, worker: worker, events: events))
+      defer { s.running = true }
+      return !s.running
+    }
+    if start && !DetachedThread.start({ [self] in run() }) {
+      state.withLock { $0.running = false }
+      report(
+        moduleID, .warning,
+        "sandbox quota: no thread could be started to count its sandbox; it is not bounded")
+    }
+    _ = forsetti_eventfd_ring(bell)
+  }
+
+  /// Ends the meter's thread (the host is done).
+  func shutdown() {
+    state.withLock { $0.stopped = true }
+    _ = forsetti_eventfd_ring(bell)
+  }
+
+  private func run() {
+    let size = 4096
+    let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+    defer { buffer.deallocate() }
+    while true {
+      let plan = state.withLock { s -> (due: [Watched], wait: Int32, events: [Int32])? in
+        let gone = s.stopped ? s.watched : s.watched.filter { $0.worker == nil }
+        for w in gone where w.events >= 0 { close(w.events) }
+        guard !s.stopped else {
+          s.watched = []
+          s.running = false
+          return nil
+        }
+        s.watched.removeAll { $0.worker == nil }
+        let now = ContinuousClock.now
+        let due = s.watched.filter { $0.due <= now }
+        let next = s.watched.map(\.due).min()
+        let ms = next.map { Int32(clamping: max(0, Int((($0 - now) / .milliseconds(1)).rounded(.up)))) }
+        return (due, ms ?? -1, s.watched.map(\.events))
+      }
+      guard let plan else { return }
+      if !plan.due.isEmpty {
+        for w in plan.due { count(w) }
+        continue
+      }
+      var fds = ([bell] + plan.events).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+      guard poll(&fds, nfds_t(fds.count), plan.wait) > 0 else { continue }
+      if fds[0].revents != 0 { _ = read(bell, buffer, 8) }
+      // A write in a sandbox: count it soon, not at its next turn (drained: what was written
+      // matters, not which event said so).
+      let written = fds.dropFirst().filter { $0.revents != 0 }.map(\.fd)
+      for fd in written { while read(fd, buffer, size) > 0 {} }
+      guard !written.isEmpty else { continue }
+      state.withLock { s in
+        for i in s.watched.indices where written.contains(s.watched[i].events) {
+          s.watched[i].due = min(
+            s.watched[i].due, max(.now, s.watched[i].counted + Self.soonest(after: s.watched[i].walk)))
+        }
+      }
+    }
+  }
+
+  /// Counts one sandbox and applies the rule's step to its worker.
+  private func count(_ w: Watched) {
+    var usage: UInt64 = 0
+    var entries: UInt64 = 0
+    let began = ContinuousClock.now
+    let counted = forsetti_disk_usage(w.sandbox, w.events, &usage, &entries) == 0
+    var standing = w.standing
+    if counted, let worker = w.worker, let limit = worker.fileSizeLimit() {
+      let (next, step) = SandboxQuota.next(w.standing, usage: usage, quota: quota, softLimit: limit.soft)
+      standing = next
+      apply(step, to: worker, w.moduleID, usage: usage)
+    }
+    let interval = SandboxQuota.intervalMilliseconds(usage: usage, quota: quota)
+    state.withLock { s in
+      guard let i = s.watched.firstIndex(where: { $0.worker === w.worker && $0.sandbox == w.sandbox }) else {
+        return
+      }
+      s.watched[i].standing = standing
+      s.watched[i].counted = .now
+      s.watched[i].walk = .now - began
+      s.watched[i].due = .now + .milliseconds(interval)
+    }
+  }
+
+  private func apply(_ step: SandboxQuota.Step, to worker: WorkerProcess, _ id: String, usage: UInt64) {
+    let held = "\(SandboxQuota.mebibytes(usage)) MiB of its \(SandboxQuota.mebibytes(quota)) MiB"
+    switch step {
+    case .none:
+      return
+    case .refuseWrites:
+      guard worker.fileSizeLimit(set: .soft(0)) != nil else { return }
+      report(
+        id, .warning,
+        "over its sandbox quota (\(held), --sandbox-quota): its writes fail (EFBIG) until it frees space")
+    case .allowWrites:
+      guard worker.fileSizeLimit(set: .soft(.max)) != nil else { return }
+      report(id, .info, "back under its sandbox quota (\(held)): its writes are allowed again")
+    case .lock:
+      guard worker.fileSizeLimit(set: .both(0)) != nil else { return }
+      report(
+        id, .error,
+        "raised its own file-size limit while over its sandbox quota (\(held)): every write is refused "
+          + "until the module restarts")
+    }
+  }
+}
+
+extension WorkerProcess {
+  /// A change to a worker's RLIMIT_FSIZE: the soft limit (up to the hard one), or both.
+  enum FileSizeChange {
+    case soft(UInt64)
+    case both(UInt64)
+  }
+}
