@@ -2,11 +2,18 @@
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 // libmicrohttpd is opened when the debug screen starts, not linked: linked, it and GnuTLS behind
 // it (nine libraries) are loaded, relocated and initialised by every forsetti-host command, for
@@ -18,6 +25,7 @@ static struct {
   __typeof__(&MHD_create_response_from_buffer) create_response_from_buffer;
   __typeof__(&MHD_create_response_from_callback) create_response_from_callback;
   __typeof__(&MHD_destroy_response) destroy_response;
+  __typeof__(&MHD_get_connection_info) get_connection_info;
   __typeof__(&MHD_get_daemon_info) get_daemon_info;
   __typeof__(&MHD_lookup_connection_value) lookup_connection_value;
   __typeof__(&MHD_queue_response) queue_response;
@@ -45,6 +53,7 @@ static void mhd_load(void) {
   FORSETTI_WEB_BIND(create_response_from_buffer);
   FORSETTI_WEB_BIND(create_response_from_callback);
   FORSETTI_WEB_BIND(destroy_response);
+  FORSETTI_WEB_BIND(get_connection_info);
   FORSETTI_WEB_BIND(get_daemon_info);
   FORSETTI_WEB_BIND(lookup_connection_value);
   FORSETTI_WEB_BIND(queue_response);
@@ -67,6 +76,7 @@ const char *forsetti_web_library(void) { return FORSETTI_WEB_LIBRARY; }
 #define MHD_create_response_from_buffer mhd.create_response_from_buffer
 #define MHD_create_response_from_callback mhd.create_response_from_callback
 #define MHD_destroy_response mhd.destroy_response
+#define MHD_get_connection_info mhd.get_connection_info
 #define MHD_get_daemon_info mhd.get_daemon_info
 #define MHD_lookup_connection_value mhd.lookup_connection_value
 #define MHD_queue_response mhd.queue_response
@@ -78,12 +88,196 @@ const char *forsetti_web_library(void) { return FORSETTI_WEB_LIBRARY; }
 
 #define FORSETTI_WEB_MAX_BODY (1u << 20)
 
+// One open connection, for the per-client limit and the header deadline. Listed while MHD
+// holds the connection: added when it is accepted, removed when MHD says it closed, which it
+// says before it closes the socket, so `fd` is this connection's for as long as it is listed.
+struct tracked {
+  struct tracked *next, *prev;
+  int fd;
+  struct forsetti_web_client client;
+  int refused;         // over the per-client limit: shut down, not counted
+  int headers_done;    // a request's headers arrived, and its answer is not done yet
+  struct timespec since;  // when the connection came, or its last answer was done
+};
+
 struct server {
   forsetti_web_handler handler;
   forsetti_web_stream_reader reader;
   forsetti_web_stream_closed closed;
   void *ctx;
+  struct forsetti_web_limits limits;
+  struct MHD_Daemon *daemon;
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  struct tracked *open;
+  int stopping;
+  int sweeping;  // the header-deadline thread runs
+  pthread_t sweeper;
+  struct server *next_server;
 };
+
+// Every running server, so forsetti_web_stop finds its own by the daemon.
+static pthread_mutex_t servers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct server *servers;
+
+static int same_client(const struct forsetti_web_client *a, const struct forsetti_web_client *b) {
+  if (a->kind == 0 || a->kind != b->kind) return 0;
+  if (a->kind == 1) return a->uid == b->uid;
+  return a->length == b->length && memcmp(a->address, b->address, a->length) == 0;
+}
+
+// The owner of the socket at the other end of `fd`, asked of the kernel by the connection's
+// four addresses (sock_diag); -1 when the peer is not a socket of this network namespace.
+static int peer_uid(const struct sockaddr_storage *local, const struct sockaddr_storage *peer, uint32_t *uid) {
+  struct {
+    struct nlmsghdr header;
+    struct inet_diag_req_v2 request;
+  } ask;
+  memset(&ask, 0, sizeof ask);
+  ask.header.nlmsg_len = sizeof ask;
+  ask.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  ask.header.nlmsg_flags = NLM_F_REQUEST;
+  ask.request.sdiag_family = (uint8_t)peer->ss_family;
+  ask.request.sdiag_protocol = IPPROTO_TCP;
+  ask.request.idiag_states = ~0u;
+  ask.request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+  ask.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  // The peer's socket: its source is the peer's address, its destination ours.
+  if (peer->ss_family == AF_INET) {
+    const struct sockaddr_in *p = (const void *)peer, *l = (const void *)local;
+    ask.request.id.idiag_sport = p->sin_port;
+    ask.request.id.idiag_dport = l->sin_port;
+    memcpy(ask.request.id.idiag_src, &p->sin_addr, 4);
+    memcpy(ask.request.id.idiag_dst, &l->sin_addr, 4);
+  } else if (peer->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *p = (const void *)peer, *l = (const void *)local;
+    ask.request.id.idiag_sport = p->sin6_port;
+    ask.request.id.idiag_dport = l->sin6_port;
+    memcpy(ask.request.id.idiag_src, &p->sin6_addr, 16);
+    memcpy(ask.request.id.idiag_dst, &l->sin6_addr, 16);
+  } else {
+    return -1;
+  }
+  int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (nl < 0) return -1;
+  struct timeval wait = {1, 0};
+  setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  int found = -1;
+  if (send(nl, &ask, sizeof ask, 0) == (ssize_t)sizeof ask) {
+    union {
+      struct nlmsghdr header;
+      char bytes[8192];
+    } answer;
+    ssize_t n = recv(nl, &answer, sizeof answer, 0);
+    for (struct nlmsghdr *h = &answer.header; n > 0 && NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+      if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg))) break;
+      const struct inet_diag_msg *m = NLMSG_DATA(h);
+      *uid = m->idiag_uid;
+      found = 0;
+      break;
+    }
+  }
+  close(nl);
+  return found;
+}
+
+struct forsetti_web_client forsetti_web_client_of(int fd) {
+  struct forsetti_web_client c;
+  memset(&c, 0, sizeof c);
+  struct sockaddr_storage local, peer;
+  socklen_t ll = sizeof local, pl = sizeof peer;
+  if (getsockname(fd, (struct sockaddr *)&local, &ll) != 0 || getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+    return c;
+  if (peer_uid(&local, &peer, &c.uid) == 0) {
+    c.kind = 1;
+  } else if (peer.ss_family == AF_INET) {
+    c.kind = 2;
+    c.length = 4;
+    memcpy(c.address, &((struct sockaddr_in *)&peer)->sin_addr, 4);
+  } else if (peer.ss_family == AF_INET6) {
+    c.kind = 2;
+    c.length = 16;
+    memcpy(c.address, &((struct sockaddr_in6 *)&peer)->sin6_addr, 16);
+  }
+  return c;
+}
+
+static struct tracked *tracked_of(struct MHD_Connection *connection) {
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return info ? (struct tracked *)info->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  struct server *s = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct tracked *t = calloc(1, sizeof *t);
+    if (t == NULL || info == NULL) {
+      free(t);
+      return;
+    }
+    t->fd = info->connect_fd;
+    clock_gettime(CLOCK_MONOTONIC, &t->since);
+    if (s->limits.per_client) t->client = forsetti_web_client_of(t->fd);
+    pthread_mutex_lock(&s->lock);
+    unsigned int same = 0;
+    for (struct tracked *o = s->open; o && s->limits.per_client; o = o->next)
+      if (!o->refused && same_client(&o->client, &t->client)) same++;
+    if (s->limits.per_client && same >= s->limits.per_client) {
+      // Closed by MHD once it reads the end: the answer a client past its share gets.
+      t->refused = 1;
+      shutdown(t->fd, SHUT_RDWR);
+    }
+    t->next = s->open;
+    if (s->open) s->open->prev = t;
+    s->open = t;
+    pthread_mutex_unlock(&s->lock);
+    *socket_context = t;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    struct tracked *t = *socket_context;
+    if (t == NULL) return;
+    pthread_mutex_lock(&s->lock);
+    if (t->prev) t->prev->next = t->next;
+    else s->open = t->next;
+    if (t->next) t->next->prev = t->prev;
+    pthread_mutex_unlock(&s->lock);
+    free(t);
+    *socket_context = NULL;
+  }
+}
+
+static void mark_headers(struct server *s, struct MHD_Connection *connection, int done) {
+  struct tracked *t = tracked_of(connection);
+  if (t == NULL) return;
+  pthread_mutex_lock(&s->lock);
+  t->headers_done = done;
+  if (!done) clock_gettime(CLOCK_MONOTONIC, &t->since);
+  pthread_mutex_unlock(&s->lock);
+}
+
+// Shuts down every connection whose request headers took longer than the deadline (a slowloris
+// client keeps MHD's idle timeout from firing by sending a byte now and then).
+static void *sweep(void *arg) {
+  struct server *s = arg;
+  pthread_mutex_lock(&s->lock);
+  while (!s->stopping) {
+    struct timespec now, until;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (struct tracked *t = s->open; t; t = t->next) {
+      if (t->headers_done || t->refused) continue;
+      if (now.tv_sec - t->since.tv_sec >= (time_t)s->limits.header_seconds) {
+        t->refused = 1;
+        shutdown(t->fd, SHUT_RDWR);
+      }
+    }
+    until = now;
+    until.tv_sec += 1;
+    pthread_cond_timedwait(&s->wake, &s->lock, &until);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
 
 struct pending {
   uint64_t id;
@@ -116,6 +310,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (p == NULL) return MHD_NO;
     p->id = next_request++;
     *con_cls = p;
+    mark_headers(s, connection, 1);
     return MHD_YES;
   }
   if (*upload_data_size > 0) {
@@ -141,9 +336,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 
 static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
                          enum MHD_RequestTerminationCode code) {
-  (void)cls;
-  (void)connection;
   (void)code;
+  // The next request on this connection has the header deadline from now.
+  mark_headers(cls, connection, 0);
   struct pending *p = *con_cls;
   if (p) {
     free(p->body);
@@ -174,20 +369,38 @@ struct MHD_Daemon *forsetti_web_start_at(const struct sockaddr *address, struct 
   s->reader = reader;
   s->closed = closed;
   s->ctx = ctx;
+  s->limits = limits;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_condattr_t monotonic;
+  pthread_condattr_init(&monotonic);
+  pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+  pthread_cond_init(&s->wake, &monotonic);
+  pthread_condattr_destroy(&monotonic);
   uint16_t port = address->sa_family == AF_INET ? ntohs(((const struct sockaddr_in *)address)->sin_port)
                                                 : ntohs(((const struct sockaddr_in6 *)address)->sin6_port);
   unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
   if (address->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
   // A few epoll threads for every connection (never a thread per connection: a thousand idle
   // streams cost a thousand descriptors, not a thousand threads). Streams wait suspended, out of
-  // the event loop, until there is something to send. No per-IP limit: every client of a
-  // loopback server is 127.0.0.1, so it would be the global limit again. No error log: a client
-  // refused at the connection limit would print a line on the host's output each time.
+  // the event loop, until there is something to send. No per-IP limit of MHD's: every client of
+  // a loopback server is 127.0.0.1, so it would be the global limit again; on_connection counts
+  // per uid instead. No error log: a client refused at the connection limit would print a line
+  // on the host's output each time.
   struct MHD_Daemon *d = MHD_start_daemon(
       flags, port, NULL, NULL, &on_request, s, MHD_OPTION_SOCK_ADDR, address, MHD_OPTION_NOTIFY_COMPLETED,
-      &on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT, limits.connections, MHD_OPTION_CONNECTION_TIMEOUT,
-      limits.idle_seconds, MHD_OPTION_THREAD_POOL_SIZE, limits.threads, MHD_OPTION_END);
-  if (d == NULL) free(s);
+      &on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, &on_connection, s, MHD_OPTION_CONNECTION_LIMIT,
+      limits.connections, MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_seconds, MHD_OPTION_THREAD_POOL_SIZE,
+      limits.threads, MHD_OPTION_END);
+  if (d == NULL) {
+    free(s);
+    return NULL;
+  }
+  s->daemon = d;
+  if (limits.header_seconds) s->sweeping = pthread_create(&s->sweeper, NULL, &sweep, s) == 0;
+  pthread_mutex_lock(&servers_lock);
+  s->next_server = servers;
+  servers = s;
+  pthread_mutex_unlock(&servers_lock);
   return d;
 }
 
@@ -196,7 +409,32 @@ uint16_t forsetti_web_port(struct MHD_Daemon *daemon) {
   return info ? info->port : 0;
 }
 
-void forsetti_web_stop(struct MHD_Daemon *daemon) { MHD_stop_daemon(daemon); }
+void forsetti_web_stop(struct MHD_Daemon *daemon) {
+  struct server *s = NULL;
+  pthread_mutex_lock(&servers_lock);
+  for (struct server **at = &servers; *at; at = &(*at)->next_server) {
+    if ((*at)->daemon == daemon) {
+      s = *at;
+      *at = s->next_server;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&servers_lock);
+  if (s && s->sweeping) {
+    pthread_mutex_lock(&s->lock);
+    s->stopping = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->sweeper, NULL);
+  }
+  // Every connection is closed (each said so to on_connection) before this returns.
+  MHD_stop_daemon(daemon);
+  if (s) {
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->wake);
+    free(s);
+  }
+}
 
 const char *forsetti_web_value(struct MHD_Connection *connection, int kind, const char *name) {
   enum MHD_ValueKind k = kind == 0 ? MHD_HEADER_KIND : kind == 1 ? MHD_COOKIE_KIND : MHD_GET_ARGUMENT_KIND;

@@ -26,12 +26,30 @@ typedef ssize_t (*forsetti_web_stream_reader)(void *ctx, uint64_t id, struct MHD
 typedef void (*forsetti_web_stream_closed)(void *ctx, uint64_t id);
 
 /// How much the server takes: connections at once (MHD_OPTION_CONNECTION_LIMIT), seconds a
-/// connection may stay silent (MHD_OPTION_CONNECTION_TIMEOUT), threads polling with epoll.
+/// connection may stay silent (MHD_OPTION_CONNECTION_TIMEOUT), threads polling with epoll;
+/// connections at once from one client (a local client is its uid, found with sock_diag; a
+/// remote one its address), one more closed at once; seconds a request's headers may take to
+/// arrive, however slowly they trickle, counted from the connection or the last answer. 0:
+/// no such limit.
 struct forsetti_web_limits {
   unsigned int connections;
   unsigned int idle_seconds;
   unsigned int threads;
+  unsigned int per_client;
+  unsigned int header_seconds;
 };
+
+/// Who a connection's peer is, as the server's per-client limit counts it: kind 1 a local uid
+/// (`uid`), kind 2 an address (`address`, 4 or 16 bytes, `length`); 0 when it cannot be told.
+struct forsetti_web_client {
+  int kind;
+  uint32_t uid;
+  unsigned char address[16];
+  unsigned int length;
+};
+/// The client of the TCP connection `fd` (its peer's socket owner when the peer is on this
+/// machine's network namespace, else its address).
+struct forsetti_web_client forsetti_web_client_of(int fd);
 
 /// Opens libmicrohttpd (once; it is not linked, so only the debug screen loads it): 1 when it is
 /// there with every call used, 0 when not. forsetti_web_start opens it too.

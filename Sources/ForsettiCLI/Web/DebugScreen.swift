@@ -58,7 +58,8 @@ final class DebugScreen: @unchecked Sendable {
     self.ask = ask
     let context = Unmanaged.passUnretained(self).toOpaque()
     let limits = forsetti_web_limits(
-      connections: WebLimits.connections, idle_seconds: WebLimits.idleSeconds, threads: WebLimits.threads)
+      connections: WebLimits.connections, idle_seconds: WebLimits.idleSeconds, threads: WebLimits.threads,
+      per_client: WebLimits.perClient, header_seconds: WebLimits.headerSeconds)
     guard forsetti_web_load() != 0 else { throw .libraryMissing(String(cString: forsetti_web_library())) }
     guard let d = forsetti_web_start(port, limits, Self.onRequest, Self.onRead, Self.onClosed, context) else {
       throw .portUnavailable(port)

@@ -1,10 +1,12 @@
 import Glibc
 
 /// What the debug screen's server takes at most, and what a client past a limit sees
-/// (docs/debug-screen.md, "Limits"). Every client of a loopback server is 127.0.0.1, so a limit
-/// per address would be this global one again and lock the operator out with the rest; what
-/// keeps the page reachable is headroom instead: streams capped far under the connection
-/// limit, and a short silence allowed before a connection is dropped.
+/// (docs/debug-screen.md, "Limits"). Every client of a loopback server is 127.0.0.1, so the
+/// server tells clients apart by the uid that owns the other end (sock_diag, `forsetti_web.h`):
+/// one user holds a quarter of the connections at most, and no request's headers may take
+/// longer than `headerSeconds`. What keeps the page reachable for its own user is headroom:
+/// streams capped far under the connection limit, and a short silence allowed before a
+/// connection is dropped.
 enum WebLimits {
   /// Connections at once, half the host's open-file limit at most (the host's modules and
   /// workers need descriptors too): 2048, or 512 under systemd's default soft limit of 1024.
@@ -15,6 +17,14 @@ enum WebLimits {
     let half = limit.rlim_cur / 2
     return UInt32(Swift.min(Swift.max(half, 64), 2048))
   }
+
+  /// Connections at once from one client (a local uid, or a remote address): a quarter of
+  /// `connections`, so one user cannot take the page from the others. One more is closed at
+  /// once.
+  static var perClient: UInt32 { max(16, connections / 4) }
+
+  /// Seconds a request's headers may take, however slowly they trickle in (slowloris).
+  static let headerSeconds: UInt32 = 5
 
   /// Seconds a connection may send and receive nothing (a request half sent, an idle keep-alive
   /// connection) before it is closed.

@@ -16,8 +16,11 @@ final class MetricsServer: @unchecked Sendable {
 
   /// Connections at once, seconds one may stay silent, and one thread: a scraper sends one short
   /// GET now and then (fewer than the debug screen's `WebLimits`, which serves a browser's
-  /// event streams).
-  private static let limits = forsetti_web_limits(connections: 64, idle_seconds: 10, threads: 1)
+  /// event streams). Eight of them at most from one client (a local uid, or a remote address),
+  /// and 5 s for a request's headers however they trickle: one user holding connections or
+  /// sending a header line now and then leaves the other 56 to everyone else.
+  static let limits = forsetti_web_limits(
+    connections: 64, idle_seconds: 10, threads: 1, per_client: 8, header_seconds: 5)
 
   /// Why `/metrics` could not be served.
   enum StartError: Error, CustomStringConvertible {
