@@ -100,4 +100,85 @@ import Testing
     let json = seen[2].1.stdout
     #expect(json.contains("\\u001b"), "\(json)")
   }
+
+  /// The same hostile manifests beside a module whose binary is hostile too (an exported symbol
+  /// with ESC in its name, a hostile embedded manifest) and a manifest naming an entry point it
+  /// lacks: `run`'s table and log, `status` (text, JSON), the page's API (`list`, `status`,
+  /// `explain`), `inspect` (text, JSON) and `check` of the binary show no raw character of the
+  /// rule. The control: the hostile module itself starts and `inspect` shows its symbol escaped.
+  @Test func theRunningHostStatusInspectAndThePageShowItEscaped() throws {
+    let hostile = Self.hostileJSON
+    for (i, field) in ["displayName", "moduleType", "entryPoint", "description"].enumerated() {
+      try dir.write("manifests/\(field).json", Self.manifest(id: "com.test.text\(i + 1)", field, hostile))
+    }
+    try dir.write(
+      "manifests/moduleID.json",
+      Self.manifest(id: "", "moduleID", "\"\"").replacingOccurrences(
+        of: "\"moduleID\": \"\"", with: "\"moduleID\": \(hostile)"))
+    var f = ModuleFixture(moduleID: "com.test.elfnames", entryPoint: "elfnames_entry")
+    // Raw ESC, CSI and a bidi override in the symbol and the section: the binary is the vendor's.
+    f.prelude = """
+      __attribute__((used, section(".forsetti.manifest"))) static const char embedded[] =
+        "{\\"moduleID\\": \\"e\\x1b[2J\\xc2\\x9b\\xe2\\x80\\xae\\"}\\r\\nstarted com.test.forged";
+      __asm__(".globl \\"evil\\x1b[2Jname\\"\\n.type \\"evil\\x1b[2Jname\\", @function\\n\\"evil\\x1b[2Jname\\":\\n ret\\n");
+      """
+    try f.install(in: dir)
+    try dir.write(
+      "manifests/absent.json",
+      f.manifest().replacingOccurrences(of: "com.test.elfnames", with: "com.test.absent")
+        .replacingOccurrences(
+          of: "\"elfnames_entry\"", with: "\"absent_entry\""))
+    let state = dir.url("state")
+
+    let (host, port, token, me) = try DebugScreenTests.launch(in: dir, for: 300)
+    var seen: [(String, String)] = []
+    do {
+      defer { host.stop() }
+      #expect(host.await("started com.test.elfnames", timeout: 120) != nil, "\(host.lines.suffix(20))")
+      for args in [["status", "--state", state], ["status", "--state", state, "--json"]] {
+        let r = try HostBinary.run(args, in: dir.path)
+        seen.append((args.joined(separator: " "), r.stdout + r.stderr))
+      }
+      for body in [
+        #"{"verb":"list"}"#, #"{"verb":"status"}"#, #"{"verb":"explain","module":"com.test.text1"}"#,
+        #"{"verb":"explain","module":"com.test.absent"}"#,
+      ] {
+        let r = try DebugScreenTests.exchange(
+          port, DebugScreenTests.request("POST", "/api", host: me, token: token, csrf: true, body: body))
+        #expect(r.status == 200, "\(body): \(r.text)")
+        // The answer's body (its head's lines end in CR LF, as HTTP's do).
+        seen.append(
+          ("page \(body)", r.text.range(of: "\r\n\r\n").map { String(r.text[$0.upperBound...]) } ?? ""))
+      }
+    }
+    seen.append(("run", host.lines.joined(separator: "\n")))
+    let binary = dir.url("plugins/elfnames_entry.so")
+    let inspected = try HostBinary.run(["inspect", binary], in: dir.path)
+    seen.append(("inspect", inspected.stdout + inspected.stderr))
+    let inspectedJSON = try HostBinary.run(["inspect", binary, "--json"], in: dir.path)
+    seen.append(("inspect --json", inspectedJSON.stdout + inspectedJSON.stderr))
+    let checked = try HostBinary.run(
+      [
+        "check", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state", state,
+        "--trace",
+      ],
+      in: dir.path)
+    seen.append(("check --trace", checked.stdout + checked.stderr))
+
+    for (verb, text) in seen {
+      let raw = HostileText.raw(in: text)
+      #expect(raw.isEmpty, "\(verb): raw \(Set(raw).sorted()) in \(text)")
+      #expect(!text.contains("\nstarted com.test.forged"), "\(verb): a forged line")
+    }
+    // Each place answered: a module's ID, the host running (status counts only), or the symbol.
+    for (verb, text) in seen {
+      #expect(
+        text.contains("com.test.") || text.contains("running") || text.contains("evil"), "\(verb): \(text)")
+    }
+    #expect(seen.first { $0.0 == "page {\"verb\":\"list\"}" }?.1.contains("com.test.absent") == true)
+    #expect(seen.first { $0.0 == "run" }?.1.contains("hostile[\\u{1}") == true, "\(host.lines)")
+    #expect(inspected.stdout.contains("evil\\u{1b}[2Jname"), "\(inspected.stdout)")
+    #expect(inspected.stdout.contains("\\u{9b}\\u{202e}"), "\(inspected.stdout)")
+    #expect(inspectedJSON.stdout.contains("evil\\u001b[2Jname"), "\(inspectedJSON.stdout)")
+  }
 }

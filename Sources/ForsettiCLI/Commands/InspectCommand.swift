@@ -28,7 +28,7 @@ enum InspectCommand {
             pretty: true)
             + "\n")
       } else {
-        console.out("\(e)\n")
+        console.out(ModuleText.visible("\(e)") + "\n")
       }
       return .blocked
     case .success(let f):
@@ -45,15 +45,22 @@ enum InspectCommand {
         ])
         console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
       } else {
-        var out = "\(path): \(f.elfClass.rawValue) \(f.machine) shared object, \(f.fileSize) bytes"
+        // Every name here is the vendor's (the file, its symbols, its libraries, the embedded
+        // manifest): shown through the module-text rule, the manifest line by line.
+        let shown = ModuleText.visible
+        var out = "\(shown(path)): \(f.elfClass.rawValue) \(f.machine) shared object, \(f.fileSize) bytes"
         out +=
           f.matchesHost
           ? "\n" : " (NOT loadable here: this host is \(ELFClass.host.rawValue) \(ELFMachine.host))\n"
+        let functions = f.exportedFunctions.sorted().map(shown).joined(separator: ", ")
+        out += "  exported functions (\(f.exportedFunctions.count)): \(functions)\n"
         out +=
-          "  exported functions (\(f.exportedFunctions.count)): \(f.exportedFunctions.sorted().joined(separator: ", "))\n"
-        out += "  needs: \(f.neededLibraries.isEmpty ? "-" : f.neededLibraries.joined(separator: ", "))\n"
-        out +=
-          "  embedded manifest (\(ELFInspector.manifestSection)): \(manifestText.map { "\n" + $0 } ?? "none")\n"
+          "  needs: \(f.neededLibraries.isEmpty ? "-" : f.neededLibraries.map(shown).joined(separator: ", "))\n"
+        let manifestLines = manifestText.map {
+          $0.split(separator: "\n", omittingEmptySubsequences: false).map { "\n" + shown(String($0)) }
+            .joined()
+        }
+        out += "  embedded manifest (\(ELFInspector.manifestSection)): \(manifestLines ?? "none")\n"
         console.out(out)
       }
       return f.matchesHost ? .success : .blocked
