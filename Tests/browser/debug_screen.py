@@ -421,6 +421,9 @@ def drive_page(driver, url, args, ids):
     )
     time.sleep(1)
 
+    if args.policy:
+        policy_problem_shown(driver, args.policy, ids)
+
     if args.screenshot:
         step(f"screenshot to {args.screenshot}")
         # The whole page, not only the window: size the viewport to the content first.
@@ -444,6 +447,35 @@ def drive_page(driver, url, args, ids):
 # so the page is checked against the rule, not against itself.
 RAW = re.compile("[\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]")
 FORGED = "is now started"
+
+
+def policy_problem_shown(driver, policy, ids):
+    step("a policy file that no longer reads: the table stays, the problem is shown above it")
+    with open(policy, encoding="utf-8") as f:
+        valid = f.read()
+    try:
+        with open(policy, "w", encoding="utf-8") as f:
+            f.write('{"default": "allow", "rules": [')
+        driver.execute_script("document.getElementById('refresh').click()")
+        shown = eventually(
+            "the page shows the policy problem naming the file",
+            lambda: (lambda t: (t is not None and policy in t, t))(
+                driver.execute_script("const n = document.getElementById('problems'); return n.hidden ? null : n.textContent")
+            ),
+        )[1]
+        ok(f"the page says: {shown}")
+        check("last valid policy" in shown, "and that the last valid policy is in force")
+        rows = driver.execute_script("return [...document.querySelectorAll('#modules tbody tr')].map(r => r.dataset.module)")
+        check(sorted(rows or []) == sorted(ids), f"the table still lists every module: {rows}")
+    finally:
+        with open(policy, "w", encoding="utf-8") as f:
+            f.write(valid)
+    driver.execute_script("document.getElementById('refresh').click()")
+    eventually(
+        "with the file mended, the problem is gone",
+        lambda: (lambda h: (h, h))(driver.execute_script("return document.getElementById('problems').hidden")),
+    )
+    ok("the file mended, the page shows no problem")
 
 
 def raw_in(text):
@@ -649,6 +681,7 @@ def main():
     p.add_argument("--hostile", metavar="MODULE_ID", help="check that module's text instead (see above)")
     p.add_argument("--expect", help="with --hostile: the module's text as the page must show it")
     p.add_argument("--run-as", type=int, metavar="UID", help="run the host as UID (and its group) via setpriv")
+    p.add_argument("--policy", help="a valid policy file for the host: the page is shown it broken, then mended")
     args = p.parse_args()
 
     missing = missing_prerequisites(args.chromium, args.chromedriver)
@@ -663,6 +696,8 @@ def main():
     ]
     if args.hostile:
         argv.append("--approve-all")
+    if args.policy:
+        argv += ["--policy", args.policy]
     if args.run_as is not None:
         argv = ["setpriv", f"--reuid={args.run_as}", f"--regid={args.run_as}", "--clear-groups", "--"] + argv
     step("start the host: " + " ".join(argv))

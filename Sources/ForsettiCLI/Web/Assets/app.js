@@ -738,6 +738,16 @@
     const doc = await ask({ verb: "list" });
     if (!doc || !Array.isArray(doc.modules)) throw new Error("list: the answer has no modules");
     state.modules = doc.modules;
+    state.problems = Array.isArray(doc.problems) ? doc.problems.map(String) : [];
+  }
+
+  // What the host judged with that is not its files as they are (a policy file that does not
+  // read: the last valid one stays in force), above the table it applies to.
+  function renderProblems() {
+    const box = $("problems");
+    const problems = state.problems || [];
+    box.hidden = problems.length === 0;
+    box.textContent = problems.length ? visibleLines(problems.join("\n")) : "";
   }
 
   async function refreshExplains() {
@@ -792,6 +802,7 @@
           await refreshModules();
           await Promise.all([refreshExplains(), refreshOverrides()]);
           renderModules();
+          renderProblems();
           renderTrace();
           renderProducts();
           renderSurface(await ask({ verb: "surface" }));
