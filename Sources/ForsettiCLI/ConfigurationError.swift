@@ -28,4 +28,6 @@ public enum CommandFailure: Error, Sendable, Equatable {
   case configuration(ConfigurationError)
   /// A control answer's failure (a host's, or the same computed on the files).
   case control(ControlFailure)
+  /// Several settings wrong at once, each told (`SettingChecks`).
+  indirect case several([CommandFailure])
 }

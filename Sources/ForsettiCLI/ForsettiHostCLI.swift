@@ -233,6 +233,22 @@ public enum ForsettiHostCLI {
 
   static func fail(_ failure: CommandFailure, command: String?, console: Console) -> Int32 {
     switch failure {
+    case .several(let all):
+      // Every error first, then one hint: the same exit status as any one of them.
+      var usage = false
+      for f in all {
+        switch f {
+        case .usage(let e):
+          usage = true
+          console.err("\(program): error: \(e)\n")
+        case .configuration(let e): console.err("\(program): error: \(e)\n")
+        case .control(let c): console.err("\(program): error: \(c.message)\n")
+        case .several: _ = fail(f, command: nil, console: console)
+        }
+      }
+      if usage {
+        console.err("hint: see '\(command.map { "\(program) \($0) --help" } ?? "\(program) --help")'\n")
+      }
     case .usage(let e):
       console.err("\(program): error: \(e)\n")
       let help = command.map { "\(program) \($0) --help" } ?? "\(program) --help"

@@ -254,6 +254,30 @@ import Testing
     #expect(error("stat = /x") == .unknownKey(path: "host.conf", line: 1, key: "stat", suggestion: "state"))
   }
 
+  /// Issue 40: a file with two bad values (each line well formed) reported only the first.
+  /// Every bad value is told at once, each at its file and line, with one exit status 2; a value
+  /// the command line gives instead of the file's is not reported (the control: the file's bad
+  /// `memory-limit` is gone from the answer once `--memory-limit 5` overrides it).
+  @Test func everyBadValueIsReportedAtOnce() throws {
+    let dir = TemporaryDirectory("config-values")
+    let file = try dir.write(
+      "host.conf",
+      "memory-limit = abc\ntmpdir-size = -1\nsandbox-quota = x\nmetrics = nope\nlog-rate = many\n")
+    let common = ["run", "--config", file, "--plugins", dir.path, "--state", dir.url("state"), "--for", "1"]
+    let r = try HostBinary.run(common)
+    #expect(r.status == 2, "\(r)")
+    for (line, key) in [
+      (1, "memory-limit"), (2, "tmpdir-size"), (3, "sandbox-quota"), (4, "metrics"), (5, "log-rate"),
+    ] {
+      #expect(r.stderr.contains("\(file):\(line): invalid value"), "\(key): \(r.stderr)")
+    }
+    #expect(r.stderr.components(separatedBy: "hint: see").count == 2, "one hint: \(r.stderr)")
+    let overridden = try HostBinary.run(common + ["--memory-limit", "5"])
+    #expect(overridden.status == 2)
+    #expect(!overridden.stderr.contains("\(file):1:"), "\(overridden.stderr)")
+    #expect(overridden.stderr.contains("\(file):2:"), "\(overridden.stderr)")
+  }
+
   /// Issue 40: a FIFO named by `--config` hung `run` and `--print-config` (opening it waits for a
   /// writer). Refused at once with exit 2, naming what it is; a directory too. The control: the
   /// same command on a regular file of the same text prints the configuration.

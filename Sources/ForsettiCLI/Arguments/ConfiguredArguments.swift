@@ -50,6 +50,7 @@ public struct ConfiguredArguments: Sendable, Equatable {
     let value: String
     let why: String
     switch failure {
+    case .several(let all): return .several(all.map(attribute))
     case .usage(.invalidValue(let o, let v, let w)): (option, value, why) = (o, v, w)
     case .configuration(.file(let o, let v, let w)), .configuration(.directory(let o, let v, let w)):
       (option, value, why) = (o, v, w)

@@ -255,32 +255,50 @@ enum RunCommand {
   /// plugin directories, the worker, the keys `--require-signatures` needs. Reads, never writes
   /// (`--export-dir` is made by `host`): `--print-config` checks the same.
   static func settings(_ p: ParsedArguments, development: Bool) throws(CommandFailure) -> Settings {
+    // Every value is checked even after one failed: a file with three bad lines says three.
+    var checks = SettingChecks()
     var options = try HostOptions.parse(p)
     options.allowAllEntitlements = development && p.flag("allow-all-entitlements")
     if let raw = p.value("default-policy") {
-      guard let policy = DefaultPolicy(rawValue: raw) else {
-        throw .usage(.invalidValue(option: "default-policy", value: raw, why: "expected allow or deny"))
+      if let policy = DefaultPolicy(rawValue: raw) {
+        options.defaultPolicy = policy
+      } else {
+        _ = checks.run { () throws(CommandFailure) in
+          throw .usage(.invalidValue(option: "default-policy", value: raw, why: "expected allow or deny"))
+        }
       }
-      options.defaultPolicy = policy
     }
     if options.pluginDirectories.isEmpty {
-      guard FileManager.default.fileExists(atPath: defaultPlugins) else {
-        throw .configuration(
-          .directory(
-            option: "plugins", path: defaultPlugins,
-            reason: "no such directory; build the examples with scripts/build-plugins or pass --plugins DIR"))
+      if FileManager.default.fileExists(atPath: defaultPlugins) {
+        options.pluginDirectories = [defaultPlugins]
+      } else {
+        _ = checks.run { () throws(CommandFailure) in
+          throw .configuration(
+            .directory(
+              option: "plugins", path: defaultPlugins,
+              reason: "no such directory; build the examples with scripts/build-plugins or pass --plugins DIR"
+            ))
+        }
       }
-      options.pluginDirectories = [defaultPlugins]
     }
     var metricsAddress: MetricsAddress?
     if let raw = p.value("metrics") {
-      do { metricsAddress = try MetricsAddress(parsing: raw) } catch {
-        throw .usage(.invalidValue(option: "metrics", value: raw, why: error.description))
+      metricsAddress = checks.run { () throws(CommandFailure) -> MetricsAddress in
+        do throws(MetricsAddress.ParseError) { return try MetricsAddress(parsing: raw) } catch {
+          throw .usage(.invalidValue(option: "metrics", value: raw, why: error.description))
+        }
       }
     }
+    let duration = checks.run { () throws(CommandFailure) in try seconds(p, "for", default: nil) }
+    let workers = Self.isolation(p, &checks)
+    let logs = checks.run { () throws(CommandFailure) in try logLimits(p) }
+    let serviceQuotas = checks.run { () throws(CommandFailure) in try quotas(p) }
+    let uiPort = checks.run { () throws(CommandFailure) in try port(p) }
+    try checks.finish()
+    // Past `finish` every check passed: the defaults below are never the ones used.
     return Settings(
-      options: options, duration: try seconds(p, "for", default: nil), isolation: try isolation(p),
-      logLimits: try logLimits(p), quotas: try quotas(p), metricsAddress: metricsAddress, uiPort: try port(p))
+      options: options, duration: duration ?? nil, isolation: workers, logLimits: logs ?? LogLimits(),
+      quotas: serviceQuotas ?? .standard, metricsAddress: metricsAddress, uiPort: uiPort ?? nil)
   }
 
   /// The command line's form of a host's failure to hold its state directory or start.
@@ -301,35 +319,47 @@ enum RunCommand {
     }
   }
 
-  /// Where modules run: `--in-process`, or workers with the limits of the options.
-  private static func isolation(_ p: ParsedArguments) throws(CommandFailure) -> IsolationSettings? {
+  /// Where modules run: `--in-process`, or workers with the limits of the options (each bad
+  /// one kept in `checks`).
+  private static func isolation(_ p: ParsedArguments, _ checks: inout SettingChecks) -> IsolationSettings? {
     guard !p.flag("in-process") else { return nil }
     var settings = IsolationSettings(workerExecutable: IsolationSettings.defaultWorker)
     if let why = ExecutableReach.problem(settings.workerExecutable) {
-      throw .configuration(.workerMissing(path: settings.workerExecutable, reason: why))
+      _ = checks.run { () throws(CommandFailure) in
+        throw .configuration(.workerMissing(path: settings.workerExecutable, reason: why))
+      }
     }
-    settings.startTimeout = try seconds(p, "start-timeout", default: 5) ?? 5
-    settings.stopTimeout = try seconds(p, "stop-timeout", default: 5) ?? 5
-    if let mib = try bounded(p, "memory-limit", atMost: 16_777_216, "MiB (16 TiB)") {
+    func number(_ name: String, atMost limit: Double, _ unit: String) -> Double? {
+      checks.run { () throws(CommandFailure) in try bounded(p, name, atMost: limit, unit) } ?? nil
+    }
+    if let v = checks.run({ () throws(CommandFailure) in try seconds(p, "start-timeout", default: 5) }) {
+      settings.startTimeout = v ?? 5
+    }
+    if let v = checks.run({ () throws(CommandFailure) in try seconds(p, "stop-timeout", default: 5) }) {
+      settings.stopTimeout = v ?? 5
+    }
+    if let mib = number("memory-limit", atMost: 16_777_216, "MiB (16 TiB)") {
       settings.limits.memoryBytes = UInt64(mib * 1024 * 1024)
     }
-    if let mib = try bounded(p, "tmpdir-size", atMost: 1_048_576, "MiB (1 TiB)") {
+    if let mib = number("tmpdir-size", atMost: 1_048_576, "MiB (1 TiB)") {
       settings.limits.temporaryBytes = mib == 0 ? nil : UInt64(mib * 1024 * 1024)
     }
-    if let mib = try bounded(p, "sandbox-quota", atMost: 16_777_216, "MiB (16 TiB)") {
+    if let mib = number("sandbox-quota", atMost: 16_777_216, "MiB (16 TiB)") {
       settings.sandboxBytes = mib == 0 ? nil : UInt64(mib * 1024 * 1024)
     }
-    if let cpu = try bounded(p, "cpu-limit", atMost: 1e9, "seconds") {
+    if let cpu = number("cpu-limit", atMost: 1e9, "seconds") {
       settings.limits.cpuSeconds = UInt64(max(1, cpu))
     }
-    if let n = try bounded(p, "max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
-    settings.cpu = try cpuShares(p)
+    if let n = number("max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
+    if let cpu = checks.run({ () throws(CommandFailure) in try cpuShares(p) }) { settings.cpu = cpu }
     settings.zygote = !p.flag("no-zygote")
     for argument in p.all("worker-env") {
       do throws(WorkerEnvironment.Refusal) {
         try settings.workerEnvironment.pass(argument, host: ProcessInfo.processInfo.environment)
       } catch {
-        throw .usage(.invalidValue(option: "worker-env", value: argument, why: error.description))
+        _ = checks.run { () throws(CommandFailure) in
+          throw .usage(.invalidValue(option: "worker-env", value: argument, why: error.description))
+        }
       }
     }
     return settings
