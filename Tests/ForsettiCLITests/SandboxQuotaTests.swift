@@ -8,7 +8,8 @@ import Testing
 /// `--sandbox-quota` and brakes a worker over it with RLIMIT_FSIZE (`SandboxQuota`): a module
 /// writing 1 MiB files one after another gets EFBIG past its quota, writes again once it deleted
 /// what it wrote, and one that raises its own limit while over is refused every write until it
-/// restarts. The control: with `--sandbox-quota 0` the same module writes every file it tries.
+/// restarts; the storage service's `set` over the quota is FORSETTI_ERR_QUOTA. The control: with
+/// `--sandbox-quota 0` the same module writes every file it tries.
 @Suite(.onTestThreads, .serialized) struct SandboxQuotaTests {
   static let id = "com.test.sandboxfill"
   /// Files the module tries, 1 MiB each: far more than a count a second lets through past 8 MiB.
@@ -57,6 +58,10 @@ import Testing
         int e = until_refused("f", \(files), &taken);
         snprintf(l, sizeof l, "fill files=%d errno=%d", taken, e); say(l);
         if (!e) return NULL;
+        /* The host's storage service, writing in the worker, says the quota by name. */
+        const forsetti_storage *st = g_host->resolve(FORSETTI_SERVICE_STORAGE);
+        int kv = st ? st->set("k", g_chunk, 4096) : -1000;
+        snprintf(l, sizeof l, "kv quota=%d", kv == FORSETTI_ERR_QUOTA); say(l);
         /* Frees what it wrote but the first file, then writes again until that is allowed. */
         char path[600];
         for (int i = 1; i < taken; i++) {
@@ -93,7 +98,7 @@ import Testing
   func aModuleCannotFillTheHostsDiskThroughItsSandbox(as identity: HostileHost.Identity) throws {
     let h = HostileHost(identity)
     try #require(h.isAvailable, "running as another user needs root")
-    try h.install(Self.filler)
+    try h.install(Self.filler, capabilities: ["storage"])
     let bounded = try h.run(
       for: 120, extraArguments: ["--sandbox-quota", "8"],
       stopWhen: { $0.contains("locked files=") || $0.contains("fill files=\(Self.files) ") })
@@ -106,6 +111,7 @@ import Testing
     #expect(
       bounded.output.contains("each sandbox up to 8 MiB, counted by the host"), "the start line: \(context)")
     #expect(bounded.output.contains("over its sandbox quota"), "\(context)")
+    #expect(line("kv ")["quota"] == 1, "storage set over the quota: \(context)")
     // Deleting what it wrote lets it write again.
     #expect(line("again ")["errno"] == 0, "\(context)")
     #expect(bounded.output.contains("back under its sandbox quota"), "\(context)")

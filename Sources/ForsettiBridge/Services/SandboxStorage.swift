@@ -79,22 +79,23 @@ public final class SandboxStorage: Sendable {
     let tmp = ".tmp-\(key)-\(UInt32.random(in: 0...UInt32.max))"
     let fd = openat(kvFD, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard fd >= 0 else { return FORSETTI_ERR_IO }
-    var ok = true
+    var failed: Int32 = 0
     var offset = 0
     while offset < bytes.count {
       let n = Glibc.write(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
       if n < 0 {
         if errno == EINTR { continue }
-        ok = false
+        failed = errno
         break
       }
       offset += n
     }
-    ok = ok && fsync(fd) == 0
+    if failed == 0 && fsync(fd) != 0 { failed = errno }
     close(fd)
-    guard ok, renameat(kvFD, tmp, kvFD, key) == 0 else {
+    if failed == 0 && renameat(kvFD, tmp, kvFD, key) != 0 { failed = errno }
+    guard failed == 0 else {
       unlinkat(kvFD, tmp, 0)
-      return FORSETTI_ERR_IO
+      return Self.writeStatus(for: failed)
     }
     fsync(kvFD)
     return FORSETTI_OK
@@ -174,6 +175,15 @@ public final class SandboxStorage: Sendable {
       return isDir ? FORSETTI_OK : FORSETTI_ERR_INVALID_ARGUMENT
     }
     return Self.status(for: errno)
+  }
+
+  /// A failed write's status: past the sandbox quota's file-size limit (EFBIG, `SandboxQuota`)
+  /// or a full disk or quota is FORSETTI_ERR_QUOTA, anything else an I/O error.
+  package static func writeStatus(for e: Int32) -> Int32 {
+    switch e {
+    case EFBIG, ENOSPC, EDQUOT: FORSETTI_ERR_QUOTA
+    default: FORSETTI_ERR_IO
+    }
   }
 
   /// EXDEV and ELOOP are how openat2 says "that would leave the sandbox".

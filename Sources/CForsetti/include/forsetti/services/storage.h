@@ -29,7 +29,8 @@ typedef struct forsetti_storage {
   uint32_t struct_size;
 
   /* Stores `length` bytes under `key`, replacing any value; written atomically (a crash leaves
-   * the old or the new value, never a mix). The host copies the bytes. */
+   * the old or the new value, never a mix). The host copies the bytes. FORSETTI_ERR_QUOTA, with
+   * the old value kept, when the sandbox is at its quota (`--sandbox-quota`) or the disk full. */
   forsetti_status (*set)(const char *key, const void *value, size_t length);
 
   /* Copies the value of `key` into `buffer` (capacity `capacity`) and sets `*length` to its
