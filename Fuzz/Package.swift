@@ -21,6 +21,9 @@ let package = Package(
     .executableTarget(
       name: "fuzz-elf", dependencies: ["FuzzSupport", .product(name: "ForsettiBinary", package: forsetti)]),
     .executableTarget(
+      name: "fuzz-elfversions",
+      dependencies: ["FuzzSupport", .product(name: "ForsettiBinary", package: forsetti)]),
+    .executableTarget(
       name: "fuzz-ldcache",
       dependencies: ["FuzzSupport", .product(name: "ForsettiBinary", package: forsetti)]),
     .executableTarget(

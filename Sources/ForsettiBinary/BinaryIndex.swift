@@ -19,6 +19,9 @@ public struct BinaryIndex: Sendable {
   /// most names are imports no manifest asks for, and indexing them was most of the index's
   /// cost; after that, a name in neither table is missing without looking at a symbol.
   private var mentions = Mentions()
+  /// Whether each binary found could load here (`BinaryCompatibility`), judged once per file
+  /// while this index stands.
+  private var compatibility = CompatibilityVerdicts()
   /// How many inspected files failed, so that a missing name needs no walk over the files.
   private var failureCount = 0
   /// Directories that could not be listed.
@@ -78,6 +81,7 @@ public struct BinaryIndex: Sendable {
   mutating func add(_ path: String, _ result: Result<ELFFacts, BinaryError>) {
     // A fresh table, never cleared in place: a copy of this index made before may share it.
     mentions = Mentions()
+    compatibility = CompatibilityVerdicts()
     if let old = files.updateValue(result, forKey: path) {
       forget(path, old)
     } else {
@@ -220,6 +224,7 @@ public struct BinaryIndex: Sendable {
   ) {
     switch locate(entryPoint: m.entryPoint) {
     case .success(let facts):
+      if let refusal = compatibility.refusal(facts) { return (.outcome(.fail(refusal), passDetail: ""), nil) }
       let (entry, path, cls, machine) = (m.entryPoint, facts.path, facts.elfClass, facts.machine)
       let found: @Sendable () -> String = { "\(entry) exported by \(path) (\(cls.rawValue) \(machine))" }
       guard !trustedKeys.isEmpty else { return (.outcome(.pass, passNote: .deferred(found)), path) }
@@ -244,6 +249,32 @@ public struct BinaryIndex: Sendable {
           )), passDetail: "")
     case .invalid(let why): return .outcome(.fail(.init(.signatureInvalid, why)), passDetail: "")
     }
+  }
+}
+
+/// The compatibility verdicts of a `BinaryIndex`'s binaries (`BinaryCompatibility`), each made
+/// on the first judgement that finds the binary and shared by the index's copies until one
+/// changes; the libraries are the system's as they were then.
+private final class CompatibilityVerdicts: Sendable {
+  let table = Mutex<[String: GateViolation?]>([:])
+
+  /// Why `facts` cannot load here, or nil.
+  func refusal(_ facts: ELFFacts) -> GateViolation? {
+    if let known = table.withLock({ $0[facts.path] }) { return known }
+    let files = LibraryFactsCache.shared
+    let resolution = LibraryResolver(cache: files.systemLoaderCache(), inspect: files.inspect).resolve(
+      facts, path: facts.path)
+    let problems = BinaryCompatibility.problems(facts, path: facts.path, resolution)
+    let verdict: GateViolation? =
+      problems.isEmpty
+      ? nil
+      : GateViolation(
+        .binaryIncompatible,
+        "\(facts.path) cannot be loaded on this system: \(problems.map(\.description).joined(separator: "; ")); "
+          + "build it on the oldest system it must run on (check with `forsetti-host lint --plugin FILE --glibc X.Y`) "
+          + "or install what it needs")
+    table.withLock { $0[facts.path] = verdict }
+    return verdict
   }
 }
 

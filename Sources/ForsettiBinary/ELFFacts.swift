@@ -89,17 +89,34 @@ public struct SymbolTable: Sendable, Hashable {
   var entries: [Entry]
   /// Version index → name, from `.gnu.version_d`.
   var versionNames: [UInt16: String]
+  /// What the file needs of its libraries' versions, from `.gnu.version_r`.
+  public var versionNeeds: [VersionNeed]
 
   public init() {
     names = [0]
     entries = []
     versionNames = [:]
+    versionNeeds = []
   }
 
-  init(names: [UInt8], entries: [Entry], versionNames: [UInt16: String] = [:]) {
+  init(
+    names: [UInt8], entries: [Entry], versionNames: [UInt16: String] = [:], versionNeeds: [VersionNeed] = []
+  ) {
     self.names = names
     self.entries = entries
     self.versionNames = versionNames
+    self.versionNeeds = versionNeeds
+  }
+
+  /// The versions this file defines (`.gnu.version_d`, its own base name among them); nil when
+  /// it has no version definitions, which the loader takes as satisfying any need.
+  public var definedVersions: Set<String>? { versionNames.isEmpty ? nil : Set(versionNames.values) }
+
+  /// The names of the undefined symbols that need version index `index` (of `versionNeeds`).
+  public func symbols(needing index: UInt16) -> [String] {
+    entries.indices.filter {
+      !entries[$0].isDefined && entries[$0].versionIndex & ~SymbolVersions.hiddenBit == index
+    }.map(name(at:))
   }
 
   public var indices: Range<Int> { entries.indices }

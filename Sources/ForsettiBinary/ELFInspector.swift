@@ -182,6 +182,11 @@ public enum ELFInspector {
     case .failure(let e): return .failure(e)
     case .success(let n): versionNames = n
     }
+    let versionNeeds: [VersionNeed]
+    switch SymbolVersions.needs(table) {
+    case .failure(let e): return .failure(e)
+    case .success(let n): versionNeeds = n
+    }
     var entries: [SymbolTable.Entry] = []
     entries.reserveCapacity(min(count, 1 << 16))
     var sym = GElf_Sym()
@@ -209,7 +214,9 @@ public enum ELFInspector {
           isVisible: vis == STV_DEFAULT || vis == STV_PROTECTED,
           versionIndex: versions.map { $0[i] } ?? SymbolTable.Entry.unversioned))
     }
-    return .success(SymbolTable(names: names.bytes, entries: entries, versionNames: versionNames))
+    return .success(
+      SymbolTable(
+        names: names.bytes, entries: entries, versionNames: versionNames, versionNeeds: versionNeeds))
   }
 
   /// What `.dynamic` says of the libraries a file needs and where the loader looks for them.

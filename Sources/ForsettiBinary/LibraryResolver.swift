@@ -45,6 +45,9 @@ public struct LibraryResolver: Sendable {
     /// when it finds one by that name it cannot load: the load fails there, whatever lies
     /// further on the path. nil when no place holds the name.
     public var unusable: String?
+    /// Whether the search could not be the loader's own: a token without a value here, a
+    /// relative path, a search path naming `$PLATFORM`. Such a miss is reported, never judged.
+    public var uncertain = false
 
     public init(name: String, neededBy: String, searched: [String], unusable: String? = nil) {
       self.name = name
@@ -58,6 +61,9 @@ public struct LibraryResolver: Sendable {
   public struct Resolution: Sendable, Hashable {
     public var found: [Found] = []
     public var missing: [Missing] = []
+    /// What each object found (by the path the loader opens) says of itself: its version needs
+    /// and definitions (`BinaryCompatibility`).
+    public var objects: [String: ELFFacts] = [:]
     /// True when the walk stopped at `LibraryResolver.maxObjects`.
     public var truncated = false
 
@@ -174,14 +180,20 @@ public struct LibraryResolver: Sendable {
           }
         }
         guard let hit = search.hit else {
-          out.missing.append(
-            Missing(name: name, neededBy: objectPath, searched: search.searched, unusable: search.stop))
+          var missing = Missing(
+            name: name, neededBy: objectPath, searched: search.searched, unusable: search.stop)
+          missing.uncertain =
+            name.contains("$") || name.contains("/")
+            || [own.rPath, own.runPath].contains { $0?.contains("PLATFORM") == true }
+            || chain.contains { $0.contains("PLATFORM") }
+          out.missing.append(missing)
           continue
         }
         out.found.append(
           Found(
             name: name, neededBy: objectPath, path: hit.path, realPath: Self.realPath(hit.path) ?? hit.path,
             source: hit.source))
+        out.objects[hit.path] = hit.facts
         queue.append((hit.facts, hit.path, chain))
       }
     }

@@ -114,4 +114,96 @@ enum SymbolVersions {
     }
     return .success(names)
   }
+
+  /// `.gnu.version_r`: per library, the versions of it this file needs; empty when it needs
+  /// none. Walked as the definitions are: every step forward, within the section's bytes.
+  static func needs(_ table: ELFSectionTable) -> Result<[VersionNeed], BinaryError> {
+    let path = table.path
+    let what = ".gnu.version_r"
+    let section: ELFSection
+    switch table.unique(UInt32(SHT_GNU_verneed), what) {
+    case .failure(let e): return .failure(e)
+    case .success(nil): return .success([])
+    case .success(let s?): section = s
+    }
+    let strings: StringTable
+    switch table.linked(from: section, what).flatMap({ table.strings($0, "\(what)'s string table") }) {
+    case .failure(let e): return .failure(e)
+    case .success(let s): strings = s
+    }
+    let data: UnsafeMutablePointer<Elf_Data>
+    switch table.data(section, what) {
+    case .failure(let e): return .failure(e)
+    case .success(let d): data = d
+    }
+    func broken(_ why: String) -> Result<[VersionNeed], BinaryError> {
+      .failure(.malformed(path: path, detail: "\(what) (section \(section.index)): \(why)"))
+    }
+    let size = data.pointee.d_size
+    let needSize = max(MemoryLayout<GElf_Verneed>.size, 1)
+    let auxSize = max(MemoryLayout<GElf_Vernaux>.size, 1)
+    var out: [VersionNeed] = []
+    var offset = 0
+    for n in 0..<(size / needSize) {
+      var need = GElf_Verneed()
+      guard let at = Int32(exactly: offset), gelf_getverneed(data, at, &need) != nil else {
+        return broken("entry \(n) at byte \(offset) lies outside its \(size) bytes")
+      }
+      guard let file = strings.string(at: UInt64(need.vn_file)) else {
+        return broken(
+          "entry \(n)'s file name is at byte \(need.vn_file) of a \(strings.bytes.count)-byte string table")
+      }
+      var versions: [VersionNeed.Version] = []
+      var auxOffset = offset
+      var step = UInt64(need.vn_aux)
+      // At most as many records as fit in the section, whatever vn_cnt claims.
+      for k in 0..<min(Int(need.vn_cnt), size / auxSize) {
+        let (next, overflow) = auxOffset.addingReportingOverflow(Int(step))
+        var aux = GElf_Vernaux()
+        guard !overflow, next < size, let auxAt = Int32(exactly: next),
+          gelf_getvernaux(data, auxAt, &aux) != nil
+        else {
+          return broken(
+            "entry \(n)'s version record \(k) at byte \(auxOffset) + \(step) lies outside its \(size) bytes")
+        }
+        guard let name = strings.string(at: UInt64(aux.vna_name)) else {
+          return broken(
+            "entry \(n)'s version \(k) name is at byte \(aux.vna_name) of a \(strings.bytes.count)-byte string table"
+          )
+        }
+        versions.append(
+          VersionNeed.Version(name: name, index: aux.vna_other & ~hiddenBit, weak: aux.vna_flags & 0x2 != 0))
+        if aux.vna_next == 0 { break }
+        auxOffset = next
+        step = UInt64(aux.vna_next)
+      }
+      out.append(VersionNeed(file: file, versions: versions))
+      if need.vn_next == 0 { break }
+      let (next, overflow) = offset.addingReportingOverflow(Int(need.vn_next))
+      guard !overflow, next < size else {
+        return broken(
+          "entry \(n) says the next is at byte \(offset) + \(need.vn_next), past its \(size) bytes")
+      }
+      offset = next
+    }
+    return .success(out)
+  }
+}
+
+/// What a file needs of one library's versions (`.gnu.version_r`): the loader refuses to load
+/// it when the library it maps by that name defines versions and not one of these (unless the
+/// need is weak).
+public struct VersionNeed: Sendable, Hashable {
+  /// The library, as `DT_NEEDED` names it (`libc.so.6`).
+  public var file: String
+  public var versions: [Version]
+
+  public struct Version: Sendable, Hashable {
+    /// `GLIBC_2.34`.
+    public var name: String
+    /// The `.gnu.version` index the file's undefined symbols of this version carry.
+    public var index: UInt16
+    /// `VER_FLG_WEAK`: only a warning when missing.
+    public var weak: Bool
+  }
 }

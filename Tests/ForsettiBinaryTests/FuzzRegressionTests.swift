@@ -20,6 +20,15 @@ import Testing
   }
 }
 
+/// The symbol-version fuzzer's inputs: the ELF corpus it runs on (Fuzz/Corpus/elfversions is
+/// that corpus) and its own findings, replayed through its entry.
+@Suite(.onTestThreads) struct ELFVersionsFuzzRegressionTests {
+  @Test(arguments: FuzzInputs.paths("Corpus", "elf") + FuzzInputs.paths("Regressions", "elfversions"))
+  func replays(_ path: String) {
+    #expect(ELFVersionsFuzzEntry.run(path: path) == [], "\(path)")
+  }
+}
+
 /// The loader-cache fuzzer's kept inputs (seeds in Fuzz/Corpus/ldcache, findings in
 /// Fuzz/Regressions/ldcache), replayed through its own entry: each file is read or refused
 /// without a trap and breaks none of the entry's properties.

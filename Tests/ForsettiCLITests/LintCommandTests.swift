@@ -51,6 +51,45 @@ import Testing
     #expect(byCheck["theme mask"]?.first?["level"]?.stringValue == "warning")
   }
 
+  /// Issue 41, third finding: nothing told a vendor which systems a binary loads on. A module
+  /// calling `pthread_create` (GLIBC_2.34 when built on Debian 12) is refused by `--glibc 2.28`
+  /// and `--target debian-11`, naming the symbol and the version, and accepted by `--glibc 2.36`
+  /// and `--target debian-12` (the controls); a library outside the base set is named too.
+  @Test func aBaselineRefusesSymbolVersionsNewerThanItsGlibc() throws {
+    var f = ModuleFixture(moduleID: "com.test.threads", entryPoint: "threads_entry")
+    // libcrypt (libc6-dev brings libcrypt-dev) is on every Debian system but in no baseline's set.
+    f.prelude =
+      "#include <pthread.h>\nchar *crypt(const char *, const char *);\nstatic void *idle(void *a) { return a; }\n"
+    f.start = """
+      pthread_t t;
+      if (pthread_create(&t, NULL, idle, NULL) == 0) pthread_join(t, NULL);
+      return crypt("k", "$1$salt") ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """
+    let so = try f.install(in: dir, name: "threads", ccFlags: ["-pthread", "-lcrypt"])
+    let manifest = dir.url("manifests/threads.json")
+    for (args, refused) in [
+      (["--glibc", "2.28"], true), (["--target", "debian-11"], true), (["--glibc", "2.36"], false),
+      (["--target", "debian-12"], false),
+    ] {
+      let (r, findings) = try lint([manifest, "--plugin", so] + args)
+      let versions = findings.filter {
+        $0["level"]?.stringValue == "error" && $0["message"]?.stringValue?.contains("GLIBC_2.34") == true
+      }
+      #expect(r.status == 1, "\(args): libcrypt is outside every baseline: \(findings)")
+      #expect(versions.isEmpty == !refused, "\(args): \(findings)")
+      if refused {
+        #expect(versions.first?["message"]?.stringValue?.contains("pthread_create") == true, "\(versions)")
+      }
+      #expect(
+        findings.contains { $0["message"]?.stringValue?.contains("needs libcrypt.so.1, which") == true },
+        "\(findings)")
+    }
+    let (plain, findings) = try lint([manifest, "--plugin", so])
+    #expect(plain.status == 0, "without a baseline the binary loads here: \(findings)")
+    let bad = try HostBinary.run(["lint", manifest, "--plugin", so, "--glibc", "two"])
+    #expect(bad.status == 2 && bad.stderr.contains("MAJOR.MINOR"), "\(bad.stderr)")
+  }
+
   @Test func theBinaryIsComparedWithTheManifest() throws {
     var f = ModuleFixture(moduleID: "com.test.bin", entryPoint: "bin_entry")
     f.start = "return host->resolve(FORSETTI_SERVICE_STORAGE) ? FORSETTI_OK : FORSETTI_ERR_DENIED;"

@@ -15,9 +15,11 @@ enum LintCommand {
       matches the requested capabilities; default-role modules are of the right type with the
       capability; UI modules declare their contribution IDs (template 1.1); a theme mask is not
       host shell styling; and, with --plugin, that the binary exports the entry point and which
-      host services it names (forsetti.storage, forsetti.telemetry) against what is requested.
-      A binary built with ForsettiSDK names every service, so for it that check is replaced by a
-      note (level "info").
+      host services it names (forsetti.storage, forsetti.telemetry) against what is requested,
+      that it can load on this system (every library of its closure found, every symbol version
+      it needs defined: what `check` blocks as binaryIncompatible), and with --glibc or --target
+      that it loads on that older system too. A binary built with ForsettiSDK names every
+      service, so for it the services check is replaced by a note (level "info").
 
       EXIT STATUS:
         0  no errors (warnings may be printed)
@@ -25,7 +27,16 @@ enum LintCommand {
         2  usage error
       """,
     options: [
-      .value("plugin", "FILE.so", "The module's binary."), .flag("json", "Print JSON instead of text."),
+      .value("plugin", "FILE.so", "The module's binary."),
+      .value(
+        "glibc", "X.Y",
+        "With --plugin: the oldest glibc the binary must load on; every symbol version newer than it, and every library outside the base set, is an error."
+      ),
+      .value(
+        "target", "NAME",
+        "With --plugin: a named baseline instead of --glibc (glibc, libstdc++ and the base libraries of \(BinaryBaseline.named.map(\.name).joined(separator: ", ")))."
+      ),
+      .flag("json", "Print JSON instead of text."),
     ],
     positionals: [PositionalSpec("MANIFEST", "The manifest file.")])
 
@@ -46,7 +57,7 @@ enum LintCommand {
       findings.append(.init(level: "error", check: "manifest", message: e.description))
     case .success(let m):
       findings += review(m)
-      if let plugin = p.value("plugin") { findings += binary(m, plugin) }
+      if let plugin = p.value("plugin") { findings += binary(m, plugin, baseline: try baseline(p)) }
     }
     if p.flag("json") {
       let items = findings.map {
@@ -118,13 +129,44 @@ enum LintCommand {
     return out
   }
 
-  static func binary(_ m: ModuleManifest, _ plugin: String) -> [Finding] {
+  /// The baseline of `--glibc` or `--target`, nil without either.
+  static func baseline(_ p: ParsedArguments) throws(CommandFailure) -> BinaryBaseline? {
+    if let raw = p.value("glibc") {
+      guard p.value("target") == nil else {
+        throw .usage(.invalidValue(option: "glibc", value: raw, why: "give --glibc or --target, not both"))
+      }
+      guard let b = BinaryBaseline.glibc(raw) else {
+        throw .usage(.invalidValue(option: "glibc", value: raw, why: "expected MAJOR.MINOR, e.g. 2.28"))
+      }
+      return b
+    }
+    guard let raw = p.value("target") else { return nil }
+    guard let b = BinaryBaseline.named.first(where: { $0.name == raw }) else {
+      let names = BinaryBaseline.named.map(\.name)
+      let hint = Suggestion.closest(to: raw, among: names).map { "did you mean \($0)? " } ?? ""
+      throw .usage(
+        .invalidValue(option: "target", value: raw, why: "\(hint)known: \(names.joined(separator: ", "))"))
+    }
+    return b
+  }
+
+  static func binary(_ m: ModuleManifest, _ plugin: String, baseline: BinaryBaseline? = nil) -> [Finding] {
     var out: [Finding] = []
     var builtWithSDK = false
     switch ELFInspector.inspect(plugin) {
     case .failure(let e):
       return [.init(level: "error", check: "binary", message: e.description)]
     case .success(let facts):
+      // The gate's own rule (`binaryIncompatible`), so lint and check never disagree.
+      let resolution = LibraryResolver(cache: LoaderCache.system()).resolve(facts, path: plugin)
+      for problem in BinaryCompatibility.problems(facts, path: plugin, resolution) {
+        out.append(.init(level: "error", check: "loads here", message: problem.description))
+      }
+      if let baseline {
+        for finding in baseline.findings(facts, path: plugin, resolution) {
+          out.append(.init(level: "error", check: baseline.name, message: finding.description))
+        }
+      }
       if !facts.exportedFunctions.contains(m.entryPoint) {
         // The same judgement as the index's, so lint and check never disagree on a name with
         // several versions.

@@ -32,6 +32,9 @@ public enum ReasonCode: String, Sendable, Hashable, CaseIterable, Codable {
   case ambiguousEntryPoint
   case invalidBinary
   case architectureMismatch
+  /// The loader could not load the binary here: a library of its closure missing, or a symbol
+  /// version it needs not defined by the library found (`BinaryCompatibility`).
+  case binaryIncompatible
   case entryPointMissing
   case abiUnsupported
   case unsigned
