@@ -29,6 +29,10 @@ let package = Package(
     // libelf through pkg-config; a shim only where libelf's API is macros.
     .systemLibrary(
       name: "CLibElf", pkgConfig: "libelf", providers: [.apt(["libelf-dev"])]),
+    // elfutils' libdw: symbolizing a worker's crash. Its headers only: the shim opens the
+    // library when a crash is symbolized (as for libmicrohttpd below).
+    .systemLibrary(name: "CLibDW", providers: [.apt(["libdw-dev"])]),
+    .target(name: "CForsettiDebug", dependencies: ["CLibDW"]),
 
     // ELF inspection without loading (libelf); later dlopen and unique-copy loading.
     .target(name: "ForsettiBinary", dependencies: ["ForsettiCore", "CLibElf", "CForsetti", "CSodium"]),
@@ -63,7 +67,7 @@ let package = Package(
       name: "ForsettiRuntime",
       dependencies: [
         "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys", "CSeccomp",
-        "CSodium", "CForsettiJournal",
+        "CSodium", "CForsettiJournal", "CForsettiDebug",
       ]),
 
     // The host as a value (ForsettiHost): what the command line's run and dev, and an application

@@ -34,6 +34,8 @@ let package = Package(
     .executableTarget(
       name: "fuzz-policy", dependencies: ["FuzzSupport", .product(name: "ForsettiCore", package: forsetti)]),
     .executableTarget(
+      name: "fuzz-crash", dependencies: ["FuzzSupport", .product(name: "ForsettiBridge", package: forsetti)]),
+    .executableTarget(
       name: "fuzz-wire", dependencies: ["FuzzSupport", .product(name: "ForsettiBridge", package: forsetti)]),
   ]
 )

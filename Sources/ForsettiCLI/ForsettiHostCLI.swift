@@ -39,6 +39,7 @@ public enum ForsettiHostCLI {
     Verb(spec: ListCommand.spec, run: ListCommand.run),
     Verb(spec: ExplainCommand.spec, run: ExplainCommand.run),
     Verb(spec: InspectCommand.spec, run: InspectCommand.run),
+    Verb(spec: CrashesCommand.spec, run: CrashesCommand.run),
     Verb(spec: LintCommand.spec, run: LintCommand.run),
     Verb(spec: NewCommand.spec, run: NewCommand.run),
     Verb(spec: PackCommand.spec, run: PackCommand.run),

@@ -68,7 +68,11 @@ import Testing
     defer { host.stop() }
     let provider = "{module=\"\(Self.provider)\"}"
     let notes = "{module=\"\(Self.notes)\"}"
-    let text = try Self.page(port) { t in (Self.value(t, "forsetti_module_host_calls_total\(notes)") ?? 0) > 0
+    // A module calls the host from its start, before the host has recorded its state: the page
+    // is read once both are there (a loaded machine showed the calls and no state yet).
+    let text = try Self.page(port) { t in
+      (Self.value(t, "forsetti_module_host_calls_total\(notes)") ?? 0) > 0
+        && Self.value(t, "forsetti_host_modules{state=\"started\"}") == 3
     }
     let calls = try #require(Self.value(text, "forsetti_module_host_calls_total\(notes)"), "\(text)")
     #expect(calls > 0, "\(text)")

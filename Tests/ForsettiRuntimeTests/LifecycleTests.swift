@@ -87,7 +87,9 @@ import Testing
     }
   }
 
-  @Test func aMissingLibraryIsLoadFailedWithDlerror() throws {
+  /// A library the module needs, gone: judged before any load (issue 41), the module is blocked
+  /// at the binary step naming the library, and no dlopen is tried.
+  @Test func aMissingLibraryIsBlockedBeforeAnyLoad() throws {
     let h = RuntimeHarness()
     try CFixture.sharedObject("libdep.so", source: "int dep_value(void) { return 7; }\n", in: h.dir)
     var f = ModuleFixture(moduleID: "com.test.needsdep", entryPoint: "needsdep_entry")
@@ -96,10 +98,11 @@ import Testing
     try f.install(in: h.dir, ccFlags: ["-L", h.dir.path, "-Wl,--no-as-needed", "-ldep"])
     try FileManager.default.removeItem(atPath: h.dir.url("libdep.so"))
     try h.start()
-    #expect(h.state("com.test.needsdep") == .failed(.loadFailed))
-    let detail = h.record("com.test.needsdep")?.trace.firstFailure?.detail ?? ""
-    #expect(detail.contains("libdep.so"))
-    #expect(detail.contains("a library it needs is missing"))
+    #expect(h.state("com.test.needsdep") == .blocked(.binaryIncompatible))
+    let failure = h.record("com.test.needsdep")?.trace.firstFailure
+    #expect(failure?.step == .inspectBinary)
+    #expect(failure?.detail.contains("libdep.so, needed by") == true, "\(failure?.detail ?? "")")
+    #expect(failure?.detail.contains("is not on this system") == true)
   }
 
   @Test func aDescriptorThatDisagreesIsNeverStarted() throws {

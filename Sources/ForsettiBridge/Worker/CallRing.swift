@@ -66,8 +66,21 @@ package final class CallRing: @unchecked Sendable {
     self.bell = bell
   }
 
-  /// The whole mapping: the call ring, the serve ring, then the worker's progress page.
-  package static let mappingSize = 2 * size + WorkerProgress.size
+  /// The whole mapping: the call ring, the serve ring, the worker's progress page, then its
+  /// crash record (`forsetti_crash.h`).
+  package static let mappingSize = 2 * size + WorkerProgress.size + crashRecordSize
+
+  /// The crash record's room, whole pages.
+  package static let crashRecordSize = (MemoryLayout<forsetti_crash_record>.size + 4095) / 4096 * 4096
+
+  /// The worker's crash record, shared by the host and this worker only; nil on every ring but
+  /// a worker's call ring. What is in it is the worker's word, read by the host as untrusted.
+  package var crashRecord: UnsafeMutablePointer<forsetti_crash_record>? {
+    serves == nil
+      ? nil
+      : (mapping.base + 2 * Self.size + WorkerProgress.size).bindMemory(
+        to: forsetti_crash_record.self, capacity: 1)
+  }
 
   /// The worker's progress page (`WorkerProgress`), shared by the host and this worker only;
   /// nil on every ring but a worker's call ring.

@@ -70,6 +70,19 @@ public enum WorkerMain {
     socket.send(WireFrame(.confined, [.string(JSONWriter.string(.object(confined)))]))
 
     // MARK: Load (host: Confined, loaded)
+    // The ring first: its last pages hold the crash record, armed before any code of the module
+    // runs (its constructors run inside dlopen).
+    guard let ring = CallRing.attach(fd: callsFD, doorbell: doorbell) else {
+      socket.send(
+        WireFrame(
+          .loadFailed, [.string(ReasonCode.loadFailed.rawValue), .string("the host call ring is not mapped")])
+      )
+      return 0
+    }
+    if let record = ring.crashRecord {
+      _ = forsetti_crash_arm(record)
+      forsetti_crash_note_objects()
+    }
     let loaded: LoadedModule
     switch DynamicLoader().load(path: config.library, entryPoint: config.entryPoint, isSwift: config.isSwift)
     {
@@ -78,6 +91,7 @@ public enum WorkerMain {
       return 0
     case .success(let l): loaded = l
     }
+    forsetti_crash_note_objects()
     let ui: UIContributions?
     switch ModuleTableReader.uiContributions(loaded) {
     case .failure(let e):
@@ -87,13 +101,6 @@ public enum WorkerMain {
     }
     socket.send(WireFrame(.loaded, [.string(JSONWriter.string(WorkerCodec.loaded(loaded.descriptor, ui)))]))
 
-    guard let ring = CallRing.attach(fd: callsFD, doorbell: doorbell) else {
-      socket.send(
-        WireFrame(
-          .loadFailed, [.string(ReasonCode.loadFailed.rawValue), .string("the host call ring is not mapped")])
-      )
-      return 0
-    }
     let link = WorkerLink(socket: socket, calls: ring)
     guard DetachedThread.start({ link.readLoop() }) else {
       socket.send(

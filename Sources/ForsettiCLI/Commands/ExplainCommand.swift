@@ -64,6 +64,10 @@ enum ExplainCommand {
     }
     if let s = x.serving.objectValue { out += serving(s) }
     out += ReportedHealth(known: x.healthKnown).text(v.health)
+    if let crash = CrashReport(json: x.lastCrash) {
+      out += "  last crash (\(CrashesCommand.when(crash.time))), kept under the state directory:\n"
+      out += crash.text.split(separator: "\n").dropFirst().map { "  \($0)\n" }.joined()
+    }
     console.out(out)
     return v.passed ? .success : .blocked
   }

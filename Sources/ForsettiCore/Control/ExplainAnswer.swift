@@ -21,6 +21,9 @@ public struct ExplainAnswer: Sendable, Equatable {
   public var serving: JSONValue
   /// As `ListAnswer.problems`: what the verdict was judged with that is not the files as they are.
   public var problems: [String] = []
+  /// The module's newest crash report kept under the state directory (its schema is
+  /// `CrashReport.json`), null when it has none.
+  public var lastCrash: JSONValue = .null
 
   /// An explain answer of these parts.
   public init(
@@ -56,6 +59,7 @@ public struct ExplainAnswer: Sendable, Equatable {
     o["healthKnown"] = .bool(healthKnown)
     if !healthKnown { o["healthNote"] = .string(ListAnswer.healthUnknown) }
     if !problems.isEmpty { o["problems"] = .strings(problems) }
+    o["lastCrash"] = lastCrash
     return .object(o)
   }
 
@@ -76,6 +80,7 @@ public struct ExplainAnswer: Sendable, Equatable {
         signatures: o.value("signatures") ?? .null,
         libraries: o.value("libraries") ?? .null, serving: o.value("serving") ?? .null)
       answer.problems = try o.optionalStrings("problems")
+      answer.lastCrash = o.value("lastCrash") ?? .null
       return .success(answer)
     } catch {
       return .failure(error)

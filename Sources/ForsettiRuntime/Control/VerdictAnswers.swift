@@ -49,6 +49,8 @@ public enum VerdictAnswers {
         ?? .null,
       serving: j.moduleID.flatMap { view.serving[$0] } ?? .null)
     answer.problems = problems(view)
+    answer.lastCrash =
+      j.moduleID.flatMap { CrashStore(stateDirectory: view.stateDirectory).latest($0)?.json } ?? .null
     return answer
   }
 

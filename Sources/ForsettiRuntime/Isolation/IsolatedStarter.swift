@@ -279,11 +279,15 @@ struct IsolatedStarter {
         return .failure(NoWorker(detail: "could not make the worker a cgroup of its own: \(error)"))
       }
     }
+    let crashFiles = CrashSymbolizer.Files(
+      module: a.path, moduleDirectories: grants?.granted ?? [], worker: settings.workerExecutable,
+      libraryDirectories: libraryDirectories)
     return .success(
       WorkerProcess(
         started,
         configuration: configuration(a, memoryAccounted: cgroup != nil, libraries: grants?.granted ?? []),
-        cgroup: cgroup, joined: placed != nil, environment: environment, onExit: onExit))
+        cgroup: cgroup, joined: placed != nil, environment: environment, crashFiles: crashFiles,
+        onExit: onExit))
   }
 
   /// Moves one start on by one event from its worker (read by `WorkerProcess.startStep`).

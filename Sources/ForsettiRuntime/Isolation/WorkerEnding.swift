@@ -82,6 +82,8 @@ extension WorkerProcess {
   func finish() -> WorkerEnding {
     let violation = session.violation
     let status = violation == nil ? end(grace: Self.exitGrace) : end()
+    // Read while the shared record is still mapped, before the channels go.
+    if violation == nil { _ = crashReport(status: status) }
     return WorkerEnding.classify(
       violation: violation, hung: hung, status: status, cgroupVerdict: cgroupFinding)
   }

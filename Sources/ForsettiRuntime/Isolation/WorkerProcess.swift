@@ -70,6 +70,12 @@ final class WorkerProcess: Sendable {
   /// limit …"), for the crash report.
   private let cgroupVerdict = Mutex<String?>(nil)
   private let placementFailure = Mutex<String?>(nil)
+  /// The files a crash of this worker may be symbolized from (`CrashSymbolizer`).
+  private let crashFiles: CrashSymbolizer.Files?
+  /// Its crash report, once it died of a signal its handler saw (`crashReport(status:)`).
+  private let crash = Mutex<CrashReport?>(nil)
+  /// Where its crash report is kept (`explain` and `crashes` read it after the host stopped).
+  private let crashStore: CrashStore
 
   static let keptLines = 10
   /// Seconds to wait for a killed worker to be reaped before a background thread takes over
@@ -92,9 +98,12 @@ final class WorkerProcess: Sendable {
   /// as every worker is): tells it its configuration.
   init(
     _ started: StartedWorker, configuration: WorkerConfiguration, cgroup: WorkerCgroup?, joined: Bool = false,
-    environment: HostEnvironment, onExit: @escaping @Sendable (String, Int32) -> Void
+    environment: HostEnvironment, crashFiles: CrashSymbolizer.Files? = nil,
+    onExit: @escaping @Sendable (String, Int32) -> Void
   ) {
     self.cgroup = cgroup
+    self.crashFiles = crashFiles
+    crashStore = CrashStore(stateDirectory: environment.stateDirectory)
     moduleID = configuration.moduleID
     counters = environment.metrics.module(configuration.moduleID)
     counters.setCgroup(cgroup?.directories ?? [])
@@ -312,6 +321,29 @@ final class WorkerProcess: Sendable {
   static func release(_ cgroup: WorkerCgroup) {
     _ = DetachedThread.start { _ = try? cgroup.release() }
   }
+
+  /// The report of the crash this worker died of, made once from its crash record (after it
+  /// died: the record is its last word) when `status` says a signal ended it; nil otherwise.
+  func crashReport(status: Int32?) -> CrashReport? {
+    guard let status, status & 0x7F != 0, status & 0x7F != SIGKILL, let files = crashFiles,
+      let record = calls.crashRecord
+    else { return nil }
+    return crash.withLock { kept in
+      if let kept { return kept }
+      let bytes = UnsafeRawBufferPointer(start: record, count: MemoryLayout<forsetti_crash_record>.size)
+      guard let capture = CrashCapture.read(bytes) else { return nil }
+      var now = timespec()
+      clock_gettime(CLOCK_REALTIME, &now)
+      let report = CrashSymbolizer.symbolize(
+        capture, moduleID: moduleID, files: files, time: Int64(now.tv_sec))
+      kept = report
+      crashStore.save(report)
+      return report
+    }
+  }
+
+  /// The crash report made, if any.
+  var madeCrashReport: CrashReport? { crash.withLock { $0 } }
 
   /// What the worker's cgroup said of its end, once reaped (an OOM kill); nil otherwise.
   var cgroupFinding: String? { cgroupVerdict.withLock { $0 } }

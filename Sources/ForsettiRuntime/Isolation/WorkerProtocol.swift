@@ -162,7 +162,8 @@ extension WorkerProcess {
       }
       let lines = recentLines
       let tail = lines.isEmpty ? "" : "; last lines: " + lines.suffix(3).joined(separator: " | ")
-      let failure = "\(ending.exit) \(p.moment)"
+      let where_ = madeCrashReport.map { ": \($0.summary)" } ?? ""
+      let failure = "\(ending.exit) \(p.moment)\(where_)"
       return .failed(p.step, .crashed, "worker \(failure)\(tail)", restart: failure)
     }
   }

@@ -102,7 +102,7 @@ extension ModuleManager {
       environment.hostLog(.error, about: id, "crashed: \(failure)")
     case .exited, .crashed:
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
-      failure = "\(ending) \(when)"
+      failure = "\(ending) \(when)\(worker.madeCrashReport.map { ": \($0.summary)" } ?? "")"
       environment.hostLog(
         .error, about: id, "crashed: \(failure)\(tail.isEmpty ? "" : "; last lines: \(tail)")")
     }

@@ -1,0 +1,66 @@
+import ForsettiCore
+import Glibc
+
+/// The last crash reports of each module, kept under the state directory so a vendor's report
+/// outlives the host: `STATE/crashes/<moduleID>/<time>-<n>.json`, the newest `kept` per module
+/// (older ones removed as a new one is written). Read by `explain` and `crashes`.
+public struct CrashStore: Sendable {
+  public let directory: String
+  /// Reports kept per module.
+  public static let kept = 10
+  /// A report file read at most (a file someone else put there is not read whole).
+  static let readLimit = 1 << 20
+
+  public init(stateDirectory: String) { directory = PathText.join(stateDirectory, "crashes") }
+
+  /// Writes `report` and removes its module's oldest beyond `kept`; false when it could not.
+  @discardableResult
+  public func save(_ report: CrashReport) -> Bool {
+    let dir = PathText.join(directory, report.moduleID)
+    mkdir(directory, 0o700)
+    mkdir(dir, 0o700)
+    let taken = Set(PlainFiles.names(in: dir) ?? [])
+    var n = 0
+    while taken.contains(Self.name(report.time, n)) { n += 1 }
+    let bytes = Array((JSONWriter.string(report.json, pretty: true) + "\n").utf8)
+    guard PlainFiles.writeAtomically(bytes, to: PathText.join(dir, Self.name(report.time, n)), mode: 0o600)
+    else {
+      return false
+    }
+    for old in files(of: report.moduleID).dropLast(Self.kept) { unlink(PathText.join(dir, old)) }
+    return true
+  }
+
+  /// `<time>-<n>.json`, the time zero-padded so names sort in time order.
+  static func name(_ time: Int64, _ n: Int) -> String {
+    let t = String(max(0, time))
+    return String(repeating: "0", count: max(0, 12 - t.count)) + t + "-\(n).json"
+  }
+
+  /// The report files of `moduleID`, oldest first.
+  func files(of moduleID: String) -> [String] {
+    (PlainFiles.names(in: PathText.join(directory, moduleID)) ?? []).filter { $0.hasSuffix(".json") }.sorted {
+      let a = $0.split(separator: "-"), b = $1.split(separator: "-")
+      if a.first != b.first { return $0 < $1 }
+      return (Int(a.last?.dropLast(5) ?? "") ?? 0) < (Int(b.last?.dropLast(5) ?? "") ?? 0)
+    }
+  }
+
+  /// Every module with a report kept, sorted.
+  public var modules: [String] {
+    (PlainFiles.names(in: directory) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+  }
+
+  /// The reports of `moduleID`, oldest first (a file that is not a report is passed by).
+  public func reports(of moduleID: String) -> [CrashReport] {
+    files(of: moduleID).compactMap { name in
+      PlainFiles.contents(of: PathText.join(PathText.join(directory, moduleID), name), limit: Self.readLimit)
+        .flatMap { try? JSONParser.parse(String(decoding: $0, as: UTF8.self)) }
+        .flatMap(CrashReport.init(json:))
+        .flatMap { $0.moduleID == moduleID ? $0 : nil }
+    }
+  }
+
+  /// The newest report of `moduleID`.
+  public func latest(_ moduleID: String) -> CrashReport? { reports(of: moduleID).last }
+}

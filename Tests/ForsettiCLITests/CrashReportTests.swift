@@ -1,0 +1,100 @@
+import ForsettiTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// Issue 41, first finding: a crash said only the signal. A C module built with `-g` that
+/// dereferences NULL in `parse_header`, called from `vendor_handle_packet`, called from `start`,
+/// now gets a report naming both functions with their `file.c:LINE`, the faulting address and
+/// the module's file with its offset, in the log line; the same module without debug
+/// information is named by its exported functions. As root and as uid 65534.
+@Suite(.onTestThreads) struct CrashReportTests {
+  static let id = "com.test.crashy"
+
+  static func crashy(exported: Bool = false) -> ModuleFixture {
+    var f = ModuleFixture(moduleID: id, entryPoint: "crashy_entry")
+    let visibility = exported ? "" : "static "
+    f.prelude = """
+      struct header { int length; };
+      __attribute__((noinline, noipa)) \(visibility)int parse_header(const struct header *h) {
+        return h->length + 1; /* the fault */
+      }
+      __attribute__((noinline, noipa)) \(visibility)int vendor_handle_packet(const char *packet) {
+        int n = parse_header((const struct header *)packet);
+        return n * 2;
+      }
+      """
+    f.start = """
+      fixture_log("about to crash");
+      volatile int sink = vendor_handle_packet(NULL);
+      (void)sink;
+      return FORSETTI_OK;
+      """
+    return f
+  }
+
+  /// The line of `marker` in `source`, 1-based.
+  static func line(of marker: String, in source: String) -> Int? {
+    source.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains(marker) }.map {
+      $0 + 1
+    }
+  }
+
+  @Test(arguments: HostileHost.Identity.allCases)
+  func aCrashNamesTheFunctionsAndLinesWhereItHappened(as identity: HostileHost.Identity) throws {
+    let h = HostileHost(identity)
+    try #require(h.isAvailable, "running as another user needs root")
+    let f = Self.crashy()
+    try f.install(in: h.dir, ccFlags: ["-g", "-O1"])
+    let run = try h.run(
+      for: 60, extraArguments: ["--max-restarts", "0"], stopWhen: { $0.contains("quarantined") })
+    let crash = run.output.split(separator: "\n").first { $0.contains("crashed") && $0.contains(Self.id) }
+    let text = String(crash ?? "")
+    let fault = try #require(Self.line(of: "the fault", in: f.source))
+    let call = try #require(Self.line(of: "int n = parse_header", in: f.source))
+    #expect(text.contains("SIGSEGV"), "\(run.output)")
+    #expect(text.contains("parse_header") && text.contains(".c:\(fault)"), "\(text)\n\(run.output)")
+    #expect(text.contains("vendor_handle_packet") && text.contains(".c:\(call)"), "\(text)")
+    #expect(text.contains("address not mapped"), "\(text)")
+
+    // The report outlives the host: `crashes` and `explain` read it from the state directory.
+    let crashes = try h.cli(["crashes", Self.id, "--state", h.dir.url("state")])
+    #expect(crashes.status == 0, "\(crashes.stderr)")
+    for needed in [
+      "SIGSEGV", "parse_header", "vendor_handle_packet", ".c:\(fault)", "crashy_entry.so+0x", "build-id",
+    ] {
+      #expect(crashes.stdout.contains(needed), "\(needed): \(crashes.stdout)")
+    }
+    let explain = try h.cli([
+      "explain", Self.id, "--manifests", h.dir.url("manifests"), "--plugins", h.dir.url("plugins"), "--state",
+      h.dir.url("state"),
+    ])
+    #expect(
+      explain.stdout.contains("last crash") && explain.stdout.contains("parse_header"), "\(explain.stdout)")
+    let json = try h.cli(["crashes", "--json", "--state", h.dir.url("state")])
+    let parsed = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+    let reports = parsed?["crashes"] as? [[String: Any]] ?? []
+    let functions = (reports.last?["frames"] as? [[String: Any]] ?? []).compactMap {
+      $0["function"] as? String
+    }
+    #expect(functions.prefix(2) == ["parse_header", "vendor_handle_packet"], "\(json.stdout)")
+  }
+
+  /// Without debug information (`strip --strip-all`: no `.symtab`, no DWARF) the frames are
+  /// named by the module's exported symbols (`.dynsym`), still in its file at its offsets.
+  @Test func aStrippedModuleIsNamedByItsExportedFunctions() throws {
+    let h = HostileHost(.current)
+    let f = Self.crashy(exported: true)
+    let so = try f.install(in: h.dir, ccFlags: ["-g", "-O1"])
+    let strip = try ProcessRunner.run("/usr/bin/env", ["strip", "--strip-all", so])
+    try #require(strip.status == 0, "\(strip.stderr)")
+    let run = try h.run(
+      for: 60, extraArguments: ["--max-restarts", "0"], stopWhen: { $0.contains("quarantined") })
+    let text = String(
+      run.output.split(separator: "\n").first { $0.contains("crashed") && $0.contains(Self.id) } ?? "")
+    #expect(
+      text.contains("SIGSEGV") && text.contains("parse_header") && text.contains("vendor_handle_packet"),
+      "\(run.output)")
+    #expect(!text.contains(".c:"), "no line numbers without DWARF: \(text)")
+  }
+}
