@@ -103,7 +103,9 @@ import Testing
     #expect(Self.value(text, "forsetti_host_modules{state=\"started\"}") == 3, "\(text)")
     #expect((Self.value(text, "forsetti_host_judging_seconds_count") ?? 0) >= 1, "\(text)")
     #expect((Self.value(text, "forsetti_host_reconcile_seconds_count") ?? 0) >= 1, "\(text)")
-    #expect(Self.value(text, "forsetti_module_crashes_total\(notes)") == 0, "\(text)")
+    #expect(
+      Self.value(text, "forsetti_module_crashes_total{module=\"\(Self.notes)\",signal=\"none\"}") == 0,
+      "\(text)")
     // Issue 40: where the host has cgroups, every worker's CPU is a sample — also where cgroup v1
     // mounts cpuacct apart from cpu (as here), which gave none.
     if served.contains("forsetti_module_memory_bytes{") {
@@ -145,13 +147,18 @@ import Testing
     let crashy = "{module=\"com.test.crashy\"}"
     let text = try Self.page(port) { t in Self.value(t, "forsetti_module_quarantined\(crashy)") == 1 }
     #expect(Self.value(text, "forsetti_module_quarantined\(crashy)") == 1, "\(text)")
-    #expect(Self.value(text, "forsetti_module_crashes_total\(crashy)") == 2, "\(text)")
+    // Each abort seen by the worker's crash handler: counted under its signal.
+    #expect(
+      Self.value(text, "forsetti_module_crashes_total{module=\"com.test.crashy\",signal=\"SIGABRT\"}") == 2,
+      "\(text)")
     #expect(Self.value(text, "forsetti_module_restarts_total\(crashy)") == 1, "\(text)")
     #expect(Self.value(text, "forsetti_module_quarantines_total\(crashy)") == 1, "\(text)")
     #expect(
       Self.value(text, "forsetti_module_state{module=\"com.test.crashy\",state=\"failed\"}") == 1, "\(text)")
     // The positive control's neighbour: the same page counts nothing against a healthy module.
-    #expect(Self.value(text, "forsetti_module_crashes_total{module=\"\(Self.notes)\"}") == 0, "\(text)")
+    #expect(
+      Self.value(text, "forsetti_module_crashes_total{module=\"\(Self.notes)\",signal=\"none\"}") == 0,
+      "\(text)")
   }
 
   /// A value that is not an address literal is refused before anything starts, naming it; the

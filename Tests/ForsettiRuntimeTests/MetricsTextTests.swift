@@ -61,9 +61,11 @@ import Testing
   @Test func moduleCountersAreOnePerModule() {
     let m = HostMetrics()
     #expect(m.module("a") === m.module("a"))
-    m.module("b").crashes.add(2, ordering: .relaxed)
+    m.module("b").countCrash(signal: "SIGSEGV")
+    m.module("b").countCrash(signal: nil)
     let text = MetricsExposition.render(m, records: [])
-    #expect(text.contains("forsetti_module_crashes_total{module=\"b\"} 2\n"))
-    #expect(text.contains("forsetti_module_crashes_total{module=\"a\"} 0\n"))
+    #expect(text.contains("forsetti_module_crashes_total{module=\"b\",signal=\"SIGSEGV\"} 1\n"))
+    #expect(text.contains("forsetti_module_crashes_total{module=\"b\",signal=\"none\"} 1\n"))
+    #expect(text.contains("forsetti_module_crashes_total{module=\"a\",signal=\"none\"} 0\n"))
   }
 }

@@ -21,8 +21,8 @@ public struct ExplainAnswer: Sendable, Equatable {
   public var serving: JSONValue
   /// As `ListAnswer.problems`: what the verdict was judged with that is not the files as they are.
   public var problems: [String] = []
-  /// The module's newest crash report kept under the state directory (its schema is
-  /// `CrashReport.json`), null when it has none.
+  /// The module's newest crash report kept under the state directory (`crashReport` in the
+  /// answer; its schema is `CrashReport.json`), null when it has none.
   public var lastCrash: JSONValue = .null
 
   /// An explain answer of these parts.
@@ -59,7 +59,7 @@ public struct ExplainAnswer: Sendable, Equatable {
     o["healthKnown"] = .bool(healthKnown)
     if !healthKnown { o["healthNote"] = .string(ListAnswer.healthUnknown) }
     if !problems.isEmpty { o["problems"] = .strings(problems) }
-    o["lastCrash"] = lastCrash
+    o["crashReport"] = lastCrash
     return .object(o)
   }
 
@@ -80,7 +80,7 @@ public struct ExplainAnswer: Sendable, Equatable {
         signatures: o.value("signatures") ?? .null,
         libraries: o.value("libraries") ?? .null, serving: o.value("serving") ?? .null)
       answer.problems = try o.optionalStrings("problems")
-      answer.lastCrash = o.value("lastCrash") ?? .null
+      answer.lastCrash = o.value("crashReport") ?? .null
       return .success(answer)
     } catch {
       return .failure(error)

@@ -101,6 +101,11 @@ public struct ModuleVerdict: Sendable, Equatable {
   /// The version the answering host runs, when it is not `version` (the manifest's now): the
   /// files were upgraded (or a new build rolled back) and a reload is pending.
   public var runningVersion: String?
+  /// Where its newest kept crash happened (`CrashReport.summary`: "SIGSEGV at 0x0, address not
+  /// mapped, in parse_header (packet.c:41) ← …"), and when (seconds since the epoch); nil
+  /// when none is kept. `explain` and `crashes` have the whole report.
+  public var lastCrash: String?
+  public var lastCrashTime: Int64?
 
   /// A verdict of these parts.
   public init(
@@ -131,7 +136,8 @@ public struct ModuleVerdict: Sendable, Equatable {
         ("reason", .string(orNull: reason)), ("override", override?.json ?? .null),
         ("runState", .string(orNull: runState)), ("runReason", .string(orNull: runReason)),
         ("health", health), ("trace", .array(trace.map(\.json))),
-        ("runningVersion", .string(orNull: runningVersion)),
+        ("runningVersion", .string(orNull: runningVersion)), ("lastCrash", .string(orNull: lastCrash)),
+        ("lastCrashTime", lastCrashTime.map { .number(String($0)) } ?? .null),
       ]))
   }
 
@@ -152,6 +158,8 @@ public struct ModuleVerdict: Sendable, Equatable {
       health: o.value("health") ?? .null,
       trace: try o.array("trace").map { (v) throws(ControlError) in try TraceStep.read(v) })
     verdict.runningVersion = try o.optionalString("runningVersion")
+    verdict.lastCrash = try o.optionalString("lastCrash")
+    verdict.lastCrashTime = o.value("lastCrashTime")?.integerValue.map(Int64.init)
     return verdict
   }
 }

@@ -66,6 +66,10 @@ public enum VerdictAnswers {
     // The host keeps what it loaded until a reload: say so when the files hold another version.
     let running = j.moduleID.flatMap { view.run?.versions[$0] }
     if let running, running != verdict.version { verdict.runningVersion = running }
+    if let id = j.moduleID, let crash = CrashStore(stateDirectory: view.stateDirectory).latest(id) {
+      verdict.lastCrash = crash.summary
+      verdict.lastCrashTime = crash.time
+    }
     return verdict
   }
 

@@ -61,11 +61,23 @@ public struct CrashReport: Sendable, Hashable {
     return "\(signalName.split(separator: " ").first ?? "") \(at), \(cause)\(top)"
   }
 
-  /// The frames of a log line: from the first up to where the host's code begins (the worker
-  /// calling `start`), five at most — "parse_header (crashy.c:4) ← vendor_handle_packet (crashy.c:8)".
+  /// The frames of a log line: from the first in the module's own code (past the runtime's
+  /// frames of a Swift trap or glibc's of an abort) up to where the host's code begins (the
+  /// worker calling `start`), five at most — "parse_header (crashy.c:4) ← vendor_handle_packet
+  /// (crashy.c:8)"; the first frame when none is the module's.
   public var chain: String {
-    let shown = frames.prefix { $0.owner != .host }.prefix(5)
+    let fromModule = frames.drop { $0.owner != .module }
+    let shown = fromModule.prefix { $0.owner != .host }.prefix(5)
     return (shown.isEmpty ? frames.prefix(1) : shown).map(\.short).joined(separator: " ← ")
+  }
+
+  /// The signal's name alone ("SIGSEGV"), the `signal` label of `forsetti_module_crashes_total`.
+  public var signalLabel: String { String(signalName.split(separator: " ").first ?? "") }
+
+  /// The log record's fields (the journal's `FORSETTI_SIGNAL`, `FORSETTI_FRAMES`): the signal,
+  /// and the frames, one per line, as `crashes` prints them.
+  public var fields: [String: String] {
+    ["signal": signalLabel, "frames": frames.prefix(16).map(\.line).joined(separator: "\n")]
   }
 
   /// The whole report, as `crashes` and `explain` print it (every text through the module-text

@@ -1,4 +1,5 @@
 import CForsettiDebug
+import ForsettiBinary
 import ForsettiBridge
 import Glibc
 
@@ -24,16 +25,23 @@ enum CrashSymbolizer {
     /// Directories of system and toolchain libraries (read, never the module's own).
     var libraryDirectories: [String]
 
-    func owner(_ path: String) -> CrashFrame.Owner? {
-      if path == module { return .module }
-      if path == worker { return .host }
-      let dir = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-      if moduleDirectories.contains(dir) { return .module }
-      guard libraryDirectories.contains(where: { dir == $0 || dir.hasPrefix($0 + "/") }) else { return nil }
-      let name = path.split(separator: "/").last.map(String.init) ?? path
-      return name.hasPrefix("libswift") || name.hasPrefix("libFoundation")
-        || name.hasPrefix("lib_FoundationICU")
-        || name.hasPrefix("libdispatch") || name.hasPrefix("libBlocksRuntime") ? .host : .system
+    /// Whose `path` is (as the worker's record names it) and the file to read for it, or nil
+    /// when it is no file the host knows. A library the module ships is named by the link in
+    /// its version copy's directory (`VersionCopies.originMirror`): it is judged by where that
+    /// link leads, and that file is read.
+    func owner(_ path: String) -> (owner: CrashFrame.Owner, file: String)? {
+      if path == module { return (.module, path) }
+      if path == worker { return (.host, path) }
+      let real = LibraryResolver.realPath(path) ?? path
+      let dir = PathText.parent(real)
+      let name = real.split(separator: "/").last.map(String.init) ?? real
+      let granted = moduleDirectories.contains(dir)
+      let library = libraryDirectories.contains { dir == $0 || dir.hasPrefix($0 + "/") }
+      guard granted || library else { return nil }
+      // The Swift runtime is the host's, even where a module's library found it by its own path.
+      let runtime = ["libswift", "libFoundation", "lib_FoundationICU", "libdispatch", "libBlocksRuntime"]
+      if runtime.contains(where: { name.hasPrefix($0) }) { return (.host, real) }
+      return (granted ? .module : .system, real)
     }
   }
 
@@ -44,8 +52,8 @@ enum CrashSymbolizer {
     // The files the record names that the host knows, at the biases the record gives.
     var known: [(bias: UInt64, path: String, owner: CrashFrame.Owner)] = []
     for o in c.objects {
-      guard let owner = files.owner(o.path) else { continue }
-      known.append((o.bias, o.path, owner))
+      guard let (owner, file) = files.owner(o.path) else { continue }
+      known.append((o.bias, file, owner))
     }
     guard let dwfl = forsetti_debug_begin() else {
       report.notes.append(

@@ -39,7 +39,11 @@ extension ModuleManager {
         detail:
           "started in worker pid \(s.worker.pid) in \(Self.formatted(took)) (spawn + confine + load + start)")
     case .failed(let step, let reason, let detail, let restart):
-      fail(i, step, reason, detail)
+      // A worker that died while loading or starting is a crash like any other.
+      if restart != nil {
+        environment.metrics.module(m.moduleID).countCrash(signal: s.worker.madeCrashReport?.signalLabel)
+      }
+      fail(i, step, reason, detail, crash: s.worker.madeCrashReport)
       if let restart { scheduleRestart(i, failure: restart) }
     case .identityRefused, nil:
       break

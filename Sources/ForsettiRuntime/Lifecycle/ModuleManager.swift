@@ -156,10 +156,13 @@ public final class ModuleManager {
     }
   }
 
-  func fail(_ i: SlotHandle, _ step: GateStep, _ reason: ReasonCode, _ detail: String) {
+  func fail(
+    _ i: SlotHandle, _ step: GateStep, _ reason: ReasonCode, _ detail: String, crash: CrashReport? = nil
+  ) {
     table[i].failed(step, reason, detail)
     environment.hostLog(
-      .error, about: table[i].moduleID, "\(reason.rawValue) at \(step.rawValue): \(detail)", reason: reason)
+      .error, about: table[i].moduleID, "\(reason.rawValue) at \(step.rawValue): \(detail)",
+      crash?.fields ?? [:], reason: reason)
   }
 
   /// Loads and starts one gated module. `copy` loads from an already made version copy (hot

@@ -88,7 +88,7 @@ extension ModuleManager {
     // A violation and a hung handler count like a crash: the worker's state can no longer be
     // trusted, and restarts end in quarantine either way.
     let ending = worker.finish()
-    environment.metrics.module(id).crashes.add(1, ordering: .relaxed)
+    environment.metrics.module(id).countCrash(signal: worker.madeCrashReport?.signalLabel)
     _ = table[i].release(as: .failed(ending.reason))
     let failure: String
     switch ending {
@@ -104,7 +104,8 @@ extension ModuleManager {
       let tail = worker.recentLines.suffix(3).joined(separator: " | ")
       failure = "\(ending) \(when)\(worker.madeCrashReport.map { ": \($0.summary)" } ?? "")"
       environment.hostLog(
-        .error, about: id, "crashed: \(failure)\(tail.isEmpty ? "" : "; last lines: \(tail)")")
+        .error, about: id, "crashed: \(failure)\(tail.isEmpty ? "" : "; last lines: \(tail)")",
+        worker.madeCrashReport?.fields ?? [:])
     }
     scheduleRestart(i, failure: failure)
     return failure

@@ -45,11 +45,15 @@ public enum MetricsExposition {
     counter("forsetti_module_restarts_total", "Restarts of the module's worker after a crash.") {
       $0.restarts.load(ordering: .relaxed)
     }
-    counter(
-      "forsetti_module_crashes_total",
-      "Crashes of the module's worker (hung and protocol violations included)."
-    ) {
-      $0.crashes.load(ordering: .relaxed)
+    t.family(
+      "forsetti_module_crashes_total", .counter,
+      help:
+        "Crashes of the module's worker, by the signal its crash handler saw (none: hung, protocol violations, killed)."
+    )
+    for c in counters {
+      for (signal, count) in c.crashesBySignal {
+        t.sample("forsetti_module_crashes_total", [("module", c.moduleID), ("signal", signal)], count)
+      }
     }
     counter("forsetti_module_quarantines_total", "Times the module was quarantined.") {
       $0.quarantines.load(ordering: .relaxed)

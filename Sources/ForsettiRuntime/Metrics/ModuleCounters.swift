@@ -19,10 +19,28 @@ public final class ModuleCounters: Sendable {
   public let roleQueueWait = LatencyHistogram()
   public let restarts = Atomic<UInt64>(0)
   public let crashes = Atomic<UInt64>(0)
+  /// Crashes by the signal the worker's handler saw (`CrashReport.signalLabel`); the rest of
+  /// `crashes` had none (hung, a protocol violation, SIGKILL).
+  private let crashSignals = Mutex<[String: UInt64]>([:])
   public let quarantines = Atomic<UInt64>(0)
   /// Log lines and telemetry events the rate limit dropped.
   public let droppedLogLines = Atomic<UInt64>(0)
   public let droppedTelemetryEvents = Atomic<UInt64>(0)
+  /// One more crash, by `signal` when its handler saw one.
+  public func countCrash(signal: String?) {
+    crashes.add(1, ordering: .relaxed)
+    if let signal { crashSignals.withLock { $0[signal, default: 0] += 1 } }
+  }
+
+  /// `forsetti_module_crashes_total`'s series: each signal's count, and `none` for the rest.
+  public var crashesBySignal: [(signal: String, count: UInt64)] {
+    let signals = crashSignals.withLock { $0 }
+    let total = crashes.load(ordering: .relaxed)
+    let seen = signals.values.reduce(0, &+)
+    return [("none", total >= seen ? total - seen : 0)]
+      + signals.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+  }
+
   /// The cgroup directories of the module's current worker (read at scrape time); empty
   /// in-process or without cgroups.
   private let cgroupDirectories = Mutex<[String]>([])

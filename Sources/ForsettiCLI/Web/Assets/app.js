@@ -429,6 +429,12 @@
       run.dataset.state = m.runState || "";
       const health = healthBadge(m.health);
       if (health) run.appendChild(health);
+      // Where its last crash happened (the host's report, kept under the state directory).
+      if (typeof m.lastCrash === "string" && m.lastCrash) {
+        const crash = el("span", "last crash: " + m.lastCrash, "last-crash");
+        if (typeof m.lastCrashTime === "number") crash.title = new Date(m.lastCrashTime * 1000).toISOString();
+        run.appendChild(crash);
+      }
       tr.appendChild(run);
       tr.appendChild(el("td", m.moduleID ? overrideSummary("module", m.moduleID) : "", "override-summary"));
       const actions = el("td", null, "actions");
