@@ -186,6 +186,34 @@ import Testing
     #expect(dynamic.stderr.contains("-Xswiftc -static-stdlib"), "\(dynamic.stderr)")
   }
 
+  /// Issue 41: `pack` checks the baseline the vendor names. A library calling `pthread_create`
+  /// (GLIBC_2.34, built here on Debian 12) is refused for `--target debian-11` with the symbol
+  /// and version named and no package written; for `--target debian-12` it is packed, its
+  /// Depends what dpkg-shlibdeps computes (libc6 (>= 2.34)).
+  @Test func aBaselineTheLibraryReachesPastIsRefused() throws {
+    let source = """
+      #include <pthread.h>
+      #include <stdint.h>
+      static void *idle(void *a) { return a; }
+      __attribute__((visibility("default"))) const void *ENTRY(uint32_t abi) {
+        pthread_t t;
+        if (abi == 12345 && pthread_create(&t, NULL, idle, NULL) == 0) pthread_join(t, NULL);
+        return NULL;
+      }
+      """
+    let project = try cProject("com.test.threaded", in: "threaded", source: source, flags: ["-pthread"])
+    let m = ["--maintainer", Self.maintainer, "--out", dir.path]
+    let old = try pack([project, "--target", "debian-11"] + m)
+    #expect(old.status == 1, "\(old.stdout)\(old.stderr)")
+    #expect(old.stderr.contains("GLIBC_2.34") && old.stderr.contains("pthread_create"), "\(old.stderr)")
+    #expect(old.stderr.contains("build it on debian-11"), "\(old.stderr)")
+    let debs = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".deb") }
+    #expect(debs.isEmpty, "a package was written: \(debs)")
+    let current = try pack([project, "--target", "debian-12", "--json"] + m)
+    #expect(current.status == 0, "\(current.stdout)\(current.stderr)")
+    #expect(current.stdout.contains("libc6 (>= 2.34)"), "\(current.stdout)")
+  }
+
   @Test func aProjectWithoutOneManifestOrALibraryIsRefusedSayingWhatToDo() throws {
     let m = ["--maintainer", Self.maintainer, "--out", dir.path]
     try FileManager.default.createDirectory(atPath: dir.url("empty"), withIntermediateDirectories: true)

@@ -1,3 +1,4 @@
+import ForsettiBinary
 import ForsettiCore
 import ForsettiRuntime
 import Glibc
@@ -29,7 +30,11 @@ enum PackCommand {
       its ELF header, not this machine's). Depends names the packages of the libraries the module
       needs (dpkg-shlibdeps) and forsetti-host (>= the manifest's minForsettiVersion). A library no
       Debian package installs is refused: build a Swift module with the Swift runtime linked in,
-      `swift build -c release -Xswiftc -static-stdlib`. The package holds no maintainer scripts.
+      `swift build -c release -Xswiftc -static-stdlib`. With --glibc or --target the library (and
+      the libraries it ships) must load on that system: every symbol version it needs no newer
+      than the baseline's, every library it needs in the baseline's base set or shipped beside
+      it; Depends then holds what dpkg-shlibdeps computes from those versions. The package holds
+      no maintainer scripts.
       Needs dpkg-deb and dpkg-shlibdeps (apt-get install dpkg-dev).
 
       --json prints {"deb","package","version","arch","depends","files":[{"path","mode","size"}],
@@ -54,6 +59,11 @@ enum PackCommand {
         "public-key", "FILE",
         "The vendor's public key (NAME.pub) to ship, untrusted; a signature by it is checked."),
       .value("out", "DIR", "Where to write the .deb.", default: "the current directory"),
+      .value(
+        "glibc", "X.Y",
+        "The oldest glibc the package is for: a library reaching past it (a newer symbol version, a library outside the base set) is refused, as `lint --glibc` reports it."
+      ),
+      .value("target", "NAME", "A named baseline instead of --glibc (as `lint --target`)."),
       .value(
         "maintainer", "NAME", "Who made the package, \"Name <address>\".",
         default: "\"$DEBFULLNAME <$DEBEMAIL>\""),
@@ -86,6 +96,16 @@ enum PackCommand {
       .init(
         directory: p.positionals.first ?? ".", manifest: p.value("manifest"), library: p.value("library"),
         signature: p.value("signature"), publicKey: p.value("public-key")))
+    if let baseline = try baseline(p) {
+      let resolution = LibraryResolver(cache: LoaderCache.system()).resolve(
+        inputs.library, path: inputs.libraryPath)
+      let findings = baseline.findings(inputs.library, path: inputs.libraryPath, resolution)
+      if !findings.isEmpty {
+        throw .libraryRefused(
+          path: inputs.libraryPath, detail: findings.map(\.description).joined(separator: "; "),
+          fix: "build it on \(baseline.name) or an older system (a container of it will do), then pack again")
+      }
+    }
     let plan = try PackagePlan.make(inputs, maintainer: maintainer, date: now(), layout: layout)
     let built = try builder.build(plan, inputs, into: p.value("out") ?? ".")
     if p.flag("json") {
@@ -94,6 +114,16 @@ enum PackCommand {
       console.out(text(built, inputs))
     }
     return .success
+  }
+
+  /// The baseline of `--glibc` or `--target` (`LintCommand.baseline`'s rule), nil without either.
+  static func baseline(_ p: ParsedArguments) throws(PackError) -> BinaryBaseline? {
+    do throws(CommandFailure) {
+      return try LintCommand.baseline(p)
+    } catch {
+      let option = p.value("glibc") != nil ? "glibc" : "target"
+      throw .file(option: option, path: p.value(option) ?? "", reason: "\(error)")
+    }
   }
 
   static func json(_ b: DebianPackageBuilder.Built) -> JSONValue {
