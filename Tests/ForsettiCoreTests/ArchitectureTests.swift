@@ -118,6 +118,13 @@ struct Layering: Sendable {
           mayDependOn: ["CSystemd"], foundation: false,
           why: "sd_journal_sendv from libsystemd, opened when the journal is standard error")),
       .init(
+        subject: .target("CLibDW"), rule: .init(mayDependOn: [], foundation: false, why: "elfutils' libdw")),
+      .init(
+        subject: .target("CForsettiDebug"),
+        rule: .init(
+          mayDependOn: ["CLibDW"], foundation: false,
+          why: "libdwfl's C callbacks and walks for symbolizing a crash, libdw opened on first use")),
+      .init(
         subject: .target("ForsettiCore"),
         rule: .init(
           mayDependOn: [], foundation: false,
@@ -144,9 +151,11 @@ struct Layering: Sendable {
         rule: .init(
           mayDependOn: [
             "ForsettiBridge", "ForsettiCore", "ForsettiBinary", "CForsetti", "CFFI", "CForsettiSys",
-            "CSeccomp", "CSodium", "CForsettiJournal",
+            "CSeccomp", "CSodium", "CForsettiJournal", "CForsettiDebug",
           ], foundation: true,
-          why: "the host's lifecycle, supervision, services (keys and sealing: libsodium), reload, trust")),
+          why:
+            "the host's lifecycle, supervision, services (keys and sealing: libsodium), reload, trust, crash reports"
+        )),
       .init(
         subject: .target("ForsettiHost"),
         rule: .init(

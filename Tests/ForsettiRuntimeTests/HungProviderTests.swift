@@ -103,8 +103,8 @@ import Testing
       if (!fg_ring) {
         for (int fd = 3; fd < 256 && !fg_ring; fd++) {
           struct stat st;
-          if (fstat(fd, &st) != 0 || st.st_size != (off_t)(2 * FG_RING + 4096)) continue;
-          void *p = mmap(NULL, 2 * FG_RING + 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+          if (fstat(fd, &st) != 0 || st.st_size != (off_t)\(CallRing.mappingSize)) continue;
+          void *p = mmap(NULL, \(CallRing.mappingSize), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
           if (p != MAP_FAILED) fg_ring = p;
         }
         if (!fg_ring) return -101;

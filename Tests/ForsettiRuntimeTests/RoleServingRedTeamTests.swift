@@ -119,8 +119,8 @@ import Testing
       static int sv_map(void) {
         for (int fd = 3; fd < 256 && !sv_ring; fd++) {
           struct stat st;
-          if (fstat(fd, &st) != 0 || st.st_size != (off_t)(2 * RT_RING + 4096)) continue;
-          void *p = mmap(NULL, 2 * RT_RING + 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+          if (fstat(fd, &st) != 0 || st.st_size != (off_t)\(CallRing.mappingSize)) continue;
+          void *p = mmap(NULL, \(CallRing.mappingSize), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
           if (p != MAP_FAILED) sv_ring = p;
         }
         return sv_ring != NULL;

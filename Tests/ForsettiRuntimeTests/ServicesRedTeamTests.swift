@@ -83,8 +83,8 @@ import Testing
       if (channel) return rt_serve = channel;
       for (int fd = 3; !rt_serve_ring && fd < 256; fd++) {
         struct stat st;
-        if (fstat(fd, &st) != 0 || st.st_size != (off_t)(2 * RT_RING + 4096)) continue;
-        void *p = mmap(NULL, 2 * RT_RING + 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (fstat(fd, &st) != 0 || st.st_size != (off_t)\(CallRing.mappingSize)) continue;
+        void *p = mmap(NULL, \(CallRing.mappingSize), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED) continue;
         rt_serve_ring = (unsigned char *)p + RT_RING;
       }
