@@ -87,6 +87,10 @@ int forsetti_mount_tmpfs(const char *path, uint64_t bytes) {
   return mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options);
 }
 
+int forsetti_rename_noreplace(int from_dir, const char *from, int to_dir, const char *to) {
+  return (int)syscall(SYS_renameat2, from_dir, from, to_dir, to, 1u /* RENAME_NOREPLACE */);
+}
+
 int forsetti_capbset_drop(int cap) { return prctl(PR_CAPBSET_DROP, cap, 0, 0, 0); }
 
 int forsetti_ambient_clear_all(void) { return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); }

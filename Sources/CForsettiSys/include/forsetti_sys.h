@@ -76,6 +76,8 @@ int forsetti_unshare(int flags);
 /// propagates back), then a tmpfs of `bytes` (mode 0700, nosuid, nodev, noexec) at `path`:
 /// 0, or -1 with errno (EPERM without a user namespace or root).
 int forsetti_mount_tmpfs(const char *path, uint64_t bytes);
+/// renameat2(RENAME_NOREPLACE): 0, or -1 with errno (EEXIST when `to` exists).
+int forsetti_rename_noreplace(int from_dir, const char *from, int to_dir, const char *to);
 /// prctl(PR_CAPBSET_DROP, cap): 0, or -1 with EINVAL past the kernel's last capability and
 /// EPERM without CAP_SETPCAP.
 int forsetti_capbset_drop(int cap);

@@ -1,4 +1,5 @@
 import CForsetti
+import CForsettiSys
 import ForsettiBridge
 import ForsettiCore
 import FoundationEssentials
@@ -191,14 +192,25 @@ final class FileExportService: Sendable {
       guard fstat(fd, &st) == 0 else { throw .system(step: "stat", name: name, errno: errno) }
       // A file this append created: the mode is the service's promise, whatever the umask took.
       if st.st_size == 0 { _ = fchmod(fd, fileMode) }
-      // A hard link would write to a file named elsewhere too. Checked again by name after the
-      // descriptor's own count: a link made under the name and removed between the open and the
-      // fstat leaves a file with one link, named only outside.
       guard st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1 else { throw .notRegularFile(name: name) }
+      // A hard link would write to a file named elsewhere too, and a count read by name can lie:
+      // while a link is being unlinked its count has dropped and its name still resolves (the
+      // kernel unhashes the name after), so a link to a file outside passed as a file of one
+      // link (seen under load: the outside file appended to). The file is taken under a private
+      // name first (the rename and any unlink of the name are serialized by the directory's
+      // lock): if that name then holds the descriptor's file with one link, no other name of it
+      // exists, and it is put back under its name after the write.
+      let held = ".forsetti-append-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+      guard forsetti_rename_noreplace(dir, name, dir, held) == 0 else { throw .notRegularFile(name: name) }
       var named = stat()
-      guard fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) == 0, named.st_dev == st.st_dev,
+      guard fstatat(dir, held, &named, AT_SYMLINK_NOFOLLOW) == 0, named.st_dev == st.st_dev,
         named.st_ino == st.st_ino, named.st_nlink == 1
-      else { throw .notRegularFile(name: name) }
+      else {
+        // Not ours alone: back under its name, unless something took the name meanwhile.
+        if forsetti_rename_noreplace(dir, held, dir, name) != 0 { unlinkat(dir, held, 0) }
+        throw .notRegularFile(name: name)
+      }
+      defer { renameat(dir, held, dir, name) }
       let written = FileDescriptor.writeAll(fd, data)
       let e = errno
       // What the file holds now, whatever part of the write landed.
