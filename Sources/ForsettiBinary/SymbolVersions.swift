@@ -55,25 +55,32 @@ enum SymbolVersions {
     return .success(out)
   }
 
+  /// The one section of `type` with its linked string table and its data; nil when the file
+  /// has none. The preamble `.gnu.version_d` and `.gnu.version_r` share.
+  private static func versionSection(_ table: ELFSectionTable, _ type: UInt32, _ what: String) -> Result<
+    (ELFSection, StringTable, UnsafeMutablePointer<Elf_Data>)?, BinaryError
+  > {
+    switch table.unique(type, what) {
+    case .failure(let e): return .failure(e)
+    case .success(nil): return .success(nil)
+    case .success(let section?):
+      return table.linked(from: section, what)
+        .flatMap { table.strings($0, "\(what)'s string table") }
+        .flatMap { strings in table.data(section, what).map { (section, strings, $0) } }
+    }
+  }
+
   /// Version index → name, from `.gnu.version_d`; empty when the file defines no versions.
   static func names(_ table: ELFSectionTable) -> Result<[UInt16: String], BinaryError> {
     let path = table.path
     let what = ".gnu.version_d"
     let section: ELFSection
-    switch table.unique(UInt32(SHT_GNU_verdef), what) {
+    let strings: StringTable
+    let data: UnsafeMutablePointer<Elf_Data>
+    switch versionSection(table, UInt32(SHT_GNU_verdef), what) {
     case .failure(let e): return .failure(e)
     case .success(nil): return .success([:])
-    case .success(let s?): section = s
-    }
-    let strings: StringTable
-    switch table.linked(from: section, what).flatMap({ table.strings($0, "\(what)'s string table") }) {
-    case .failure(let e): return .failure(e)
-    case .success(let s): strings = s
-    }
-    let data: UnsafeMutablePointer<Elf_Data>
-    switch table.data(section, what) {
-    case .failure(let e): return .failure(e)
-    case .success(let d): data = d
+    case .success(let found?): (section, strings, data) = found
     }
     func broken(_ why: String) -> Result<[UInt16: String], BinaryError> {
       .failure(.malformed(path: path, detail: "\(what) (section \(section.index)): \(why)"))
@@ -121,20 +128,12 @@ enum SymbolVersions {
     let path = table.path
     let what = ".gnu.version_r"
     let section: ELFSection
-    switch table.unique(UInt32(SHT_GNU_verneed), what) {
+    let strings: StringTable
+    let data: UnsafeMutablePointer<Elf_Data>
+    switch versionSection(table, UInt32(SHT_GNU_verneed), what) {
     case .failure(let e): return .failure(e)
     case .success(nil): return .success([])
-    case .success(let s?): section = s
-    }
-    let strings: StringTable
-    switch table.linked(from: section, what).flatMap({ table.strings($0, "\(what)'s string table") }) {
-    case .failure(let e): return .failure(e)
-    case .success(let s): strings = s
-    }
-    let data: UnsafeMutablePointer<Elf_Data>
-    switch table.data(section, what) {
-    case .failure(let e): return .failure(e)
-    case .success(let d): data = d
+    case .success(let found?): (section, strings, data) = found
     }
     func broken(_ why: String) -> Result<[VersionNeed], BinaryError> {
       .failure(.malformed(path: path, detail: "\(what) (section \(section.index)): \(why)"))

@@ -85,14 +85,7 @@ import Testing
     return f
   }
 
-  static func words(_ line: String?) -> [String: Int] {
-    var out: [String: Int] = [:]
-    for part in (line ?? "").split(separator: " ") {
-      let kv = part.split(separator: "=", maxSplits: 1)
-      if kv.count == 2, let v = Int(kv[1]) { out[String(kv[0])] = v }
-    }
-    return out
-  }
+  static func words(_ line: String?) -> [String: Int] { TemporaryDirectoryBoundTests.words(line) }
 
   @Test(arguments: HostileHost.Identity.allCases)
   func aModuleCannotFillTheHostsDiskThroughItsSandbox(as identity: HostileHost.Identity) throws {
