@@ -178,6 +178,8 @@ import Testing
       return nil
     }
     let r = try HostBinary.run(["surface", "--state", state, "--json"])
+    // Said when it fails: a loaded CI run once had `surface` fail here, and only "nil" to show.
+    if r.status != 0 { Issue.record("surface exited \(r.status): \(r.stdout)\(r.stderr)") }
     return r.status == 0 ? try JSONParser.parse(r.stdout).objectValue : nil
   }
 

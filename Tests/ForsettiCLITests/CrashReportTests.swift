@@ -111,7 +111,7 @@ import Testing
 /// A Swift module's crash: a library in Swift (built with `swiftc -g`), shipped beside the
 /// module's C entry and called from its `start`, traps on an index out of range; the report
 /// names the Swift functions demangled (`VendorKit.decodeLength(…)`), past the runtime's own
-/// frames (`Swift._assertionFailure`, the host's: `[host]`).
+/// frames (`Swift._assertionFailure`, the host's: `<host>`).
 @Suite(.onTestThreads) struct SwiftCrashReportTests {
   static let swiftSource = """
     struct Packet { var bytes: [UInt8] }

@@ -174,7 +174,8 @@ public struct CrashFrame: Sendable, Hashable {
     if let function { out += " \(function)" }
     if let source { out += " (\(source))" }
     if inlined { out += " [inlined]" }
-    if owner == .host { out += " [host]" }
+    // Not "[host]": that is the log's prefix of the host's own lines, which a frame must not look like.
+    if owner == .host { out += " <host>" }
     if let buildID, !inlined { out += " build-id \(buildID)" }
     return out
   }

@@ -1,6 +1,7 @@
 import CForsettiDebug
 import ForsettiBinary
 import ForsettiBridge
+import ForsettiCore
 import Glibc
 
 /// Turns a worker's `CrashCapture` into a `CrashReport`, in the host, from the files: libdwfl
@@ -88,7 +89,8 @@ enum CrashSymbolizer {
     var place = forsetti_debug_place()
     forsetti_debug_lookup(dwfl, c.address, &place)
     if let file = place.file.map({ String(cString: $0) }) {
-      report.addressPlace = "\(basename(file))+0x\(String(c.address &- place.bias, radix: 16))"
+      report.addressPlace =
+        "\(ModuleText.visible(basename(file)))+0x\(String(c.address &- place.bias, radix: 16))"
     }
     return report
   }
@@ -108,17 +110,21 @@ enum CrashSymbolizer {
       ]
     }
     let owner = owners[file] ?? .unknown
-    let object = basename(file)
+    // Every name below is the vendor's file's (its path, its symbols, its DWARF): made visible by
+    // the module-text rule once, here, so no output of the report can carry a raw control.
+    let object = ModuleText.visible(basename(file))
     let offset = pc &- p.bias
     let buildID = withUnsafeBytes(of: p.build_id) { bytes in
       p.build_id_length > 0
         ? bytes.prefix(Int(min(p.build_id_length, 64))).map { String(format2: $0) }.joined() : nil
     }
-    let symbol = p.symbol.map { demangled(String(cString: $0)) }
-    let source = p.source.map { "\(basename(String(cString: $0))):\(p.line)" }
+    let symbol = p.symbol.map { ModuleText.visible(demangled(String(cString: $0))) }
+    let source = p.source.map { ModuleText.visible("\(basename(String(cString: $0))):\(p.line)") }
     let inlineCount = Int(max(0, min(p.inline_count, FORSETTI_DEBUG_INLINES)))
     guard inlineCount > 1 else {
-      let function = inlineCount == 1 ? withInline(p, 0).function.map(demangled) ?? symbol : symbol
+      let function =
+        inlineCount == 1
+        ? withInline(p, 0).function.map { ModuleText.visible(demangled($0)) } ?? symbol : symbol
       return [
         CrashFrame(
           pc: pc, object: object, offset: offset, buildID: buildID, function: function, source: source,
@@ -134,9 +140,9 @@ enum CrashSymbolizer {
       out.append(
         CrashFrame(
           pc: pc, object: object, offset: offset, buildID: buildID,
-          function: function.map(demangled) ?? symbol,
+          function: function.map { ModuleText.visible(demangled($0)) } ?? symbol,
           source: line, inlined: k < inlineCount - 1, owner: owner))
-      line = callFile.map { "\(basename($0)):\(callLine)" }
+      line = callFile.map { ModuleText.visible("\(basename($0)):\(callLine)") }
     }
     return out
   }
