@@ -13,6 +13,8 @@
 static struct forsetti_crash_record *g_record;
 // A pipe the handler copies memory through: write(2) says EFAULT for an unreadable page (a
 // guard page above a thread's stack) where a plain copy would fault again inside the handler.
+// Made in the handler (pipe2 is async-signal-safe): a worker holds no descriptor for it until
+// it crashes.
 static int g_probe[2] = {-1, -1};
 static int g_taken;
 static char g_alternate[64 * 1024];
@@ -54,6 +56,7 @@ static void on_crash(int signo, siginfo_t *info, void *context) {
     for (int i = 0; i < FORSETTI_CRASH_REGISTERS; i++) r->registers[i] = (uint64_t)g[order[i]];
     r->stack_start = (uint64_t)g[REG_RSP];
     __atomic_store_n(&r->state, FORSETTI_CRASH_WRITTEN, __ATOMIC_RELEASE);
+    if (g_probe[0] < 0 && pipe2(g_probe, O_CLOEXEC | O_NONBLOCK) != 0) g_probe[0] = g_probe[1] = -1;
     // The stack after the registers: a fault while copying it leaves the record as it is.
     r->stack_length = (uint32_t)safe_copy(r->stack, (uintptr_t)g[REG_RSP], FORSETTI_CRASH_STACK);
 #else
@@ -73,7 +76,6 @@ int forsetti_crash_arm(struct forsetti_crash_record *record) {
     errno = EINVAL;
     return -1;
   }
-  if (g_probe[0] < 0 && pipe2(g_probe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
   g_record = record;
   stack_t alternate = {.ss_sp = g_alternate, .ss_size = sizeof g_alternate, .ss_flags = 0};
   if (sigaltstack(&alternate, NULL) != 0) return -1;
