@@ -20,9 +20,3 @@ int forsetti_signal_latch(int sig) {
 }
 
 int forsetti_signal_latched(int sig) { return sig > 0 && sig < 65 ? latched[sig] : 0; }
-
-int forsetti_signal_latch_installed(int sig) {
-    struct sigaction sa;
-    if (sigaction(sig, NULL, &sa) != 0) return 0;
-    return sa.sa_handler == latch;
-}

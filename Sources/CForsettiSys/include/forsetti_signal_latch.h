@@ -7,7 +7,5 @@
 int forsetti_signal_latch(int sig);
 /// Whether `sig` came while the latch was installed.
 int forsetti_signal_latched(int sig);
-/// Whether the latch is still `sig`'s handler (Dispatch has not yet installed its own).
-int forsetti_signal_latch_installed(int sig);
 
 #endif

@@ -167,11 +167,4 @@ package enum SyscallPolicy {
     }
   }
 
-  /// Names of the calls refused outright or in part, for the report.
-  package static func refusedCalls(networking: Bool, memoryAccounted: Bool) -> [String] {
-    var seen = Set<String>()
-    return rules(networking: networking, memoryAccounted: memoryAccounted).flatMap(\.calls).filter {
-      seen.insert($0).inserted
-    }
-  }
 }

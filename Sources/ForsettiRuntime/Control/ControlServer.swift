@@ -127,9 +127,6 @@ public final class ControlServer: Sendable {
     return wait(for: request)
   }
 
-  /// Whether a request is waiting.
-  public var hasWaiting: Bool { queue.withLock { !$0.isEmpty } }
-
   /// Stops listening and removes the socket if it still is the one this server made; clients
   /// still being served get their answers.
   public func stop() {

@@ -11,7 +11,4 @@ public enum SignalLatch {
 
   /// Whether `signal` came while the latch was its handler.
   public static func caught(_ signal: Int32) -> Bool { forsetti_signal_latched(signal) != 0 }
-
-  /// Whether the latch is still `signal`'s handler (nothing has replaced it yet).
-  public static func isInstalled(_ signal: Int32) -> Bool { forsetti_signal_latch_installed(signal) != 0 }
 }

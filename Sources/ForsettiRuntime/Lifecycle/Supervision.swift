@@ -15,9 +15,6 @@ final class SupervisorInbox: Sendable {
     wake.withLock { $0 }?()
   }
 
-  /// Wakes whoever runs supervision, without an exit (something else changed).
-  func poke() { wake.withLock { $0 }?() }
-
   func drain() -> [(moduleID: String, pid: Int32)] {
     exited.withLock { e in
       defer { e.removeAll() }; return e
@@ -33,9 +30,6 @@ extension ModuleManager {
   public func workerPID(_ moduleID: String) -> Int32? {
     table.handle(of: moduleID).flatMap { table[$0].instance?.workerPID }
   }
-
-  /// Whether any module is started or waiting to restart.
-  public var hasWork: Bool { table.slots.contains { $0.isRunning || $0.restart?.due != nil } }
 
   func quarantined(_ moduleID: String, path: String) -> String? {
     guard let e = quarantine.load()[moduleID] else { return nil }
