@@ -261,9 +261,7 @@ private final class CompatibilityVerdicts: Sendable {
   /// Why `facts` cannot load here, or nil.
   func refusal(_ facts: ELFFacts) -> GateViolation? {
     if let known = table.withLock({ $0[facts.path] }) { return known }
-    let files = LibraryFactsCache.shared
-    let resolution = LibraryResolver(cache: files.systemLoaderCache(), inspect: files.inspect).resolve(
-      facts, path: facts.path)
+    let resolution = LibraryFactsCache.shared.resolver().resolve(facts, path: facts.path)
     let problems = BinaryCompatibility.problems(facts, path: facts.path, resolution)
     let verdict: GateViolation? =
       problems.isEmpty

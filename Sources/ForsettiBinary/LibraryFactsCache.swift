@@ -47,6 +47,10 @@ public final class LibraryFactsCache: Sendable {
     return facts
   }
 
+  /// A resolver reading through this cache (the loader cache and every library's facts): what
+  /// judges, lints, packs and explains a module uses, so none reads libc again.
+  public func resolver() -> LibraryResolver { LibraryResolver(cache: systemLoaderCache(), inspect: inspect) }
+
   /// `/etc/ld.so.cache` as `LoaderCache.system()` reads it, read again when it changes.
   public func systemLoaderCache() -> LoaderCache? {
     let id = Self.identity(LoaderCache.systemPath)

@@ -8,6 +8,7 @@ struct ELFBytes {
   static let strtab: UInt32 = 3
   static let versym: UInt32 = 0x6fff_ffff
   static let verdef: UInt32 = 0x6fff_fffd
+  static let verneed: UInt32 = 0x6fff_fffe
 
   /// Byte offsets of the fields inside one Elf64_Shdr.
   enum Field: Int {

@@ -64,13 +64,17 @@ import Testing
     case 2:
       let fields: [ELFBytes.Field] = [.name, .type, .offset, .size, .link, .info, .entsize]
       // Half the time one of the tables the inspector reads, where lies do the most harm.
-      let tables = [ELFBytes.dynsym, ELFBytes.dynamic, ELFBytes.versym, ELFBytes.verdef].compactMap(b.section)
+      let tables = [ELFBytes.dynsym, ELFBytes.dynamic, ELFBytes.versym, ELFBytes.verdef, ELFBytes.verneed]
+        .compactMap(b.section)
       let s =
         rng.next() % 2 == 0 || tables.isEmpty
         ? Int(rng.next() % UInt64(b.sectionCount)) : tables[Int(rng.next() % UInt64(tables.count))]
       c.set(fields[Int(rng.next() % UInt64(fields.count))], of: s, to: interesting(size, &rng))
     case 3:
-      let types = [ELFBytes.dynsym, ELFBytes.dynamic, ELFBytes.versym, ELFBytes.verdef, ELFBytes.strtab]
+      let types = [
+        ELFBytes.dynsym, ELFBytes.dynamic, ELFBytes.versym, ELFBytes.verdef, ELFBytes.verneed,
+        ELFBytes.strtab,
+      ]
       guard let s = b.section(ofType: types[Int(rng.next() % UInt64(types.count))]) else { break }
       let range = b.contents(of: s)
       let width = widths[Int(rng.next() % 4)]
@@ -106,6 +110,9 @@ import Testing
         _ = facts.exportedFunctions
         _ = facts.dynamicSymbols.map(\.entryPointProblem)
         _ = facts.symbolTable.entryPointProblem(named: "m_entry")
+        for need in facts.symbolTable.versionNeeds {
+          for v in need.versions { _ = facts.symbolTable.symbols(needing: v.index) }
+        }
       case .failure(let e):
         refused += 1
         #expect(e.path == path)
@@ -122,5 +129,38 @@ import Testing
     #expect(facts.exportedFunctions.sorted() == ["m_entry", "m_other"])
     #expect(facts.neededLibraries.contains("libm.so.6"))
     #expect(facts.embeddedManifest.map { String(decoding: $0, as: UTF8.self) } == #"{"moduleID":"com.m"}"#)
+  }
+
+  /// `.gnu.version_r` lying (issue 41's reader): an entry's next, its first record and its file
+  /// name each pointed past what holds them is refused naming the section and the number that
+  /// lies, never read out of bounds; the control, the base as built, reads its GLIBC need.
+  @Test func aLyingVersionNeedIsRefusedSayingWhere() throws {
+    let b = try base()
+    let need = try #require(b.section(ofType: ELFBytes.verneed))
+    let start = b.contents(of: need).lowerBound
+    let size = UInt64(b.contents(of: need).count)
+    let facts = try ELFInspector.inspect(contents: b.bytes, path: "m.so").get()
+    #expect(
+      facts.symbolTable.versionNeeds.contains { n in n.versions.contains { $0.name.hasPrefix("GLIBC_") } },
+      "\(facts.symbolTable.versionNeeds)")
+    // (field offset in Elf64_Verneed, width): vn_file 4, vn_aux 8, vn_next 12.
+    for (at, width, lie) in [(4, 4, UInt64(0xFFFF_FFF0)), (8, 4, size + 64), (12, 4, size + 64)] {
+      var c = b
+      // vn_next only lies if the walk goes on: the first entry of several, or give it a second.
+      c.put(lie, at: start + at, width: width)
+      if at == 12 { c.put(2, at: start + 2, width: 2) }
+      switch ELFInspector.inspect(contents: c.bytes, path: "m.so") {
+      case .success(let f):
+        // A lie the walk never reaches (vn_next of the last entry) may stand; then nothing
+        // past the section was read into the needs.
+        #expect(f.symbolTable.versionNeeds.count <= facts.symbolTable.versionNeeds.count, "offset \(at)")
+      case .failure(let e):
+        #expect(e.description.contains(".gnu.version_r"), "offset \(at): \(e)")
+      }
+    }
+    // The file name past the string table is refused, whatever else holds.
+    var named = b
+    named.put(0xFFFF_FFF0, at: start + 4, width: 4)
+    #expect(throws: BinaryError.self) { try ELFInspector.inspect(contents: named.bytes, path: "m.so").get() }
   }
 }

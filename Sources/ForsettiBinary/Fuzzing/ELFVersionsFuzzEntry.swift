@@ -12,11 +12,6 @@ public enum ELFVersionsFuzzEntry {
     guard case .success(let facts) = ELFInspector.inspect(path) else { return [] }
     var broken: [String] = []
     let table = facts.symbolTable
-    for need in table.versionNeeds.prefix(checkedNeeds) {
-      for v in need.versions.prefix(checkedNeeds) where v.name.isEmpty && need.file.isEmpty {
-        broken.append("a need of no file for no version")
-      }
-    }
     // The file as every library it needs: what it defines decides, as it would for the loader.
     var resolution = LibraryResolver.Resolution()
     for need in table.versionNeeds.prefix(checkedNeeds) {
@@ -29,7 +24,14 @@ public enum ELFVersionsFuzzEntry {
     if table.definedVersions == nil && !problems.isEmpty {
       broken.append("a file defining no versions was found lacking one: \(problems)")
     }
-    for p in problems { _ = p.description }
+    // A version said missing is one the file needs (not weak) and does not define.
+    let needed = Set(table.versionNeeds.flatMap { n in n.versions.filter { !$0.weak }.map(\.name) })
+    for p in problems {
+      guard case .missingVersion(_, _, let version, _, _, _) = p else { continue }
+      if !needed.contains(version) || table.definedVersions?.contains(version) == true {
+        broken.append("\(version) said missing: \(p)")
+      }
+    }
     if let baseline = BinaryBaseline.glibc("2.17") {
       for f in baseline.findings(facts, path: path, resolution) { _ = f.description }
     }

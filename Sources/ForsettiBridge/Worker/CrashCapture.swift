@@ -12,19 +12,13 @@ package struct CrashCapture: Sendable, Hashable {
   package var registers: [UInt64]
   package var stackStart: UInt64
   package var stack: [UInt8]
-  /// What was loaded where when the module was (each object's load bias and path).
-  package var objects: [(bias: UInt64, path: String)]
+  /// What was loaded where when the module was.
+  package var objects: [Object]
 
-  package static func == (a: CrashCapture, b: CrashCapture) -> Bool {
-    a.signal == b.signal && a.code == b.code && a.address == b.address && a.registers == b.registers
-      && a.stackStart == b.stackStart && a.stack == b.stack && a.objects.map(\.bias) == b.objects.map(\.bias)
-      && a.objects.map(\.path) == b.objects.map(\.path)
-  }
-
-  package func hash(into h: inout Hasher) {
-    h.combine(signal)
-    h.combine(address)
-    h.combine(registers)
+  /// One loaded object: its load bias and its path, as the worker named it.
+  package struct Object: Sendable, Hashable {
+    package var bias: UInt64
+    package var path: String
   }
 
   /// The program counter where the signal struck.
@@ -45,7 +39,7 @@ package struct CrashCapture: Sendable, Hashable {
     let stackAt = forsetti_crash_stack_offset()
     let stackLength = Int(min(r.stack_length, UInt32(FORSETTI_CRASH_STACK)))
     let stack = Array(bytes[stackAt..<(stackAt + stackLength)])
-    var objects: [(UInt64, String)] = []
+    var objects: [Object] = []
     do {
       let objectsAt = forsetti_crash_objects_offset()
       let size = MemoryLayout<forsetti_crash_object>.stride
@@ -60,12 +54,12 @@ package struct CrashCapture: Sendable, Hashable {
         guard let path = String(validating: pathBytes[pathBytes.startIndex..<end], as: UTF8.self),
           path.hasPrefix("/")
         else { continue }
-        objects.append((bias, path))
+        objects.append(Object(bias: bias, path: path))
       }
     }
     return CrashCapture(
       signal: Int32(r.signo), code: r.code, address: r.address, registers: registers,
       stackStart: r.stack_start,
-      stack: stack, objects: objects.map { (bias: $0.0, path: $0.1) })
+      stack: stack, objects: objects)
   }
 }

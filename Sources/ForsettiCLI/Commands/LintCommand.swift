@@ -158,7 +158,7 @@ enum LintCommand {
       return [.init(level: "error", check: "binary", message: e.description)]
     case .success(let facts):
       // The gate's own rule (`binaryIncompatible`), so lint and check never disagree.
-      let resolution = LibraryResolver(cache: LoaderCache.system()).resolve(facts, path: plugin)
+      let resolution = LibraryFactsCache.shared.resolver().resolve(facts, path: plugin)
       for problem in BinaryCompatibility.problems(facts, path: plugin, resolution) {
         out.append(.init(level: "error", check: "loads here", message: problem.description))
       }

@@ -97,7 +97,7 @@ enum PackCommand {
         directory: p.positionals.first ?? ".", manifest: p.value("manifest"), library: p.value("library"),
         signature: p.value("signature"), publicKey: p.value("public-key")))
     if let baseline = try baseline(p) {
-      let resolution = LibraryResolver(cache: LoaderCache.system()).resolve(
+      let resolution = LibraryFactsCache.shared.resolver().resolve(
         inputs.library, path: inputs.libraryPath)
       let findings = baseline.findings(inputs.library, path: inputs.libraryPath, resolution)
       if !findings.isEmpty {

@@ -12,7 +12,7 @@ struct LibraryGrantReport {
     guard let m, let index, case .success(let facts) = index.locate(entryPoint: m.entryPoint) else {
       return nil
     }
-    let resolution = LibraryResolver(cache: LoaderCache.system()).resolve(facts, path: facts.path)
+    let resolution = LibraryFactsCache.shared.resolver().resolve(facts, path: facts.path)
     // explain knows no --export-dir: the state directory is the one it can protect here.
     let protected = [LibraryResolver.realPath(stateDirectory) ?? stateDirectory]
     return LibraryGrantReport(

@@ -20,13 +20,7 @@ public struct CrashReport: Sendable, Hashable {
   public var notes: [String] = []
 
   /// "SIGSEGV (Segmentation fault)".
-  public var signalName: String {
-    let names: [Int32: String] = [
-      SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGILL: "SIGILL", SIGFPE: "SIGFPE", SIGTRAP: "SIGTRAP",
-      SIGABRT: "SIGABRT", SIGSYS: "SIGSYS",
-    ]
-    return "\(names[signal] ?? "signal \(signal)") (\(String(cString: strsignal(signal))))"
-  }
+  public var signalName: String { "\(signalLabel) (\(String(cString: strsignal(signal))))" }
 
   /// What the signal's code says of its cause.
   public var cause: String {
@@ -58,7 +52,7 @@ public struct CrashReport: Sendable, Hashable {
   public var summary: String {
     let at = "at 0x\(String(address, radix: 16))\(addressPlace.map { " (\($0))" } ?? "")"
     let top = frames.isEmpty ? "" : ", in \(chain)"
-    return "\(signalName.split(separator: " ").first ?? "") \(at), \(cause)\(top)"
+    return "\(signalLabel) \(at), \(cause)\(top)"
   }
 
   /// The frames of a log line: from the first in the module's own code (past the runtime's
@@ -72,7 +66,7 @@ public struct CrashReport: Sendable, Hashable {
   }
 
   /// The signal's name alone ("SIGSEGV"), the `signal` label of `forsetti_module_crashes_total`.
-  public var signalLabel: String { String(signalName.split(separator: " ").first ?? "") }
+  public var signalLabel: String { WorkerEnding.signalName(signal) }
 
   /// The log record's fields (the journal's `FORSETTI_SIGNAL`, `FORSETTI_FRAMES`): the signal,
   /// and the frames, one per line, as `crashes` prints them.

@@ -53,14 +53,20 @@ public struct CrashStore: Sendable {
 
   /// The reports of `moduleID`, oldest first (a file that is not a report is passed by).
   public func reports(of moduleID: String) -> [CrashReport] {
-    files(of: moduleID).compactMap { name in
-      PlainFiles.contents(of: PathText.join(PathText.join(directory, moduleID), name), limit: Self.readLimit)
-        .flatMap { try? JSONParser.parse(String(decoding: $0, as: UTF8.self)) }
-        .flatMap(CrashReport.init(json:))
-        .flatMap { $0.moduleID == moduleID ? $0 : nil }
-    }
+    files(of: moduleID).compactMap { report(moduleID, $0) }
   }
 
-  /// The newest report of `moduleID`.
-  public func latest(_ moduleID: String) -> CrashReport? { reports(of: moduleID).last }
+  /// The newest report of `moduleID`: the newest file that is one, the others not read (`list`
+  /// asks this of every module).
+  public func latest(_ moduleID: String) -> CrashReport? {
+    files(of: moduleID).reversed().lazy.compactMap { report(moduleID, $0) }.first
+  }
+
+  /// The report in file `name` of `moduleID`'s directory, when it is one of that module's.
+  private func report(_ moduleID: String, _ name: String) -> CrashReport? {
+    PlainFiles.contents(of: PathText.join(PathText.join(directory, moduleID), name), limit: Self.readLimit)
+      .flatMap { try? JSONParser.parse($0) }
+      .flatMap(CrashReport.init(json:))
+      .flatMap { $0.moduleID == moduleID ? $0 : nil }
+  }
 }

@@ -36,15 +36,18 @@ enum WorkerEnding: Equatable, Sendable, CustomStringConvertible {
   /// "killed by SIGSEGV (Segmentation fault)" or "exited with status 3".
   static func describe(status: Int32) -> String {
     let sig = status & 0x7F
-    if sig != 0 {
-      let names: [Int32: String] = [
-        SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE",
-        SIGILL: "SIGILL", SIGXCPU: "SIGXCPU", SIGTERM: "SIGTERM", SIGSYS: "SIGSYS", SIGTRAP: "SIGTRAP",
-      ]
-      let name = names[sig] ?? "signal \(sig)"
-      return "killed by \(name) (\(String(cString: strsignal(sig))))"
-    }
+    if sig != 0 { return "killed by \(signalName(sig)) (\(String(cString: strsignal(sig))))" }
     return "exited with status \((status >> 8) & 0xFF)"
+  }
+
+  /// "SIGSEGV", or "signal 42" for one without a name here: the one table of signal names (an
+  /// exit's description, a crash report, the `signal` label of the crash metric).
+  static func signalName(_ sig: Int32) -> String {
+    let names: [Int32: String] = [
+      SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE",
+      SIGILL: "SIGILL", SIGXCPU: "SIGXCPU", SIGTERM: "SIGTERM", SIGSYS: "SIGSYS", SIGTRAP: "SIGTRAP",
+    ]
+    return names[sig] ?? "signal \(sig)"
   }
 
   /// The reason code a failing end is recorded under.
