@@ -38,8 +38,9 @@ public enum HostBinary {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         chmod(dir, 0o755)
         for name in ["forsetti-host", "forsetti-worker"] {
-          try FileManager.default.copyItem(atPath: built + "/" + name, toPath: dir + "/" + name)
-          chmod(dir + "/" + name, 0o755)
+          guard copyClosedOnExec(built + "/" + name, to: dir + "/" + name) else {
+            throw CocoaError(.fileWriteUnknown)
+          }
         }
       } catch {
         // The build's own path: a test then fails naming what it could not run, as before.
@@ -49,6 +50,33 @@ public enum HostBinary {
       atexit { try? FileManager.default.removeItem(atPath: OtherUsersCopy.directory) }
       return dir + "/forsetti-host"
     }()
+
+    /// Copies `from` to `to` (mode 0755) through descriptors closed on exec. FileManager's copy
+    /// leaves its write descriptor inheritable: a process another test spawned meanwhile held
+    /// the new file open for writing until its own exec, and running the copy then failed
+    /// "Text file busy" (ETXTBSY, seen under stress-ng from a mode-0700 clone).
+    static func copyClosedOnExec(_ from: String, to: String) -> Bool {
+      let input = open(from, O_RDONLY | O_CLOEXEC)
+      guard input >= 0 else { return false }
+      defer { close(input) }
+      let output = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+      guard output >= 0 else { return false }
+      defer { close(output) }
+      var buffer = [UInt8](repeating: 0, count: 1 << 20)
+      while true {
+        let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+        if n == 0 { break }
+        guard n > 0 else { return false }
+        var done = 0
+        while done < n {
+          let w = buffer.withUnsafeBytes { b in b.baseAddress.map { write(output, $0 + done, n - done) } ?? -1
+          }
+          guard w > 0 else { return false }
+          done += w
+        }
+      }
+      return fchmod(output, 0o755) == 0
+    }
   }
 
   /// Every `forsetti-host` the tests start, whichever helper starts it, inherits this
