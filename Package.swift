@@ -134,8 +134,13 @@ let package = Package(
       ]),
     // The SDK's own logic (status mapping, role handler buffers) against host tables faked in Swift.
     .testTarget(name: "ForsettiSDKTests", dependencies: ["ForsettiSDK", "CForsetti"]),
+    // The facade and the C API as an application meets them, and what they keep out of its sight.
+    .testTarget(name: "ForsettiHostTests", dependencies: ["ForsettiHost", "ForsettiTestSupport"]),
     .testTarget(
       name: "ForsettiCLITests",
-      dependencies: ["ForsettiCLI", "ForsettiHost", "ForsettiCore", "ForsettiBinary", "ForsettiTestSupport"]),
+      dependencies: [
+        "ForsettiCLI", "ForsettiHost", "ForsettiRuntime", "ForsettiCore", "ForsettiBinary",
+        "ForsettiTestSupport",
+      ]),
   ]
 )

@@ -75,11 +75,13 @@ public final class ForsettiHost: @unchecked Sendable {
     // whatever is put at its path later (StateDirectoryHold).
     try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
     do { hold = try StateDirectoryHold(path: state) } catch {
-      throw .stateDirectoryUnusable(path: state, error)
+      throw .stateDirectoryUnusable(path: state, reason: error.description)
     }
     do { lock = try HostLock(in: hold) } catch {
       hold.stop()
-      throw .stateDirectoryLocked(path: state, error)
+      var holder: Int32?
+      if case .held(let pid, _) = error { holder = pid }
+      throw .stateDirectoryLocked(path: state, holder: holder, reason: error.description)
     }
   }
 

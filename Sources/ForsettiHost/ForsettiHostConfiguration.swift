@@ -12,7 +12,7 @@ extension ForsettiHost {
     /// Worker executable and limits; nil loads modules into this process (no confinement).
     public var isolation: IsolationSettings?
     /// `dev`'s hot reload; nil for `run`.
-    public var development: LiveHost.Development?
+    public var development: DevelopmentSettings?
     public var logLimits: LogLimits
     /// Where modules granted `file_export` write (each under its module ID); nil: nowhere.
     public var exportDirectory: String?

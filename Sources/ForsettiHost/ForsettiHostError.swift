@@ -5,9 +5,10 @@ import ForsettiRuntime
 /// fault.
 public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
   /// The state directory at `path` cannot be created, opened or held.
-  case stateDirectoryUnusable(path: String, StateDirectoryHold.HoldError)
-  /// Another host runs on the state directory at `path`, or its lock cannot be taken.
-  case stateDirectoryLocked(path: String, HostLock.LockError)
+  case stateDirectoryUnusable(path: String, reason: String)
+  /// Another host runs on the state directory at `path` (`holder`: its pid, as it wrote it), or
+  /// its lock cannot be taken (`holder` nil, `reason` says why).
+  case stateDirectoryLocked(path: String, holder: Int32?, reason: String)
   /// Isolation names a worker executable that is not there (or not executable).
   /// The worker executable cannot be run by this process: `reason` says why (missing, behind
   /// a directory this user cannot search, not executable).
@@ -28,8 +29,8 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
 
   public var description: String {
     switch self {
-    case .stateDirectoryUnusable(let path, let e): "state directory \(path): \(e)"
-    case .stateDirectoryLocked(let path, let e): "state directory \(path): \(e)"
+    case .stateDirectoryUnusable(let path, let reason): "state directory \(path): \(reason)"
+    case .stateDirectoryLocked(let path, _, let reason): "state directory \(path): \(reason)"
     case .workerMissing(let path, let reason):
       "the worker executable \(path) \(reason); point isolation's workerExecutable at forsetti-worker, "
         + "or set isolation to nil to load modules into this process"

@@ -4,13 +4,13 @@ import Glibc
 /// What identifies a binary (for quarantine and version copies): size, modification time and a
 /// content hash, so that any rebuild lifts the quarantine (GStreamer's registry blacklists the
 /// same way).
-public struct BinaryIdentity: Sendable, Hashable {
-  public var size: Int
-  public var mtimeNanoseconds: Int64
+package struct BinaryIdentity: Sendable, Hashable {
+  package var size: Int
+  package var mtimeNanoseconds: Int64
   /// FNV-1a 64 of the content: identity, not security (a changed file lifts quarantine anyway).
-  public var hash: UInt64
+  package var hash: UInt64
 
-  public static func of(_ path: String, contents: Data? = nil) -> BinaryIdentity? {
+  package static func of(_ path: String, contents: Data? = nil) -> BinaryIdentity? {
     var st = stat()
     guard stat(path, &st) == 0, let data = contents ?? FileManager.default.contents(atPath: path) else {
       return nil

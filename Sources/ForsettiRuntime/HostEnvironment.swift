@@ -6,26 +6,26 @@ import Synchronization
 
 /// What all modules of one host share: the state directory, the log, the event bus, the
 /// message router and the telemetry recorder.
-public final class HostEnvironment: Sendable {
-  public let stateDirectory: String
+package final class HostEnvironment: Sendable {
+  package let stateDirectory: String
   /// Where every line goes: the host's own lines as they are, each module's lines within its
   /// rate limit (`limits`), with a line counting what was dropped.
-  public let log: any LogSink
-  public let events: EventBus
-  public let messages: MessageRouter
-  public let telemetry: TelemetryRecorder?
+  package let log: any LogSink
+  package let events: EventBus
+  package let messages: MessageRouter
+  package let telemetry: TelemetryRecorder?
   /// The rate limits and rotation in force.
-  public let limits: LogLimits
+  package let limits: LogLimits
   /// The per-module buckets behind `log` and `telemetry`.
-  public let limiter: ModuleRateLimiter
+  package let limiter: ModuleRateLimiter
   /// The services of ABI 1.1 and 1.2: secure storage, crypto, file export, diagnostics, roles,
   /// and the application's own.
-  public let services: HostServices
+  package let services: HostServices
   /// The threads that serve every worker of this host (their sockets, call rings and output);
   /// ended with the environment, which outlives every worker.
-  public let loop: WorkerLoop
+  package let loop: WorkerLoop
   /// The counters behind `/metrics` (`--metrics`), kept whether or not anything serves them.
-  public let metrics = HostMetrics()
+  package let metrics = HostMetrics()
   /// Modules serving modules between workers: every role channel, the calls in flight, the
   /// cycle and hung verdicts.
   let roleChannels = RoleChannels()
@@ -36,7 +36,7 @@ public final class HostEnvironment: Sendable {
   /// `logs/telemetry.jsonl` (the sink for `host.log` is made by the caller, see `FileLogSink`).
   /// `applicationServices` are the embedding application's own, offered to modules; `loop`
   /// serves the workers.
-  public init(
+  package init(
     stateDirectory: String, log: any LogSink, limits: LogLimits = .standard, exportDirectory: String? = nil,
     quotas: ServiceQuotas = .standard, applicationServices: ApplicationServices = ApplicationServices(),
     loop: WorkerLoop = WorkerLoop()
@@ -75,7 +75,7 @@ public final class HostEnvironment: Sendable {
   }
 
   /// `sandboxes/<moduleID>/` beneath the state directory, as an absolute path.
-  public func sandboxPath(for moduleID: String) -> String {
+  package func sandboxPath(for moduleID: String) -> String {
     if let known = sandboxPaths.withLock({ $0[moduleID] }) { return known }
     let base = PathText.join(stateDirectory, "sandboxes/\(moduleID)")
     let path = URL(fileURLWithPath: base).standardizedFileURL.path
@@ -87,7 +87,7 @@ public final class HostEnvironment: Sendable {
   private let sandboxPaths = Mutex<[String: String]>([:])
 
   /// A line of the host's own (never rate-limited).
-  public func hostLog(
+  package func hostLog(
     _ level: LogLevel, _ message: String, _ metadata: [String: String] = [:], subject: String? = nil,
     file: String = #fileID, line: Int = #line, function: String = #function
   ) {

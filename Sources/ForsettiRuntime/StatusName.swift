@@ -1,8 +1,8 @@
 import CForsetti
 
 /// Names of forsetti.h status codes, for messages.
-public enum StatusName {
-  public static func of(_ s: Int32) -> String {
+package enum StatusName {
+  package static func of(_ s: Int32) -> String {
     switch s {
     case FORSETTI_OK: "FORSETTI_OK"
     case FORSETTI_ERR_INVALID_ARGUMENT: "FORSETTI_ERR_INVALID_ARGUMENT"

@@ -1,4 +1,5 @@
 import ForsettiHost
+import ForsettiRuntime
 import ForsettiTestSupport
 import Foundation
 import Testing

@@ -173,8 +173,8 @@ import Testing
     try store.save(
       .init(products: ["com.v.pro": .init(windows: [.init(state: .on, until: "2999-01-01T00:00:00Z")])]))
     let memory = InMemoryOverrides()
-    let config = HostConfiguration(
-      manifestsDirectory: dir.url("manifests"), stateDirectory: state, inMemoryOverrides: memory)
+    var config = HostConfiguration(manifestsDirectory: dir.url("manifests"), stateDirectory: state)
+    config.inMemoryOverrides = memory
     func now() throws -> EntitlementEvaluation {
       try Judge(config).gateContext(discovered: [paid]).0.entitlement(paid)
     }

@@ -305,9 +305,9 @@ enum RunCommand {
   private static func failure(_ e: ForsettiHostError, _ options: HostOptions) -> CommandFailure {
     switch e {
     case .stateDirectoryUnusable(let path, let reason):
-      .configuration(.directory(option: "state", path: path, reason: reason.description))
-    case .stateDirectoryLocked(let path, let reason):
-      .configuration(.directory(option: "state", path: path, reason: reason.description))
+      .configuration(.directory(option: "state", path: path, reason: reason))
+    case .stateDirectoryLocked(let path, _, let reason):
+      .configuration(.directory(option: "state", path: path, reason: reason))
     case .workerMissing(let path, let why): .configuration(.workerMissing(path: path, reason: why))
     case .judging(let e): HostOptions.failure(e)
     case .controlSocket(_, let reason):

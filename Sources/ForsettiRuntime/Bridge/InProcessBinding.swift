@@ -4,7 +4,7 @@ import ForsettiCore
 extension ModuleBinding {
   /// A binding for a module in this process, served by `environment`.
   /// `serves` is the role it holds, `calls` the roles it consumes (`StartOrder.consumedRoles`).
-  public convenience init(
+  package convenience init(
     moduleID: String, granted: Set<Capability>, serves: DefaultModuleRole? = nil,
     calls: Set<DefaultModuleRole> = [], environment: HostEnvironment
   ) throws(BindingError) {

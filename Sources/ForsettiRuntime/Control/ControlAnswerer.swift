@@ -10,28 +10,28 @@ import Glibc
 ///
 /// Runs on the host's thread (`ControlServer.serve`): a request never races a module's start or
 /// stop.
-public final class ControlAnswerer {
+package final class ControlAnswerer {
   private let host: LiveHost?
   private let judge: Judge
   private let pid: Int32
   private var stateDirectory: String { judge.configuration.stateDirectory }
 
   /// Answers for the running `host` (its judge's state directory) and its `pid`.
-  public init(host: LiveHost, pid: Int32) {
+  package init(host: LiveHost, pid: Int32) {
     self.host = host
     self.judge = host.judge
     self.pid = pid
   }
 
   /// Answers with no host running: from the files, judged by `judge`.
-  public init(files judge: Judge, pid: Int32 = 0) {
+  package init(files judge: Judge, pid: Int32 = 0) {
     self.host = nil
     self.judge = judge
     self.pid = pid
   }
 
   /// The answer to `request`, with the changes it made.
-  public func answer(_ request: ControlRequest) -> ControlResponse {
+  package func answer(_ request: ControlRequest) -> ControlResponse {
     let before = states()
     do throws(ControlFailure) {
       let answer = try compute(request.command)
@@ -44,7 +44,7 @@ public final class ControlAnswerer {
   }
 
   /// The answer document of `command`, or why there is none.
-  public func compute(_ command: ControlCommand) throws(ControlFailure) -> JSONValue {
+  package func compute(_ command: ControlCommand) throws(ControlFailure) -> JSONValue {
     switch command {
     case .status:
       guard let host else {

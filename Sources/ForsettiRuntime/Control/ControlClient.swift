@@ -5,9 +5,9 @@ import Glibc
 /// The client's end of a running host's control socket. Before it sends anything it checks who
 /// listens (SO_PEERCRED): root or the caller's own user, and the pid `STATE/host.lock` names;
 /// anything else is refused unread, so an impostor's socket gets no request and shows nothing.
-public enum ControlClient {
+package enum ControlClient {
   /// What asking came to.
-  public enum Outcome: Sendable, Equatable {
+  package enum Outcome: Sendable, Equatable {
     case answered(ControlResponse)
     /// No host runs on the state directory (no socket, or nobody listening on it).
     case noHost
@@ -16,7 +16,7 @@ public enum ControlClient {
 
   /// Sends `request` to the host running on `stateDirectory` and waits for its answer; while
   /// the host says it is busy, tries again with growing pauses for up to `busyRetry` seconds.
-  public static func ask(
+  package static func ask(
     _ request: ControlRequest, stateDirectory: String, busyRetry: Double = ControlRequest.busyRetry
   ) -> Outcome {
     let giveUp = ControlSocketIO.deadline(in: busyRetry)

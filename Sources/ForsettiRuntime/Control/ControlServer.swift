@@ -12,8 +12,8 @@ import Synchronization
 /// and a few bytes, never a thread. A request read whole gets a thread that waits for the
 /// host's own thread to serve it (`serve`, since it may change modules) and sends the answer
 /// against a deadline of its own.
-public final class ControlServer: Sendable {
-  public let path: String
+package final class ControlServer: Sendable {
+  package let path: String
   private let fd: Int32
   private let pid: Int32
   private let stateDirectory: String
@@ -64,7 +64,7 @@ public final class ControlServer: Sendable {
 
   /// Listens on `STATE/control.sock` (replacing a socket left by a host that is gone: the
   /// caller holds the state directory's `HostLock`). `wake` is called when a request waits.
-  public init(stateDirectory: String, wake: @escaping @Sendable () -> Void) throws(ControlError) {
+  package init(stateDirectory: String, wake: @escaping @Sendable () -> Void) throws(ControlError) {
     let dir = stateDirectory.isEmpty ? "." : stateDirectory
     path = dir + "/control.sock"
     self.stateDirectory = stateDirectory
@@ -106,7 +106,7 @@ public final class ControlServer: Sendable {
 
   /// Serves every waiting request with `handle`, on the calling (the host's) thread; `status`
   /// first, so a slow verb ahead of it does not hold it up.
-  public func serve(_ handle: (ControlRequest) -> ControlResponse) {
+  package func serve(_ handle: (ControlRequest) -> ControlResponse) {
     let waiting = queue.withLock { q in
       defer { q.removeAll() }
       return q
@@ -122,14 +122,14 @@ public final class ControlServer: Sendable {
 
   /// Asks the host from another of its own threads (the debug screen's server), as a socket
   /// client would: waits until the host's thread has served it, or the answer timeout.
-  public func ask(_ request: ControlRequest) -> ControlResponse {
+  package func ask(_ request: ControlRequest) -> ControlResponse {
     guard !stopped.load(ordering: .acquiring) else { return stopping }
     return wait(for: request)
   }
 
   /// Stops listening and removes the socket if it still is the one this server made; clients
   /// still being served get their answers.
-  public func stop() {
+  package func stop() {
     guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
     if let made, FileIdentity(path: path) == made { unlink(path) }
     shutdown(fd, Int32(SHUT_RDWR))

@@ -3,20 +3,20 @@ import ForsettiCore
 /// What a control answer is computed from: a judge (the running host's own, with its in-memory
 /// overrides, or a fresh one over the files when no host runs), the modules' run states and the
 /// health they reported (known only to a running host).
-public struct ControlView: Sendable {
-  public var judge: Judge
+package struct ControlView: Sendable {
+  package var judge: Judge
   /// nil: no host has published run states.
-  public var run: RunStates?
+  package var run: RunStates?
   /// nil: nobody knows (no running host answers).
-  public var health: [String: ModuleHealth]?
+  package var health: [String: ModuleHealth]?
   /// Whether the in-memory overrides are the answering host's (false on the files).
-  public var inMemoryKnown: Bool
+  package var inMemoryKnown: Bool
   /// The modules serving a role in the answering host, and their load (`RoleServingReport`);
   /// empty on the files.
-  public var serving: [String: JSONValue] = [:]
+  package var serving: [String: JSONValue] = [:]
 
   /// A view of what `judge` judges, with these run states and reports.
-  public init(judge: Judge, run: RunStates?, health: [String: ModuleHealth]?, inMemoryKnown: Bool) {
+  package init(judge: Judge, run: RunStates?, health: [String: ModuleHealth]?, inMemoryKnown: Bool) {
     self.judge = judge
     self.run = run
     self.health = health
@@ -24,7 +24,7 @@ public struct ControlView: Sendable {
   }
 
   /// The view with no host: a fresh judge over the files, and what the last host published.
-  public static func files(_ judge: Judge) throws(ControlFailure) -> ControlView {
+  package static func files(_ judge: Judge) throws(ControlFailure) -> ControlView {
     let run: RunStates?
     do { run = try RunStates.published(stateDirectory: judge.configuration.stateDirectory) } catch {
       throw ControlFailure.judging(error)
@@ -33,12 +33,12 @@ public struct ControlView: Sendable {
   }
 
   /// The state directory the judge reads.
-  public var stateDirectory: String { judge.configuration.stateDirectory }
+  package var stateDirectory: String { judge.configuration.stateDirectory }
 }
 
 extension ControlFailure {
   /// A judging failure (an input missing or malformed) as an answer's failure.
-  public static func judging(_ e: JudgeError) -> ControlFailure { ControlFailure(.failed, e.description) }
+  package static func judging(_ e: JudgeError) -> ControlFailure { ControlFailure(.failed, e.description) }
 
   /// No manifest declares `id`, with the closest ID that one does.
   static func noModule(_ id: String, among known: [String], manifests: String) -> ControlFailure {

@@ -8,15 +8,15 @@ import Glibc
 /// (an environment carried over by `sudo -E` names another user's directory, which is then
 /// ignored), else root's `/var/lib/forsetti` (what the systemd unit uses, writable by root
 /// alone), else `~/.local/state/forsetti`, as the XDG base directory rules put a user's state.
-public enum DefaultStateDirectory {
+package enum DefaultStateDirectory {
   /// How `--help` and the manual say it.
-  public static let described =
+  package static let described =
     "$XDG_STATE_HOME/forsetti if that directory is yours, else /var/lib/forsetti as root, else ~/.local/state/forsetti"
 
   /// The rule: `$XDG_STATE_HOME/forsetti` when that is absolute (the XDG rule ignores a relative
   /// one) and owned by the caller (`xdgStateHomeOwner`, nil when it does not exist), else root's
   /// system directory, else `HOME/.local/state/forsetti`.
-  public static func path(
+  package static func path(
     effectiveUID: UInt32, xdgStateHome: String?, xdgStateHomeOwner: UInt32?, home: String
   ) -> String {
     if let x = xdgStateHome, x.hasPrefix("/"), xdgStateHomeOwner == effectiveUID {
@@ -28,7 +28,7 @@ public enum DefaultStateDirectory {
 
   /// This process's default: its effective uid, its environment, and its home as the user
   /// database says when `HOME` is unset or relative.
-  public static var current: String {
+  package static var current: String {
     let uid = geteuid()
     let xdg = getenv("XDG_STATE_HOME").map { String(cString: $0) }
     var owner: UInt32?

@@ -3,20 +3,20 @@ import Glibc
 /// One host per state directory: `STATE/host.lock`, held with `flock` for the host's life (the
 /// kernel lets go when the process ends, however it ends) and holding the holder's pid. A host
 /// takes it in the directory it holds (`StateDirectoryHold`), not at whatever the path names.
-public final class HostLock: Sendable {
+package final class HostLock: Sendable {
   private let fd: Int32
-  public let path: String
+  package let path: String
 
   /// Why the lock could not be taken.
-  public enum LockError: Error, Sendable, Equatable, CustomStringConvertible {
+  package enum LockError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Another host holds it: its pid, as it wrote it.
     case held(pid: Int32?, path: String)
     case io(path: String, errno: Int32)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .held(let pid, let path):
-        "another host\(pid.map { " (pid \($0))" } ?? "") is running on \(Self.directory(of: path)); stop it first, or give this one another --state"
+        "another host\(pid.map { " (pid \($0))" } ?? "") is running on \(Self.directory(of: path)); stop it first, or give this one another state directory"
       case .io(let path, let e): "\(path): \(String(cString: strerror(e)))"
       }
     }
@@ -27,14 +27,14 @@ public final class HostLock: Sendable {
   }
 
   /// Takes the lock of `stateDirectory`, or says who holds it.
-  public convenience init(stateDirectory: String) throws(LockError) {
+  package convenience init(stateDirectory: String) throws(LockError) {
     try self.init(path: (stateDirectory.isEmpty ? "." : stateDirectory) + "/host.lock", in: AT_FDCWD)
   }
 
   /// Takes the lock of the directory `hold` holds, whatever is at its path now: `host.lock` is
   /// opened in the open directory, so a directory swapped in under the same name between the
   /// hold and the lock is never locked for this host (a host on it takes its own lock).
-  public convenience init(in hold: StateDirectoryHold) throws(LockError) {
+  package convenience init(in hold: StateDirectoryHold) throws(LockError) {
     try self.init(path: hold.path + "/host.lock", in: hold.fd)
   }
 

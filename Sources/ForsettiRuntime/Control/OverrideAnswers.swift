@@ -4,7 +4,7 @@ import FoundationEssentials
 /// The `override` answers: the persisted override and time-frame windows of a module or
 /// product (written in one `StateTransaction`), the running host's in-memory override, and the
 /// listing of every provider's entries with the one that decides now.
-public enum OverrideAnswers {
+package enum OverrideAnswers {
   /// `override module|product ID on|off|clear [--from T] [--until T] [--persisted|--windows]`.
   static func set(_ order: OverrideOrder, stateDirectory: String) throws(ControlFailure) -> JSONValue {
     guard let channel = OverrideChannel(rawValue: order.channel) else {
@@ -128,7 +128,7 @@ public enum OverrideAnswers {
 
   /// `override list`: every provider's entries per channel and ID, and which decides now;
   /// `inMemory` nil when no running host answers (nobody knows them).
-  public static func listing(stateDirectory: String, inMemory: InMemoryOverrides.Tables?)
+  package static func listing(stateDirectory: String, inMemory: InMemoryOverrides.Tables?)
     throws(ControlFailure)
     -> JSONValue
   {
@@ -157,7 +157,7 @@ public enum OverrideAnswers {
   }
 
   /// The listing of `content` (and a running host's in-memory overrides) at `now`.
-  public static func listingJSON(
+  package static func listingJSON(
     content: OverrideStore.Content, inMemory: InMemoryOverrides.Tables?, now: Instant
   )
     -> JSONValue
@@ -200,11 +200,11 @@ public enum OverrideAnswers {
   }
 
   /// Where a window stands at an instant.
-  public enum WindowStatus: String {
+  package enum WindowStatus: String {
     case inEffect, notYet, ended
 
     /// How the listing says it.
-    public var text: String {
+    package var text: String {
       switch self {
       case .inEffect: "in effect"
       case .notYet: "not yet in effect"

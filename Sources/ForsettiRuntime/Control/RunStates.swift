@@ -2,23 +2,23 @@ import ForsettiCore
 
 /// The modules' run states a control answer shows: the answering host's own, or what the last
 /// host on the state directory published (`runtime.json`) when none answers.
-public struct RunStates: Sendable {
-  public var pid: Int32
-  public var alive: Bool
+package struct RunStates: Sendable {
+  package var pid: Int32
+  package var alive: Bool
   /// moduleID → state name and reason code.
-  public var states: [String: (state: String, reason: String?)]
+  package var states: [String: (state: String, reason: String?)]
   /// moduleID → the version of the module running (not of its manifest file now).
-  public var versions: [String: String] = [:]
+  package var versions: [String: String] = [:]
 
   /// The states of the host `pid`, running or not.
-  public init(pid: Int32, alive: Bool, states: [String: (state: String, reason: String?)]) {
+  package init(pid: Int32, alive: Bool, states: [String: (state: String, reason: String?)]) {
     self.pid = pid
     self.alive = alive
     self.states = states
   }
 
   /// The running host's own: its records as they are now.
-  public static func live(_ records: [ModuleRecord], pid: Int32) -> RunStates {
+  package static func live(_ records: [ModuleRecord], pid: Int32) -> RunStates {
     var states: [String: (state: String, reason: String?)] = [:]
     for r in records {
       guard let id = r.moduleID else { continue }
@@ -32,7 +32,7 @@ public struct RunStates: Sendable {
   }
 
   /// What the last host published in `stateDirectory`; nil when nothing was.
-  public static func published(stateDirectory: String) throws(JudgeError) -> RunStates? {
+  package static func published(stateDirectory: String) throws(JudgeError) -> RunStates? {
     let path = RuntimeStateFile.runtimePath(stateDirectory)
     guard let value = try Judge.readJSON(path, setting: "state", missingOK: true),
       let root = value.objectValue, let pid = root["pid"]?.integerValue.flatMap(Int32.init(exactly:))

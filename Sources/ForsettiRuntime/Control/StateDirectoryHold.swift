@@ -10,11 +10,11 @@ import Synchronization
 /// remove its control socket). So the host's own files are reached through the open directory
 /// (`within`), and the host notices the path no longer naming it (`check`, and inotify on the
 /// directory and on its parent) and stops (`RunCommand`).
-public final class StateDirectoryHold: Sendable {
+package final class StateDirectoryHold: Sendable {
   /// The path given at start (`--state`), as the host names it in messages.
-  public let path: String
+  package let path: String
   /// The directory, open for the host's life (O_CLOEXEC: no worker inherits it).
-  public let fd: Int32
+  package let fd: Int32
   private let device: UInt64
   private let inode: UInt64
   /// Whether `/proc/self/fd/N` leads to the directory (it does wherever /proc is mounted).
@@ -33,7 +33,7 @@ public final class StateDirectoryHold: Sendable {
   private let stopped = Atomic<Bool>(false)
 
   /// How the path stopped naming the held directory.
-  public enum Replacement: Sendable, Equatable {
+  package enum Replacement: Sendable, Equatable {
     /// Nothing is at the path: the directory was moved away or removed.
     case gone
     /// Something else is at the path: another directory (or a file, or a symbolic link to one).
@@ -41,10 +41,10 @@ public final class StateDirectoryHold: Sendable {
   }
 
   /// Why the directory could not be held.
-  public enum HoldError: Error, Sendable, Equatable, CustomStringConvertible {
+  package enum HoldError: Error, Sendable, Equatable, CustomStringConvertible {
     case open(path: String, errno: Int32)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .open(let p, let e): "\(p): cannot open the state directory: \(String(cString: strerror(e)))"
       }
@@ -53,7 +53,7 @@ public final class StateDirectoryHold: Sendable {
 
   /// Opens `path` (following a symbolic link, as every other use of it did) and starts watching
   /// for it to be moved away or replaced.
-  public init(path: String) throws(HoldError) {
+  package init(path: String) throws(HoldError) {
     let dir = path.isEmpty ? "." : path
     let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw .open(path: dir, errno: errno) }
@@ -86,17 +86,17 @@ public final class StateDirectoryHold: Sendable {
   /// (`/proc/self/fd/N/name`): a file opened, written or renamed through it lands in this
   /// directory, never in one put at `path` later. Without /proc, `path/name` (then only the
   /// checks guard it).
-  public func within(_ name: String) -> String {
+  package func within(_ name: String) -> String {
     throughProc ? "/proc/self/fd/\(fd)/\(name)" : PathText.join(path, name)
   }
 
   /// What was noticed so far, without looking again.
-  public var replacement: Replacement? { noticed.withLock { $0 } }
+  package var replacement: Replacement? { noticed.withLock { $0 } }
 
   /// Looks at `path` again: nil while it still names the held directory. The first time it does
   /// not, the hold remembers it for good and calls the `whenReplaced` handler.
   @discardableResult
-  public func check() -> Replacement? {
+  package func check() -> Replacement? {
     if let r = replacement { return r }
     var st = stat()
     let found: Replacement?
@@ -119,13 +119,13 @@ public final class StateDirectoryHold: Sendable {
 
   /// Calls `handler` (on any thread) once the path is noticed no longer naming the directory;
   /// at once if it was already.
-  public func whenReplaced(_ handler: @escaping @Sendable (Replacement) -> Void) {
+  package func whenReplaced(_ handler: @escaping @Sendable (Replacement) -> Void) {
     onReplacement.withLock { $0 = handler }
     if let r = replacement { handler(r) }
   }
 
   /// The host's line for `r`: the path, what happened, and where the held directory is now.
-  public func describe(_ r: Replacement) -> String {
+  package func describe(_ r: Replacement) -> String {
     let what =
       switch r {
       case .gone: "was moved away or removed"
@@ -136,7 +136,7 @@ public final class StateDirectoryHold: Sendable {
   }
 
   /// Where the held directory is now, as the kernel names it (`… (deleted)` once removed).
-  public var currentLocation: String? {
+  package var currentLocation: String? {
     guard throughProc else { return nil }
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
     let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
@@ -145,7 +145,7 @@ public final class StateDirectoryHold: Sendable {
   }
 
   /// Stops watching (the checks still answer).
-  public func stop() {
+  package func stop() {
     guard stopWrite >= 0, !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
     var one: UInt8 = 1
     _ = write(stopWrite, &one, 1)

@@ -1,12 +1,12 @@
 import ForsettiCore
 
 /// The JSON forms of gate results: the one builder every verb and every control answer uses.
-public enum TraceJSON {
+package enum TraceJSON {
   /// One gate step: its verdict, reason code and the inputs that decided it (`detail`).
-  public static func entry(_ e: GateEntry) -> JSONValue { TraceStep(e).json }
+  package static func entry(_ e: GateEntry) -> JSONValue { TraceStep(e).json }
 
   /// A module's verdict with its whole trace.
-  public static func judgement(_ j: ModuleJudgement) -> JSONValue {
+  package static func judgement(_ j: ModuleJudgement) -> JSONValue {
     .object(
       JSONObject([
         ("file", .string(j.file)), ("moduleID", .string(orNull: j.moduleID)),
@@ -18,7 +18,7 @@ public enum TraceJSON {
   /// A module's verdict and, when blocked, the step that blocked it and why (`step`, `detail`;
   /// null when it passed): what `check --json` prints unless asked for the whole trace, whose
   /// pass lines are most of its bytes and of its cost.
-  public static func verdict(_ j: ModuleJudgement) -> JSONValue {
+  package static func verdict(_ j: ModuleJudgement) -> JSONValue {
     let failure = j.trace.firstFailure
     return .object(
       JSONObject([

@@ -5,9 +5,9 @@ import ForsettiCore
 /// host's own, so its in-memory overrides decide as they do for it), with the whole gate trace,
 /// the override that decided its entitlement when one did, its run state and reported health.
 /// The command line prints these documents for `--json` and renders its text from them.
-public enum VerdictAnswers {
+package enum VerdictAnswers {
   /// `list`: every module.
-  public static func list(_ view: ControlView) throws(ControlFailure) -> ListAnswer {
+  package static func list(_ view: ControlView) throws(ControlFailure) -> ListAnswer {
     let v = try verdicts(view, laterSteps: "list does not load modules")
     var answer = ListAnswer(
       modules: v.judgements.map { verdict($0, v.context, view) },
@@ -23,7 +23,7 @@ public enum VerdictAnswers {
   }
 
   /// `explain`: one module, by ID or manifest file name.
-  public static func explain(_ view: ControlView, module wanted: String) throws(ControlFailure)
+  package static func explain(_ view: ControlView, module wanted: String) throws(ControlFailure)
     -> ExplainAnswer
   {
     let v = try verdicts(view, laterSteps: "explain does not load modules")

@@ -6,24 +6,24 @@ import Glibc
 /// (`module.so+0x1139`, with the file's build ID) with its function and `file.c:LINE` where the
 /// file says (DWARF, else the nearest symbol). Written by `CrashSymbolizer` from a
 /// `CrashCapture`; kept by `CrashStore`, shown by the log, `explain` and `crashes`.
-public struct CrashReport: Sendable, Hashable {
-  public var moduleID: String
+package struct CrashReport: Sendable, Hashable {
+  package var moduleID: String
   /// Seconds since the epoch.
-  public var time: Int64
-  public var signal: Int32
-  public var code: Int32
-  public var address: UInt64
+  package var time: Int64
+  package var signal: Int32
+  package var code: Int32
+  package var address: UInt64
   /// `module.so+0x0` of the faulting address, or nil when no file holds it (NULL, the heap).
-  public var addressPlace: String?
-  public var frames: [CrashFrame]
+  package var addressPlace: String?
+  package var frames: [CrashFrame]
   /// What could not be done (no libdw, a file not symbolized), said once.
-  public var notes: [String] = []
+  package var notes: [String] = []
 
   /// "SIGSEGV (Segmentation fault)".
-  public var signalName: String { "\(signalLabel) (\(String(cString: strsignal(signal))))" }
+  package var signalName: String { "\(signalLabel) (\(String(cString: strsignal(signal))))" }
 
   /// What the signal's code says of its cause.
-  public var cause: String {
+  package var cause: String {
     switch (signal, code) {
     case (_, 0): "sent by a process (kill)"
     case (_, -6): "raised by the process itself (raise, abort)"
@@ -45,11 +45,11 @@ public struct CrashReport: Sendable, Hashable {
   }
 
   /// The first frame in the module's own code, else the first: where a vendor looks.
-  public var topFrame: CrashFrame? { frames.first { $0.owner == .module } ?? frames.first }
+  package var topFrame: CrashFrame? { frames.first { $0.owner == .module } ?? frames.first }
 
   /// One line for the log: "SIGSEGV at 0x0, address not mapped, in parse_header (crashy.c:4)
   /// ← vendor_handle_packet (crashy.c:8)".
-  public var summary: String {
+  package var summary: String {
     let at = "at 0x\(String(address, radix: 16))\(addressPlace.map { " (\($0))" } ?? "")"
     let top = frames.isEmpty ? "" : ", in \(chain)"
     return "\(signalLabel) \(at), \(cause)\(top)"
@@ -59,24 +59,24 @@ public struct CrashReport: Sendable, Hashable {
   /// frames of a Swift trap or glibc's of an abort) up to where the host's code begins (the
   /// worker calling `start`), five at most — "parse_header (crashy.c:4) ← vendor_handle_packet
   /// (crashy.c:8)"; the first frame when none is the module's.
-  public var chain: String {
+  package var chain: String {
     let fromModule = frames.drop { $0.owner != .module }
     let shown = fromModule.prefix { $0.owner != .host }.prefix(5)
     return (shown.isEmpty ? frames.prefix(1) : shown).map(\.short).joined(separator: " ← ")
   }
 
   /// The signal's name alone ("SIGSEGV"), the `signal` label of `forsetti_module_crashes_total`.
-  public var signalLabel: String { WorkerEnding.signalName(signal) }
+  package var signalLabel: String { WorkerEnding.signalName(signal) }
 
   /// The log record's fields (the journal's `FORSETTI_SIGNAL`, `FORSETTI_FRAMES`): the signal,
   /// and the frames, one per line, as `crashes` prints them.
-  public var fields: [String: String] {
+  package var fields: [String: String] {
     ["signal": signalLabel, "frames": frames.prefix(16).map(\.line).joined(separator: "\n")]
   }
 
   /// The whole report, as `crashes` and `explain` print it (every text through the module-text
   /// rule: a function name is the vendor's).
-  public var text: String {
+  package var text: String {
     var lines = [
       "\(moduleID): \(signalName), \(cause)",
       "  address 0x\(String(address, radix: 16))\(addressPlace.map { " in \($0)" } ?? " (in no file)")",
@@ -86,7 +86,7 @@ public struct CrashReport: Sendable, Hashable {
     return lines.map(ModuleText.visible).joined(separator: "\n")
   }
 
-  public var json: JSONValue {
+  package var json: JSONValue {
     .object(
       JSONObject([
         ("moduleID", .string(moduleID)), ("time", .number(String(time))), ("signal", .number(String(signal))),
@@ -98,7 +98,7 @@ public struct CrashReport: Sendable, Hashable {
   }
 
   /// A report read back from its JSON (`CrashStore`); nil when it is not one.
-  public init?(json v: JSONValue) {
+  package init?(json v: JSONValue) {
     guard let o = v.objectValue, let id = o["moduleID"]?.stringValue, let time = o["time"]?.integerValue,
       let signal = o["signal"]?.integerValue, let code = o["code"]?.integerValue,
       let address = o["address"]?.stringValue.flatMap({ UInt64($0.dropFirst(2), radix: 16) }),
@@ -114,7 +114,7 @@ public struct CrashReport: Sendable, Hashable {
     self.notes = o["notes"]?.arrayValue?.compactMap(\.stringValue) ?? []
   }
 
-  public init(
+  package init(
     moduleID: String, time: Int64, signal: Int32, code: Int32, address: UInt64, addressPlace: String?,
     frames: [CrashFrame], notes: [String] = []
   ) {
@@ -130,9 +130,9 @@ public struct CrashReport: Sendable, Hashable {
 }
 
 /// One frame of a crash report.
-public struct CrashFrame: Sendable, Hashable {
+package struct CrashFrame: Sendable, Hashable {
   /// Whose code a frame is in.
-  public enum Owner: String, Sendable, Hashable {
+  package enum Owner: String, Sendable, Hashable {
     /// The module's file, or a library it ships.
     case module
     /// The host's: the worker, the Swift runtime.
@@ -143,27 +143,27 @@ public struct CrashFrame: Sendable, Hashable {
     case unknown
   }
 
-  public var pc: UInt64
+  package var pc: UInt64
   /// The file's name (`crashy.so`), or nil when no file the host knows holds the address.
-  public var object: String?
-  public var offset: UInt64
-  public var buildID: String?
+  package var object: String?
+  package var offset: UInt64
+  package var buildID: String?
   /// The function (demangled), or nil.
-  public var function: String?
+  package var function: String?
   /// `crashy.c:12`, or nil without DWARF.
-  public var source: String?
+  package var source: String?
   /// A frame inlined into the next one (the same address).
-  public var inlined = false
-  public var owner: Owner
+  package var inlined = false
+  package var owner: Owner
 
   /// "parse_header (crashy.c:12)".
-  public var short: String {
+  package var short: String {
     (function ?? "0x\(String(pc, radix: 16))") + (source.map { " (\($0))" } ?? "")
   }
 
   /// "crashy.so+0x1139 parse_header (crashy.c:12) [build-id 1a2b…] inlined", with the owner
   /// when it is not the module.
-  public var line: String {
+  package var line: String {
     var out = object.map { "\($0)+0x\(String(offset, radix: 16))" } ?? "0x\(String(pc, radix: 16))"
     if let function { out += " \(function)" }
     if let source { out += " (\(source))" }
@@ -174,7 +174,7 @@ public struct CrashFrame: Sendable, Hashable {
     return out
   }
 
-  public var json: JSONValue {
+  package var json: JSONValue {
     .object(
       JSONObject([
         ("pc", .string("0x\(String(pc, radix: 16))")), ("object", .string(orNull: object)),
@@ -198,7 +198,7 @@ public struct CrashFrame: Sendable, Hashable {
     owner = o["owner"]?.stringValue.flatMap(Owner.init(rawValue:)) ?? .unknown
   }
 
-  public init(
+  package init(
     pc: UInt64, object: String?, offset: UInt64, buildID: String?, function: String?, source: String?,
     inlined: Bool = false, owner: Owner
   ) {

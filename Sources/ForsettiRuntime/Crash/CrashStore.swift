@@ -4,18 +4,18 @@ import Glibc
 /// The last crash reports of each module, kept under the state directory so a vendor's report
 /// outlives the host: `STATE/crashes/<moduleID>/<time>-<n>.json`, the newest `kept` per module
 /// (older ones removed as a new one is written). Read by `explain` and `crashes`.
-public struct CrashStore: Sendable {
-  public let directory: String
+package struct CrashStore: Sendable {
+  package let directory: String
   /// Reports kept per module.
-  public static let kept = 10
+  package static let kept = 10
   /// A report file read at most (a file someone else put there is not read whole).
   static let readLimit = 1 << 20
 
-  public init(stateDirectory: String) { directory = PathText.join(stateDirectory, "crashes") }
+  package init(stateDirectory: String) { directory = PathText.join(stateDirectory, "crashes") }
 
   /// Writes `report` and removes its module's oldest beyond `kept`; false when it could not.
   @discardableResult
-  public func save(_ report: CrashReport) -> Bool {
+  package func save(_ report: CrashReport) -> Bool {
     let dir = PathText.join(directory, report.moduleID)
     mkdir(directory, 0o700)
     mkdir(dir, 0o700)
@@ -47,18 +47,18 @@ public struct CrashStore: Sendable {
   }
 
   /// Every module with a report kept, sorted.
-  public var modules: [String] {
+  package var modules: [String] {
     (PlainFiles.names(in: directory) ?? []).filter { !$0.hasPrefix(".") }.sorted()
   }
 
   /// The reports of `moduleID`, oldest first (a file that is not a report is passed by).
-  public func reports(of moduleID: String) -> [CrashReport] {
+  package func reports(of moduleID: String) -> [CrashReport] {
     files(of: moduleID).compactMap { report(moduleID, $0) }
   }
 
   /// The newest report of `moduleID`: the newest file that is one, the others not read (`list`
   /// asks this of every module).
-  public func latest(_ moduleID: String) -> CrashReport? {
+  package func latest(_ moduleID: String) -> CrashReport? {
     files(of: moduleID).reversed().lazy.compactMap { report(moduleID, $0) }.first
   }
 

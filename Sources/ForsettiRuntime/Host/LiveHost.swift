@@ -14,13 +14,13 @@ import Synchronization
 ///
 /// Driven from one thread: `start`, then `process` each time `wake` (given at `init`) was called
 /// or `nextDue` came, then `stop`.
-public final class LiveHost {
-  public let judge: Judge
-  public let manager: ModuleManager
+package final class LiveHost {
+  package let judge: Judge
+  package let manager: ModuleManager
   /// Each reload of `dev`, as it happens.
-  public var onReload: (ReloadReport) -> Void = { _ in }
+  package var onReload: (ReloadReport) -> Void = { _ in }
   /// Each change a round made: a module whose state changed, then the UI surface if it did.
-  public var onChange: (HostChange) -> Void = { _ in }
+  package var onChange: (HostChange) -> Void = { _ in }
   private var lastStates: [String: ModuleState] = [:]
   private var lastSurface = Surface.compose([:])
   /// The policy problem last told in the log (`tellPolicyProblem`).
@@ -29,17 +29,7 @@ public final class LiveHost {
   private var warnedRoleless: Set<String> = []
 
   /// Hot reload: watch manifests and binaries, reload what changes.
-  public struct Development: Sendable {
-    /// A new version that ends within this many seconds of its start is rolled back.
-    public var grace: Double
-    /// Changes closer together than this many seconds make one reload.
-    public var debounce: Double
-
-    public init(grace: Double, debounce: Double) {
-      self.grace = grace
-      self.debounce = debounce
-    }
-  }
+  package typealias Development = DevelopmentSettings
 
   private let development: Development?
   /// How long file changes must settle before they count (`dev`'s setting, else 0.1 s).
@@ -68,7 +58,7 @@ public final class LiveHost {
     var activation: ActivationState?
   }
 
-  public init(
+  package init(
     judge: Judge, manager: ModuleManager, development: Development? = nil,
     wake: @escaping @Sendable () -> Void
   ) {
@@ -80,13 +70,13 @@ public final class LiveHost {
   }
 
   /// The files whose change can change a verdict, in the state directory and beside it.
-  public static let stateFiles: Set<String> = [
+  package static let stateFiles: Set<String> = [
     "approvals.json", "overrides.json", "activation.json", "quarantine.json",
   ]
 
   /// Watches what it judges by, then judges and starts what should run. Watching begins first,
   /// so no change made meanwhile is missed.
-  public func start() throws(JudgeError) {
+  package func start() throws(JudgeError) {
     try watch()
     warnRoleless()
     let verdicts = try judgeAll()
@@ -97,14 +87,14 @@ public final class LiveHost {
 
   /// When the host next wants `process` without being woken (a restart, a time edge, a burst of
   /// file changes settling).
-  public var nextDue: ContinuousClock.Instant? {
+  package var nextDue: ContinuousClock.Instant? {
     [manager.nextRestart, nextEdge, files.due(after: debounce)].compactMap { $0 }
       .min()
   }
 
   /// Handles what happened since the last call: worker exits and due restarts, then, if a file
   /// or an instant may have changed a verdict, judges again and converges.
-  public func process() {
+  package func process() {
     // Supervision's state files are written after the round (its own writes them too, unchanged
     // bytes are not written again): building them first cost a reload about a tenth of its time.
     manager.superviseOnce(persisting: false)
@@ -228,7 +218,7 @@ public final class LiveHost {
 
   /// Judges everything again and converges; a judging failure (a malformed approvals.json, say)
   /// changes nothing and is reported.
-  public func reconcile(changed: Set<String> = [], since: ContinuousClock.Instant = .now) {
+  package func reconcile(changed: Set<String> = [], since: ContinuousClock.Instant = .now) {
     defer { announce() }
     do throws(JudgeError) {
       let verdicts = try judgeAll()
@@ -242,7 +232,7 @@ public final class LiveHost {
 
   /// Reloads module `id` now, from its files as they are (an operator's `reload ID`): the same
   /// transitions as a reload under `dev`, whatever changed. nil when no manifest declares `id`.
-  public func reload(_ id: String) throws(JudgeError) -> [ReloadReport]? {
+  package func reload(_ id: String) throws(JudgeError) -> [ReloadReport]? {
     defer { announce() }
     let verdicts = try judgeAll()
     guard let j = verdicts.judgements.first(where: { $0.moduleID == id }) else { return nil }
@@ -270,7 +260,7 @@ public final class LiveHost {
   }
 
   /// Stops every module, last started first, and the watching.
-  public func stop() {
+  package func stop() {
     for w in watchers { w.stop() }
     watchers.removeAll()
     delivered.watcher?.stop()
@@ -429,14 +419,6 @@ public final class LiveHost {
       manager.environment.hostLog(.warning, "delivered trust files are not watched: \(failure)")
     }
   }
-}
-
-/// What `LiveHost.onChange` reports.
-public enum HostChange: Sendable {
-  /// A module's record after its state changed.
-  case module(ModuleRecord)
-  /// The composed UI surface after it changed.
-  case surface(Surface)
 }
 
 /// Set by a watcher thread, taken by the host's loop.

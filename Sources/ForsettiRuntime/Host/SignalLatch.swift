@@ -5,10 +5,10 @@ import CForsettiSys
 /// Dispatch installs its handler when the source is registered, on its own thread, some time
 /// after `resume`; a signal ignored (SIG_IGN) or left at its default meanwhile is lost or kills
 /// the process. The latch is a handler that only remembers the signal came.
-public enum SignalLatch {
+package enum SignalLatch {
   /// Installs the latch as `signal`'s handler.
-  public static func install(_ signal: Int32) { _ = forsetti_signal_latch(signal) }
+  package static func install(_ signal: Int32) { _ = forsetti_signal_latch(signal) }
 
   /// Whether `signal` came while the latch was its handler.
-  public static func caught(_ signal: Int32) -> Bool { forsetti_signal_latched(signal) != 0 }
+  package static func caught(_ signal: Int32) -> Bool { forsetti_signal_latched(signal) != 0 }
 }

@@ -20,7 +20,7 @@ public struct CPUShares: Sendable, Equatable {
   /// thousand CPUs, past which a ceiling means nothing.
   public static let maxPercentRange = 1...100_000
   /// The CFS bandwidth period the ceiling is a quota of, in microseconds (the kernel's default).
-  public static let periodMicroseconds = 100_000
+  package static let periodMicroseconds = 100_000
 
   /// Every module at the standard weight, without a ceiling.
   public init() {}
@@ -35,10 +35,10 @@ public struct CPUShares: Sendable, Equatable {
   public var namedModules: Set<String> { Set(weights.keys).union(maxPercents.keys) }
 
   /// v1 `cpu.shares` for a v2 weight, as systemd maps `CPUWeight=`: 100 is 1024.
-  public static func v1Shares(weight: Int) -> Int { weight * 1024 / 100 }
+  package static func v1Shares(weight: Int) -> Int { weight * 1024 / 100 }
 
   /// The quota in microseconds per `periodMicroseconds` for a ceiling in percent of one CPU.
-  public static func quotaMicroseconds(percent: Int) -> Int { percent * periodMicroseconds / 100 }
+  package static func quotaMicroseconds(percent: Int) -> Int { percent * periodMicroseconds / 100 }
 
   /// Sets one `--cpu-weight` value: `N` (every module) or `MODULE_ID=N`.
   public mutating func setWeight(_ text: String) throws(CPUSharesError) {

@@ -2,7 +2,7 @@ import Glibc
 
 /// Why the host cannot give its workers a cgroup, or why an operation on one failed, in words an
 /// operator can act on.
-public enum CgroupError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum CgroupError: Error, Sendable, Equatable, CustomStringConvertible {
   /// Neither a v1 hierarchy with the controller nor a cgroup2 filesystem is mounted.
   case notMounted(CgroupController)
   /// The controller belongs to a v1 hierarchy (the host's cgroup `path` in it) not mounted here.
@@ -28,7 +28,7 @@ public enum CgroupError: Error, Sendable, Equatable, CustomStringConvertible {
   /// Any other failed file operation, with its errno.
   case file(CgroupFileError)
 
-  public var description: String {
+  package var description: String {
     switch self {
     case .notMounted(let c):
       return

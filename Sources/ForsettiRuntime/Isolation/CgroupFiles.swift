@@ -2,7 +2,7 @@ import Glibc
 
 /// Every effect of cgroup management, so that a test can stand a temporary directory laid out
 /// like a cgroup filesystem (with the kernel's rules played by the test) in for the real one.
-public protocol CgroupFiles: Sendable {
+package protocol CgroupFiles: Sendable {
   /// The whole text of a file (an interface file, `/proc/self/cgroup`, `/proc/swaps`).
   func read(_ path: String) throws(CgroupFileError) -> String
   /// Writes `text` in one `write(2)`, as cgroup interface files require.
@@ -26,30 +26,30 @@ public protocol CgroupFiles: Sendable {
 }
 
 /// A failed file operation on a cgroup filesystem: what, where, and the errno.
-public struct CgroupFileError: Error, Sendable, Equatable, CustomStringConvertible {
-  public var operation: String
-  public var path: String
-  public var code: Int32
+package struct CgroupFileError: Error, Sendable, Equatable, CustomStringConvertible {
+  package var operation: String
+  package var path: String
+  package var code: Int32
 
   /// `operation` on `path` failed with errno `code`.
-  public init(_ operation: String, _ path: String, code: Int32) {
+  package init(_ operation: String, _ path: String, code: Int32) {
     self.operation = operation
     self.path = path
     self.code = code
   }
 
-  public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+  package var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
 }
 
 /// The kernel's cgroup filesystems, through plain system calls.
-public struct KernelCgroupFiles: CgroupFiles {
+package struct KernelCgroupFiles: CgroupFiles {
   /// Interface files are small; this bounds a read of a file that is not one.
   private static let maximumRead = 1 << 20
 
   /// The kernel's files, as this process sees them.
-  public init() {}
+  package init() {}
 
-  public func read(_ path: String) throws(CgroupFileError) -> String {
+  package func read(_ path: String) throws(CgroupFileError) -> String {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw CgroupFileError("open", path, code: errno) }
     defer { close(fd) }
@@ -67,7 +67,7 @@ public struct KernelCgroupFiles: CgroupFiles {
     return String(decoding: out, as: UTF8.self)
   }
 
-  public func write(_ path: String, _ text: String) throws(CgroupFileError) {
+  package func write(_ path: String, _ text: String) throws(CgroupFileError) {
     let fd = open(path, O_WRONLY | O_CLOEXEC)
     guard fd >= 0 else { throw CgroupFileError("open", path, code: errno) }
     defer { close(fd) }
@@ -82,17 +82,17 @@ public struct KernelCgroupFiles: CgroupFiles {
     }
   }
 
-  public func makeDirectory(_ path: String) throws(CgroupFileError) {
+  package func makeDirectory(_ path: String) throws(CgroupFileError) {
     guard mkdir(path, 0o755) == 0 else { throw CgroupFileError("mkdir", path, code: errno) }
   }
 
-  public func removeDirectory(_ path: String) throws(CgroupFileError) {
+  package func removeDirectory(_ path: String) throws(CgroupFileError) {
     guard rmdir(path) == 0 else { throw CgroupFileError("rmdir", path, code: errno) }
   }
 
-  public func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+  package func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
-  public func subdirectories(_ path: String) throws(CgroupFileError) -> [String] {
+  package func subdirectories(_ path: String) throws(CgroupFileError) -> [String] {
     guard let dir = opendir(path) else { throw CgroupFileError("opendir", path, code: errno) }
     defer { closedir(dir) }
     var names: [String] = []
@@ -106,24 +106,24 @@ public struct KernelCgroupFiles: CgroupFiles {
     return names.sorted()
   }
 
-  public func owner(_ path: String) -> UInt32? {
+  package func owner(_ path: String) -> UInt32? {
     var st = stat()
     guard stat(path, &st) == 0 else { return nil }
     return st.st_uid
   }
 
-  public func isAlive(_ pid: Int32) -> Bool {
+  package func isAlive(_ pid: Int32) -> Bool {
     guard pid > 0 else { return false }
     return Glibc.kill(pid, 0) == 0 || errno == EPERM
   }
 
-  public func kill(_ pid: Int32) {
+  package func kill(_ pid: Int32) {
     // Never 0 or negative (a process group, or everything), never the host itself.
     guard pid > 0, pid != getpid() else { return }
     _ = Glibc.kill(pid, SIGKILL)
   }
 
-  public func pause(milliseconds: Int) {
+  package func pause(milliseconds: Int) {
     var request = timespec(tv_sec: 0, tv_nsec: max(0, min(milliseconds, 999)) * 1_000_000)
     var left = timespec()
     while nanosleep(&request, &left) != 0 && errno == EINTR { request = left }

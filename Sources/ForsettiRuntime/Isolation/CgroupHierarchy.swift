@@ -1,31 +1,31 @@
 /// A controller the host limits each worker with.
-public enum CgroupController: String, Sendable, CaseIterable, Comparable {
+package enum CgroupController: String, Sendable, CaseIterable, Comparable {
   // memory first: it names an error about a site that holds several.
   case memory, pids, cpu
 
   /// Whether workers still get cgroups without it: memory and pids are the containment the
   /// host promises; cpu (fair shares per module) is had where the kernel and delegation allow,
   /// and its absence is said once at start.
-  public var isOptional: Bool { self == .cpu }
+  package var isOptional: Bool { self == .cpu }
 
   /// By name, for a stable order in messages.
-  public static func < (a: CgroupController, b: CgroupController) -> Bool { a.rawValue < b.rawValue }
+  package static func < (a: CgroupController, b: CgroupController) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// Where one controller lives for this process: its hierarchy's version and mount point, and the
 /// directory of the process's own cgroup in it.
-public struct CgroupPlacement: Sendable, Equatable {
+package struct CgroupPlacement: Sendable, Equatable {
   /// cgroup v1 (one hierarchy per controller or group of controllers) or v2 (one unified tree).
-  public enum Version: String, Sendable, Equatable { case v1, v2 }
+  package enum Version: String, Sendable, Equatable { case v1, v2 }
 
-  public var version: Version
+  package var version: Version
   /// Where the hierarchy is mounted.
-  public var mountPoint: String
+  package var mountPoint: String
   /// The process's own cgroup, as a path under `mountPoint`.
-  public var directory: String
+  package var directory: String
 
   /// A placement as detection finds it (tests build expected ones).
-  public init(version: Version, mountPoint: String, directory: String) {
+  package init(version: Version, mountPoint: String, directory: String) {
     self.version = version
     self.mountPoint = mountPoint
     self.directory = directory
@@ -35,9 +35,9 @@ public struct CgroupPlacement: Sendable, Equatable {
 /// What cgroup support this process can see, read from `/proc/self/mountinfo` and
 /// `/proc/self/cgroup`: which hierarchies are mounted (v2 unified, v1 per controller, both), and
 /// for each controller the host needs either where it lives or why it cannot be used.
-public struct CgroupHierarchy: Sendable, Equatable {
+package struct CgroupHierarchy: Sendable, Equatable {
   /// The system's arrangement of hierarchies.
-  public enum Kind: String, Sendable, Equatable {
+  package enum Kind: String, Sendable, Equatable {
     /// Only cgroup2 is mounted: every controller in one tree.
     case unified
     /// Only v1 hierarchies are mounted.
@@ -49,18 +49,18 @@ public struct CgroupHierarchy: Sendable, Equatable {
   }
 
   /// A controller found, or the reason it cannot be used.
-  public enum Lookup: Sendable, Equatable {
+  package enum Lookup: Sendable, Equatable {
     case found(CgroupPlacement)
     case unavailable(CgroupError)
   }
 
   /// The arrangement found.
-  public var kind: Kind
+  package var kind: Kind
   /// For each controller the host uses: where it lives, or why it cannot be used.
-  public var controllers: [CgroupController: Lookup]
+  package var controllers: [CgroupController: Lookup]
 
   /// Where `controller` lives, or why the host cannot use it.
-  public func placement(_ controller: CgroupController) throws(CgroupError) -> CgroupPlacement {
+  package func placement(_ controller: CgroupController) throws(CgroupError) -> CgroupPlacement {
     switch controllers[controller] {
     case .found(let p): return p
     case .unavailable(let e): throw e
@@ -69,7 +69,7 @@ public struct CgroupHierarchy: Sendable, Equatable {
   }
 
   /// Reads this process's view through `files` (the kernel's, or a test's stand-in).
-  public static func current(files: any CgroupFiles) throws(CgroupError) -> CgroupHierarchy {
+  package static func current(files: any CgroupFiles) throws(CgroupError) -> CgroupHierarchy {
     let mountinfo: String
     let cgroup: String
     do {
@@ -85,7 +85,7 @@ public struct CgroupHierarchy: Sendable, Equatable {
   /// controller lives. A controller bound to a v1 hierarchy (a line `N:…memory…:/path` with
   /// N ≠ 0) is used there, since the kernel then keeps it out of the unified tree; otherwise it
   /// is looked for in cgroup2, whose `cgroup.controllers` is checked when the cgroup is made.
-  public static func detect(mountinfo: String, cgroup: String) -> CgroupHierarchy {
+  package static func detect(mountinfo: String, cgroup: String) -> CgroupHierarchy {
     let mounts = mountinfo.split(separator: "\n").compactMap(Mount.init)
     let memberships = cgroup.split(separator: "\n").compactMap(Membership.init)
     let hasV1 = mounts.contains { $0.isV1 }

@@ -3,10 +3,10 @@ import Glibc
 /// Why a program at a path cannot be run by this process — missing, behind a directory this
 /// user cannot search, or not executable by it — told apart, since "missing" for a build in a
 /// directory only root can enter sent people looking for a file that was there.
-public enum ExecutableReach {
+package enum ExecutableReach {
   /// nil when this process may execute `path`; else what stops it, in words that name the
   /// directory or file and the user.
-  public static func problem(_ path: String) -> String? {
+  package static func problem(_ path: String) -> String? {
     guard access(path, X_OK) != 0 else { return nil }
     return why(path, links: 0)
   }

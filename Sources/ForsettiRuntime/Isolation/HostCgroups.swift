@@ -1,6 +1,6 @@
 /// The cgroups of this host's workers: prepared once per process, since the host's own cgroup
 /// (and on v2 the leaf it moves itself into) belongs to the process, not to one manager.
-public enum HostCgroups {
+package enum HostCgroups {
   /// Where workers get their cgroups, or why they cannot (said once at start).
   static let workerCgroups: Result<WorkerCgroups, CgroupError> = Result {
     () throws(CgroupError) -> WorkerCgroups in try WorkerCgroups.prepare()
@@ -11,11 +11,11 @@ public enum HostCgroups {
 
   /// One line for the start of `run`: the workers' cgroups, or why there are none and what
   /// that costs (`--memory-limit` is then an address-space limit, and memfds are refused).
-  public static var support: String { support(cpu: CPUShares()) }
+  package static var support: String { support(cpu: CPUShares()) }
 
   /// The start line with the CPU shares in force (`--cpu-weight`, `--cpu-max`) where the cpu
   /// controller is had.
-  public static func support(cpu: CPUShares) -> String {
+  package static func support(cpu: CPUShares) -> String {
     switch workerCgroups {
     case .success(let c):
       let shares = c.hasCPU ? ", \(cpu.summary)" : ""

@@ -3,7 +3,7 @@ import FoundationEssentials
 import Glibc
 
 /// How modules run.
-public enum ExecutionMode: Sendable {
+package enum ExecutionMode: Sendable {
   /// In the host process: fastest; a crash takes the host down.
   case inProcess
   /// One confined worker process per module.
@@ -50,7 +50,7 @@ public struct IsolationSettings: Sendable {
 
   /// Directories of every shared library mapped into this process, plus the usual system
   /// library directories: what a worker (the same toolchain) needs to read and map to load.
-  public static func libraryDirectories() -> [String] {
+  package static func libraryDirectories() -> [String] {
     var dirs: Set<String> = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"]
     if let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) {
       for line in maps.split(separator: "\n") {
@@ -66,7 +66,7 @@ public struct IsolationSettings: Sendable {
 
   /// What the kernel offers, said once at start: "landlock ABI 7 (signals, abstract sockets
   /// scoped), capabilities dropped, user+ipc+uts+net namespaces, seccomp deny-list (N calls), …".
-  public static func kernelSupport() -> String {
+  package static func kernelSupport() -> String {
     var parts: [String] = []
     if let abi = Confinement.landlockABI {
       parts.append(

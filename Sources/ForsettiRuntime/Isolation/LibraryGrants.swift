@@ -7,28 +7,28 @@ import Glibc
 /// would open more than libraries: the root, the kernel's file systems, a directory anyone may
 /// write, and anything above, at or below the host's state or export directory (other
 /// modules' sandboxes and files).
-public struct LibraryGrants: Sendable, Hashable {
+package struct LibraryGrants: Sendable, Hashable {
   /// A directory not granted, and why.
-  public struct Refusal: Sendable, Hashable, CustomStringConvertible {
-    public var directory: String
+  package struct Refusal: Sendable, Hashable, CustomStringConvertible {
+    package var directory: String
     /// The library found there, as `DT_NEEDED` names it.
-    public var library: String
-    public var reason: String
-    public var description: String { "\(directory) (\(library)): \(reason)" }
+    package var library: String
+    package var reason: String
+    package var description: String { "\(directory) (\(library)): \(reason)" }
   }
 
   /// Directories granted read/execute, in the order their libraries were found.
-  public var granted: [String] = []
-  public var refused: [Refusal] = []
+  package var granted: [String] = []
+  package var refused: [Refusal] = []
   /// Libraries no searched place holds: the loader will fail on them in the worker.
-  public var missing: [LibraryResolver.Missing] = []
+  package var missing: [LibraryResolver.Missing] = []
 
   /// Kernel file systems: a library "found" there is the host's own process or a device.
   static let kernelTrees = ["/proc", "/sys", "/dev", "/run"]
 
   /// The grants for `resolution`, given the directories modules write (`protected`: the state
   /// directory, the export directory) and a way to ask whether anyone may write a directory.
-  public static func decide(
+  package static func decide(
     _ resolution: LibraryResolver.Resolution, protected: [String],
     anyoneWrites: (String) -> Bool = LibraryGrants.anyoneWrites
   ) -> LibraryGrants {
@@ -62,13 +62,13 @@ public struct LibraryGrants: Sendable, Hashable {
   }
 
   /// Whether `dir` is writable by every user (`o+w`, as /tmp is).
-  public static func anyoneWrites(_ dir: String) -> Bool {
+  package static func anyoneWrites(_ dir: String) -> Bool {
     var st = stat()
     return stat(dir, &st) == 0 && st.st_mode & S_IWOTH != 0
   }
 
   /// One line for the host's log and `explain`: "granted A, B; refused C (lib): why".
-  public var summary: String {
+  package var summary: String {
     var parts: [String] = []
     parts.append(
       granted.isEmpty ? "no directory beyond the system's" : "granted " + granted.joined(separator: ", "))

@@ -6,13 +6,13 @@
 /// unprivileged host, a v2 system that delegates no cpu controller). Autogroup applies only to
 /// tasks in the root cpu group: inside any cpu cgroup (one systemd made for a slice, say) it does
 /// nothing, and the threads of all modules compete one by one.
-public enum SchedulerAutogroup {
+package enum SchedulerAutogroup {
   /// The kernel's switch.
-  public static let switchFile = "/proc/sys/kernel/sched_autogroup_enabled"
+  package static let switchFile = "/proc/sys/kernel/sched_autogroup_enabled"
 
   /// Whether autogroup groups this process's future workers: the switch on, and this process in
   /// the root cpu group of `hierarchy`.
-  public static func applies(hierarchy: CgroupHierarchy, files: any CgroupFiles) -> Bool {
+  package static func applies(hierarchy: CgroupHierarchy, files: any CgroupFiles) -> Bool {
     guard let on = try? files.read(switchFile), on.split(whereSeparator: \.isWhitespace) == ["1"] else {
       return false
     }
@@ -49,7 +49,7 @@ public enum SchedulerAutogroup {
   }
 
   /// What the start line says about sharing the CPU without a cpu cgroup.
-  public static func consequence(applies: Bool) -> String {
+  package static func consequence(applies: Bool) -> String {
     applies
       ? "each module's threads share the CPU as one through the kernel's autogroup (a session per "
         + "worker), at equal weight"

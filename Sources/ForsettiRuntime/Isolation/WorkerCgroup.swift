@@ -5,24 +5,24 @@ import Synchronization
 /// (anonymous, shmem and memfd, page cache), with swap forbidden, and the number of tasks
 /// (threads count) are held by the kernel whatever the module does; where the cpu controller is
 /// had, its threads also share one CPU weight (and ceiling) instead of competing one by one.
-public final class WorkerCgroup: Sendable {
+package final class WorkerCgroup: Sendable {
   /// What a worker may hold.
-  public struct Limits: Sendable, Equatable {
+  package struct Limits: Sendable, Equatable {
     /// Resident memory of every kind, in bytes; nil leaves it unlimited.
-    public var memoryBytes: UInt64?
+    package var memoryBytes: UInt64?
     /// Tasks: the worker's threads, and any process it could start; nil leaves it unlimited.
-    public var tasks: Int?
+    package var tasks: Int?
     /// CPU weight against the other workers (v2 terms, `CPUShares`); nil leaves the kernel's.
-    public var cpuWeight: Int?
+    package var cpuWeight: Int?
     /// Hard CPU ceiling in percent of one CPU; nil: none.
-    public var cpuMaxPercent: Int?
+    package var cpuMaxPercent: Int?
 
     /// Far above what a module's threads and the worker's own two need, low enough that a
     /// thread bomb stops at it.
-    public static let defaultTasks = 128
+    package static let defaultTasks = 128
 
     /// Limits for one worker (`bytes(mebibytes:)` converts `--memory-limit`).
-    public init(
+    package init(
       memoryBytes: UInt64?, tasks: Int? = Limits.defaultTasks, cpuWeight: Int? = CPUShares.standardWeight,
       cpuMaxPercent: Int? = nil
     ) {
@@ -33,7 +33,7 @@ public final class WorkerCgroup: Sendable {
     }
 
     /// `mebibytes` as bytes; nil when that does not fit in 64 bits.
-    public static func bytes(mebibytes: Int) -> UInt64? {
+    package static func bytes(mebibytes: Int) -> UInt64? {
       guard mebibytes >= 0 else { return nil }
       let (bytes, overflow) = UInt64(mebibytes).multipliedReportingOverflow(by: 1 << 20)
       return overflow ? nil : bytes
@@ -64,11 +64,11 @@ public final class WorkerCgroup: Sendable {
   }
 
   /// The worker's directories, one per hierarchy.
-  public var directories: [String] { places.map(\.directory) }
+  package var directories: [String] { places.map(\.directory) }
 
   /// Moves process `pid` (all its threads) into the cgroup in every hierarchy. Call it before
   /// the worker runs module code: memory it allocated before stays charged where it was.
-  public func add(pid: Int32) throws(CgroupError) {
+  package func add(pid: Int32) throws(CgroupError) {
     for place in places {
       guard !isReleased.load(ordering: .acquiring) else { throw .released(directory: place.directory) }
       do {
@@ -81,7 +81,7 @@ public final class WorkerCgroup: Sendable {
 
   /// Gives the worker `weight` and `maxPercent` (a spare worker's cgroup, made before its
   /// module was known, gets its module's here); nothing where the cpu controller is not had.
-  public func setCPU(weight: Int?, maxPercent: Int?) throws(CgroupError) {
+  package func setCPU(weight: Int?, maxPercent: Int?) throws(CgroupError) {
     for place in places where place.controllers.contains(.cpu) {
       try Self.setCPU(
         weight: weight, maxPercent: maxPercent, version: place.version, in: place.directory, files: files)
@@ -121,7 +121,7 @@ public final class WorkerCgroup: Sendable {
   }
 
   /// The processes inside, across hierarchies.
-  public func processes() -> [Int32] {
+  package func processes() -> [Int32] {
     var all = Set<Int32>()
     for place in places {
       if let pids = try? WorkerCgroups.processes(in: place.directory, files: files) { all.formUnion(pids) }
@@ -131,7 +131,7 @@ public final class WorkerCgroup: Sendable {
 
   /// What the kernel says about the worker: OOM kills, hits of the memory and task limits, peak
   /// memory. Read it after the worker exits and before `release`, for the crash report.
-  public func facts() -> WorkerCgroupFacts {
+  package func facts() -> WorkerCgroupFacts {
     var facts = WorkerCgroupFacts()
     for place in places {
       let read = { (file: String) in try? self.files.read(CgroupHierarchy.join(place.directory, file)) }
@@ -160,7 +160,7 @@ public final class WorkerCgroup: Sendable {
 
   /// Kills whatever is left inside (v2 `cgroup.kill`; v1 SIGKILL to each pid listed) and removes
   /// the directories, retrying briefly while the kernel finishes. Safe to call more than once.
-  public func release() throws(CgroupError) {
+  package func release() throws(CgroupError) {
     isReleased.store(true, ordering: .releasing)
     killAll()
     for place in places {
@@ -221,26 +221,26 @@ public final class WorkerCgroup: Sendable {
 }
 
 /// What the kernel recorded about one worker's cgroup, for its crash report.
-public struct WorkerCgroupFacts: Sendable, Equatable {
+package struct WorkerCgroupFacts: Sendable, Equatable {
   /// Tasks the OOM killer took; nil when the kernel does not say (v1 before Linux 4.13).
-  public var oomKills: Int?
+  package var oomKills: Int?
   /// Times an allocation met the memory limit (v1 `memory.failcnt`, v2 `memory.events` max).
-  public var memoryLimitHits: Int?
+  package var memoryLimitHits: Int?
   /// The most memory it held (v1 `memory.max_usage_in_bytes`, v2 `memory.peak` since Linux 5.19).
-  public var peakBytes: UInt64?
+  package var peakBytes: UInt64?
   /// The memory limit in force; nil when unlimited.
-  public var memoryLimitBytes: UInt64?
+  package var memoryLimitBytes: UInt64?
   /// Times a new task was refused by the task limit (`pids.events` max).
-  public var taskLimitHits: Int?
+  package var taskLimitHits: Int?
 
   /// Nothing known yet.
-  public init() {}
+  package init() {}
 
   /// Whether the kernel killed the worker for its memory.
-  public var wasOOMKilled: Bool { (oomKills ?? 0) > 0 }
+  package var wasOOMKilled: Bool { (oomKills ?? 0) > 0 }
 
   /// One line for a crash report, e.g. "killed by the kernel at its memory limit (peak 256.0 MiB of 256.0 MiB)".
-  public var summary: String {
+  package var summary: String {
     func mib(_ b: UInt64) -> String {
       let tenths = (b >> 10) * 10 / 1024
       return "\(tenths / 10).\(tenths % 10) MiB"

@@ -5,7 +5,7 @@ import Synchronization
 /// hierarchy used (one for cgroup v2; one per controller, or per group of co-mounted controllers,
 /// for v1), prepared once at start, and one child `<module>-<n>` per worker. memory and pids are
 /// required; cpu is used where it can be had.
-public final class WorkerCgroups: Sendable {
+package final class WorkerCgroups: Sendable {
   /// One hierarchy the workers' cgroups live in.
   struct Site: Sendable, Equatable {
     var version: CgroupPlacement.Version
@@ -29,13 +29,13 @@ public final class WorkerCgroups: Sendable {
   let swapUncounted: Bool
   /// What preparing did that an operator may want to know (stale cgroups removed, the host
   /// moved into a leaf, swap not counted); the host prints them once at start.
-  public let notes: [String]
+  package let notes: [String]
   private let made = Atomic<Int>(0)
 
   /// The name prefix of a host's parent cgroup; the pid follows.
   static let prefix = "forsetti-"
   /// cgroup v2: the leaf the host's own processes move to when its cgroup must have none.
-  public static let hostLeaf = "forsetti-host"
+  package static let hostLeaf = "forsetti-host"
 
   private init(sites: [Site], files: any CgroupFiles, hostPID: Int32, swapUncounted: Bool, notes: [String]) {
     self.sites = sites
@@ -50,7 +50,7 @@ public final class WorkerCgroups: Sendable {
   /// plain words why the host cannot (print it once, then run workers without cgroups). The cpu
   /// controller is optional: where it cannot be had, a note says why and workers get memory and
   /// pids as before.
-  public static func prepare(files: any CgroupFiles = KernelCgroupFiles(), hostPID: Int32 = getpid())
+  package static func prepare(files: any CgroupFiles = KernelCgroupFiles(), hostPID: Int32 = getpid())
     throws(CgroupError) -> WorkerCgroups
   {
     let hierarchy = try CgroupHierarchy.current(files: files)
@@ -248,20 +248,20 @@ public final class WorkerCgroups: Sendable {
   }
 
   /// `forsetti-<hostpid>` in each hierarchy used.
-  public var parentDirectories: [String] { sites.map(\.parent) }
+  package var parentDirectories: [String] { sites.map(\.parent) }
 
   /// Whether workers get the cpu controller (a weight, and a ceiling where the kernel has one).
-  public var hasCPU: Bool { sites.contains { $0.controllers.contains(.cpu) } }
+  package var hasCPU: Bool { sites.contains { $0.controllers.contains(.cpu) } }
 
   /// One line for the start report: where the workers' cgroups are.
-  public var summary: String {
+  package var summary: String {
     let versions = Set(sites.map(\.version.rawValue)).sorted().joined(separator: "+")
     let places = sites.map { s in s.controllers.map(\.rawValue).joined(separator: ",") + " in " + s.parent }
     return "cgroup \(versions): " + places.joined(separator: "; ")
   }
 
   /// Makes the cgroup of one worker of `moduleID` with `limits` (no process in it yet: `add`).
-  public func create(moduleID: String, limits: WorkerCgroup.Limits) throws(CgroupError) -> WorkerCgroup {
+  package func create(moduleID: String, limits: WorkerCgroup.Limits) throws(CgroupError) -> WorkerCgroup {
     let n = made.add(1, ordering: .relaxed).newValue
     let name = Self.sanitised(moduleID) + "-" + String(n)
     var places: [WorkerCgroup.Place] = []
@@ -285,7 +285,7 @@ public final class WorkerCgroups: Sendable {
   }
 
   /// Removes `forsetti-<hostpid>` where no worker cgroup is left in it (at host exit).
-  public func close() {
+  package func close() {
     for site in sites {
       if let home = site.hostHome {
         // Back where it came from, so that the leaf, then the parent, can go.

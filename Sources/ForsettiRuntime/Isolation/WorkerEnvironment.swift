@@ -38,7 +38,7 @@ public struct WorkerEnvironment: Sendable, Equatable {
   }
 
   /// The directory inside a module's sandbox that is its `TMPDIR`.
-  public static let temporaryDirectory = "tmp"
+  package static let temporaryDirectory = "tmp"
 
   /// Names the host sets itself; an operator may not pass them.
   static let reserved: Set<String> = ["HOME", "TMPDIR", "SWIFT_BACKTRACE"]
@@ -69,14 +69,14 @@ public struct WorkerEnvironment: Sendable, Equatable {
   }
 
   /// What every worker and the zygote start with, from the host's environment `host`.
-  public static func base(host: [String: String]) -> [String: String] {
+  package static func base(host: [String: String]) -> [String: String] {
     var out = host.filter { $0.key == "PATH" || $0.key == "LANG" || $0.key.hasPrefix("LC_") }
     out["SWIFT_BACKTRACE"] = "enable=no"
     return out
   }
 
   /// The whole environment of the worker of the module whose sandbox is `sandbox`.
-  public func module(sandbox: String, host: [String: String]) -> [String: String] {
+  package func module(sandbox: String, host: [String: String]) -> [String: String] {
     var out = Self.base(host: host)
     for v in passed { out[v.name] = v.value }
     out["HOME"] = sandbox

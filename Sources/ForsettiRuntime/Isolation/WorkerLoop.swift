@@ -21,7 +21,7 @@ protocol LoopSource: AnyObject, Sendable {
 /// is started, up to `maxThreads`, and a thread above the base that waits a second with nothing
 /// to do ends. So the host's threads follow what its workers are doing at once, never how many
 /// workers there are.
-public final class WorkerLoop: Sendable {
+package final class WorkerLoop: Sendable {
   /// The descriptor and handler behind a token.
   private struct Entry {
     let fd: Int32
@@ -70,7 +70,7 @@ public final class WorkerLoop: Sendable {
   static let idleMilliseconds: Int32 = 1000
 
   /// The pool of `baseThreads` (at least 1), growing to `maxThreads` while handlers block.
-  public init(baseThreads: Int = WorkerLoop.defaultBase, maxThreads: Int = WorkerLoop.defaultMax) {
+  package init(baseThreads: Int = WorkerLoop.defaultBase, maxThreads: Int = WorkerLoop.defaultMax) {
     self.baseThreads = max(1, baseThreads)
     self.maxThreads = max(self.baseThreads, maxThreads)
     epoll = forsetti_epoll_create()
@@ -80,9 +80,9 @@ public final class WorkerLoop: Sendable {
 
   /// Two threads per CPU, between 2 and 8: enough that a spinning server and a reader never
   /// wait for each other on a small machine.
-  public static var defaultBase: Int { min(8, max(2, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))) }
+  package static var defaultBase: Int { min(8, max(2, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))) }
   /// The most threads while handlers block: well under the thread count of one thread per worker.
-  public static let defaultMax = 24
+  package static let defaultMax = 24
 
   deinit {
     if epoll >= 0 { close(epoll) }
@@ -127,10 +127,10 @@ public final class WorkerLoop: Sendable {
   }
 
   /// How many threads serve now, and the most that ever did.
-  public var threads: (running: Int, peak: Int) { pool.withLock { ($0.running, $0.peak) } }
+  package var threads: (running: Int, peak: Int) { pool.withLock { ($0.running, $0.peak) } }
 
   /// Ends the pool's threads (entries still watched are no longer served).
-  public func shutdown() {
+  package func shutdown() {
     let running = pool.withLock { p -> Int in
       p.stopping = true
       return p.running

@@ -6,10 +6,10 @@ import Glibc
 /// protocol version, which it refuses at once and exits (nothing confined, nothing loaded), so
 /// this is the process's own start: fork or posix_spawn, then (spawned only) exec, dynamic
 /// linking and the Swift runtime's start-up.
-public final class WorkerStartProbe {
+package final class WorkerStartProbe {
   private let source: WorkerSource
 
-  public init(executable: String, zygote: Bool) {
+  package init(executable: String, zygote: Bool) {
     source = WorkerSource(executable: executable, forks: zygote)
     source.prepare()
   }
@@ -17,10 +17,10 @@ public final class WorkerStartProbe {
   deinit { source.shutdown() }
 
   /// Why the probe's workers are spawned though a zygote was asked for, if they are.
-  public var zygoteUnavailable: String? { source.zygoteUnavailable }
+  package var zygoteUnavailable: String? { source.zygoteUnavailable }
 
   /// Nanoseconds from asking for a worker to its first frame; nil if it never answered.
-  public func firstAnswer() -> Double? {
+  package func firstAnswer() -> Double? {
     let t0 = ContinuousClock.now
     guard let worker = try? source.start() else { return nil }
     defer { worker.discard() }

@@ -28,13 +28,13 @@ public struct HostConfiguration: Sendable {
   public var defaultPolicy: DefaultPolicy
   /// The in-memory override provider of both channels, between the persisted store and the
   /// time-frame windows; a reference, so every copy of this configuration sees one table.
-  public var inMemoryOverrides: InMemoryOverrides
+  package var inMemoryOverrides = InMemoryOverrides()
   /// The operator's choice: every module binary must carry a matching signature by a key in
   /// `STATE/trusted-keys/modules/`. Off, an unsigned module is not refused.
   public var requireSignatures: Bool
   /// A running host's memory of its policy file (`PolicyMemory`): with one, an invalid file is
   /// judged as the last valid one and reported, not an error. Nil for offline tools.
-  public var policyMemory: PolicyMemory?
+  package var policyMemory: PolicyMemory?
 
   public init(
     manifestsDirectory: String, pluginDirectories: [String] = [], discoveryMode: DiscoveryMode = .fallback,
@@ -42,7 +42,7 @@ public struct HostConfiguration: Sendable {
     approveAll: Bool = false, hostVersion: SemanticVersion = ForsettiVersion.current,
     stateDirectory: String, allowAllEntitlements: Bool = false,
     entitlementSource: (any EntitlementProvider)? = nil, defaultPolicy: DefaultPolicy = .allow,
-    inMemoryOverrides: InMemoryOverrides = InMemoryOverrides(), requireSignatures: Bool = false,
+    requireSignatures: Bool = false,
     policyFile: String? = nil
   ) {
     self.policyFile = policyFile
@@ -57,7 +57,6 @@ public struct HostConfiguration: Sendable {
     self.allowAllEntitlements = allowAllEntitlements
     self.entitlementSource = entitlementSource
     self.defaultPolicy = defaultPolicy
-    self.inMemoryOverrides = inMemoryOverrides
     self.requireSignatures = requireSignatures
   }
 }

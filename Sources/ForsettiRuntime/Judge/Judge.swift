@@ -6,30 +6,30 @@ import Glibc
 /// The gate stack with every input the host has, read fresh: manifests, binaries, approvals,
 /// overrides, licences, trusted keys, the entitlements file. `check`, `list`, `explain`, `run`
 /// and `dev` all judge through it, and so does the running host each time something changes.
-public struct Judge: Sendable {
-  public let configuration: HostConfiguration
+package struct Judge: Sendable {
+  package let configuration: HostConfiguration
 
-  public init(_ configuration: HostConfiguration) { self.configuration = configuration }
+  package init(_ configuration: HostConfiguration) { self.configuration = configuration }
 
   /// The gate stack's verdict on everything, and what it was judged with.
-  public struct Verdicts: Sendable {
-    public var report: DiscoveryReport
-    public var context: GateContext
+  package struct Verdicts: Sendable {
+    package var report: DiscoveryReport
+    package var context: GateContext
     /// The plugin directories' binaries; nil when none were given.
-    public var index: BinaryIndex?
-    public var judgements: [ModuleJudgement]
+    package var index: BinaryIndex?
+    package var judgements: [ModuleJudgement]
     /// Files in the plugin directories that could not be inspected.
-    public var binaryFailures: [BinaryError]
+    package var binaryFailures: [BinaryError]
     /// The next instant at which a verdict can change by itself (a licence expires, an override
     /// window opens or closes), in seconds since 1970.
-    public var nextEdge: Instant?
+    package var nextEdge: Instant?
   }
 
   /// Discovers, then judges every manifest. Without plugin directories the binary step is
   /// skipped; `laterSteps` records the load steps as skipped with that reason (nil leaves them
   /// to the loader). With `applyReductions`, approvals of modules that now request less are
   /// shrunk first (the Apsule rule), so a capability dropped and re-added is asked for again.
-  public func judge(laterSteps: String?, applyReductions: Bool = false) throws(JudgeError) -> Verdicts {
+  package func judge(laterSteps: String?, applyReductions: Bool = false) throws(JudgeError) -> Verdicts {
     let report = try discover()
     if applyReductions && !configuration.approveAll {
       let store = ApprovalStore(stateDirectory: configuration.stateDirectory)
@@ -52,7 +52,7 @@ public struct Judge: Sendable {
   }
 
   /// The manifest directory's files, each a manifest or the reason it is not.
-  public func discover() throws(JudgeError) -> DiscoveryReport {
+  package func discover() throws(JudgeError) -> DiscoveryReport {
     do {
       return try ManifestDiscovery.discover(
         from: DirectoryManifestSource(root: configuration.manifestsDirectory),
@@ -64,7 +64,7 @@ public struct Judge: Sendable {
 
   /// The gate context for `discovered`, from the files as they are now, and the next instant
   /// at which it changes by itself.
-  public func gateContext(discovered: [ModuleManifest]) throws(JudgeError) -> (GateContext, Instant?) {
+  package func gateContext(discovered: [ModuleManifest]) throws(JudgeError) -> (GateContext, Instant?) {
     var staticProducts = Set<String>()
     if let path = configuration.entitlementsFile {
       let value = try Self.readJSON(path, setting: "entitlements", missingOK: false) ?? .null
@@ -103,7 +103,7 @@ public struct Judge: Sendable {
   }
 
   /// The capability policy: the policy file as it is now, or the configured policy.
-  public func policy() throws(JudgeError) -> any CapabilityPolicy {
+  package func policy() throws(JudgeError) -> any CapabilityPolicy {
     guard let path = configuration.policyFile else { return configuration.policy }
     do throws(JudgeError) {
       let read = try Self.readPolicy(path)
@@ -116,7 +116,7 @@ public struct Judge: Sendable {
   }
 
   /// A `--policy FILE`, decoded; its errors name the file, the rule and the field.
-  public static func readPolicy(_ path: String) throws(JudgeError) -> RuleCapabilityPolicy {
+  package static func readPolicy(_ path: String) throws(JudgeError) -> RuleCapabilityPolicy {
     let value = try readJSON(path, setting: "policy", missingOK: false) ?? .null
     switch PolicyFile.decode(value, path: path) {
     case .success(let file): return RuleCapabilityPolicy(file)
@@ -125,12 +125,12 @@ public struct Judge: Sendable {
   }
 
   /// Keys trusted for module signatures: `STATE/trusted-keys/modules/*.pub`.
-  public var moduleKeys: [String: [UInt8]] {
+  package var moduleKeys: [String: [UInt8]] {
     TrustedKeys.keys(.modules, stateDirectory: configuration.stateDirectory)
   }
 
   /// What the signature check makes of a finding, as configured.
-  public var signaturePolicy: SignaturePolicy {
+  package var signaturePolicy: SignaturePolicy {
     SignaturePolicy(
       required: configuration.requireSignatures,
       licenceKeyIDs: Set(TrustedKeys.keys(.licences, stateDirectory: configuration.stateDirectory).keys),
@@ -138,18 +138,18 @@ public struct Judge: Sendable {
   }
 
   /// What step 2 checks signatures with: the trusted module keys and the signature policy.
-  public struct SignatureTrust: Sendable {
-    public var keys: [String: [UInt8]]
-    public var policy: SignaturePolicy
+  package struct SignatureTrust: Sendable {
+    package var keys: [String: [UInt8]]
+    package var policy: SignaturePolicy
   }
 
   /// The signature trust as the state directory holds it now.
-  public var signatureTrust: SignatureTrust { SignatureTrust(keys: moduleKeys, policy: signaturePolicy) }
+  package var signatureTrust: SignatureTrust { SignatureTrust(keys: moduleKeys, policy: signaturePolicy) }
 
   /// Step 2 as configured: ELF inspection, then the module's signature (`SignaturePolicy`), the
   /// keys read once, not once per module. `trust` is what an earlier round read, when the files
   /// it comes from are known not to have changed since (nil: read now).
-  public func inspect(_ index: BinaryIndex, trust: SignatureTrust? = nil)
+  package func inspect(_ index: BinaryIndex, trust: SignatureTrust? = nil)
     -> @Sendable (ModuleManifest) -> BinaryInspectionStep
   {
     let trust = trust ?? signatureTrust
@@ -175,7 +175,7 @@ public struct Judge: Sendable {
   }
 
   /// The approvals the user actually gave (`approvals.json`), whatever `approveAll` says.
-  public func storedApprovals() throws(JudgeError) -> ApprovalLedger {
+  package func storedApprovals() throws(JudgeError) -> ApprovalLedger {
     let store = ApprovalStore(stateDirectory: configuration.stateDirectory)
     do { return try store.load() } catch {
       throw .file(setting: "state", path: store.path, reason: error.description)
@@ -183,7 +183,7 @@ public struct Judge: Sendable {
   }
 
   /// A JSON file's content; nil when it does not exist and `missingOK`.
-  public static func readJSON(_ path: String, setting: String, missingOK: Bool) throws(JudgeError)
+  package static func readJSON(_ path: String, setting: String, missingOK: Bool) throws(JudgeError)
     -> JSONValue?
   {
     guard FileManager.default.fileExists(atPath: path) else {

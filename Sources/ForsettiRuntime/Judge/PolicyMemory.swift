@@ -6,10 +6,10 @@ import Synchronization
 /// goes on judging with the policy it was running on, and `list`, `explain` and the page keep
 /// answering, saying which file is wrong and why (`problem`). Offline tools have none: for
 /// them an invalid file is an error, as there is no policy in force to fall back on.
-public final class PolicyMemory: Sendable {
+package final class PolicyMemory: Sendable {
   private let state = Mutex<(kept: RuleCapabilityPolicy?, problem: String?)>((nil, nil))
 
-  public init() {}
+  package init() {}
 
   /// The file read as valid: kept, and no problem any more.
   func remember(_ policy: RuleCapabilityPolicy) {
@@ -26,5 +26,5 @@ public final class PolicyMemory: Sendable {
   }
 
   /// Why the policy in force is not the file as it is now; nil when it is.
-  public var problem: String? { state.withLock { $0.problem } }
+  package var problem: String? { state.withLock { $0.problem } }
 }

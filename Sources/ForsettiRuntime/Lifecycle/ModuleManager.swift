@@ -15,10 +15,10 @@ import Glibc
 ///
 /// Used from one thread (the host's main thread): module `start` and `stop` are called there, as
 /// forsetti.h promises.
-public final class ModuleManager {
-  public let environment: HostEnvironment
+package final class ModuleManager {
+  package let environment: HostEnvironment
   private let loader: any ModuleLoading
-  public let mode: ExecutionMode
+  package let mode: ExecutionMode
   var table = ModuleTable()
   let inbox = SupervisorInbox()
   let quarantine: QuarantineStore
@@ -27,7 +27,7 @@ public final class ModuleManager {
   let stateFiles = RuntimeStatePublisher()
   /// The state directory the host holds by identity: `runtime.json` and `surface.json` go into
   /// it, never into another directory put at its path (nil: written by path).
-  public var stateDirectoryHold: StateDirectoryHold? {
+  package var stateDirectoryHold: StateDirectoryHold? {
     get { stateFiles.hold }
     set { stateFiles.hold = newValue }
   }
@@ -35,15 +35,15 @@ public final class ModuleManager {
   private var starts = 0
 
   /// Everything the host knows about each module, in the order their files were judged.
-  public var records: [ModuleRecord] { table.records }
+  package var records: [ModuleRecord] { table.records }
 
   /// Load every binary from a content-named copy under `STATE/versions/` (hot reload needs the
   /// old version after the file is replaced, and a fresh path so the loader maps the new one).
-  public var versionCopies = false
+  package var versionCopies = false
 
   /// Keep one worker process started ahead of need (isolated mode), so that a reload or a
   /// restart does not wait for a process to start (`dev` turns it on).
-  public var keepsSpareWorker = false {
+  package var keepsSpareWorker = false {
     didSet {
       guard keepsSpareWorker else {
         spareWorker?.shutdown()
@@ -70,7 +70,7 @@ public final class ModuleManager {
   /// done with a batch of starts (a reload, a supervision round), not in the middle of one.
   func refillSpareWorker() { spareWorker?.refill() }
 
-  public init(
+  package init(
     environment: HostEnvironment, loader: any ModuleLoading = DynamicLoader(),
     mode: ExecutionMode = .inProcess
   ) {
@@ -108,17 +108,17 @@ public final class ModuleManager {
 
   /// Called (from any thread) when supervision has work: a worker exited. The host's loop uses
   /// it to wake and then calls `superviseOnce()` on the main thread.
-  public func onSupervisionNeeded(_ wake: @escaping @Sendable () -> Void) { inbox.setWake(wake) }
+  package func onSupervisionNeeded(_ wake: @escaping @Sendable () -> Void) { inbox.setWake(wake) }
 
   /// The start line about the workers' cgroups (`HostCgroups.support`), where the command line
   /// has always asked for it.
-  public static var cgroupSupport: String { HostCgroups.support }
+  package static var cgroupSupport: String { HostCgroups.support }
 
   /// The start line with the CPU shares in force (`HostCgroups.support(cpu:)`).
-  public static func cgroupSupport(cpu: CPUShares) -> String { HostCgroups.support(cpu: cpu) }
+  package static func cgroupSupport(cpu: CPUShares) -> String { HostCgroups.support(cpu: cpu) }
 
   /// The composed UI surface of the started modules.
-  public var surface: Surface {
+  package var surface: Surface {
     Surface.compose(
       Dictionary(
         table.slots.compactMap { s in s.ui.flatMap { ui in s.moduleID.map { ($0, ui) } } }
@@ -126,7 +126,7 @@ public final class ModuleManager {
   }
 
   /// Takes the gate stack's judgements, then loads and starts every module that passed.
-  public func activate(_ judgements: [ModuleJudgement], index: BinaryIndex) {
+  package func activate(_ judgements: [ModuleJudgement], index: BinaryIndex) {
     self.index = index
     table.removeAll()
     for j in judgements { table.append(ModuleSlot(ModuleRecord(judgement: j))) }
@@ -336,7 +336,7 @@ public final class ModuleManager {
   /// Stops every started module, consumers before the providers they depend on
   /// (`StartOrder`, reversed), revoking each one's host functions (in-process) or ending its
   /// worker (isolated).
-  public func stopAll() {
+  package func stopAll() {
     keepsSpareWorker = false
     for i in table.handles { table[i].forgetRestarts() }
     // A level at a time, consumers' levels first: every worker of a level is told at once and

@@ -6,29 +6,29 @@ import Glibc
 /// `quarantine.json` in the state directory: modules that crashed past the restart limit,
 /// keyed by module ID and the identity of the binary that crashed. Changed only through
 /// `update`, one `StateTransaction`, so a host never loses another's entry or lift.
-public struct QuarantineStore: Sendable {
-  public struct Entry: Sendable, Hashable {
-    public var path: String
-    public var identity: BinaryIdentity
-    public var crashes: Int
-    public var lastFailure: String
+package struct QuarantineStore: Sendable {
+  package struct Entry: Sendable, Hashable {
+    package var path: String
+    package var identity: BinaryIdentity
+    package var crashes: Int
+    package var lastFailure: String
   }
 
-  public let path: String
+  package let path: String
   /// The state directory whose lock `update` holds.
-  public let stateDirectory: String
+  package let stateDirectory: String
 
-  public init(stateDirectory: String) {
+  package init(stateDirectory: String) {
     self.stateDirectory = stateDirectory
     path = PathText.join(stateDirectory, "quarantine.json")
   }
 
   /// Why a change to the quarantine could not be made.
-  public enum UpdateError: Error, Sendable, Hashable, CustomStringConvertible {
+  package enum UpdateError: Error, Sendable, Hashable, CustomStringConvertible {
     case lock(StateTransaction.LockError)
     case write(AtomicFile.WriteError)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .lock(let e): e.description
       case .write(let e): e.description
@@ -38,7 +38,7 @@ public struct QuarantineStore: Sendable {
 
   /// One transaction: the entries as they are on disk under `STATE/state.lock`, changed by
   /// `change`, written back durably when they differ.
-  public func update(_ change: (inout [String: Entry]) -> Void) throws(UpdateError) {
+  package func update(_ change: (inout [String: Entry]) -> Void) throws(UpdateError) {
     try StateTransaction.run(stateDirectory: stateDirectory, lockFailed: UpdateError.lock) {
       () throws(UpdateError) in
       let before = load()
@@ -49,7 +49,7 @@ public struct QuarantineStore: Sendable {
     }
   }
 
-  public func load() -> [String: Entry] {
+  package func load() -> [String: Entry] {
     // Read at every load (a reload included): plain reads, not Foundation's, and an absent file
     // costs one failed open.
     guard let data = PlainFiles.contents(of: path),
@@ -69,7 +69,7 @@ public struct QuarantineStore: Sendable {
   }
 
   /// Replaces the file with `entries`. Only inside a transaction (`update`).
-  public func save(_ entries: [String: Entry]) throws(AtomicFile.WriteError) {
+  package func save(_ entries: [String: Entry]) throws(AtomicFile.WriteError) {
     let modules = entries.keys.sorted().compactMap { id -> (String, JSONValue)? in
       guard let e = entries[id] else { return nil }
       return (

@@ -5,28 +5,28 @@ import ForsettiCore
 /// What should run, as judged now: the gate stack's verdict on every module, the binaries it
 /// was judged with, which eligible modules the activation state keeps off, and the approvals
 /// the user gave (for updates, which `--approve-all` does not cover).
-public struct DesiredState: Sendable {
-  public var judgements: [ModuleJudgement]
-  public var index: BinaryIndex
+package struct DesiredState: Sendable {
+  package var judgements: [ModuleJudgement]
+  package var index: BinaryIndex
   /// Eligible modules kept off, by module ID; every other eligible module should run.
-  public var inactive: [String: Inactive]
-  public var approvals: ApprovalLedger
+  package var inactive: [String: Inactive]
+  package var approvals: ApprovalLedger
   /// What the judgements were judged with: a running module whose files changed under `run`
   /// (which keeps the version it loaded) is judged again by its loaded manifest in it.
-  public var context: GateContext?
+  package var context: GateContext?
 
   /// Why an eligible module does not run.
-  public struct Inactive: Sendable, Hashable {
-    public var reason: ReasonCode
-    public var why: String
+  package struct Inactive: Sendable, Hashable {
+    package var reason: ReasonCode
+    package var why: String
 
-    public init(reason: ReasonCode, why: String) {
+    package init(reason: ReasonCode, why: String) {
       self.reason = reason
       self.why = why
     }
   }
 
-  public init(
+  package init(
     judgements: [ModuleJudgement], index: BinaryIndex, inactive: [String: Inactive] = [:],
     approvals: ApprovalLedger = .init(), context: GateContext? = nil
   ) {
@@ -46,7 +46,7 @@ extension ModuleManager {
   /// change, with its reason; `quiet` leaves out the start lines (the host's first start
   /// prints a table instead). Returns the reloads, for `dev` to print.
   @discardableResult
-  public func reconcile(
+  package func reconcile(
     _ desired: DesiredState, changed: Set<String> = [], reloadsVersions: Bool = false, grace: Double = 0.5,
     since: ContinuousClock.Instant = .now, quiet: Bool = false
   ) -> [ReloadReport] {
@@ -66,7 +66,7 @@ extension ModuleManager {
 
   /// Reloads `j`'s module now whatever changed (an operator asked), unless the activation state
   /// keeps it off.
-  public func reloadNow(_ j: ModuleJudgement, _ desired: DesiredState, grace: Double) -> [ReloadReport] {
+  package func reloadNow(_ j: ModuleJudgement, _ desired: DesiredState, grace: Double) -> [ReloadReport] {
     guard let id = j.moduleID, let i = table.handle(of: id) else { return [] }
     index = desired.index
     let since = ContinuousClock.now
@@ -281,7 +281,7 @@ extension ModuleManager {
   }
 
   /// `regrant` by module ID, for an embedding application.
-  public func regrant(_ id: String, _ granted: Set<Capability>) {
+  package func regrant(_ id: String, _ granted: Set<Capability>) {
     guard let i = table.handle(of: id) else { return }
     regrant(i, granted)
     persist()
@@ -289,5 +289,5 @@ extension ModuleManager {
   }
 
   /// Whether module `id` is started.
-  public func isRunning(_ id: String) -> Bool { table.handle(of: id).map { table[$0].isRunning } ?? false }
+  package func isRunning(_ id: String) -> Bool { table.handle(of: id).map { table[$0].isRunning } ?? false }
 }

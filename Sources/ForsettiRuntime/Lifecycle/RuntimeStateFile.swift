@@ -5,19 +5,19 @@ import Glibc
 
 /// What a running host publishes in its state directory: `runtime.json` (its modules and their
 /// states) and `surface.json` (the composed UI surface), each stamped with the host's PID.
-public struct RuntimeStateFile: Sendable {
-  public var pid: Int32
-  public var records: [ModuleRecord]
-  public var surface: Surface
+package struct RuntimeStateFile: Sendable {
+  package var pid: Int32
+  package var records: [ModuleRecord]
+  package var surface: Surface
 
   static let runtimeName = "runtime.json"
   static let surfaceName = "surface.json"
 
-  public static func runtimePath(_ stateDirectory: String) -> String {
+  package static func runtimePath(_ stateDirectory: String) -> String {
     PathText.join(stateDirectory, runtimeName)
   }
 
-  public static func surfacePath(_ stateDirectory: String) -> String {
+  package static func surfacePath(_ stateDirectory: String) -> String {
     PathText.join(stateDirectory, surfaceName)
   }
 
@@ -40,7 +40,7 @@ public struct RuntimeStateFile: Sendable {
   }
 
   /// Whether process `pid` is alive (signal 0 probes without sending anything).
-  public static func isAlive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
+  package static func isAlive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
 }
 
 /// Writes the state files only when their content changed. A round that changes nothing (a

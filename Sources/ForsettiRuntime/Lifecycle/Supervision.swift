@@ -24,10 +24,10 @@ final class SupervisorInbox: Sendable {
 
 extension ModuleManager {
   /// When the next restart is due, if any (the host's loop sleeps until then at most).
-  public var nextRestart: ContinuousClock.Instant? { table.slots.compactMap { $0.restart?.due }.min() }
+  package var nextRestart: ContinuousClock.Instant? { table.slots.compactMap { $0.restart?.due }.min() }
 
   /// The worker process of a started isolated module.
-  public func workerPID(_ moduleID: String) -> Int32? {
+  package func workerPID(_ moduleID: String) -> Int32? {
     table.handle(of: moduleID).flatMap { table[$0].instance?.workerPID }
   }
 
@@ -44,7 +44,7 @@ extension ModuleManager {
   }
 
   /// Handles worker exits and due restarts; call on the main thread when woken.
-  public func superviseOnce() { superviseOnce(persisting: true) }
+  package func superviseOnce() { superviseOnce(persisting: true) }
 
   /// `persisting` false leaves writing the state files to the caller, which writes them once
   /// after the rest of its round (`LiveHost.process`: a reload's start then does not wait for

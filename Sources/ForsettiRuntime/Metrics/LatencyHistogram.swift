@@ -3,9 +3,9 @@ import Synchronization
 /// A fixed-bucket histogram of durations in nanoseconds, lock-free: recording is two relaxed
 /// atomic adds and a short scan of the bounds. Buckets run 1 µs … 1 s, ×4 each (a host call
 /// served from the ring takes about a microsecond; one that blocks may take long).
-public final class LatencyHistogram: Sendable {
+package final class LatencyHistogram: Sendable {
   /// Upper bounds of the buckets in nanoseconds; `+Inf` is implied past the last.
-  public static let bounds: [UInt64] = [
+  package static let bounds: [UInt64] = [
     1_000, 4_000, 16_000, 64_000, 256_000, 1_024_000, 4_096_000, 16_384_000, 65_536_000, 262_144_000,
     1_048_576_000,
   ]
@@ -15,12 +15,12 @@ public final class LatencyHistogram: Sendable {
   private final class Count: Sendable { let value = Atomic<UInt64>(0) }
   private let sumNanoseconds = Atomic<UInt64>(0)
 
-  public init() {
+  package init() {
     counts = (0...Self.bounds.count).map { _ in Count() }
   }
 
   /// Counts one duration.
-  public func record(nanoseconds: UInt64) {
+  package func record(nanoseconds: UInt64) {
     var i = 0
     while i < Self.bounds.count && nanoseconds > Self.bounds[i] { i += 1 }
     counts[i].value.add(1, ordering: .relaxed)
@@ -38,7 +38,7 @@ public final class LatencyHistogram: Sendable {
   func add(sumNanoseconds sum: UInt64) { sumNanoseconds.add(sum, ordering: .relaxed) }
 
   /// Cumulative counts per bound (the last for `+Inf`, the total), and the sum in nanoseconds.
-  public func snapshot() -> (cumulative: [UInt64], sumNanoseconds: UInt64) {
+  package func snapshot() -> (cumulative: [UInt64], sumNanoseconds: UInt64) {
     var running: UInt64 = 0
     let cumulative = counts.map { c -> UInt64 in
       running &+= c.value.load(ordering: .relaxed)

@@ -2,14 +2,14 @@ import Glibc
 
 /// The whole `/metrics` page, made at scrape time from the counters and the modules' records;
 /// memory and CPU are read from each worker's cgroup now (in-process modules have none).
-public enum MetricsExposition {
+package enum MetricsExposition {
   /// Every state a module can be in, for the state set gauge.
   static let states = [
     "discovered", "gated", "loaded", "started", "stopped", "blocked", "failed", "inactive",
   ]
 
   /// The exposition of `metrics` with `records` as they are now.
-  public static func render(_ metrics: HostMetrics, records: [ModuleRecord]) -> String {
+  package static func render(_ metrics: HostMetrics, records: [ModuleRecord]) -> String {
     var t = MetricsText()
     let known = records.compactMap { r in r.moduleID.map { ($0, r) } }
     t.family("forsetti_module_state", .gauge, help: "1 for the state the module is in, 0 for the others.")

@@ -1,17 +1,17 @@
 /// Writes the Prometheus text exposition format (0.0.4, which Prometheus and `promtool check
 /// metrics` read): per family one `# HELP` and `# TYPE`, then its samples. Label values are
 /// escaped here and nowhere else.
-public struct MetricsText: Sendable {
+package struct MetricsText: Sendable {
   /// The exposition's media type.
-  public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+  package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-  public private(set) var text = ""
+  package private(set) var text = ""
 
-  public init() {}
+  package init() {}
 
   /// A label value as the format needs it: `\` `"` and a line feed escaped; every other
   /// character as it is (the format is UTF-8).
-  public static func escape(_ value: String) -> String {
+  package static func escape(_ value: String) -> String {
     var out = ""
     out.reserveCapacity(value.utf8.count)
     for c in value.unicodeScalars {
@@ -39,15 +39,15 @@ public struct MetricsText: Sendable {
   }
 
   /// Kinds of metric family.
-  public enum Kind: String, Sendable { case counter, gauge, histogram }
+  package enum Kind: String, Sendable { case counter, gauge, histogram }
 
   /// Starts a family.
-  public mutating func family(_ name: String, _ kind: Kind, help: String) {
+  package mutating func family(_ name: String, _ kind: Kind, help: String) {
     text += "# HELP \(name) \(Self.escapeHelp(help))\n# TYPE \(name) \(kind.rawValue)\n"
   }
 
   /// One sample line.
-  public mutating func sample(_ name: String, _ labels: [(String, String)], _ value: String) {
+  package mutating func sample(_ name: String, _ labels: [(String, String)], _ value: String) {
     text += name
     if !labels.isEmpty {
       text += "{"
@@ -57,17 +57,17 @@ public struct MetricsText: Sendable {
     text += " \(value)\n"
   }
 
-  public mutating func sample(_ name: String, _ labels: [(String, String)], _ value: UInt64) {
+  package mutating func sample(_ name: String, _ labels: [(String, String)], _ value: UInt64) {
     sample(name, labels, String(value))
   }
 
   /// The samples of a histogram of nanoseconds, in seconds (`_bucket`, `_sum`, `_count`).
-  public mutating func histogram(_ name: String, _ labels: [(String, String)], _ h: LatencyHistogram) {
+  package mutating func histogram(_ name: String, _ labels: [(String, String)], _ h: LatencyHistogram) {
     histogram(name, labels, snapshot: h.snapshot())
   }
 
   /// A histogram as `snapshot` saw it (so a counter written beside it can give the same count).
-  public mutating func histogram(
+  package mutating func histogram(
     _ name: String, _ labels: [(String, String)], snapshot: (cumulative: [UInt64], sumNanoseconds: UInt64)
   ) {
     let (cumulative, sum) = snapshot

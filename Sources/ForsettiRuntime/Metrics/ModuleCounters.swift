@@ -3,37 +3,37 @@ import Synchronization
 
 /// One module's counters, looked up once per module instance (never per call) and kept for the
 /// host's life, so a restarted module counts on.
-public final class ModuleCounters: Sendable {
-  public let moduleID: String
+package final class ModuleCounters: Sendable {
+  package let moduleID: String
   /// Host calls served for the module (worker socket and call ring), and their serve times.
-  public let hostCalls = LatencyHistogram()
+  package let hostCalls = LatencyHistogram()
   /// Calls of the module's role handler that it served: those the host carried, counted as
   /// they pass, and those on channels from consumers in workers, added at each scrape
   /// (``collectChannelCalls()``).
-  public let roleCalls = Atomic<UInt64>(0)
+  package let roleCalls = Atomic<UInt64>(0)
   /// Calls of the module's role answered FORSETTI_ERR_BUSY (a consumer's queue full) and
   /// FORSETTI_ERR_TIMEOUT, as its consumers' channels count them (each end's claim).
-  public let roleBusy = Atomic<UInt64>(0)
-  public let roleTimedOut = Atomic<UInt64>(0)
+  package let roleBusy = Atomic<UInt64>(0)
+  package let roleTimedOut = Atomic<UInt64>(0)
   /// How long calls of the module's role waited for a handler, as its worker counts them.
-  public let roleQueueWait = LatencyHistogram()
-  public let restarts = Atomic<UInt64>(0)
-  public let crashes = Atomic<UInt64>(0)
+  package let roleQueueWait = LatencyHistogram()
+  package let restarts = Atomic<UInt64>(0)
+  package let crashes = Atomic<UInt64>(0)
   /// Crashes by the signal the worker's handler saw (`CrashReport.signalLabel`); the rest of
   /// `crashes` had none (hung, a protocol violation, SIGKILL).
   private let crashSignals = Mutex<[String: UInt64]>([:])
-  public let quarantines = Atomic<UInt64>(0)
+  package let quarantines = Atomic<UInt64>(0)
   /// Log lines and telemetry events the rate limit dropped.
-  public let droppedLogLines = Atomic<UInt64>(0)
-  public let droppedTelemetryEvents = Atomic<UInt64>(0)
+  package let droppedLogLines = Atomic<UInt64>(0)
+  package let droppedTelemetryEvents = Atomic<UInt64>(0)
   /// One more crash, by `signal` when its handler saw one.
-  public func countCrash(signal: String?) {
+  package func countCrash(signal: String?) {
     crashes.add(1, ordering: .relaxed)
     if let signal { crashSignals.withLock { $0[signal, default: 0] += 1 } }
   }
 
   /// `forsetti_module_crashes_total`'s series: each signal's count, and `none` for the rest.
-  public var crashesBySignal: [(signal: String, count: UInt64)] {
+  package var crashesBySignal: [(signal: String, count: UInt64)] {
     let signals = crashSignals.withLock { $0 }
     let total = crashes.load(ordering: .relaxed)
     let seen = signals.values.reduce(0, &+)
@@ -73,7 +73,7 @@ public final class ModuleCounters: Sendable {
   package func watchServeRing(_ ring: CallRing?) { serveRing.withLock { $0 = ring } }
 
   /// Calls of the module's role waiting for a handler and running now, on every lane.
-  public var roleLoad: (queued: UInt64, running: UInt64) {
+  package var roleLoad: (queued: UInt64, running: UInt64) {
     var queued: UInt64 = 0
     var running: UInt64 = 0
     func look(_ v: CallRing.LaneView) {
@@ -91,7 +91,7 @@ public final class ModuleCounters: Sendable {
   /// read from its ring's answer sequence, which the two workers can write: a step back or a
   /// leap of more than 2^31 at once (no module answers that many between two scrapes) is not
   /// counted, so a scribbling module can raise the count by at most that much per scrape.
-  public func collectChannelCalls() {
+  package func collectChannelCalls() {
     channels.withLock { collect(&$0, closedOnly: false) }
   }
 
@@ -124,7 +124,7 @@ public final class ModuleCounters: Sendable {
   }
 
   /// Where the module's worker's cgroup is now; `[]` when it has none.
-  public func setCgroup(_ directories: [String]) { cgroupDirectories.withLock { $0 = directories } }
+  package func setCgroup(_ directories: [String]) { cgroupDirectories.withLock { $0 = directories } }
 
-  public var cgroup: [String] { cgroupDirectories.withLock { $0 } }
+  package var cgroup: [String] { cgroupDirectories.withLock { $0 } }
 }

@@ -6,7 +6,7 @@ import Synchronization
 
 /// Watches directories with inotify (no polling) and reports complete files: a file counts as
 /// changed when it is closed after writing or renamed into place, never while it is written.
-public final class FileWatcher: Sendable {
+package final class FileWatcher: Sendable {
   private let fd: Int32
   /// A pipe `stop` writes to: it wakes the reading thread, which then closes every descriptor.
   private let stopRead: Int32
@@ -17,11 +17,11 @@ public final class FileWatcher: Sendable {
   private let onChange: @Sendable (String, ContinuousClock.Instant) -> Void
   private let recursive: Bool
 
-  public enum WatchError: Error, CustomStringConvertible {
+  package enum WatchError: Error, CustomStringConvertible {
     case unavailable(Int32)
     case directory(String, Int32)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .unavailable(let e): "inotify is unavailable: \(String(cString: strerror(e)))"
       case .directory(let d, let e): "cannot watch \(d): \(String(cString: strerror(e)))"
@@ -31,7 +31,7 @@ public final class FileWatcher: Sendable {
 
   /// Starts watching `directories` (and their subdirectories); `onChange` gets each changed
   /// or removed file's path and when the event was read, on the watcher's thread.
-  public init(
+  package init(
     directories: [String], recursive: Bool = true,
     onChange: @escaping @Sendable (String, ContinuousClock.Instant) -> Void
   ) throws(WatchError) {
@@ -78,7 +78,7 @@ public final class FileWatcher: Sendable {
 
   /// Stops watching: the reading thread ends at once and closes the inotify descriptor (a batch
   /// it is already reporting still arrives).
-  public func stop() {
+  package func stop() {
     guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
     var one: UInt8 = 1
     _ = write(stopWrite, &one, 1)

@@ -12,11 +12,11 @@ import Glibc
 /// Into the host process: a sealed memory copy (memfd), opened through `/proc/self/fd/N`. Into a
 /// worker: a content-named copy under `STATE/versions/<moduleID>/`, a path the worker may read
 /// under its Landlock rules.
-public enum VersionCopies {
+package enum VersionCopies {
   /// A content-named copy of `path` on disk, for a worker to load. `facts`, the binary's ELF
   /// facts, say whether it finds libraries through `$ORIGIN`: then the copy gets a directory of
   /// its own that mirrors them (`originMirror`).
-  public static func copy(_ path: String, moduleID: String, stateDirectory: String, facts: ELFFacts? = nil)
+  package static func copy(_ path: String, moduleID: String, stateDirectory: String, facts: ELFFacts? = nil)
     -> Result<String, AtomicFile.WriteError>
   {
     guard let data = FileManager.default.contents(atPath: path),
@@ -40,7 +40,7 @@ public enum VersionCopies {
   }
 
   /// Whether the binary's `DT_RUNPATH` or `DT_RPATH` names `$ORIGIN`.
-  public static func usesOrigin(_ facts: ELFFacts) -> Bool {
+  package static func usesOrigin(_ facts: ELFFacts) -> Bool {
     [facts.searchPaths.runPath, facts.searchPaths.rPath].contains {
       $0?.contains("$ORIGIN") == true || $0?.contains("${ORIGIN}") == true
     }
@@ -48,9 +48,9 @@ public enum VersionCopies {
 
   /// A library the binary finds beside or below itself through `$ORIGIN`: where it is relative to
   /// the binary's directory, and the file.
-  public struct MirroredLibrary: Sendable, Hashable {
-    public var relativePath: String
-    public var target: String
+  package struct MirroredLibrary: Sendable, Hashable {
+    package var relativePath: String
+    package var target: String
   }
 
   /// The libraries `path` finds through a `DT_RUNPATH`/`DT_RPATH` under its own directory. The
@@ -59,7 +59,7 @@ public enum VersionCopies {
   /// same relative path (their own `$ORIGIN` then resolves there too, and is mirrored alike).
   /// Libraries above the binary's directory (`$ORIGIN/../lib`) are not mirrored: a module
   /// that needs one fails to load with the loader's message, and `explain` lists it.
-  public static func originMirror(_ facts: ELFFacts, path: String) -> [MirroredLibrary] {
+  package static func originMirror(_ facts: ELFFacts, path: String) -> [MirroredLibrary] {
     guard usesOrigin(facts) else { return [] }
     let base = PathText.parent(path)
     guard base.hasPrefix("/") else { return [] }
@@ -128,10 +128,10 @@ public enum VersionCopies {
   }
 
   /// Why a memory copy could not be made.
-  public enum MemoryCopyError: Error, Equatable, CustomStringConvertible {
+  package enum MemoryCopyError: Error, Equatable, CustomStringConvertible {
     case failed(path: String, errno: Int32)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .failed(let path, let e): "could not copy \(path) into memory: \(String(cString: strerror(e)))"
       }
@@ -150,7 +150,7 @@ public enum VersionCopies {
   /// before anything else, so a closed and reused descriptor number would hand back the old
   /// image under a new version's name. A rollback reopens the same path and gets the old
   /// version's image, as it should.
-  public static func inMemory(_ path: String, moduleID: String) -> Result<String, MemoryCopyError> {
+  package static func inMemory(_ path: String, moduleID: String) -> Result<String, MemoryCopyError> {
     let name = "forsetti:\(moduleID):\(PathText.name(path))"
     let fd = forsetti_memfd_copy(path, name, memoryCopyLimit)
     guard fd >= 0 else { return .failure(.failed(path: path, errno: errno)) }

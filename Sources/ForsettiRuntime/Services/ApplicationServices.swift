@@ -70,14 +70,14 @@ public enum ApplicationServiceError: Error, Sendable, Equatable, CustomStringCon
 /// The services the embedding application offers modules, by ID. Registered before or while
 /// modules run (a module resolving later finds a service registered later); never withdrawn,
 /// so a table a module holds stays meaningful.
-public final class ApplicationServices: Sendable {
+package final class ApplicationServices: Sendable {
   private let services = Mutex<[String: ApplicationService]>([:])
 
   /// An empty set: the host offers modules only its own services.
-  public init() {}
+  package init() {}
 
   /// Offers `s` to modules from now on.
-  public func register(_ s: ApplicationService) throws(ApplicationServiceError) {
+  package func register(_ s: ApplicationService) throws(ApplicationServiceError) {
     let added = services.withLock { all -> Bool in
       guard all[s.id] == nil else { return false }
       all[s.id] = s

@@ -4,20 +4,20 @@ import Glibc
 
 /// Writes files so that a crash leaves the old content or the new, never a mix: a temporary
 /// file in the same directory, fsync, rename over the target, fsync of the directory.
-public enum AtomicFile {
-  public enum WriteError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum AtomicFile {
+  package enum WriteError: Error, Sendable, Hashable, CustomStringConvertible {
     case failed(path: String, step: String, errno: Int32)
     /// The file is a symbolic link to `target`: delivered from elsewhere, changed only there.
     case delivered(path: String, target: String)
 
     /// The file that was being written.
-    public var path: String {
+    package var path: String {
       switch self {
       case .failed(let p, _, _), .delivered(let p, _): p
       }
     }
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .failed(let p, let step, let e): "\(p): \(step) failed: \(String(cString: strerror(e)))"
       case .delivered(let p, let t):
@@ -28,12 +28,12 @@ public enum AtomicFile {
   }
 
   /// What follows a file's name in the name of its temporary file (`NAME.tmp-PID-RANDOM`).
-  public static let temporaryMark = ".tmp-"
+  package static let temporaryMark = ".tmp-"
 
   /// Replaces `path` with `bytes` atomically, creating parent directories.
   /// `durable: false` skips the fsyncs: still all-or-nothing for readers, but not guaranteed to
   /// survive a power loss; for files that can be made again (version copies).
-  public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644, durable: Bool = true)
+  package static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644, durable: Bool = true)
     throws(WriteError)
   {
     let dir = PathText.parent(path)

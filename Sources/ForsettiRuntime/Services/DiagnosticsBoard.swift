@@ -8,13 +8,13 @@ import Synchronization
 /// What a module said about its own health (forsetti/services/diagnostics.h): its claim, shown
 /// as such, never the host's finding. Summaries and counter names are the module's text: show
 /// them escaped (`LogRecord.streamSafe`).
-public struct ModuleHealth: Sendable, Equatable {
+package struct ModuleHealth: Sendable, Equatable {
   /// FORSETTI_HEALTH_*.
-  public enum Status: Int32, Sendable, CaseIterable {
+  package enum Status: Int32, Sendable, CaseIterable {
     case ok = 0, degraded, failing
 
     /// The word shown for it.
-    public var name: String {
+    package var name: String {
       switch self {
       case .ok: "ok"
       case .degraded: "degraded"
@@ -24,14 +24,14 @@ public struct ModuleHealth: Sendable, Equatable {
   }
 
   /// nil until the module calls `report` (it may set counters first).
-  public var status: Status?
-  public var summary: String?
+  package var status: Status?
+  package var summary: String?
   /// Counter name → value; at most FORSETTI_DIAGNOSTICS_MAX_COUNTERS.
-  public var counters: [String: Int64]
+  package var counters: [String: Int64]
   /// When the module last reported or set a counter.
-  public var updated: Date
+  package var updated: Date
 
-  public init(
+  package init(
     status: Status? = nil, summary: String? = nil, counters: [String: Int64] = [:], updated: Date = Date()
   ) {
     self.status = status
@@ -136,5 +136,5 @@ final class DiagnosticsBoard: Sendable {
 extension HostServices {
   /// What each running module reported about its own health (diagnostics.h), by module ID;
   /// a module that reported nothing, or stopped, is absent.
-  public var reportedHealth: [String: ModuleHealth] { diagnostics.snapshot }
+  package var reportedHealth: [String: ModuleHealth] { diagnostics.snapshot }
 }

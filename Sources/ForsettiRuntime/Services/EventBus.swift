@@ -144,7 +144,7 @@ enum DeliveryDepth {
 
 /// Publish/subscribe between modules. The publisher's identity comes from its binding; a
 /// subscription belongs to the module that made it and ends when that module stops.
-public final class EventBus: Sendable {
+package final class EventBus: Sendable {
   /// A class, so that taking a snapshot of the bus retains one buffer, and iterating it one
   /// object per subscription, instead of copying every field of every subscription.
   final class Subscription: Sendable {
@@ -209,12 +209,12 @@ public final class EventBus: Sendable {
   let gate = DeliveryGate()
 
   /// Prefix reserved for the host's own events and messages.
-  public static let reservedPrefix = "forsetti.internal."
-  public static let maxPayload = HostFunctions.maxPayload
+  package static let reservedPrefix = "forsetti.internal."
+  package static let maxPayload = HostFunctions.maxPayload
   /// Subscriptions one module may hold.
-  public static let maxSubscriptionsPerModule = Int(FORSETTI_EVENT_MAX_SUBSCRIPTIONS)
+  package static let maxSubscriptionsPerModule = Int(FORSETTI_EVENT_MAX_SUBSCRIPTIONS)
 
-  public init() {}
+  package init() {}
 
   /// The book of `moduleID`, made on first use. A binding looks it up once, not per call.
   func book(_ moduleID: String) -> Book {
@@ -286,7 +286,7 @@ public final class EventBus: Sendable {
   }
 
   /// Removes every subscription of a stopping module.
-  public func removeAll(moduleID: String) {
+  package func removeAll(moduleID: String) {
     state.withLock { s in
       s.subscriptions.removeAll { $0.moduleID == moduleID }
       s.ids = s.subscriptions.map(\.id)
@@ -296,7 +296,7 @@ public final class EventBus: Sendable {
   }
 
   /// How many subscriptions `moduleID` holds.
-  public func subscriptionCount(moduleID: String) -> Int {
+  package func subscriptionCount(moduleID: String) -> Int {
     state.withLock { s in s.subscriptions.filter { $0.moduleID == moduleID }.count }
   }
 
@@ -355,13 +355,13 @@ public final class EventBus: Sendable {
 }
 
 /// Direct messages: one handler per module; the sender is always the bound module.
-public final class MessageRouter: Sendable {
+package final class MessageRouter: Sendable {
   private let handlers = Mutex<
     [String: (target: DeliveryTarget<forsetti_message_handler>, lane: DeliveryLane)]
   >([:])
   let gate = DeliveryGate()
 
-  public init() {}
+  package init() {}
 
   func setHandler(moduleID: String, _ target: DeliveryTarget<forsetti_message_handler>?) -> Bool {
     guard !gate.isClosed(moduleID) || target == nil else { return false }
@@ -370,9 +370,9 @@ public final class MessageRouter: Sendable {
     return true
   }
 
-  public func removeHandler(moduleID: String) { handlers.withLock { $0[moduleID] = nil } }
+  package func removeHandler(moduleID: String) { handlers.withLock { $0[moduleID] = nil } }
 
-  public enum Delivery: Sendable { case delivered, noHandler, tooDeep }
+  package enum Delivery: Sendable { case delivered, noHandler, tooDeep }
 
   /// Delivers to the target's handler.
   func deliver(from sender: String, to target: String, type: String, payload: UnsafeRawPointer?, length: Int)

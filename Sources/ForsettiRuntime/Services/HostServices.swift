@@ -5,14 +5,14 @@ import ForsettiCore
 /// The services of ABI 1.1 as the host serves them, for modules in-process and in workers alike:
 /// every `ServiceRequest` ends here, with the caller as the host bound it. The capability an
 /// operation needs (`ServiceOperation.capability`) is checked here, once, on every call.
-public final class HostServices: Sendable {
+package final class HostServices: Sendable {
   let roles: RoleRegistry
   let secureStorage: SecureStorageService
   let crypto: CryptoService
   let fileExport: FileExportService
   let diagnostics: DiagnosticsBoard
   /// The services the embedding application offers modules.
-  public let applications: ApplicationServices
+  package let applications: ApplicationServices
   private let log: any LogSink
 
   init(

@@ -24,7 +24,7 @@ import Synchronization
 /// `_`-field or `FORSETTI_MODULE`. A host line carries `CODE_FILE` (`#fileID`), `CODE_LINE` and
 /// `CODE_FUNC` of its log call (``LogRecord/place``); a module's text carries none, as the host
 /// does not know where in the module it was written.
-public final class JournalLogSink: LogSink {
+package final class JournalLogSink: LogSink {
   private let minimum: LogLevel
   /// Where a record goes when the journal refuses it: the stream the journal reads anyway.
   private let fallback: StreamLogSink
@@ -32,7 +32,7 @@ public final class JournalLogSink: LogSink {
   private let refused = Atomic<Bool>(false)
 
   /// `fallback` takes what the journal refuses; `noticeFD` is where that is said, once.
-  public init(minimum: LogLevel = .info, fallback: StreamLogSink, noticeFD: Int32 = 2) {
+  package init(minimum: LogLevel = .info, fallback: StreamLogSink, noticeFD: Int32 = 2) {
     self.minimum = minimum
     self.fallback = fallback
     self.noticeFD = noticeFD
@@ -41,7 +41,7 @@ public final class JournalLogSink: LogSink {
   /// The sink for lines to `fd` (warnings and errors to `errorsTo`): a `JournalLogSink` when
   /// `journal` (by default `$JOURNAL_STREAM`) is the stream of `fd`, `errorsTo` or standard
   /// error, the journal's socket is there and libsystemd opens; else the plain ``StreamLogSink``.
-  public static func selected(
+  package static func selected(
     fd: Int32 = 1, minimum: LogLevel = .info, errorsTo: Int32? = 2,
     journal: StreamLogSink.JournalStream? = .environment
   ) -> any LogSink {
@@ -63,7 +63,7 @@ public final class JournalLogSink: LogSink {
     return stat(socketPath, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK
   }
 
-  public func write(_ record: LogRecord) {
+  package func write(_ record: LogRecord) {
     guard record.level >= minimum else { return }
     let result = Self.send(Self.fields(of: record))
     guard result != 0 else { return }
@@ -77,7 +77,7 @@ public final class JournalLogSink: LogSink {
   }
 
   /// The fields of `record`'s entry, in order, each `NAME` with its value's bytes.
-  public static func fields(of record: LogRecord) -> [(name: String, value: [UInt8])] {
+  package static func fields(of record: LogRecord) -> [(name: String, value: [UInt8])] {
     var out: [(name: String, value: [UInt8])] = [
       ("MESSAGE", Array(record.formatted.utf8)),
       ("PRIORITY", Array(String(StreamLogSink.syslogPriority(record.level)).utf8)),
@@ -110,7 +110,7 @@ public final class JournalLogSink: LogSink {
   /// host key that would take a reserved name) and the key upper-cased, anything outside
   /// `[A-Z0-9_]` as `_`, cut to the journal's 64 characters. The prefix keeps the name from
   /// starting with `_` (trusted fields) or a digit.
-  public static func fieldName(_ key: String, origin: LogRecord.Origin) -> String {
+  package static func fieldName(_ key: String, origin: LogRecord.Origin) -> String {
     let body = String(
       key.unicodeScalars.map { u -> Character in
         switch u {
@@ -126,7 +126,7 @@ public final class JournalLogSink: LogSink {
 
   /// Whether `name` is a field name the journal keeps: 1–64 of `[A-Z0-9_]`, not starting with
   /// `_` or a digit (journald drops others).
-  public static func isValidFieldName(_ name: String) -> Bool {
+  package static func isValidFieldName(_ name: String) -> Bool {
     guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 64 else { return false }
     return ("A"..."Z").contains(first)
       && name.unicodeScalars.allSatisfy { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }

@@ -67,5 +67,5 @@ public struct LogLimits: Sendable, Hashable {
   }
 
   /// The rotation part of these limits.
-  public var rotation: RotationPolicy { RotationPolicy(maxFileBytes: maxFileBytes, keptFiles: keptFiles) }
+  package var rotation: RotationPolicy { RotationPolicy(maxFileBytes: maxFileBytes, keptFiles: keptFiles) }
 }

@@ -2,20 +2,20 @@ import Glibc
 import Synchronization
 
 /// When a log file is rotated and how many are kept.
-public struct RotationPolicy: Sendable, Hashable {
+package struct RotationPolicy: Sendable, Hashable {
   /// A file is rotated before a line would take it past this size (a single longer line still
   /// goes whole into a fresh file).
-  public var maxFileBytes: Int
+  package var maxFileBytes: Int
   /// Files kept, the one being written included: `log`, `log.1` … `log.<keptFiles - 1>`.
-  public var keptFiles: Int
+  package var keptFiles: Int
 
-  public init(maxFileBytes: Int, keptFiles: Int) {
+  package init(maxFileBytes: Int, keptFiles: Int) {
     self.maxFileBytes = maxFileBytes
     self.keptFiles = keptFiles
   }
 
   /// 8 MiB, 5 files.
-  public static let standard = LogLimits.standard.rotation
+  package static let standard = LogLimits.standard.rotation
 }
 
 /// An append-only log file that rotates by size (`log` → `log.1` → … → `log.N`, the oldest
@@ -25,9 +25,9 @@ public struct RotationPolicy: Sendable, Hashable {
 /// It also survives the file going away: about once a second it checks that `path` still
 /// names the file it writes (deleted, or moved by an outside rotation tool) and opens it anew
 /// if not. A failed write or open is said once on stderr (``WriteFailureNotice``).
-public final class RotatingLogFile: Sendable {
-  public let path: String
-  public let policy: RotationPolicy
+package final class RotatingLogFile: Sendable {
+  package let path: String
+  package let policy: RotationPolicy
   private let clock: any RateClock
   private let state: Mutex<State>
 
@@ -45,7 +45,7 @@ public final class RotatingLogFile: Sendable {
 
   /// Opens (creating) `path` for appending; nil when it cannot be opened now.
   /// `noticeFD` is where failures are said (standard error; a pipe in tests).
-  public init?(
+  package init?(
     path: String, policy: RotationPolicy, clock: any RateClock = MonotonicClock(), noticeFD: Int32 = 2
   ) {
     let fd = Self.open(path)
@@ -69,7 +69,7 @@ public final class RotatingLogFile: Sendable {
 
   /// Appends `line` (which should end in a newline); false when it was lost.
   @discardableResult
-  public func append(_ line: [UInt8]) -> Bool {
+  package func append(_ line: [UInt8]) -> Bool {
     let now = clock.nanoseconds()
     return state.withLock { s in
       // Also the retry of a lost file: at most once a second, not once per line of a flood.
@@ -100,7 +100,7 @@ public final class RotatingLogFile: Sendable {
   }
 
   /// The file's size as this writer counts it (for tests).
-  public var size: Int { state.withLock { $0.size } }
+  package var size: Int { state.withLock { $0.size } }
 
   private static func open(_ path: String) -> Int32 {
     Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)

@@ -70,7 +70,7 @@ public struct LogRecord: Sendable, Hashable {
   /// Module text made safe for a line of standard output or error outside a log record (a
   /// report's detail quoting a module's last lines): control characters escaped, so it cannot
   /// start a line or reorder one (`ModuleText`), and a priority prefix neutralised (``StreamLogSink/neutralised(_:)``).
-  public static func streamSafe(_ s: String) -> String { StreamLogSink.neutralised(escaped(s)) }
+  package static func streamSafe(_ s: String) -> String { StreamLogSink.neutralised(escaped(s)) }
 
   /// Module text as visible escapes, by the one rule (`ModuleText`).
   static func escaped(_ s: String) -> String { ModuleText.visible(s) }
@@ -100,7 +100,7 @@ public protocol LogSink: Sendable {
 /// When `$JOURNAL_STREAM` names the descriptor a line goes to, systemd's journal reads it: the
 /// line starts with its syslog priority (`<3>` error, `<4>` warning, `<6>` info, `<7>` debug, as
 /// sd-daemon(3) defines them) instead of the level word, and `journalctl -p warning` finds it.
-public final class StreamLogSink: LogSink {
+package final class StreamLogSink: LogSink {
   private let output: Target
   /// Where warnings and errors go: `output` itself when they are not split off.
   private let errors: Target
@@ -112,7 +112,7 @@ public final class StreamLogSink: LogSink {
   /// `noticeFD` is where a failure to write is said (standard error; a pipe in tests).
   /// `errorsTo` is where warnings and errors go (nil: to `fd` with the rest). `journal` is the
   /// journal stream, if any; by default the one `$JOURNAL_STREAM` names.
-  public init(
+  package init(
     fd: Int32 = 1, minimum: LogLevel = .info, noticeFD: Int32 = 2, errorsTo: Int32? = 2,
     journal: JournalStream? = .environment
   ) {
@@ -129,7 +129,7 @@ public final class StreamLogSink: LogSink {
     signal(SIGPIPE, SIG_IGN)
   }
 
-  public func write(_ record: LogRecord) {
+  package func write(_ record: LogRecord) {
     guard record.level >= minimum else { return }
     let split = record.level >= .warning && errors.fd != output.fd
     let target = split ? errors : output
@@ -149,7 +149,7 @@ public final class StreamLogSink: LogSink {
 
   /// The syslog priority of a level (sd-daemon(3): `SD_ERR` 3, `SD_WARNING` 4, `SD_INFO` 6,
   /// `SD_DEBUG` 7). Nothing the host or a module logs is ever above error (0–2).
-  public static func syslogPriority(_ level: LogLevel) -> Int {
+  package static func syslogPriority(_ level: LogLevel) -> Int {
     switch level {
     case .debug: 7
     case .info: 6
@@ -165,7 +165,7 @@ public final class StreamLogSink: LogSink {
   /// may become the start of a record. A `<` before a digit anywhere but in the host's own prefix
   /// is what would let a module set a priority (`<0>` is emergency, which journald may also
   /// broadcast to every terminal); NULs and other control characters are escaped already.
-  public static func neutralised(_ text: String) -> String {
+  package static func neutralised(_ text: String) -> String {
     guard text.utf8.contains(UInt8(ascii: "<")) else { return text }
     var out = ""
     out.reserveCapacity(text.utf8.count)
@@ -218,54 +218,54 @@ public final class StreamLogSink: LogSink {
   /// read by the journal when fstat(2) gives that device and inode; a descriptor redirected
   /// elsewhere (`ExecStart=sh -c '… >file'`) keeps the variable but not the stream, so the
   /// variable alone never turns the prefix on.
-  public struct JournalStream: Sendable, Hashable {
-    public var device: UInt64
-    public var inode: UInt64
+  package struct JournalStream: Sendable, Hashable {
+    package var device: UInt64
+    package var inode: UInt64
 
-    public init(device: UInt64, inode: UInt64) {
+    package init(device: UInt64, inode: UInt64) {
       self.device = device
       self.inode = inode
     }
 
     /// Parses `DEVICE:INODE`; nil for anything else.
-    public init?(_ value: String) {
+    package init?(_ value: String) {
       let parts = value.split(separator: ":", omittingEmptySubsequences: false)
       guard parts.count == 2, let d = UInt64(parts[0]), let i = UInt64(parts[1]) else { return nil }
       self.init(device: d, inode: i)
     }
 
     /// The stream this process's `$JOURNAL_STREAM` names, if any.
-    public static var environment: JournalStream? {
+    package static var environment: JournalStream? {
       ProcessInfo.processInfo.environment["JOURNAL_STREAM"].flatMap { JournalStream($0) }
     }
 
     /// The stream `fd` is open on (its device and inode), whatever it is.
-    public static func of(_ fd: Int32) -> JournalStream? {
+    package static func of(_ fd: Int32) -> JournalStream? {
       var st = stat()
       guard fstat(fd, &st) == 0 else { return nil }
       return JournalStream(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
     /// Whether `fd` is open on this stream.
-    public func isConnected(_ fd: Int32) -> Bool { Self.of(fd) == self }
+    package func isConnected(_ fd: Int32) -> Bool { Self.of(fd) == self }
   }
 }
 
 /// Appends records to a log file (all levels), rotated by size: `host.log`, `host.log.1` …
-public final class FileLogSink: LogSink {
+package final class FileLogSink: LogSink {
   /// The file written, for its size and path.
-  public let file: RotatingLogFile
+  package let file: RotatingLogFile
 
   /// Opens (creating) `path` for appending; nil when it cannot be opened.
-  public init?(path: String, rotation: RotationPolicy = .standard) {
+  package init?(path: String, rotation: RotationPolicy = .standard) {
     guard let file = RotatingLogFile(path: path, policy: rotation) else { return nil }
     self.file = file
   }
 
   /// Writes into an already opened rotating file (tests give it a clock or a notice pipe).
-  public init(file: RotatingLogFile) { self.file = file }
+  package init(file: RotatingLogFile) { self.file = file }
 
-  public func write(_ record: LogRecord) {
+  package func write(_ record: LogRecord) {
     file.append(Array("\(LogTime.now()) \(record.level.name) \(record.formatted)\n".utf8))
   }
 }
@@ -286,16 +286,16 @@ public final class MemoryLogSink: LogSink {
 /// error, in-process or from a worker, reach the host log through `HostEnvironment.log`.
 /// A worker's standard output (`stream=output`) is also paced: its reader waits rather than
 /// read faster than ``LogLimits/outputReadFactor`` times the limit.
-public struct RateLimitedLogSink: LogSink {
-  public let inner: any LogSink
-  public let limiter: ModuleRateLimiter
+package struct RateLimitedLogSink: LogSink {
+  package let inner: any LogSink
+  package let limiter: ModuleRateLimiter
 
-  public init(_ inner: any LogSink, limiter: ModuleRateLimiter) {
+  package init(_ inner: any LogSink, limiter: ModuleRateLimiter) {
     self.inner = inner
     self.limiter = limiter
   }
 
-  public func write(_ record: LogRecord) {
+  package func write(_ record: LogRecord) {
     guard record.origin == .module, let id = record.moduleID else {
       inner.write(record)
       return
@@ -315,12 +315,12 @@ public struct RateLimitedLogSink: LogSink {
 }
 
 /// Sends each record to several sinks.
-public struct FanOutLogSink: LogSink {
-  public var sinks: [any LogSink]
+package struct FanOutLogSink: LogSink {
+  package var sinks: [any LogSink]
 
-  public init(_ sinks: [any LogSink]) { self.sinks = sinks }
+  package init(_ sinks: [any LogSink]) { self.sinks = sinks }
 
-  public func write(_ record: LogRecord) { for s in sinks { s.write(record) } }
+  package func write(_ record: LogRecord) { for s in sinks { s.write(record) } }
 }
 
 /// Timestamps of log lines: UTC, milliseconds, as ISO 8601 (`2026-12-03T14:00:00.123Z`),

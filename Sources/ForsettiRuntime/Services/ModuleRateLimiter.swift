@@ -5,11 +5,11 @@ import Synchronization
 /// each module lost. When a module has lines dropped, one host line says how many and over what
 /// period: once it has not been limited for `quietAfter`, and every `summaryEvery` while it
 /// goes on. The host's own lines never come here.
-public final class ModuleRateLimiter: Sendable {
+package final class ModuleRateLimiter: Sendable {
   /// Which of a module's outputs a line belongs to; each has a bucket of its own.
-  public enum Channel: Sendable, Hashable { case log, telemetry }
+  package enum Channel: Sendable, Hashable { case log, telemetry }
 
-  public let limits: LogLimits
+  package let limits: LogLimits
   private let clock: any RateClock
   private let report: @Sendable (LogRecord) -> Void
   private let sweepsItself: Bool
@@ -38,7 +38,7 @@ public final class ModuleRateLimiter: Sendable {
   /// `report` receives the dropped-lines lines (write them where the host's lines go, past the
   /// limiter). With `sweepsItself`, a timer writes a due count even when the module falls
   /// silent; without it (tests with a manual clock), call ``sweep()``.
-  public init(
+  package init(
     limits: LogLimits = .standard, clock: any RateClock = MonotonicClock(), sweepsItself: Bool = true,
     dropped: (@Sendable (String, Channel) -> Void)? = nil, report: @escaping @Sendable (LogRecord) -> Void
   ) {
@@ -51,7 +51,7 @@ public final class ModuleRateLimiter: Sendable {
 
   /// Whether `moduleID` may write a line of `bytes` bytes on `channel` now. A dropped-lines
   /// line that has come due for this module is reported first.
-  public func admit(_ moduleID: String, _ channel: Channel, bytes: Int) -> Bool {
+  package func admit(_ moduleID: String, _ channel: Channel, bytes: Int) -> Bool {
     let now = clock.nanoseconds()
     let cost = limits.cost(bytes: bytes)
     let (admitted, summary, schedule) = state.withLock { s -> (Bool, LogRecord?, Bool) in
@@ -76,7 +76,7 @@ public final class ModuleRateLimiter: Sendable {
 
   /// Charges an admitted line the rest of its cost once its size is known: a caller admits it
   /// with `bytes: 1` first, so a line that would be dropped is never made.
-  public func charge(_ moduleID: String, _ channel: Channel, bytes: Int) {
+  package func charge(_ moduleID: String, _ channel: Channel, bytes: Int) {
     let extra = limits.cost(bytes: bytes) - 1
     guard extra > 0 else { return }
     state.withLock { s in
@@ -89,7 +89,7 @@ public final class ModuleRateLimiter: Sendable {
   /// How long the reader of `moduleID`'s standard output should wait before handling another
   /// line: 0 (and the line counted) when it may go on now. Waiting, rather than reading and
   /// dropping, leaves a flood in the module's own blocked write.
-  public func outputReadDelay(_ moduleID: String) -> Double {
+  package func outputReadDelay(_ moduleID: String) -> Double {
     let now = clock.nanoseconds()
     return state.withLock { s in
       var m = s.modules[moduleID] ?? newFlood(now)
@@ -110,12 +110,12 @@ public final class ModuleRateLimiter: Sendable {
   }
 
   /// Reports every count that has come due (a module that fell silent mid-flood included).
-  public func sweep() {
+  package func sweep() {
     sweep(force: false)
   }
 
   /// Reports every count still held, due or not (at shutdown).
-  public func flush() {
+  package func flush() {
     sweep(force: true)
   }
 

@@ -2,17 +2,17 @@ import Glibc
 
 /// A source of monotonic time, so that rate limits and rotation checks can be tested without
 /// sleeping.
-public protocol RateClock: Sendable {
+package protocol RateClock: Sendable {
   /// Nanoseconds since an arbitrary fixed point; never decreases.
   func nanoseconds() -> UInt64
 }
 
 /// CLOCK_MONOTONIC: unaffected by setting the wall clock (which a module must not be able to
 /// use to refill its own bucket).
-public struct MonotonicClock: RateClock {
-  public init() {}
+package struct MonotonicClock: RateClock {
+  package init() {}
 
-  public func nanoseconds() -> UInt64 {
+  package func nanoseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(clamping: ts.tv_sec) &* 1_000_000_000 &+ UInt64(clamping: ts.tv_nsec)
@@ -21,14 +21,14 @@ public struct MonotonicClock: RateClock {
 
 /// A token bucket: holds at most `burst` tokens, refills at `perSecond` tokens a second, and
 /// admits a cost only when that many tokens are there. Doubles, so no input can overflow it.
-public struct TokenBucket: Sendable, Hashable {
-  public let burst: Double
-  public let perSecond: Double
+package struct TokenBucket: Sendable, Hashable {
+  package let burst: Double
+  package let perSecond: Double
   private(set) var tokens: Double
   private var refilledAt: UInt64
 
   /// A full bucket at time `now`.
-  public init(burst: Int, perSecond: Int, now: UInt64) {
+  package init(burst: Int, perSecond: Int, now: UInt64) {
     self.burst = Double(max(1, burst))
     self.perSecond = Double(max(1, perSecond))
     tokens = self.burst
@@ -36,7 +36,7 @@ public struct TokenBucket: Sendable, Hashable {
   }
 
   /// Takes `cost` tokens and returns true, or takes nothing and returns false.
-  public mutating func take(_ cost: Int, now: UInt64) -> Bool {
+  package mutating func take(_ cost: Int, now: UInt64) -> Bool {
     if now > refilledAt {
       let seconds = Double(now - refilledAt) / 1e9
       tokens = min(burst, tokens + seconds * perSecond)
@@ -51,12 +51,12 @@ public struct TokenBucket: Sendable, Hashable {
 
   /// Takes `cost` more tokens for something already admitted, going into debt (at most a
   /// burst's worth) that later refills repay: for a line whose size is known only once made.
-  public mutating func charge(_ cost: Int) {
+  package mutating func charge(_ cost: Int) {
     tokens = max(-burst, tokens - min(burst, Double(max(0, cost))))
   }
 
   /// Seconds until `take(1)` would succeed (0 when it would now).
-  public func secondsUntilOne() -> Double {
+  package func secondsUntilOne() -> Double {
     tokens >= 1 ? 0 : (1 - tokens) / perSecond
   }
 }

@@ -16,20 +16,20 @@ import Glibc
 /// libsystemd buys nothing, and the host needs no libsystemd to build or run.
 ///
 /// A failure to notify never fails the host: each call says only whether the datagram was sent.
-public enum ServiceNotifier {
+package enum ServiceNotifier {
   /// The manager caps a notification (systemd reads at most PIPE_BUF bytes); a longer status
   /// is cut so the datagram is never refused as a whole.
   static let maximumStatusBytes = 1024
 
   /// `READY=1` with a status line and the host's pid: the host started and said what it runs.
   @discardableResult
-  public static func ready(status: String, socket: String? = environmentSocket) -> Bool {
+  package static func ready(status: String, socket: String? = environmentSocket) -> Bool {
     send("READY=1\nMAINPID=\(getpid())\nSTATUS=\(statusLine(status))", to: socket)
   }
 
   /// `STOPPING=1`: the host is stopping its modules; the manager waits for it to exit.
   @discardableResult
-  public static func stopping(status: String = "stopping all modules", socket: String? = environmentSocket)
+  package static func stopping(status: String = "stopping all modules", socket: String? = environmentSocket)
     -> Bool
   {
     send("STOPPING=1\nSTATUS=\(statusLine(status))", to: socket)
@@ -37,12 +37,12 @@ public enum ServiceNotifier {
 
   /// `STATUS=…`: the one line `systemctl status` shows under the unit.
   @discardableResult
-  public static func status(_ text: String, socket: String? = environmentSocket) -> Bool {
+  package static func status(_ text: String, socket: String? = environmentSocket) -> Bool {
     send("STATUS=\(statusLine(text))", to: socket)
   }
 
   /// The socket named by this process's `$NOTIFY_SOCKET`, if any.
-  public static var environmentSocket: String? { socket(in: ProcessInfo.processInfo.environment) }
+  package static var environmentSocket: String? { socket(in: ProcessInfo.processInfo.environment) }
 
   /// The socket an environment names: an absolute path or an abstract name (`@…`); nil for
   /// none or an empty value. Other forms (systemd's `vsock:`) are not spoken and give nil.

@@ -26,7 +26,7 @@ public struct Surface: Sendable, Hashable {
   /// The theme that would have applied, recorded so that `surface` can say it was stripped.
   public var strippedThemeID: String?
 
-  public static func compose(_ contributions: [String: UIContributions]) -> Surface {
+  package static func compose(_ contributions: [String: UIContributions]) -> Surface {
     var s = Surface()
     var routes = Set<String>()
     var pointers = Set<String>()
@@ -48,7 +48,7 @@ public struct Surface: Sendable, Hashable {
   }
 
   /// The JSON form printed by `forsetti-host surface --json`.
-  public var json: JSONValue {
+  package var json: JSONValue {
     .object(
       JSONObject([
         ("modules", .strings(modules)),

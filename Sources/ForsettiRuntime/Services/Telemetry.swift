@@ -5,15 +5,15 @@ import Glibc
 
 /// Appends telemetry events as JSON lines to `logs/telemetry.jsonl` in the state directory,
 /// rotated by size (`telemetry.jsonl.1` …), each module within its telemetry rate limit.
-public final class TelemetryRecorder: Sendable {
-  public let path: String
+package final class TelemetryRecorder: Sendable {
+  package let path: String
   /// The file written, for its size and rotation.
-  public let file: RotatingLogFile
+  package let file: RotatingLogFile
   private let limiter: ModuleRateLimiter?
 
   /// Opens (creating, with its directory) `path`; nil when it cannot be opened. Without a
   /// `limiter`, every event is written.
-  public init?(path: String, rotation: RotationPolicy = .standard, limiter: ModuleRateLimiter? = nil) {
+  package init?(path: String, rotation: RotationPolicy = .standard, limiter: ModuleRateLimiter? = nil) {
     try? FileManager.default.createDirectory(
       atPath: PathText.parent(path), withIntermediateDirectories: true)
     guard let file = RotatingLogFile(path: path, policy: rotation) else { return nil }
@@ -26,7 +26,7 @@ public final class TelemetryRecorder: Sendable {
   /// was not written: over the module's rate limit, or the file could not be written (said once
   /// on stderr).
   @discardableResult
-  public func record(moduleID: String, name: String, attributes: JSONValue?) -> Bool {
+  package func record(moduleID: String, name: String, attributes: JSONValue?) -> Bool {
     // Admitted before the line is made, so a flood's dropped events cost no JSON writing.
     if let limiter, !limiter.admit(moduleID, .telemetry, bytes: 1) { return false }
     let line = JSONValue.object(

@@ -5,23 +5,23 @@ import Glibc
 /// `STATE/activation.json`: the enabled set and the selected UI module. Read-modify-write goes
 /// through `update`, one `StateTransaction` (`STATE/state.lock`), so two commands, or a command
 /// and a host, changing the state at once never lose a change.
-public struct ActivationStore: Sendable {
+package struct ActivationStore: Sendable {
   /// The activation file.
-  public let path: String
+  package let path: String
   /// The state directory whose lock `update` holds.
-  public let stateDirectory: String
+  package let stateDirectory: String
 
   /// An activation file far beyond any real one is refused rather than read into memory.
-  public static let maxBytes = 4 << 20
+  package static let maxBytes = 4 << 20
 
   /// The store of the state directory `stateDirectory`.
-  public init(stateDirectory: String) {
+  package init(stateDirectory: String) {
     self.stateDirectory = stateDirectory
     path = PathText.join(stateDirectory, "activation.json")
   }
 
   /// Why the activation file could not be read, written or locked.
-  public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+  package enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file exists but is not in the documented form; `why` names the field.
     case malformed(path: String, why: String)
     /// The file exists but cannot be read.
@@ -31,7 +31,7 @@ public struct ActivationStore: Sendable {
     case lock(path: String, errno: Int32)
 
     /// The file the error is about.
-    public var path: String {
+    package var path: String {
       switch self {
       case .malformed(let p, _), .read(let p, _), .lock(let p, _): p
       case .write(let w): w.path
@@ -39,7 +39,7 @@ public struct ActivationStore: Sendable {
     }
 
     /// What went wrong, without the path.
-    public var reason: String {
+    package var reason: String {
       switch self {
       case .malformed(_, let why): why
       case .read(_, let e): "cannot be read: \(String(cString: strerror(e)))"
@@ -50,12 +50,12 @@ public struct ActivationStore: Sendable {
       }
     }
 
-    public var description: String { "\(path): \(reason)" }
+    package var description: String { "\(path): \(reason)" }
   }
 
   /// The saved state; nil when there is no file (every eligible module then follows the default
   /// policy and the first UI module by ID is active).
-  public func load() throws(StoreError) -> ActivationState? {
+  package func load() throws(StoreError) -> ActivationState? {
     guard let bytes = try readBytes() else { return nil }
     let value: JSONValue
     do { value = try JSONParser.parse(bytes) } catch {
@@ -68,7 +68,7 @@ public struct ActivationStore: Sendable {
   }
 
   /// Replaces the file with `state` (atomic and durable). Only inside a transaction (`update`).
-  public func save(_ state: ActivationState) throws(StoreError) {
+  package func save(_ state: ActivationState) throws(StoreError) {
     do {
       try StateTransaction.write(Array((JSONWriter.string(state.json, pretty: true) + "\n").utf8), to: path)
     } catch {
@@ -79,7 +79,7 @@ public struct ActivationStore: Sendable {
   /// Applies `change` to the saved state (or to the empty state when there is no file) under
   /// the lock, saves the result when it differs, and returns it.
   @discardableResult
-  public func update(_ change: (inout ActivationState) -> Void) throws(StoreError) -> ActivationState {
+  package func update(_ change: (inout ActivationState) -> Void) throws(StoreError) -> ActivationState {
     try StateTransaction.run(
       stateDirectory: stateDirectory, lockFailed: { StoreError.lock(path: $0.path, errno: $0.errno) }
     ) { () throws(StoreError) in

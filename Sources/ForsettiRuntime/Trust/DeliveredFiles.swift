@@ -8,7 +8,7 @@ import Glibc
 /// Watching the state directory alone misses such an update: the link in it never changes, only
 /// what it leads to. So the host watches every directory on the way, and never writes through
 /// or over such a link (the delivery would silently lose the file, or be overwritten by it).
-public enum DeliveredFiles {
+package enum DeliveredFiles {
   /// At most this many links are followed for one path, as the kernel's own limit (ELOOP).
   static let maximumLinks = 40
 
@@ -17,7 +17,7 @@ public enum DeliveredFiles {
   /// when it is a directory, itself and the chains of the links directly in it. Empty when
   /// `path` is not a link (nor a directory holding one): then its own directory is all there is
   /// to watch. Each directory is resolved, so inotify watches what the kernel will change.
-  public static func directories(of path: String) -> [String] {
+  package static func directories(of path: String) -> [String] {
     var found: [String] = []
     let (end, links) = resolve(path)
     var isDirectory = false
@@ -45,7 +45,7 @@ public enum DeliveredFiles {
 
   /// Each directory with the identity of what is there now (`PATH@DEVICE:INODE`): a directory
   /// replaced by another of the same name is watched anew, the old one's watch sees nothing.
-  public static func identities(_ directories: [String]) -> [String] {
+  package static func identities(_ directories: [String]) -> [String] {
     directories.map { d in
       var st = stat()
       return stat(d, &st) == 0 ? "\(d)@\(st.st_dev):\(st.st_ino)" : d
@@ -53,13 +53,13 @@ public enum DeliveredFiles {
   }
 
   /// Whether `path` itself is a symbolic link: a delivered file the host must not replace.
-  public static func isLink(_ path: String) -> Bool {
+  package static func isLink(_ path: String) -> Bool {
     var st = stat()
     return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
   }
 
   /// Where the link at `path` leads, as written in it (nil: not a link).
-  public static func target(of path: String) -> String? {
+  package static func target(of path: String) -> String? {
     guard isLink(path) else { return nil }
     return try? FileManager.default.destinationOfSymbolicLink(atPath: path)
   }

@@ -4,9 +4,9 @@ import Synchronization
 /// The in-memory override provider of both channels: set while the host runs (through its
 /// control socket), consulted after the persisted store and before the time-frame windows,
 /// and gone when the host stops. Copies of a `HostConfiguration` share one table.
-public final class InMemoryOverrides: Sendable {
+package final class InMemoryOverrides: Sendable {
   /// Both channels' tables, module IDs and product IDs to `on` or `off`.
-  public typealias Tables = (modules: [String: OverrideState], products: [String: OverrideState])
+  package typealias Tables = (modules: [String: OverrideState], products: [String: OverrideState])
 
   private struct Both {
     var modules: [String: OverrideState] = [:]
@@ -21,7 +21,7 @@ public final class InMemoryOverrides: Sendable {
   private let tables: Mutex<Both>
 
   /// An empty table, or one holding `modules` and `products` (`.unset` entries are dropped).
-  public init(
+  package init(
     modules: [String: OverrideState] = [:], products: [String: OverrideState] = [:]
   ) {
     tables = Mutex(
@@ -30,7 +30,7 @@ public final class InMemoryOverrides: Sendable {
 
   /// Forces `id` on or off in `channel` (`.unset` clears it); returns what it was before.
   @discardableResult
-  public func set(channel: OverrideChannel, id: String, state: OverrideState) -> OverrideState {
+  package func set(channel: OverrideChannel, id: String, state: OverrideState) -> OverrideState {
     tables.withLock {
       let before = $0[channel][id] ?? .unset
       $0[channel][id] = state == .unset ? nil : state
@@ -40,17 +40,17 @@ public final class InMemoryOverrides: Sendable {
 
   /// Removes `id`'s override from `channel`; returns what it was before (`.unset`: none).
   @discardableResult
-  public func clear(channel: OverrideChannel, id: String) -> OverrideState {
+  package func clear(channel: OverrideChannel, id: String) -> OverrideState {
     set(channel: channel, id: id, state: .unset)
   }
 
   /// `id`'s override in `channel` now (`.unset`: none).
-  public func state(channel: OverrideChannel, id: String) -> OverrideState {
+  package func state(channel: OverrideChannel, id: String) -> OverrideState {
     tables.withLock { $0[channel][id] ?? .unset }
   }
 
   /// Both tables as they are now, for one judgement.
-  public var snapshot: Tables {
+  package var snapshot: Tables {
     tables.withLock { ($0.modules, $0.products) }
   }
 }

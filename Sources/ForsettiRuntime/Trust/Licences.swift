@@ -7,31 +7,32 @@ import Glibc
 /// A signed licence: product, licensee, expiry and the vendor key that signed them, verified
 /// offline against the trusted vendor keys. File form (`STATE/licences/*.licence`):
 /// `{"productID","licensee","expires":"2027-01-01T00:00:00Z","keyID","signature"}`.
-public struct Licence: Sendable, Hashable {
-  public var productID: String
-  public var licensee: String
-  public var expires: Instant
-  public var expiresText: String
-  public var keyID: String
-  public var signature: [UInt8]
+package struct Licence: Sendable, Hashable {
+  package var productID: String
+  package var licensee: String
+  package var expires: Instant
+  package var expiresText: String
+  package var keyID: String
+  package var signature: [UInt8]
 
   /// The exact bytes signed: a versioned, newline-separated form, so no JSON canonicalisation
   /// question can arise.
-  public static func message(productID: String, licensee: String, expires: String, keyID: String) -> [UInt8] {
+  package static func message(productID: String, licensee: String, expires: String, keyID: String) -> [UInt8]
+  {
     Array("forsetti-licence-v1\n\(productID)\n\(licensee)\n\(expires)\n\(keyID)".utf8)
   }
 
-  public var message: [UInt8] {
+  package var message: [UInt8] {
     Self.message(productID: productID, licensee: licensee, expires: expiresText, keyID: keyID)
   }
 
-  public enum Status: Sendable, Hashable, CustomStringConvertible {
+  package enum Status: Sendable, Hashable, CustomStringConvertible {
     case valid
     case expired
     case untrustedKey
     case badSignature
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .valid: "valid"
       case .expired: "expired"
@@ -41,17 +42,17 @@ public struct Licence: Sendable, Hashable {
     }
   }
 
-  public func status(trusted: [String: [UInt8]], now: Instant) -> Status {
+  package func status(trusted: [String: [UInt8]], now: Instant) -> Status {
     guard let key = trusted[keyID] else { return .untrustedKey }
     guard Signatures.verify(message, signature: signature, publicKey: key) else { return .badSignature }
     return now < expires ? .valid : .expired
   }
 
-  public static func parseTime(_ s: String) -> Instant? {
+  package static func parseTime(_ s: String) -> Instant? {
     (try? Date(s, strategy: .iso8601)).map(\.timeIntervalSince1970)
   }
 
-  public init?(json text: String) {
+  package init?(json text: String) {
     guard let o = (try? JSONParser.parse(text))?.objectValue, let p = o["productID"]?.stringValue,
       let l = o["licensee"]?.stringValue, let e = o["expires"]?.stringValue, let t = Self.parseTime(e),
       let k = o["keyID"]?.stringValue, let sig = o["signature"]?.stringValue.flatMap(Signatures.unhex)
@@ -59,7 +60,7 @@ public struct Licence: Sendable, Hashable {
     self.init(productID: p, licensee: l, expires: t, expiresText: e, keyID: k, signature: sig)
   }
 
-  public init(
+  package init(
     productID: String, licensee: String, expires: Instant, expiresText: String, keyID: String,
     signature: [UInt8]
   ) {
@@ -72,7 +73,7 @@ public struct Licence: Sendable, Hashable {
   }
 
   /// Issues a licence with a vendor's secret key.
-  public static func issue(productID: String, licensee: String, expires: String, secret: [UInt8]) throws
+  package static func issue(productID: String, licensee: String, expires: String, secret: [UInt8]) throws
     -> Licence
   {
     guard let t = parseTime(expires) else {
@@ -86,7 +87,7 @@ public struct Licence: Sendable, Hashable {
     )
   }
 
-  public var json: JSONValue {
+  package var json: JSONValue {
     .object(
       JSONObject([
         ("productID", .string(productID)), ("licensee", .string(licensee)), ("expires", .string(expiresText)),
@@ -96,17 +97,17 @@ public struct Licence: Sendable, Hashable {
 }
 
 /// Entitlements from signed licence files plus a static list, judged at a given instant.
-public struct LicenceEntitlementProvider: EntitlementProvider {
-  public var licences: [(file: String, licence: Licence?)]
-  public var trusted: [String: [UInt8]]
-  public var staticProducts: Set<String>
-  public var now: Instant
+package struct LicenceEntitlementProvider: EntitlementProvider {
+  package var licences: [(file: String, licence: Licence?)]
+  package var trusted: [String: [UInt8]]
+  package var staticProducts: Set<String>
+  package var now: Instant
 
-  public var name: String { "licences (\(licences.count)) + static (\(staticProducts.count))" }
+  package var name: String { "licences (\(licences.count)) + static (\(staticProducts.count))" }
 
   /// Reads `STATE/licences/*.licence` and the keys trusted for them,
   /// `STATE/trusted-keys/licences/*.pub`.
-  public static func load(stateDirectory: String, staticProducts: Set<String>, now: Instant)
+  package static func load(stateDirectory: String, staticProducts: Set<String>, now: Instant)
     -> LicenceEntitlementProvider
   {
     let dir = PathText.join(stateDirectory, "licences")
@@ -123,7 +124,7 @@ public struct LicenceEntitlementProvider: EntitlementProvider {
       licences: licences, trusted: trusted, staticProducts: staticProducts, now: now)
   }
 
-  public func isUnlocked(productID: String, moduleID: String) -> Bool {
+  package func isUnlocked(productID: String, moduleID: String) -> Bool {
     staticProducts.contains(productID)
       || licences.contains {
         $0.licence?.productID == productID && $0.licence?.status(trusted: trusted, now: now) == .valid
@@ -131,7 +132,7 @@ public struct LicenceEntitlementProvider: EntitlementProvider {
   }
 
   /// Products unlocked now, sorted.
-  public var activeProducts: [String] {
+  package var activeProducts: [String] {
     Array(
       staticProducts.union(
         licences.compactMap { l in
@@ -142,7 +143,7 @@ public struct LicenceEntitlementProvider: EntitlementProvider {
   }
 
   /// Each licence file and what it is worth now.
-  public var report: [String] {
+  package var report: [String] {
     licences.map { l in
       guard let lic = l.licence else { return "\(l.file): not a licence file" }
       return
@@ -151,7 +152,7 @@ public struct LicenceEntitlementProvider: EntitlementProvider {
   }
 
   /// The earliest expiry still ahead, for the host to re-check at.
-  public var nextExpiry: Instant? {
+  package var nextExpiry: Instant? {
     licences.compactMap { $0.licence?.expires }.filter { $0 > now }.min()
   }
 }

@@ -4,7 +4,7 @@ import Glibc
 
 /// What a module binary's detached signature (`FILE.so.sig`) is, against the keys trusted for
 /// module signatures. Read from the files; what the host does with it is `SignaturePolicy`'s.
-public enum SignatureFinding: Sendable, Hashable {
+package enum SignatureFinding: Sendable, Hashable {
   /// No `FILE.so.sig`.
   case unsigned
   /// `FILE.so.sig` exists but is not a signature file (unreadable, too large, not JSON…).
@@ -20,7 +20,7 @@ public enum SignatureFinding: Sendable, Hashable {
   case unreadable
 
   /// The key the signature names, when it names one.
-  public var keyID: String? {
+  package var keyID: String? {
     switch self {
     case .untrustedKey(let k), .valid(let k), .mismatch(let k): k
     case .unsigned, .malformed, .unreadable: nil
@@ -28,7 +28,7 @@ public enum SignatureFinding: Sendable, Hashable {
   }
 
   /// A stable one-word name, for JSON.
-  public var name: String {
+  package var name: String {
     switch self {
     case .unsigned: "unsigned"
     case .malformed: "malformed"
@@ -40,7 +40,7 @@ public enum SignatureFinding: Sendable, Hashable {
   }
 
   /// Reads `binary.sig` and, when its key is trusted, checks it against `binary`'s bytes.
-  public static func read(binary: String, trusted: [String: [UInt8]]) -> SignatureFinding {
+  package static func read(binary: String, trusted: [String: [UInt8]]) -> SignatureFinding {
     let sigPath = ModuleSignature.path(for: binary)
     guard let data = PlainFiles.contents(of: sigPath, limit: 1 << 16) else {
       var st = stat()

@@ -5,22 +5,22 @@ import ForsettiCore
 /// operator requires signed modules (`--require-signatures`). Without it only a signature by a
 /// key trusted for modules that does not match the bytes refuses (someone changed a signed
 /// binary); with it anything but a matching signature by such a key refuses.
-public struct SignaturePolicy: Sendable, Hashable {
-  public var required: Bool
+package struct SignaturePolicy: Sendable, Hashable {
+  package var required: Bool
   /// Key IDs trusted for licences only: named when such a key signed a module, the likely
   /// mistake being a key installed for the wrong role.
-  public var licenceKeyIDs: Set<String>
+  package var licenceKeyIDs: Set<String>
   /// `STATE/trusted-keys/modules`, for the remedies.
-  public var modulesDirectory: String
+  package var modulesDirectory: String
 
-  public init(required: Bool, licenceKeyIDs: Set<String> = [], modulesDirectory: String) {
+  package init(required: Bool, licenceKeyIDs: Set<String> = [], modulesDirectory: String) {
     self.required = required
     self.licenceKeyIDs = licenceKeyIDs
     self.modulesDirectory = modulesDirectory
   }
 
   /// The outcome for `binary` and what the pass line adds (empty on failure).
-  public func judge(_ finding: SignatureFinding, binary: String) -> (outcome: GateOutcome, note: String) {
+  package func judge(_ finding: SignatureFinding, binary: String) -> (outcome: GateOutcome, note: String) {
     let sig = ModuleSignature.path(for: binary)
     let notRequired = "signatures not required"
     switch finding {

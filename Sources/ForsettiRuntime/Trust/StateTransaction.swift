@@ -12,30 +12,30 @@ import Glibc
 /// The lock is held only for the transaction: never while waiting on a host or a user.
 /// Readers do not take it: a rename replaces a file whole, so they see the old or the new.
 /// `STATE/host.lock`, held by a host for its whole life, is a different lock.
-public enum StateTransaction {
+package enum StateTransaction {
   /// The lock file's name in the state directory. It is never replaced, unlike the files it
   /// guards (those are renamed over), so every process locks the same inode.
-  public static let lockName = "state.lock"
+  package static let lockName = "state.lock"
 
   /// `STATE/state.lock`.
-  public static func lockPath(stateDirectory: String) -> String {
+  package static func lockPath(stateDirectory: String) -> String {
     PathText.join(stateDirectory.isEmpty ? "." : stateDirectory, lockName)
   }
 
   /// The state lock could not be opened or taken.
-  public struct LockError: Error, Sendable, Hashable, CustomStringConvertible {
+  package struct LockError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The lock file.
-    public var path: String
-    public var errno: Int32
+    package var path: String
+    package var errno: Int32
 
-    public var description: String { "\(path): cannot be locked: \(String(cString: strerror(errno)))" }
+    package var description: String { "\(path): cannot be locked: \(String(cString: strerror(errno)))" }
   }
 
   /// Runs `body` holding the state directory's lock, creating the directory when needed; a
   /// lock that cannot be taken is `lockFailed`'s error. Not re-entrant: `body` must not start
   /// another transaction on the same directory (the lock is per open file, so it would wait
   /// on itself).
-  public static func run<T, E: Error>(
+  package static func run<T, E: Error>(
     stateDirectory: String, lockFailed: (LockError) -> E, _ body: () throws(E) -> T
   ) throws(E) -> T {
     let fd: Int32
@@ -54,7 +54,7 @@ public enum StateTransaction {
   /// by writers killed mid-write. Only inside `run`: every
   /// writer of a state file holds the lock, so a temporary file of it found then is a dead
   /// writer's, never one still being written.
-  public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(AtomicFile
+  package static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(AtomicFile
     .WriteError)
   {
     // A state file that is a link is delivered: renaming over it would replace the link with

@@ -5,23 +5,23 @@ import Glibc
 
 /// `STATE/approvals.json`: what the user approved, per module. Every change is one
 /// `StateTransaction` (read, change, durable write under `STATE/state.lock`).
-public struct ApprovalStore: Sendable {
-  public let path: String
+package struct ApprovalStore: Sendable {
+  package let path: String
   /// The state directory whose lock a change holds.
-  public let stateDirectory: String
+  package let stateDirectory: String
 
-  public init(stateDirectory: String) {
+  package init(stateDirectory: String) {
     self.stateDirectory = stateDirectory
     path = PathText.join(stateDirectory, "approvals.json")
   }
 
-  public enum StoreError: Error, Sendable, CustomStringConvertible {
+  package enum StoreError: Error, Sendable, CustomStringConvertible {
     case malformed(String)
     case write(AtomicFile.WriteError)
     /// The state directory's lock could not be taken: nothing was changed.
     case lock(StateTransaction.LockError)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .malformed(let why): why
       case .write(let e): e.description
@@ -35,7 +35,7 @@ public struct ApprovalStore: Sendable {
     try StateTransaction.run(stateDirectory: stateDirectory, lockFailed: StoreError.lock, body)
   }
 
-  public func load() throws(StoreError) -> ApprovalLedger {
+  package func load() throws(StoreError) -> ApprovalLedger {
     guard let data = FileManager.default.contents(atPath: path) else { return ApprovalLedger() }
     guard let value = try? JSONParser.parse([UInt8](data)) else { throw .malformed("\(path): invalid JSON") }
     switch ApprovalLedger.decode(value) {
@@ -44,7 +44,7 @@ public struct ApprovalStore: Sendable {
     }
   }
 
-  public func save(_ ledger: ApprovalLedger) throws(StoreError) {
+  package func save(_ ledger: ApprovalLedger) throws(StoreError) {
     let modules = ledger.approved.keys.sorted().map { id in
       (
         id,
@@ -61,7 +61,7 @@ public struct ApprovalStore: Sendable {
   }
 
   /// Approves `capabilities` for `moduleID` (added to what was approved).
-  public func approve(_ moduleID: String, _ capabilities: Set<Capability>) throws(StoreError) -> Set<
+  package func approve(_ moduleID: String, _ capabilities: Set<Capability>) throws(StoreError) -> Set<
     Capability
   > {
     try transaction { () throws(StoreError) in
@@ -73,7 +73,7 @@ public struct ApprovalStore: Sendable {
   }
 
   /// Revokes `capabilities` (all, when nil) of `moduleID`.
-  public func revoke(_ moduleID: String, _ capabilities: Set<Capability>?) throws(StoreError) -> Set<
+  package func revoke(_ moduleID: String, _ capabilities: Set<Capability>?) throws(StoreError) -> Set<
     Capability
   >? {
     try transaction { () throws(StoreError) in
@@ -87,7 +87,7 @@ public struct ApprovalStore: Sendable {
   /// Applies the Apsule reduction rule for manifests as they are now: a module that requests
   /// fewer capabilities than approved has its approval shrunk at once, so a capability dropped
   /// by one version must be approved again if a later version re-adds it.
-  public func shrink(to manifests: [ModuleManifest]) throws(StoreError) -> [String] {
+  package func shrink(to manifests: [ModuleManifest]) throws(StoreError) -> [String] {
     // Nothing to shrink (the common case, judged on every change) takes no lock; whatever is
     // found is judged again under the lock, on the file as it is then.
     guard !Self.reductions(try load(), manifests).isEmpty else { return [] }
@@ -112,7 +112,7 @@ public struct ApprovalStore: Sendable {
 }
 
 /// The two override channels: module IDs and product IDs.
-public enum OverrideChannel: String, Sendable, Hashable, CaseIterable {
+package enum OverrideChannel: String, Sendable, Hashable, CaseIterable {
   case module
   case product
 }
@@ -121,24 +121,24 @@ public enum OverrideChannel: String, Sendable, Hashable, CaseIterable {
 /// Version 2 keeps, per channel and ID, one persisted state and any number of windows:
 /// `{"version":2,"modules":{"ID":{"state":"off","windows":[{"state":"on","from":"…","until":"…"}]}},"products":{…}}`.
 /// Version 1 (one entry per ID; with `from`/`until` it was a window) is read and written back as 2.
-public struct OverrideStore: Sendable {
-  public let path: String
+package struct OverrideStore: Sendable {
+  package let path: String
   /// The state directory whose lock `update` holds.
-  public let stateDirectory: String
+  package let stateDirectory: String
 
-  public init(stateDirectory: String) {
+  package init(stateDirectory: String) {
     self.stateDirectory = stateDirectory
     path = PathText.join(stateDirectory, "overrides.json")
   }
 
   /// One time-frame window: `state` from `from` (inclusive) until `until` (exclusive); either
   /// bound may be open, not both. The bounds are kept as written (ISO 8601).
-  public struct Window: Sendable, Hashable {
-    public var state: OverrideState
-    public var from: String?
-    public var until: String?
+  package struct Window: Sendable, Hashable {
+    package var state: OverrideState
+    package var from: String?
+    package var until: String?
 
-    public init(state: OverrideState, from: String? = nil, until: String? = nil) {
+    package init(state: OverrideState, from: String? = nil, until: String? = nil) {
       self.state = state
       self.from = from
       self.until = until
@@ -146,12 +146,12 @@ public struct OverrideStore: Sendable {
 
     /// The window as the time-frame provider judges it (an unreadable bound counts as open;
     /// `load` and the CLI refuse those before they get here).
-    public var span: TimeFrameOverrideProvider.Window {
+    package var span: TimeFrameOverrideProvider.Window {
       .init(state: state, from: from.flatMap(Licence.parseTime), until: until.flatMap(Licence.parseTime))
     }
 
     /// Whether the two windows share an instant (open bounds reach to the end of time).
-    public func overlaps(_ other: Window) -> Bool {
+    package func overlaps(_ other: Window) -> Bool {
       let (a, b) = (span, other.span)
       let start = max(a.from ?? -.infinity, b.from ?? -.infinity)
       let end = min(a.until ?? .infinity, b.until ?? .infinity)
@@ -159,43 +159,43 @@ public struct OverrideStore: Sendable {
     }
 
     /// The same state and the same instants, however the bounds were written.
-    public func sameAs(_ other: Window) -> Bool { state == other.state && span == other.span }
+    package func sameAs(_ other: Window) -> Bool { state == other.state && span == other.span }
 
     /// `on from 2027-01-01T00:00:00Z until 2027-02-01T00:00:00Z`.
-    public var text: String {
+    package var text: String {
       ([state.rawValue] + [from.map { "from \($0)" }, until.map { "until \($0)" }].compactMap { $0 })
         .joined(separator: " ")
     }
   }
 
   /// What the file says about one ID in one channel.
-  public struct Entry: Sendable, Hashable {
+  package struct Entry: Sendable, Hashable {
     /// The persisted provider's answer; `.unset` when it has none.
-    public var state: OverrideState
+    package var state: OverrideState
     /// The time-frame provider's windows, in file order: where several are in effect, the
     /// first decides (the CLI refuses windows of different states that overlap).
-    public var windows: [Window]
+    package var windows: [Window]
 
-    public init(state: OverrideState = .unset, windows: [Window] = []) {
+    package init(state: OverrideState = .unset, windows: [Window] = []) {
       self.state = state
       self.windows = windows
     }
 
-    public var isEmpty: Bool { state == .unset && windows.isEmpty }
+    package var isEmpty: Bool { state == .unset && windows.isEmpty }
   }
 
   /// The whole file: both channels, ID to entry.
-  public struct Content: Sendable, Hashable {
-    public var modules: [String: Entry] = [:]
-    public var products: [String: Entry] = [:]
+  package struct Content: Sendable, Hashable {
+    package var modules: [String: Entry] = [:]
+    package var products: [String: Entry] = [:]
 
-    public init(modules: [String: Entry] = [:], products: [String: Entry] = [:]) {
+    package init(modules: [String: Entry] = [:], products: [String: Entry] = [:]) {
       self.modules = modules
       self.products = products
     }
 
     /// One channel's entries; setting an empty entry removes the ID.
-    public subscript(channel: OverrideChannel) -> [String: Entry] {
+    package subscript(channel: OverrideChannel) -> [String: Entry] {
       get { channel == .module ? modules : products }
       set {
         let kept = newValue.filter { !$0.value.isEmpty }
@@ -204,7 +204,7 @@ public struct OverrideStore: Sendable {
     }
 
     /// Every instant at which a time-frame window begins or ends.
-    public var edges: [Instant] {
+    package var edges: [Instant] {
       (Array(modules.values) + Array(products.values)).flatMap { e in
         e.windows.flatMap { w in [w.span.from, w.span.until].compactMap { $0 } }
       }
@@ -214,7 +214,7 @@ public struct OverrideStore: Sendable {
   /// The stored overrides; none when there is no file. A file that is not in its documented
   /// form is an error naming the field, never read as "no overrides": that would start what
   /// was forced off.
-  public func load() throws(ApprovalStore.StoreError) -> Content {
+  package func load() throws(ApprovalStore.StoreError) -> Content {
     guard FileManager.default.fileExists(atPath: path) else { return Content() }
     guard let data = FileManager.default.contents(atPath: path) else {
       throw .malformed("\(path): cannot be read")
@@ -230,13 +230,13 @@ public struct OverrideStore: Sendable {
   }
 
   /// A field of the file that is not as documented, and what was expected there.
-  public struct FormError: Error, Sendable, Hashable {
-    public var field: String
-    public var expected: String
+  package struct FormError: Error, Sendable, Hashable {
+    package var field: String
+    package var expected: String
   }
 
   /// Reads either version; a missing `version` is read as 1, the form before versions mattered.
-  public static func decode(_ o: JSONObject) throws(FormError) -> Content {
+  package static func decode(_ o: JSONObject) throws(FormError) -> Content {
     let version: Int
     switch o["version"] {
     case nil: version = 1
@@ -332,7 +332,7 @@ public struct OverrideStore: Sendable {
   }
 
   /// The file's text for `c`, in version 2.
-  public static func encode(_ c: Content) -> JSONValue {
+  package static func encode(_ c: Content) -> JSONValue {
     func json(_ d: [String: Entry]) -> JSONValue {
       .object(
         JSONObject(
@@ -358,14 +358,14 @@ public struct OverrideStore: Sendable {
 
   /// Writes `c` as version 2, atomically and durably. Only inside a transaction (`update`):
   /// a save of content loaded earlier would undo changes made since.
-  public func save(_ c: Content) throws(AtomicFile.WriteError) {
+  package func save(_ c: Content) throws(AtomicFile.WriteError) {
     try StateTransaction.write(Array((JSONWriter.string(Self.encode(c), pretty: true) + "\n").utf8), to: path)
   }
 
   /// One transaction: loads the file under `STATE/state.lock`, lets `change` decide (it may
   /// throw its own error to refuse, and nothing is written), saves the result when it differs,
   /// and returns what `change` returned once it is on disk.
-  public func update<T, E: Error>(
+  package func update<T, E: Error>(
     mapError: (ApprovalStore.StoreError) -> E, _ change: (inout Content) throws(E) -> T
   ) throws(E) -> T {
     try StateTransaction.run(stateDirectory: stateDirectory, lockFailed: { mapError(.lock($0)) }) {
@@ -382,7 +382,7 @@ public struct OverrideStore: Sendable {
   }
 
   /// The two channels in ForgeAccess order: persisted store, in-memory, time-frame.
-  public static func channels(
+  package static func channels(
     _ c: Content,
     inMemory: (modules: [String: OverrideState], products: [String: OverrideState]) = ([:], [:])
   ) -> OverrideChannels {
@@ -400,7 +400,7 @@ public struct OverrideStore: Sendable {
   }
 
   /// The two channels of `c` with `inMemory` (the same as `OverrideStore.channels`).
-  public func channels(
+  package func channels(
     _ c: Content,
     inMemory: (modules: [String: OverrideState], products: [String: OverrideState]) = ([:], [:])
   ) -> OverrideChannels {

@@ -5,7 +5,7 @@ import FoundationEssentials
 
 /// What a vendor key is trusted for. Kept apart so that trusting a vendor to sign licences
 /// never makes the host demand signatures from every other vendor's modules.
-public enum TrustRole: String, Sendable, Hashable, CaseIterable {
+package enum TrustRole: String, Sendable, Hashable, CaseIterable {
   /// Licences (`STATE/licences/*.licence`) signed by the key unlock products.
   case licences
   /// Module binaries signed by the key (`FILE.so.sig`) count as signed by a trusted vendor.
@@ -14,31 +14,31 @@ public enum TrustRole: String, Sendable, Hashable, CaseIterable {
 
 /// One `*.pub` file under `STATE/trusted-keys/`: its role (nil: directly in `trusted-keys/`,
 /// trusted for nothing) and its key ID (nil: the file does not read as a key, so it is ignored).
-public struct TrustedKeyFile: Sendable, Hashable {
-  public var path: String
-  public var role: TrustRole?
-  public var keyID: String?
+package struct TrustedKeyFile: Sendable, Hashable {
+  package var path: String
+  package var role: TrustRole?
+  package var keyID: String?
 }
 
 /// The trusted vendor keys of a state directory, by role: `STATE/trusted-keys/ROLE/*.pub`.
-public enum TrustedKeys {
+package enum TrustedKeys {
   /// `STATE/trusted-keys`.
-  public static func root(stateDirectory: String) -> String {
+  package static func root(stateDirectory: String) -> String {
     PathText.join(stateDirectory.isEmpty ? "." : stateDirectory, "trusted-keys")
   }
 
   /// `STATE/trusted-keys/ROLE`.
-  public static func directory(_ role: TrustRole, stateDirectory: String) -> String {
+  package static func directory(_ role: TrustRole, stateDirectory: String) -> String {
     PathText.join(root(stateDirectory: stateDirectory), role.rawValue)
   }
 
   /// The keys trusted for `role`, by key ID.
-  public static func keys(_ role: TrustRole, stateDirectory: String) -> [String: [UInt8]] {
+  package static func keys(_ role: TrustRole, stateDirectory: String) -> [String: [UInt8]] {
     Signatures.trustedKeys(in: directory(role, stateDirectory: stateDirectory))
   }
 
   /// Every `*.pub` of the state directory: each role's, then those directly in `trusted-keys/`.
-  public static func files(stateDirectory: String) -> [TrustedKeyFile] {
+  package static func files(stateDirectory: String) -> [TrustedKeyFile] {
     func list(_ dir: String, _ role: TrustRole?) -> [TrustedKeyFile] {
       (PlainFiles.names(in: dir) ?? []).filter { $0.hasSuffix(".pub") }.sorted().map { name in
         let path = PathText.join(dir, name)
@@ -51,7 +51,7 @@ public enum TrustedKeys {
   }
 
   /// The `*.pub` files directly in `STATE/trusted-keys/`: trusted for nothing.
-  public static func roleless(stateDirectory: String) -> [String] {
+  package static func roleless(stateDirectory: String) -> [String] {
     let dir = root(stateDirectory: stateDirectory)
     return (PlainFiles.names(in: dir) ?? []).filter { $0.hasSuffix(".pub") }.sorted().map {
       PathText.join(dir, $0)
@@ -59,12 +59,12 @@ public enum TrustedKeys {
   }
 
   /// What the host says of a role-less key: that it counts for nothing, and how to give it a role.
-  public static func rolelessWarning(_ path: String, stateDirectory: String) -> String {
+  package static func rolelessWarning(_ path: String, stateDirectory: String) -> String {
     "\(path) is trusted for nothing: a key is trusted for licences (trusted-keys/licences/) or for module signatures (trusted-keys/modules/); install it with `forsetti-host trust \(path) --for licences|modules --state \(stateDirectory.isEmpty ? "." : stateDirectory)`, then delete it"
   }
 
   /// What `install` did.
-  public enum Installed: String, Sendable, Hashable {
+  package enum Installed: String, Sendable, Hashable {
     /// The key was written.
     case installed
     /// The same key was already there under that name.
@@ -72,13 +72,13 @@ public enum TrustedKeys {
   }
 
   /// Why `install` changed nothing.
-  public enum InstallError: Error, Sendable, Hashable, CustomStringConvertible {
+  package enum InstallError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The name holds a different key (`present`, its key ID) or a file that is not a key (nil).
     case conflict(path: String, present: String?)
     case lock(StateTransaction.LockError)
     case write(AtomicFile.WriteError)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .conflict(let path, let present):
         "\(path): already holds \(present.map { "a different key, \($0)" } ?? "a file that is not a key")"
@@ -91,7 +91,7 @@ public enum TrustedKeys {
   /// Writes `key` as `STATE/trusted-keys/ROLE/NAME` in one transaction: the name is checked
   /// and written under `STATE/state.lock`, so two installs of different keys under one name
   /// cannot both say "installed" while one overwrites the other.
-  public static func install(_ key: [UInt8], name: String, role: TrustRole, stateDirectory: String)
+  package static func install(_ key: [UInt8], name: String, role: TrustRole, stateDirectory: String)
     throws(InstallError) -> (path: String, result: Installed)
   {
     let target = PathText.join(directory(role, stateDirectory: stateDirectory), name)
