@@ -73,7 +73,10 @@ let package = Package(
     // The host as a value (ForsettiHost): what the command line's run and dev, and an application
     // embedding the host, compose; it re-exports what an embedder needs.
     .target(
-      name: "ForsettiHost", dependencies: ["ForsettiRuntime", "ForsettiCore", "CForsetti", "CForsettiWeb"]),
+      name: "ForsettiHost",
+      dependencies: [
+        "ForsettiRuntime", "ForsettiBridge", "ForsettiCore", "CForsetti", "CForsettiSys", "CForsettiWeb",
+      ]),
     // The C API over ForsettiHost: forsetti/embed.h, and its implementation, built as
     // libforsetti-embed.so.
     .target(name: "CForsettiEmbed", dependencies: ["CForsetti"]),

@@ -17,6 +17,8 @@ final class EmbedConfig {
   var entitlements: CCallback<EntitlementFunction>?
   var policy: CCallback<PolicyFunction>?
   var services: [ApplicationService] = []
+  /// `forsetti_embed_config_set`'s keys and values, in the order given (a repeatable key adds).
+  var settings: [(key: String, value: String)] = []
 
   /// The facade's configuration, or what is missing.
   func configuration() throws(EmbedFailure) -> ForsettiHost.Configuration {
@@ -41,7 +43,36 @@ final class EmbedConfig {
       c.isolation = IsolationSettings(workerExecutable: worker)
     }
     if logToStandardError { c.logSinks = [JournalLogSink.selected(fd: 2)] }
+    for (key, value) in settings {
+      do throws(SettingProblem) { try c.set(key, to: value) } catch {
+        throw .invalidValue(key, value: value, why: "\(error.setting): \(error.why)")
+      }
+    }
     return c
+  }
+
+  /// Refuses `value` for `key` as `host_new` would, naming the key and the configuration's
+  /// field: on a configuration holding the settings given so far, with isolation on so that
+  /// every key is checked.
+  func check(_ key: String, _ value: String) throws(EmbedFailure) {
+    var scratch = ForsettiHost.Configuration(
+      manifestsDirectory: "m", pluginDirectories: [], stateDirectory: "s")
+    scratch.isolation = IsolationSettings(workerExecutable: "forsetti-worker")
+    do throws(SettingProblem) {
+      for (k, v) in settings where k != "in-process" { try scratch.set(k, to: v) }
+      guard SettingKey.named(key) != nil else {
+        throw SettingProblem(
+          setting: key, value: value,
+          why: "no such setting (one of: \(SettingKey.all.map(\.key).joined(separator: ", ")))")
+      }
+      if key != "in-process" { try scratch.set(key, to: value) }
+    } catch {
+      throw .invalidValue(
+        key, value: value, why: error.setting == key ? error.why : "\(error.setting): \(error.why)")
+    }
+    if let problem = scratch.settingProblems.first(where: { SettingKey.owning($0.setting)?.key == key }) {
+      throw .invalidValue(key, value: value, why: "\(problem.setting): \(problem.why)")
+    }
   }
 
   /// Runs `body` on the configuration behind `handle`, as a C setter.
@@ -105,6 +136,19 @@ public func forsettiEmbedConfigSetWorker(_ config: OpaquePointer?, _ path: Unsaf
 {
   EmbedConfig.edit(config) { c throws(EmbedFailure) in
     c.workerExecutable = path == nil ? nil : try CText.nonEmpty(path, "path")
+  }
+}
+
+/// Sets a host setting by its host.conf key (`memory-limit`, `application-id`, …) from text.
+@_cdecl("forsetti_embed_config_set")
+public func forsettiEmbedConfigSet(
+  _ config: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?
+) -> OpaquePointer? {
+  EmbedConfig.edit(config) { c throws(EmbedFailure) in
+    let name = try CText.nonEmpty(key, "key")
+    let text = try CText.read(value, "value")
+    try c.check(name, text)
+    c.settings.append((name, text))
   }
 }
 

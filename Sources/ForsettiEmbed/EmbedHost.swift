@@ -1,4 +1,5 @@
 import ForsettiHost
+import Glibc
 
 /// The object behind `forsetti_embed_host *`: the facade and where it is in its life, which
 /// the facade's contract leaves to its caller (start once, call after start).
@@ -11,14 +12,27 @@ final class EmbedHost {
   let observer = ObserverBox()
   var observing = false
 
+  /// The thread that made the host: its lifecycle is kept there without locks (the facade's
+  /// rule), so every host's-thread function refuses any other.
+  let thread = pthread_self()
+
   init(_ host: ForsettiHost) { self.host = host }
 
-  /// Runs `body` on the host behind `handle`, as a C function returning an error.
-  static func use(_ handle: OpaquePointer?, _ body: (EmbedHost) throws(EmbedFailure) -> Void)
-    -> OpaquePointer?
-  {
+  /// Runs `body` on the host behind `handle`, as a C function returning an error; `function`
+  /// (its C name) is refused from any thread but the host's, unless `anyThread`.
+  static func use(
+    _ handle: OpaquePointer?, _ function: String, anyThread: Bool = false,
+    _ body: (EmbedHost) throws(EmbedFailure) -> Void
+  ) -> OpaquePointer? {
     EmbedError.outcome { () throws(EmbedFailure) in
-      try body(Handle.borrow(handle, "host", as: EmbedHost.self))
+      let h = try Handle.borrow(handle, "host", as: EmbedHost.self)
+      if !anyThread, pthread_equal(h.thread, pthread_self()) == 0 {
+        throw .wrongState(
+          "\(function) from a thread other than the host's (the one that called forsetti_embed_host_new); "
+            + "from another thread only forsetti_embed_host_request_stop and forsetti_embed_host_fd may be called"
+        )
+      }
+      try body(h)
     }
   }
 
@@ -53,7 +67,7 @@ public func forsettiEmbedHostNew(_ config: OpaquePointer?, _ hostOut: UnsafeMuta
 /// Judges and starts the modules.
 @_cdecl("forsetti_embed_host_start")
 public func forsettiEmbedHostStart(_ host: OpaquePointer?) -> OpaquePointer? {
-  EmbedHost.use(host) { h throws(EmbedFailure) in
+  EmbedHost.use(host, "forsetti_embed_host_start") { h throws(EmbedFailure) in
     guard !h.started else { throw .wrongState("forsetti_embed_host_start called twice") }
     do { try h.host.start() } catch { throw .host("\(error)") }
     h.started = true
@@ -63,7 +77,7 @@ public func forsettiEmbedHostStart(_ host: OpaquePointer?) -> OpaquePointer? {
 /// Stops every module.
 @_cdecl("forsetti_embed_host_stop")
 public func forsettiEmbedHostStop(_ host: OpaquePointer?) -> OpaquePointer? {
-  EmbedHost.use(host) { h throws(EmbedFailure) in
+  EmbedHost.use(host, "forsetti_embed_host_stop") { h throws(EmbedFailure) in
     try h.requireRunning("forsetti_embed_host_stop")
     h.host.stop()
     h.stopped = true
@@ -75,6 +89,14 @@ public func forsettiEmbedHostStop(_ host: OpaquePointer?) -> OpaquePointer? {
 public func forsettiEmbedHostDelete(_ host: OpaquePointer?) {
   guard let host else { return }
   let h = Handle.peek(host, as: EmbedHost.self)
+  guard pthread_equal(h.thread, pthread_self()) != 0 else {
+    // A void function cannot refuse: it says so and leaves the host alone (its modules keep
+    // running, its memory is kept) rather than race the host's thread.
+    let text =
+      "forsetti_embed_host_delete from a thread other than the host's: ignored; delete it on its own thread\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
+    return
+  }
   if h.started && !h.stopped {
     h.host.stop()
     h.stopped = true

@@ -1,19 +1,23 @@
 import CForsettiEmbed
 import ForsettiHost
 
-/// Runs the host for `seconds` (negative: no deadline), until stopped or signalled.
+/// Runs the host for `seconds` (FORSETTI_EMBED_NO_DEADLINE: no deadline), until stopped or
+/// signalled.
 @_cdecl("forsetti_embed_host_run")
 public func forsettiEmbedHostRun(
   _ host: OpaquePointer?, _ seconds: Double, _ handleSignals: Bool, _ ending: UnsafeMutablePointer<Int32>?
 ) -> OpaquePointer? {
-  EmbedHost.use(host) { h throws(EmbedFailure) in
+  EmbedHost.use(host, "forsetti_embed_host_run") { h throws(EmbedFailure) in
     try h.requireRunning("forsetti_embed_host_run")
-    guard !seconds.isNaN, seconds <= maxRunSeconds else {
+    // -5 is a mistake (a duration computed wrong), not a wish to run for ever: only the
+    // header's constant means no deadline.
+    guard seconds == FORSETTI_EMBED_NO_DEADLINE || (seconds >= 0 && seconds <= maxRunSeconds) else {
       throw .invalidValue(
         "seconds", value: "\(seconds)",
         why: "expected FORSETTI_EMBED_NO_DEADLINE or 0 to \(Int(maxRunSeconds))")
     }
-    let deadline = seconds < 0 ? nil : ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    let deadline =
+      seconds == FORSETTI_EMBED_NO_DEADLINE ? nil : ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
     let ended = h.host.run(until: deadline, handlingSignals: handleSignals)
     ending?.pointee =
       switch ended {
@@ -33,7 +37,7 @@ private let maxRunSeconds = 1e9
 public func forsettiEmbedHostNextDue(_ host: OpaquePointer?, _ milliseconds: UnsafeMutablePointer<Int64>?)
   -> OpaquePointer?
 {
-  EmbedHost.use(host) { h throws(EmbedFailure) in
+  EmbedHost.use(host, "forsetti_embed_host_next_due") { h throws(EmbedFailure) in
     guard let milliseconds else { throw .nullArgument("milliseconds") }
     try h.requireRunning("forsetti_embed_host_next_due")
     guard let due = h.host.nextDue else {
@@ -48,7 +52,7 @@ public func forsettiEmbedHostNextDue(_ host: OpaquePointer?, _ milliseconds: Uns
 /// Handles what happened since the last call.
 @_cdecl("forsetti_embed_host_process")
 public func forsettiEmbedHostProcess(_ host: OpaquePointer?) -> OpaquePointer? {
-  EmbedHost.use(host) { h throws(EmbedFailure) in
+  EmbedHost.use(host, "forsetti_embed_host_process") { h throws(EmbedFailure) in
     try h.requireRunning("forsetti_embed_host_process")
     h.host.process()
   }
@@ -57,5 +61,16 @@ public func forsettiEmbedHostProcess(_ host: OpaquePointer?) -> OpaquePointer? {
 /// Makes `run` return soon; any thread.
 @_cdecl("forsetti_embed_host_request_stop")
 public func forsettiEmbedHostRequestStop(_ host: OpaquePointer?) -> OpaquePointer? {
-  EmbedHost.use(host) { h in h.host.requestStop() }
+  EmbedHost.use(host, "forsetti_embed_host_request_stop", anyThread: true) { h in h.host.requestStop() }
+}
+
+/// The descriptor an application's loop polls: readable when `process` has work.
+@_cdecl("forsetti_embed_host_fd")
+public func forsettiEmbedHostFD(_ host: OpaquePointer?, _ fd: UnsafeMutablePointer<Int32>?) -> OpaquePointer?
+{
+  EmbedHost.use(host, "forsetti_embed_host_fd", anyThread: true) { h throws(EmbedFailure) in
+    guard let fd else { throw .nullArgument("fd") }
+    guard h.host.wakeDescriptor >= 0 else { throw .host("the kernel refused the host an eventfd") }
+    fd.pointee = h.host.wakeDescriptor
+  }
 }

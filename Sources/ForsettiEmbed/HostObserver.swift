@@ -39,7 +39,7 @@ private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CCha
 public func forsettiEmbedHostObserve(
   _ host: OpaquePointer?, _ observer: ObserverFunction?, _ context: UnsafeMutableRawPointer?
 ) -> OpaquePointer? {
-  EmbedHost.use(host) { h in
+  EmbedHost.use(host, "forsetti_embed_host_observe") { h in
     h.observer.set(observer.map { CCallback($0, context) })
     guard !h.observing else { return }
     h.observing = true

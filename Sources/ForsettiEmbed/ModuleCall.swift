@@ -10,7 +10,7 @@ public func forsettiEmbedHostCall(
   _ response: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
   _ responseLength: UnsafeMutablePointer<Int>?
 ) -> OpaquePointer? {
-  EmbedHost.use(host) { h throws(EmbedFailure) in
+  EmbedHost.use(host, "forsetti_embed_host_call") { h throws(EmbedFailure) in
     let name = try CText.read(role, "role")
     // A role is served, and so callable, when it has a capability of its own (roles.h).
     guard let found = DefaultModuleRole(rawValue: name), found.requiredCapability != nil else {

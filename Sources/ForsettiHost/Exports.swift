@@ -23,4 +23,5 @@
 @_exported import enum ForsettiRuntime.ModuleState
 @_exported import struct ForsettiRuntime.ReloadReport
 @_exported import struct ForsettiRuntime.ServiceQuotas
+@_exported import class ForsettiRuntime.StreamLogSink
 @_exported import struct ForsettiRuntime.Surface

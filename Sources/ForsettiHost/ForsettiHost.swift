@@ -69,7 +69,7 @@ public final class ForsettiHost: @unchecked Sendable {
     if let worker = configuration.isolation?.workerExecutable, let why = ExecutableReach.problem(worker) {
       throw .workerMissing(path: worker, reason: why)
     }
-    do { _ = try configuration.logLimits.validated() } catch { throw .logLimits(error) }
+    _ = try configuration.validated()
     self.configuration = configuration
     // Held by identity: the lock, the logs and runtime.json go into the directory opened here,
     // whatever is put at its path later (StateDirectoryHold).
@@ -287,10 +287,18 @@ public final class ForsettiHost: @unchecked Sendable {
   /// override window's edge, file changes settling); nil: only when woken.
   public var nextDue: ContinuousClock.Instant? { live?.nextDue }
 
+  /// A descriptor that becomes readable when the host has work for `process` (a worker exited,
+  /// a file changed, a control request waits, a stop was requested): an application's own loop
+  /// polls it for reading, with `nextDue` as its timeout, and calls `process` when either comes.
+  /// `process` empties it; the host owns it (never close it). Any thread.
+  public var wakeDescriptor: Int32 { waiter.descriptor }
+
   /// One round, for an application's own loop: worker exits and restarts, a change judged and
   /// converged on, the control requests waiting answered.
   public func process() {
     guard let live else { return }
+    // Before the work, so a wake-up during it leaves the descriptor readable for the next round.
+    waiter.drain()
     live.process()
     server?.serve(answerer(live).answer)
     shared.withLock { $0.records = live.manager.records }

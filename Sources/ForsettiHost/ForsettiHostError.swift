@@ -13,8 +13,9 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
   /// The worker executable cannot be run by this process: `reason` says why (missing, behind
   /// a directory this user cannot search, not executable).
   case workerMissing(path: String, reason: String)
-  /// The log limits of the configuration are out of range.
-  case logLimits(LogLimits.Invalid)
+  /// Settings out of their range (`ForsettiHost.Configuration.validated()`), each naming its
+  /// field.
+  case invalidSettings([SettingProblem])
   /// Judging failed: unreadable manifests, a malformed state or entitlements file.
   case judging(JudgeError)
   /// `STATE/control.sock` could not be made at `path`.
@@ -34,7 +35,7 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
     case .workerMissing(let path, let reason):
       "the worker executable \(path) \(reason); point isolation's workerExecutable at forsetti-worker, "
         + "or set isolation to nil to load modules into this process"
-    case .logLimits(let e): "log limits: \(e)"
+    case .invalidSettings(let problems): problems.map(\.description).joined(separator: "; ")
     case .judging(let e): e.description
     case .controlSocket(let path, let e): "control socket \(path): \(e)"
     case .service(let id, let e): "application service \(id): \(e)"

@@ -1,3 +1,4 @@
+import CForsettiSys
 import Dispatch
 import ForsettiRuntime
 import Glibc
@@ -7,6 +8,12 @@ import Synchronization
 /// wake-up (supervision has work, a control request waits, a stop was requested), or a time.
 final class SignalWaiter: Sendable {
   private let semaphore = DispatchSemaphore(value: 0)
+  /// Readable whenever a wake-up came since `drain`: an application's own loop polls it
+  /// (`ForsettiHost.wakeDescriptor`), as `wait` waits on the semaphore. Non-blocking, closed on
+  /// exec; -1 only if the kernel refused one (the loop then falls back to `nextDue` and polling).
+  let descriptor: Int32 = forsetti_eventfd()
+
+  deinit { if descriptor >= 0 { close(descriptor) } }
   private let sources = Mutex<[any DispatchSourceSignal]>([])
   private let received = ReceivedSignal()
 
@@ -54,7 +61,18 @@ final class SignalWaiter: Sendable {
   }
 
   /// Wakes `wait` without a signal; callable from any thread.
-  var waker: @Sendable () -> Void { { [semaphore] in semaphore.signal() } }
+  var waker: @Sendable () -> Void {
+    { [semaphore, descriptor] in
+      semaphore.signal()
+      _ = forsetti_eventfd_ring(descriptor)
+    }
+  }
+
+  /// Empties the descriptor: what woke it is being handled now.
+  func drain() {
+    var count: UInt64 = 0
+    _ = read(descriptor, &count, 8)
+  }
 
   /// Sleeps until a signal (returns its name), a wake-up or `until` (returns nil).
   func wait(until: ContinuousClock.Instant?) -> String? {

@@ -104,6 +104,13 @@ import Testing
       ("huge-seconds", 3, "seconds '1e+300'"), ("null-host", 1, "host is NULL"),
       ("null-milliseconds", 1, "milliseconds is NULL"),
       ("call-after-stop", 5, "after forsetti_embed_host_stop"),
+      ("set-unknown", 3, "memory-limt '64': no such setting"),
+      ("set-range", 3, "memory-limit '99999999': isolation.limits.memoryBytes: at most 16777216 MiB"),
+      ("set-text", 3, "max-restarts 'many': isolation.maxRestarts: expected a non-negative number"),
+      ("set-null-key", 1, "key is NULL"), ("negative-seconds", 3, "seconds '-5.0'"),
+      ("stop-other-thread", 5, "forsetti_embed_host_stop from a thread other than the host's"),
+      ("process-other-thread", 5, "forsetti_embed_host_process from a thread other than the host's"),
+      ("null-fd", 1, "fd is NULL"),
     ]
     for e in expected {
       let got = try #require(seen[e.name], "no error for \(e.name) in:\n\(r.stdout)")
@@ -112,12 +119,16 @@ import Testing
     }
     // The positive controls: the same calls with good arguments succeed, the host runs and
     // stops, and the NULL-tolerant functions return.
-    for name in ["service", "host", "start", "run", "run-until-stopped", "next-due", "process", "stop"] {
+    for name in [
+      "service", "set-application", "host", "start", "run", "run-until-stopped", "fd", "fd-other-thread",
+      "next-due", "process", "stop",
+    ] {
       #expect(r.stdout.contains("\(name) ok\n"), "\(name) did not succeed:\n\(r.stdout)")
     }
     #expect(r.stdout.contains("\nending 1\n"), "a run of 0.05 s ends at its deadline")
     #expect(r.stdout.contains("stopped-ending 2\n"), "a run another thread stops ends so")
     #expect(r.stdout.contains("due-known 1\n"))
+    #expect(r.stdout.contains("fd-valid 1\n"))
     #expect(r.stdout.contains("null-error [] 0\n"))
     #expect(r.stdout.hasSuffix("end\n"))
   }
@@ -241,6 +252,15 @@ import Testing
       return NULL;
     }
 
+    /* The host's-thread functions, called from another: each refused, the host untouched. */
+    static void *from_another_thread(void *host) {
+      report("stop-other-thread", forsetti_embed_host_stop(host));
+      report("process-other-thread", forsetti_embed_host_process(host));
+      int fd = -1;
+      report("fd-other-thread", forsetti_embed_host_fd(host, &fd));
+      return NULL;
+    }
+
     int main(int argc, char **argv) {
       if (argc != 4) return 2;
       forsetti_embed_config *c = forsetti_embed_config_new();
@@ -262,6 +282,11 @@ import Testing
       report("plugins", forsetti_embed_config_add_plugins_dir(c, argv[2]));
       report("state", forsetti_embed_config_set_state_dir(c, argv[3]));
       report("in-process", forsetti_embed_config_set_in_process(c, true));
+      report("set-unknown", forsetti_embed_config_set(c, "memory-limt", "64"));
+      report("set-range", forsetti_embed_config_set(c, "memory-limit", "99999999"));
+      report("set-text", forsetti_embed_config_set(c, "max-restarts", "many"));
+      report("set-null-key", forsetti_embed_config_set(c, NULL, "1"));
+      report("set-application", forsetti_embed_config_set(c, "application-id", "com.example.refusals"));
       report("null-host-out", forsetti_embed_host_new(c, NULL));
       report("host", forsetti_embed_host_new(c, &h));
       forsetti_embed_config_delete(c);
@@ -284,6 +309,14 @@ import Testing
       report("null-status", forsetti_embed_host_call(h, "shared_database", "get", "k", 1, NULL, &response, &length));
       report("nan-seconds", forsetti_embed_host_run(h, NAN, false, NULL));
       report("huge-seconds", forsetti_embed_host_run(h, 1e300, false, NULL));
+      report("negative-seconds", forsetti_embed_host_run(h, -5, false, NULL));
+      pthread_t other;
+      if (pthread_create(&other, NULL, from_another_thread, h) != 0) return 3;
+      pthread_join(other, NULL);
+      int fd = -1;
+      report("fd", forsetti_embed_host_fd(h, &fd));
+      printf("fd-valid %d\n", fd >= 0);
+      report("null-fd", forsetti_embed_host_fd(h, NULL));
       int32_t ending = 0;
       report("run", forsetti_embed_host_run(h, 0.05, false, &ending));
       printf("ending %d\n", (int)ending);

@@ -191,7 +191,7 @@ final class FloodWatch: LogSink {
   @Test func invalidLimitsAreRefusedWithTheirName() {
     var l = LogLimits()
     l.keptFiles = 0
-    #expect(throws: LogLimits.Invalid.outOfRange(setting: "kept log files", value: 0, allowed: 1...1000)) {
+    #expect(throws: LogLimits.Invalid.outOfRange(setting: "keptFiles", value: 0, allowed: 1...1000)) {
       try l.validated()
     }
     #expect((try? LogLimits.standard.validated()) == .standard)

@@ -38,20 +38,12 @@ enum DevCommand {
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    try RunCommand.host(p, console: console, development: development(p))
+    try RunCommand.host(p, console: console, development: true)
   }
 
   /// `dev --print-config`'s check: what `dev` would refuse before starting anything.
   static func check(_ p: ParsedArguments) throws(CommandFailure) {
-    _ = try development(p)
     _ = try RunCommand.settings(p, development: true)
-  }
-
-  /// `--grace` and `--debounce`, checked.
-  static func development(_ p: ParsedArguments) throws(CommandFailure) -> LiveHost.Development {
-    let grace = try number(p, "grace", 0.5)
-    let debounce = try number(p, "debounce", 100) / 1000
-    return LiveHost.Development(grace: grace, debounce: debounce)
   }
 
   /// One reload's line, with the failing trace under it for anything but a plain reload.
@@ -64,13 +56,5 @@ enum DevCommand {
       }
     }
     return out
-  }
-
-  static func number(_ p: ParsedArguments, _ name: String, _ d: Double) throws(CommandFailure) -> Double {
-    guard let raw = p.value(name) else { return d }
-    guard let v = Double(raw), v >= 0, v.isFinite else {
-      throw .usage(.invalidValue(option: name, value: raw, why: "expected a non-negative number"))
-    }
-    return v
   }
 }

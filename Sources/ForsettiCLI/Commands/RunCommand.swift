@@ -141,7 +141,7 @@ enum RunCommand {
     ])
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
-    try host(p, console: console, development: nil)
+    try host(p, console: console, development: false)
   }
 
   /// `run --print-config`'s check: what `run` would refuse before starting anything.
@@ -151,23 +151,15 @@ enum RunCommand {
   /// `--for`, stop. The facade (`ForsettiHost`) runs the host; this is its command line: the
   /// options, the approval prompt, the start table and summary, the debug screen, exit codes.
   static func host(
-    _ p: ParsedArguments, console: Console, development: LiveHost.Development?
+    _ p: ParsedArguments, console: Console, development: Bool
   ) throws(CommandFailure) -> ExitCode {
-    let checked = try settings(p, development: development != nil)
+    let checked = try settings(p, development: development)
     OpenFileLimit.raise()
     let options = checked.options
     let duration = checked.duration
     let uiPort = checked.uiPort
-    var configuration = ForsettiHost.Configuration(
-      manifestsDirectory: options.manifestsDirectory, pluginDirectories: options.pluginDirectories,
-      stateDirectory: options.stateDirectory)
-    configuration.judging = options.configuration
-    configuration.development = development
-    configuration.isolation = checked.isolation
-    configuration.logLimits = checked.logLimits
+    var configuration = checked.host
     configuration.exportDirectory = try exportDirectory(p)
-    configuration.quotas = checked.quotas
-    configuration.metricsAddress = checked.metricsAddress
     // A SIGTERM while modules start (systemd's stop right after its start) must stop the host.
     configuration.catchesSignalsAtStart = true
     let webEvents = WebEvents()
@@ -244,16 +236,16 @@ enum RunCommand {
   struct Settings {
     var options: HostOptions
     var duration: Double?
-    var isolation: IsolationSettings?
-    var logLimits: LogLimits
-    var quotas: ServiceQuotas
-    var metricsAddress: MetricsAddress?
+    /// The host's configuration, every setting within its range (`validated()`).
+    var host: ForsettiHost.Configuration
     var uiPort: UInt16?
   }
 
-  /// Every option's value checked as `run` needs it: numbers and addresses, the policy file, the
-  /// plugin directories, the worker, the keys `--require-signatures` needs. Reads, never writes
-  /// (`--export-dir` is made by `host`): `--print-config` checks the same.
+  /// Every option's value checked as `run` needs it: the judging options (`HostOptions`), then
+  /// each host setting through the facade's table (`SettingKey`: an option's name is its key in
+  /// host.conf and in the C API) and its ranges (`validated()`), the worker, `--for` and the
+  /// debug screen's port. Reads, never writes (`--export-dir` is made by `host`):
+  /// `--print-config` checks the same.
   static func settings(_ p: ParsedArguments, development: Bool) throws(CommandFailure) -> Settings {
     // Every value is checked even after one failed: a file with three bad lines says three.
     var checks = SettingChecks()
@@ -281,24 +273,51 @@ enum RunCommand {
         }
       }
     }
-    var metricsAddress: MetricsAddress?
-    if let raw = p.value("metrics") {
-      metricsAddress = checks.run { () throws(CommandFailure) -> MetricsAddress in
-        do throws(MetricsAddress.ParseError) { return try MetricsAddress(parsing: raw) } catch {
-          throw .usage(.invalidValue(option: "metrics", value: raw, why: error.description))
+    var host = ForsettiHost.Configuration(
+      manifestsDirectory: options.manifestsDirectory, pluginDirectories: options.pluginDirectories,
+      stateDirectory: options.stateDirectory)
+    host.judging = options.configuration
+    if development { host.development = DevelopmentSettings(grace: 0.5, debounce: 0.1) }
+    if let worker = host.isolation?.workerExecutable, !p.flag("in-process"),
+      let why = ExecutableReach.problem(worker)
+    {
+      _ = checks.run { () throws(CommandFailure) in
+        throw .configuration(.workerMissing(path: worker, reason: why))
+      }
+    }
+    for entry in SettingKey.all {
+      let given: [String]
+      if entry.isFlag {
+        given = p.flag(entry.key) ? ["true"] : []
+      } else if let raw = exportDirectoryText(p), entry.key == "export-dir" {
+        given = [raw]
+      } else {
+        given = entry.repeatable ? p.all(entry.key) : p.value(entry.key).map { [$0] } ?? []
+      }
+      for text in given {
+        _ = checks.run { () throws(CommandFailure) in
+          do throws(SettingProblem) { try host.set(entry.key, to: text) } catch {
+            throw Self.failure(error, given: text)
+          }
         }
       }
     }
+    for problem in host.settingProblems {
+      let owner = SettingKey.owning(problem.setting)
+      let raw = owner.flatMap { $0.repeatable ? nil : p.value($0.key) }
+      _ = checks.run { () throws(CommandFailure) in throw Self.failure(problem, given: raw ?? problem.value) }
+    }
     let duration = checks.run { () throws(CommandFailure) in try seconds(p, "for", default: nil) }
-    let workers = Self.isolation(p, &checks)
-    let logs = checks.run { () throws(CommandFailure) in try logLimits(p) }
-    let serviceQuotas = checks.run { () throws(CommandFailure) in try quotas(p) }
     let uiPort = checks.run { () throws(CommandFailure) in try port(p) }
     try checks.finish()
-    // Past `finish` every check passed: the defaults below are never the ones used.
-    return Settings(
-      options: options, duration: duration ?? nil, isolation: workers, logLimits: logs ?? LogLimits(),
-      quotas: serviceQuotas ?? .standard, metricsAddress: metricsAddress, uiPort: uiPort ?? nil)
+    return Settings(options: options, duration: duration ?? nil, host: host, uiPort: uiPort ?? nil)
+  }
+
+  /// A host setting refused, as the option that gave it: `--memory-limit '99999999': at most …`.
+  static func failure(_ problem: SettingProblem, given text: String) -> CommandFailure {
+    .usage(
+      .invalidValue(
+        option: SettingKey.owning(problem.setting)?.key ?? problem.setting, value: text, why: problem.why))
   }
 
   /// The command line's form of a host's failure to hold its state directory or start.
@@ -314,56 +333,15 @@ enum RunCommand {
       .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(reason)"))
     case .metrics(let address, let reason):
       .configuration(.directory(option: "metrics", path: address, reason: reason))
-    case .logLimits, .service, .wrongPhase:
+    case .invalidSettings(let problems):
+      problems.count == 1
+        ? failure(problems[0], given: problems[0].value)
+        : .several(problems.map { failure($0, given: $0.value) })
+    case .service, .wrongPhase:
       .configuration(.directory(option: "state", path: options.stateDirectory, reason: e.description))
     }
   }
 
-  /// Where modules run: `--in-process`, or workers with the limits of the options (each bad
-  /// one kept in `checks`).
-  private static func isolation(_ p: ParsedArguments, _ checks: inout SettingChecks) -> IsolationSettings? {
-    guard !p.flag("in-process") else { return nil }
-    var settings = IsolationSettings(workerExecutable: IsolationSettings.defaultWorker)
-    if let why = ExecutableReach.problem(settings.workerExecutable) {
-      _ = checks.run { () throws(CommandFailure) in
-        throw .configuration(.workerMissing(path: settings.workerExecutable, reason: why))
-      }
-    }
-    func number(_ name: String, atMost limit: Double, _ unit: String) -> Double? {
-      checks.run { () throws(CommandFailure) in try bounded(p, name, atMost: limit, unit) } ?? nil
-    }
-    if let v = checks.run({ () throws(CommandFailure) in try seconds(p, "start-timeout", default: 5) }) {
-      settings.startTimeout = v ?? 5
-    }
-    if let v = checks.run({ () throws(CommandFailure) in try seconds(p, "stop-timeout", default: 5) }) {
-      settings.stopTimeout = v ?? 5
-    }
-    if let mib = number("memory-limit", atMost: 16_777_216, "MiB (16 TiB)") {
-      settings.limits.memoryBytes = UInt64(mib * 1024 * 1024)
-    }
-    if let mib = number("tmpdir-size", atMost: 1_048_576, "MiB (1 TiB)") {
-      settings.limits.temporaryBytes = mib == 0 ? nil : UInt64(mib * 1024 * 1024)
-    }
-    if let mib = number("sandbox-quota", atMost: 16_777_216, "MiB (16 TiB)") {
-      settings.sandboxBytes = mib == 0 ? nil : UInt64(mib * 1024 * 1024)
-    }
-    if let cpu = number("cpu-limit", atMost: 1e9, "seconds") {
-      settings.limits.cpuSeconds = UInt64(max(1, cpu))
-    }
-    if let n = number("max-restarts", atMost: 1000, "restarts") { settings.maxRestarts = Int(n) }
-    if let cpu = checks.run({ () throws(CommandFailure) in try cpuShares(p) }) { settings.cpu = cpu }
-    settings.zygote = !p.flag("no-zygote")
-    for argument in p.all("worker-env") {
-      do throws(WorkerEnvironment.Refusal) {
-        try settings.workerEnvironment.pass(argument, host: ProcessInfo.processInfo.environment)
-      } catch {
-        _ = checks.run { () throws(CommandFailure) in
-          throw .usage(.invalidValue(option: "worker-env", value: argument, why: error.description))
-        }
-      }
-    }
-    return settings
-  }
 }
 
 /// The debug screen's port when `--ui` is given (0: any free one), nil without it.
@@ -402,65 +380,10 @@ private func exportDirectory(_ p: ParsedArguments) throws(CommandFailure) -> Str
   return path
 }
 
-/// `--cpu-weight` and `--cpu-max`, each value `[MODULE_ID=]N`, in the order given (a later value
-/// for the same module wins).
-private func cpuShares(_ p: ParsedArguments) throws(CommandFailure) -> CPUShares {
-  var shares = CPUShares()
-  do {
-    for v in p.all("cpu-weight") { try shares.setWeight(v) }
-    for v in p.all("cpu-max") { try shares.setMaxPercent(v) }
-  } catch {
-    throw .usage(.invalidValue(option: error.option, value: error.value, why: error.description))
-  }
-  return shares
-}
-
-/// `--storage-quota` and `--export-quota` in bytes, checked.
-private func quotas(_ p: ParsedArguments) throws(CommandFailure) -> ServiceQuotas {
-  var quotas = ServiceQuotas.standard
-  // Clamped by `bounded` before conversion: Int of a larger Double would trap.
-  if let mib = try bounded(p, "storage-quota", atMost: 1_048_576, "MiB (1 TiB)") {
-    quotas.secureStorageBytes = Int(mib * 1_048_576)
-  }
-  if let mib = try bounded(p, "export-quota", atMost: 16_777_216, "MiB (16 TiB)") {
-    quotas.exportBytes = Int(mib * 1_048_576)
-  }
-  return quotas
-}
-
-/// The log limits of `--log-rate`, `--log-burst`, `--log-file-size` and `--log-files`, checked.
-private func logLimits(_ p: ParsedArguments) throws(CommandFailure) -> LogLimits {
-  var limits = LogLimits()
-  // Clamped before conversion: Int(1e300) would trap; the range check then names the value.
-  if let v = try seconds(p, "log-rate", default: nil) { limits.linesPerSecond = Int(min(v, 1e12)) }
-  if let v = try seconds(p, "log-burst", default: nil) { limits.burstLines = Int(min(v, 1e12)) }
-  if let v = try seconds(p, "log-file-size", default: nil) {
-    limits.maxFileBytes = Int(min(v, 1e6) * 1_048_576)
-  }
-  if let v = try seconds(p, "log-files", default: nil) { limits.keptFiles = Int(min(v, 1e12)) }
-  do { return try limits.validated() } catch {
-    let option: String =
-      switch error {
-      case .outOfRange(let setting, _, _):
-        setting.contains("burst")
-          ? "log-burst"
-          : setting.contains("size") ? "log-file-size" : setting.contains("kept") ? "log-files" : "log-rate"
-      }
-    throw .usage(.invalidValue(option: option, value: p.value(option) ?? "", why: error.description))
-  }
-}
-
-/// A non-negative number option no larger than `limit` (a conversion of a larger one would trap).
-private func bounded(_ p: ParsedArguments, _ name: String, atMost limit: Double, _ unit: String)
-  throws(CommandFailure) -> Double?
-{
-  guard let v = try seconds(p, name, default: nil) else { return nil }
-  guard v <= limit else {
-    throw .usage(
-      .invalidValue(
-        option: name, value: p.value(name) ?? "", why: "at most \(Int(limit)) \(unit)"))
-  }
-  return v
+/// `--export-dir` as the absolute path `exportDirectory` holds (made by `exportDirectory(_:)`).
+private func exportDirectoryText(_ p: ParsedArguments) -> String? {
+  guard let raw = p.value("export-dir") else { return nil }
+  return raw.isEmpty ? raw : URL(fileURLWithPath: raw).standardizedFileURL.path
 }
 
 /// Parses a non-negative number of seconds (or any non-negative number) option.

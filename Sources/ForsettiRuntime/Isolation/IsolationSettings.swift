@@ -37,15 +37,21 @@ public struct IsolationSettings: Sendable {
   public init(workerExecutable: String) { self.workerExecutable = workerExecutable }
 
   /// `forsetti-worker` next to the running executable (a build directory), else where an
-  /// installation keeps it out of `PATH`: `PREFIX/libexec/forsetti/` for `PREFIX/bin/forsetti-host`.
+  /// installation keeps it out of `PATH`: `PREFIX/libexec/forsetti/` for `PREFIX/bin/forsetti-host`,
+  /// then `/usr/local/libexec/forsetti/` and `/usr/libexec/forsetti/` (`scripts/install`'s and the
+  /// package's), which an application embedding the host finds its worker in. None there: the
+  /// path beside the executable, which `ForsettiHost` then names as missing.
   public static var defaultWorker: String {
     let exe =
       (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
       ?? CommandLine.arguments[0]
     let bin = PathText.parent(exe)
     let beside = PathText.join(bin, "forsetti-worker")
-    let installed = PathText.join(PathText.parent(bin), "libexec/forsetti/forsetti-worker")
-    return access(beside, X_OK) != 0 && access(installed, X_OK) == 0 ? installed : beside
+    let candidates = [
+      beside, PathText.join(PathText.parent(bin), "libexec/forsetti/forsetti-worker"),
+      "/usr/local/libexec/forsetti/forsetti-worker", "/usr/libexec/forsetti/forsetti-worker",
+    ]
+    return candidates.first { access($0, X_OK) == 0 } ?? beside
   }
 
   /// Directories of every shared library mapped into this process, plus the usual system

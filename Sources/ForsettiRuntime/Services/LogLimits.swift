@@ -44,18 +44,23 @@ public struct LogLimits: Sendable, Hashable {
     }
   }
 
-  /// Checks every setting; the CLI calls this on what the operator gave.
-  public func validated() throws(Invalid) -> LogLimits {
+  /// Every setting out of its range: the field's name, its value, what is allowed.
+  package var outOfRange: [(setting: String, value: Int, allowed: ClosedRange<Int>)] {
     let checks: [(String, Int, ClosedRange<Int>)] = [
-      ("log lines per second", linesPerSecond, 1...1_000_000),
-      ("log burst", burstLines, 1...10_000_000),
-      ("bytes per token", bytesPerToken, 64...(1 << 20)),
-      ("output read factor", outputReadFactor, 1...1000),
-      ("log file size", maxFileBytes, 4096...(1 << 40)),
-      ("kept log files", keptFiles, 1...1000),
+      ("linesPerSecond", linesPerSecond, 1...1_000_000),
+      ("burstLines", burstLines, 1...10_000_000),
+      ("bytesPerToken", bytesPerToken, 64...(1 << 20)),
+      ("outputReadFactor", outputReadFactor, 1...1000),
+      ("maxFileBytes", maxFileBytes, 4096...(1 << 40)),
+      ("keptFiles", keptFiles, 1...1000),
     ]
-    for (name, value, range) in checks where !range.contains(value) {
-      throw .outOfRange(setting: name, value: value, allowed: range)
+    return checks.filter { !$0.2.contains($0.1) }.map { ($0.0, $0.1, $0.2) }
+  }
+
+  /// Checks every setting (`ForsettiHost.Configuration.validated()` says all that are wrong).
+  public func validated() throws(Invalid) -> LogLimits {
+    if let first = outOfRange.first {
+      throw .outOfRange(setting: first.setting, value: first.value, allowed: first.allowed)
     }
     return self
   }

@@ -100,7 +100,7 @@ public protocol LogSink: Sendable {
 /// When `$JOURNAL_STREAM` names the descriptor a line goes to, systemd's journal reads it: the
 /// line starts with its syslog priority (`<3>` error, `<4>` warning, `<6>` info, `<7>` debug, as
 /// sd-daemon(3) defines them) instead of the level word, and `journalctl -p warning` finds it.
-package final class StreamLogSink: LogSink {
+public final class StreamLogSink: LogSink {
   private let output: Target
   /// Where warnings and errors go: `output` itself when they are not split off.
   private let errors: Target
@@ -108,6 +108,12 @@ package final class StreamLogSink: LogSink {
   /// One lock over both streams, so that a warning and the info line after it keep their order
   /// for a reader of both, and each stream's failure is said once.
   private let notices: Mutex<Notices>
+
+  /// Lines at `minimum` and above to `fd`, warnings and errors to standard error; under
+  /// systemd's journal (`$JOURNAL_STREAM`), with syslog priorities.
+  public convenience init(fd: Int32, minimum: LogLevel = .info) {
+    self.init(fd: fd, minimum: minimum, noticeFD: 2, errorsTo: 2, journal: .environment)
+  }
 
   /// `noticeFD` is where a failure to write is said (standard error; a pipe in tests).
   /// `errorsTo` is where warnings and errors go (nil: to `fd` with the rest). `journal` is the
@@ -129,7 +135,7 @@ package final class StreamLogSink: LogSink {
     signal(SIGPIPE, SIG_IGN)
   }
 
-  package func write(_ record: LogRecord) {
+  public func write(_ record: LogRecord) {
     guard record.level >= minimum else { return }
     let split = record.level >= .warning && errors.fd != output.fd
     let target = split ? errors : output

@@ -102,6 +102,18 @@ forsetti_embed_error *forsetti_embed_config_set_worker(forsetti_embed_config *co
  * what STATE/approvals.json approves. */
 forsetti_embed_error *forsetti_embed_config_set_approve_all(forsetti_embed_config *config,
                                                             bool approve_all);
+/* Sets a host setting by its name in host.conf (and `forsetti-host run`'s option of that name),
+ * from text in the same units: "memory-limit" "256" (MiB), "start-timeout" "2.5" (seconds),
+ * "max-restarts", "cpu-weight" "com.acme.x=300" (repeatable: each call adds), "worker-env",
+ * "log-rate", "storage-quota", "sandbox-quota", "metrics" "127.0.0.1:9464", "application-id"
+ * "com.acme.editor" (a module calling the application's services sees the caller
+ * application:com.acme.editor; default "application"), and the rest `forsetti-host run --help`
+ * lists. A value out of range, an unknown key or a malformed value is refused here with
+ * FORSETTI_EMBED_ERROR_INVALID_VALUE, the message naming the key and the configuration's field
+ * ("memory-limit '99999999': isolation.limits.memoryBytes: at most 16777216 MiB (16 TiB)"), as
+ * the command line refuses it. */
+forsetti_embed_error *forsetti_embed_config_set(forsetti_embed_config *config, const char *key,
+                                                const char *value);
 /* true: the host's log (its own lines and every module's) goes to standard error. */
 forsetti_embed_error *forsetti_embed_config_set_log_to_stderr(forsetti_embed_config *config,
                                                               bool log);
@@ -145,7 +157,10 @@ typedef void (*forsetti_embed_observer)(void *context, const char *module_id, co
 #define FORSETTI_EMBED_NO_DEADLINE (-1.0)
 
 /* Makes a host from `config` (borrowed: it may be deleted afterwards) into `*host_out`, which
- * the caller owns. Nothing is judged or loaded yet. The calling thread becomes the host's. */
+ * the caller owns. Nothing is judged or loaded yet. The calling thread becomes the host's: every
+ * function below marked "Host's thread" refuses any other with FORSETTI_EMBED_ERROR_WRONG_STATE
+ * (forsetti_embed_host_delete, which cannot refuse, writes a line to standard error and leaves
+ * the host alone). */
 forsetti_embed_error *forsetti_embed_host_new(const forsetti_embed_config *config,
                                               forsetti_embed_host **host_out);
 /* Calls `observer` after each module's change of state, on the host's thread (inside start,
@@ -155,7 +170,8 @@ forsetti_embed_error *forsetti_embed_host_observe(forsetti_embed_host *host,
 /* Judges every module and starts those that may run. Once. Host's thread. */
 forsetti_embed_error *forsetti_embed_host_start(forsetti_embed_host *host);
 /* Runs the host: follows changes (approvals, licences, crashes and restarts) for `seconds`
- * (FORSETTI_EMBED_NO_DEADLINE: until stopped), until forsetti_embed_host_request_stop, or, with
+ * (FORSETTI_EMBED_NO_DEADLINE: until stopped; any other negative value is refused as
+ * FORSETTI_EMBED_ERROR_INVALID_VALUE), until forsetti_embed_host_request_stop, or, with
  * `handle_signals`, until SIGINT or SIGTERM. Writes how it ended to `*ending` (may be NULL).
  * Modules keep running afterwards until forsetti_embed_host_stop. Host's thread. */
 forsetti_embed_error *forsetti_embed_host_run(forsetti_embed_host *host, double seconds,
@@ -165,6 +181,12 @@ forsetti_embed_error *forsetti_embed_host_run(forsetti_embed_host *host, double 
  * second). Host's thread. */
 forsetti_embed_error *forsetti_embed_host_next_due(const forsetti_embed_host *host,
                                                    int64_t *milliseconds);
+/* A descriptor for the application's own event loop (poll, epoll, GLib, libuv): it becomes
+ * readable when forsetti_embed_host_process has work (a worker exited, a file changed, a
+ * control request waits, a stop was requested). Poll it for POLLIN with the timeout
+ * forsetti_embed_host_next_due gives, and call forsetti_embed_host_process when either comes;
+ * process empties it. The host owns it: never read, write or close it. Any thread. */
+forsetti_embed_error *forsetti_embed_host_fd(const forsetti_embed_host *host, int *fd);
 /* Handles what happened since the last call (exits, restarts, changed files). Host's thread. */
 forsetti_embed_error *forsetti_embed_host_process(forsetti_embed_host *host);
 /* Makes a running forsetti_embed_host_run return soon. Any thread, but not a signal handler
@@ -183,7 +205,9 @@ forsetti_embed_error *forsetti_embed_host_call(forsetti_embed_host *host, const 
                                                uint8_t **response, size_t *response_length);
 /* Frees a response of forsetti_embed_host_call; NULL is ignored. Any thread. */
 void forsetti_embed_bytes_delete(uint8_t *bytes);
-/* Stops every module, in reverse order of start. Host's thread. */
+/* Stops every module, in reverse order of start; no module starts after it. Host's thread (from
+ * another, refused: call forsetti_embed_host_request_stop there, and stop on the host's
+ * thread once run returned). */
 forsetti_embed_error *forsetti_embed_host_stop(forsetti_embed_host *host);
 /* Stops what still runs and frees the host; NULL is ignored. Host's thread. */
 void forsetti_embed_host_delete(forsetti_embed_host *host);
