@@ -107,7 +107,10 @@ public final class ForsettiHost: @unchecked Sendable {
 
   /// Judges every module and starts those that pass every gate and are active, then opens the
   /// control socket. A judging failure stops what started and releases the state directory.
-  public func start() throws(ForsettiHostError) {
+  /// `askingApproval` is called once, on this thread, with the manifests found — after the
+  /// approvals of modules that now request less were shrunk, before approvals are read — so an
+  /// interactive prompt may approve there what the first judgement then grants.
+  public func start(askingApproval: ([ModuleManifest]) -> Void = { _ in }) throws(ForsettiHostError) {
     let before = phase.withLock { p in
       defer { if p == .configured { p = .starting } }
       return p
@@ -135,7 +138,7 @@ public final class ForsettiHost: @unchecked Sendable {
         throw error
       }
     }
-    do { try live.start() } catch {
+    do { try live.start(discovered: askingApproval) } catch {
       manager.stopAll()
       finish()
       throw .judging(error)

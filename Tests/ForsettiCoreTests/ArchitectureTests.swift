@@ -161,11 +161,12 @@ struct Layering: Sendable {
         rule: .init(
           mayDependOn: [
             "ForsettiRuntime", "ForsettiCore", "ForsettiBinary", "ForsettiBridge", "CForsetti",
-            "CForsettiWeb",
+            "CForsettiSys", "CForsettiWeb",
           ],
           foundation: true,
           why: "the host as a value, what the command line and an embedding application compose "
-            + "(its /metrics served through CForsettiWeb); nothing of the runtime depends on it")),
+            + "(its /metrics served through CForsettiWeb, its wake-ups an eventfd of CForsettiSys); "
+            + "nothing of the runtime depends on it")),
       .init(
         subject: .target("ForsettiCLI"),
         rule: .init(

@@ -74,6 +74,37 @@ import Testing
     #expect(r.status == 0)
   }
 
+  /// The document's `poll` loop, built with pkg-config alone, on a module that crashes 100 ms
+  /// after each start: the crash reaches the loop through the host's descriptor (nothing else
+  /// wakes a `poll` whose timeout is the run's end while no timer is due), each restart comes at
+  /// the time `next_due` gives, and the third crash quarantines the module (`max-restarts` 2).
+  @Test func thePollLoopOfTheDocumentHearsEachCrashThroughTheDescriptor() throws {
+    let prefix = try install()
+    let program = try build(
+      Self.program(in: Self.document, after: "<!-- embed: c/poll.c -->"), named: "poll-loop", prefix: prefix)
+    var f = ModuleFixture(moduleID: "com.test.crashy", entryPoint: "crashy_entry")
+    f.prelude = """
+      #include <pthread.h>
+      #include <stdlib.h>
+      #include <time.h>
+      static void *later(void *unused) {
+        (void)unused;
+        struct timespec t = {0, 100000000};
+        nanosleep(&t, NULL);
+        abort();
+      }
+      """
+    f.start = "pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); return FORSETTI_OK;"
+    try f.install(in: dir, capabilities: [])
+    // Long enough for three starts and the backoffs between them (0.25 s, 0.5 s) on a loaded
+    // machine; the loop returns at the deadline whatever happened.
+    let r = try ProcessRunner.run(program, [dir.url("manifests"), dir.url("plugins"), dir.url("state"), "6"])
+    #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    #expect(lines.filter { $0 == "com.test.crashy: started" }.count == 3, "\(r.stdout)")
+    #expect(lines.last == "com.test.crashy: failed quarantined", "\(r.stdout)\n\(r.stderr)")
+  }
+
   @Test func everyBadArgumentIsAnErrorWithItsValueNotACrash() throws {
     let prefix = try install()
     let program = try build(Self.refusals, named: "refusals", prefix: prefix)

@@ -14,9 +14,22 @@ import Testing
   /// compiled interfaces an outside package would import.
   static var buildDirectory: String { (HostBinary.path as NSString).deletingLastPathComponent }
 
-  /// The package's name as SwiftPM gives it to the compiler: its identity, the root directory's
-  /// name in lower case (a clone in another directory has another).
-  static var packageName: String { (HostBinary.packageRoot as NSString).lastPathComponent.lowercased() }
+  /// The package's name as SwiftPM gave it to the compiler (`-package-name`, in the build's
+  /// description): its identity, the root directory's name, made an identifier (`ci-a` is
+  /// `ci_a`).
+  static var packageName: String {
+    let description = (buildDirectory as NSString).deletingLastPathComponent + "/debug.yaml"
+    if let text = try? String(contentsOfFile: description, encoding: .utf8),
+      let flag = text.range(of: "\"-package-name\",\""),
+      let end = text[flag.upperBound...].firstIndex(of: "\"")
+    {
+      return String(text[flag.upperBound..<end])
+    }
+    return String(
+      (HostBinary.packageRoot as NSString).lastPathComponent.lowercased().map {
+        $0.isLetter || $0.isNumber ? $0 : "_"
+      })
+  }
 
   /// Flags that let `swiftc` import the package's modules: the Swift interfaces, and the C
   /// targets' module maps and headers they depend on.

@@ -170,12 +170,6 @@ enum RunCommand {
     // One host per state directory, decided before anything in it is touched.
     let host: ForsettiHost
     do { host = try ForsettiHost(configuration) } catch { throw failure(error, options) }
-    if !options.approveAll {
-      let report = try options.discover()
-      // Reductions shrink the stored approval at once (Apsule), before anything is asked.
-      _ = try? ApprovalStore(stateDirectory: options.stateDirectory).shrink(to: report.manifests)
-      try ApprovalPrompt.ask(report.manifests, options: options, console: console)
-    }
     host.observeReloads { r in
       console.out(DevCommand.describe(r))
       webEvents.publish("reload", .object(JSONObject([("line", .string(r.line))])))
@@ -190,7 +184,24 @@ enum RunCommand {
             ("reason", .string(orNull: r.state.reason?.rawValue)),
           ])))
     }
-    do { try host.start() } catch { throw failure(error, options) }
+    // The prompt runs inside start, on the manifests its first judgement discovered (and after
+    // the approvals of modules that now ask for less were shrunk: Apsule), before approvals are
+    // read: what the operator approves there is granted at once.
+    var promptFailure: CommandFailure?
+    do {
+      try host.start { manifests in
+        guard !options.approveAll, promptFailure == nil else { return }
+        do throws(CommandFailure) {
+          try ApprovalPrompt.ask(manifests, options: options, console: console)
+        } catch {
+          promptFailure = error
+        }
+      }
+    } catch { throw failure(error, options) }
+    if let promptFailure {
+      host.stop(because: "the approval prompt failed")
+      throw promptFailure
+    }
     if !options.json { console.out(RunReport.table(host.modules)) }
     var screen: DebugScreen?
     if let uiPort, host.controlSocketPath != nil {

@@ -60,7 +60,8 @@ enum ConfigurationRules {
         if let p, !CPUShares.maxPercentRange.contains(p) {
           refuse(
             module.isEmpty ? "isolation.cpu.defaultMaxPercent" : "isolation.cpu.maxPercents[\(module)]", p,
-            "expected \(CPUShares.maxPercentRange.lowerBound) to \(CPUShares.maxPercentRange.upperBound) percent")
+            "expected \(CPUShares.maxPercentRange.lowerBound) to \(CPUShares.maxPercentRange.upperBound) percent"
+          )
         }
       }
     }

@@ -40,7 +40,9 @@ public struct SettingKey: Sendable {
       $0.isolation?.limits.temporaryBytes = $1 == 0 ? nil : $1
     },
     mebibytes("sandbox-quota", "isolation.sandboxBytes") { $0.isolation?.sandboxBytes = $1 == 0 ? nil : $1 },
-    number("cpu-limit", "isolation.limits.cpuSeconds") { $0.isolation?.limits.cpuSeconds = UInt64(max(1, $1)) },
+    number("cpu-limit", "isolation.limits.cpuSeconds") {
+      $0.isolation?.limits.cpuSeconds = UInt64(max(1, $1))
+    },
     SettingKey(
       key: "cpu-weight", fields: ["isolation.cpu.defaultWeight", "isolation.cpu.weights"], repeatable: true
     ) { c, text throws(SettingProblem) in
@@ -125,7 +127,8 @@ public struct SettingKey: Sendable {
   /// A number, clamped to what an `Int` holds before it is converted (the range is the rule's to
   /// say, on the value set, not a trap's).
   static func number(
-    _ key: String, _ field: String, _ set: @escaping @Sendable (inout ForsettiHost.Configuration, Double) -> Void
+    _ key: String, _ field: String,
+    _ set: @escaping @Sendable (inout ForsettiHost.Configuration, Double) -> Void
   ) -> SettingKey {
     SettingKey(key: key, fields: [field]) { c, text throws(SettingProblem) in
       set(&c, min(try parsed(text, field), 1e15))
@@ -133,15 +136,18 @@ public struct SettingKey: Sendable {
   }
 
   static func seconds(
-    _ key: String, _ field: String, _ set: @escaping @Sendable (inout ForsettiHost.Configuration, Double) -> Void
+    _ key: String, _ field: String,
+    _ set: @escaping @Sendable (inout ForsettiHost.Configuration, Double) -> Void
   ) -> SettingKey {
-    SettingKey(key: key, fields: [field]) { c, text throws(SettingProblem) in set(&c, try parsed(text, field)) }
+    SettingKey(key: key, fields: [field]) { c, text throws(SettingProblem) in set(&c, try parsed(text, field))
+    }
   }
 
   /// MiB as text, bytes in the field; beyond what a `UInt64` holds, its largest value (which
   /// every rule refuses).
   static func mebibytes(
-    _ key: String, _ field: String, _ set: @escaping @Sendable (inout ForsettiHost.Configuration, UInt64) -> Void
+    _ key: String, _ field: String,
+    _ set: @escaping @Sendable (inout ForsettiHost.Configuration, UInt64) -> Void
   ) -> SettingKey {
     SettingKey(key: key, fields: [field]) { c, text throws(SettingProblem) in
       let bytes = try parsed(text, field) * Double(ConfigurationRules.mebibyte)
@@ -150,7 +156,8 @@ public struct SettingKey: Sendable {
   }
 
   static func flag(
-    _ key: String, _ field: String, _ set: @escaping @Sendable (inout ForsettiHost.Configuration, Bool) -> Void
+    _ key: String, _ field: String,
+    _ set: @escaping @Sendable (inout ForsettiHost.Configuration, Bool) -> Void
   ) -> SettingKey {
     SettingKey(key: key, fields: [field], isFlag: true) { c, text throws(SettingProblem) in
       guard text == "true" || text == "false" else {

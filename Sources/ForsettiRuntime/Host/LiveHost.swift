@@ -76,10 +76,10 @@ package final class LiveHost {
 
   /// Watches what it judges by, then judges and starts what should run. Watching begins first,
   /// so no change made meanwhile is missed.
-  package func start() throws(JudgeError) {
+  package func start(discovered: ([ModuleManifest]) -> Void = { _ in }) throws(JudgeError) {
     try watch()
     warnRoleless()
-    let verdicts = try judgeAll()
+    let verdicts = try judgeAll(discovered: discovered)
     schedule(verdicts.nextEdge)
     _ = try converge(verdicts, changed: [], since: .now, quiet: true)
     announce()
@@ -139,12 +139,14 @@ package final class LiveHost {
   /// Judges everything, and keeps the verdicts for the rounds after (none after a failure: a
   /// round that could not judge changes nothing, and neither may the rounds after it until one
   /// can).
-  private func judgeAll() throws(JudgeError) -> Judge.Verdicts {
+  private func judgeAll(discovered: ([ModuleManifest]) -> Void = { _ in }) throws(JudgeError)
+    -> Judge.Verdicts
+  {
     last = nil
     stored = StoredInputs()
     let snapshot = judge.configuration.inMemoryOverrides.snapshot
     let judgingStart = HostMetrics.now()
-    let verdicts = try judge.judge(laterSteps: nil, applyReductions: true)
+    let verdicts = try judge.judge(laterSteps: nil, applyReductions: true, discovered: discovered)
     manager.environment.metrics.judgings.record(nanoseconds: HostMetrics.now() &- judgingStart)
     last = (verdicts, snapshot)
     return verdicts

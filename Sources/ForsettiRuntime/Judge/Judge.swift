@@ -29,7 +29,10 @@ package struct Judge: Sendable {
   /// skipped; `laterSteps` records the load steps as skipped with that reason (nil leaves them
   /// to the loader). With `applyReductions`, approvals of modules that now request less are
   /// shrunk first (the Apsule rule), so a capability dropped and re-added is asked for again.
-  package func judge(laterSteps: String?, applyReductions: Bool = false) throws(JudgeError) -> Verdicts {
+  /// `discovered` sees the manifests then, before approvals are read: a prompt may write some.
+  package func judge(
+    laterSteps: String?, applyReductions: Bool = false, discovered: ([ModuleManifest]) -> Void = { _ in }
+  ) throws(JudgeError) -> Verdicts {
     let report = try discover()
     if applyReductions && !configuration.approveAll {
       let store = ApprovalStore(stateDirectory: configuration.stateDirectory)
@@ -37,6 +40,7 @@ package struct Judge: Sendable {
         throw .file(setting: "state", path: store.path, reason: error.description)
       }
     }
+    discovered(report.manifests)
     let (context, nextEdge) = try gateContext(discovered: report.manifests)
     let index =
       configuration.pluginDirectories.isEmpty

@@ -4,7 +4,8 @@ import Glibc
 // Runs the example modules inside this application: its own entitlement source, its own service
 // for modules, a call into the module serving `shared_database`, until --for SECONDS or a signal.
 //
-//   embed-example [--manifests DIR] [--plugins DIR] [--state DIR] [--worker PATH] [--for SECONDS]
+//   embed-example [--manifests DIR] [--plugins DIR] [--state DIR] [--worker PATH | --in-process]
+//                 [--for SECONDS]
 
 /// The application's own record of purchases; the host asks it about each paid module.
 struct Purchases: EntitlementProvider {
@@ -48,8 +49,13 @@ func main() -> Int32 {
   // An example: the capabilities the modules request count as approved.
   configuration.judging.approveAll = true
   configuration.judging.entitlementSource = Purchases(unlocked: ["com.example.weather-plus"])
-  // Without --worker, modules load into this process (no confinement).
-  configuration.isolation = option("worker").map { IsolationSettings(workerExecutable: $0) }
+  // Workers are found beside this executable or where the host is installed; --worker names
+  // one, --in-process loads modules into this process instead (no confinement).
+  if CommandLine.arguments.contains("--in-process") {
+    configuration.isolation = nil
+  } else if let worker = option("worker") {
+    configuration.isolation?.workerExecutable = worker
+  }
   configuration.logSinks = [StreamLogSink(fd: 2)]
   configuration.applicationID = "com.example.embed-example"
   do {
