@@ -1,4 +1,5 @@
 import ForsettiCore
+import ForsettiHost
 import Glibc
 
 /// The `forsetti-host` command line: dispatches to a verb and turns failures into one clear

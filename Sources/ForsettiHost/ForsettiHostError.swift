@@ -16,6 +16,8 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
   /// Settings out of their range (`ForsettiHost.Configuration.validated()`), each naming its
   /// field.
   case invalidSettings([SettingProblem])
+  /// A configuration file (`Configuration(file:)`) that cannot be used as written: by line.
+  case configurationFile(ConfigFileError)
   /// Judging failed: unreadable manifests, a malformed state or entitlements file.
   case judging(JudgeError)
   /// `STATE/control.sock` could not be made at `path`.
@@ -36,6 +38,7 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
       "the worker executable \(path) \(reason); point isolation's workerExecutable at forsetti-worker, "
         + "or set isolation to nil to load modules into this process"
     case .invalidSettings(let problems): problems.map(\.description).joined(separator: "; ")
+    case .configurationFile(let e): e.description
     case .judging(let e): e.description
     case .controlSocket(let path, let e): "control socket \(path): \(e)"
     case .service(let id, let e): "application service \(id): \(e)"

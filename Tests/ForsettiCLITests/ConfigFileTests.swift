@@ -1,3 +1,4 @@
+import ForsettiHost
 import ForsettiTestSupport
 import Foundation
 import Testing
@@ -10,7 +11,7 @@ import Testing
   let spec = RunCommand.spec
 
   func parse(_ text: String, path: String = "host.conf") throws(ConfigFileError) -> ConfigFile {
-    try ConfigFile.parse(Array(text.utf8), path: path, spec: spec)
+    try ConfigFile.parse(Array(text.utf8), path: path, keys: spec.configKeys)
   }
 
   func error(_ text: String) -> ConfigFileError? {
@@ -70,7 +71,7 @@ import Testing
   @Test func bytesThatAreNotTextAreRefused() {
     let spec = self.spec
     func bytes(_ b: [UInt8]) -> ConfigFileError? {
-      do { _ = try ConfigFile.parse(b, path: "f", spec: spec) } catch { return error }
+      do { _ = try ConfigFile.parse(b, path: "f", keys: spec.configKeys) } catch { return error }
       return nil
     }
     #expect(bytes(Array("state = /a\n".utf8) + [0xFF, 0xFE]) == .notUTF8(path: "f", line: 2))
@@ -88,7 +89,7 @@ import Testing
     for _ in 0..<2000 {
       let n = Int.random(in: 0..<64, using: &g)
       let b = (0..<n).map { _ in alphabet.randomElement(using: &g) ?? 0 }
-      _ = try? ConfigFile.parse(b, path: "fuzz", spec: spec)
+      _ = try? ConfigFile.parse(b, path: "fuzz", keys: spec.configKeys)
     }
   }
 

@@ -1,4 +1,5 @@
 import ForsettiCore
+import ForsettiHost
 
 /// `--print-config`: the effective options of a verb, in the configuration file's own format
 /// (so the output, saved, is a configuration file giving the same options) or as JSON.

@@ -1,3 +1,5 @@
+import ForsettiHost
+
 /// Which configuration file `run` and `dev` read, and the two options that choose and show it.
 public enum ConfigSource {
   /// Read when present and no `--config` is given; the Debian package ships it.
@@ -31,11 +33,11 @@ public enum ConfigSource {
   ) throws(ConfigFileError) -> ConfigFile? {
     let file: ConfigFile?
     if let named = p.value("config") {
-      file = try ConfigFile.read(named, spec: fileSpec)
+      file = try ConfigFile.read(named, keys: fileSpec.configKeys)
     } else {
       let path = environment[environmentVariable] ?? defaultPath
       if path.isEmpty { return nil }
-      do { file = try ConfigFile.read(path, spec: fileSpec) } catch .missing { return nil }
+      do { file = try ConfigFile.read(path, keys: fileSpec.configKeys) } catch .missing { return nil }
     }
     return file.map { f in
       ConfigFile(path: f.path, entries: f.entries.filter { e in spec.options.contains { $0.name == e.key } })

@@ -1,3 +1,5 @@
+import ForsettiHost
+
 /// Where an option's effective value came from.
 public enum OptionOrigin: Sendable, Equatable {
   case commandLine

@@ -1,3 +1,5 @@
+import ForsettiHost
+
 /// A command line that cannot be run as written. Every case names the offending word.
 public enum UsageError: Error, Sendable, Equatable, CustomStringConvertible {
   case unknownCommand(String, suggestion: String?)

@@ -10,7 +10,7 @@ enum ApprovalPrompt {
     throws(CommandFailure)
   {
     guard isatty(0) == 1, isatty(2) == 1 else { return }
-    let store = ApprovalStore(stateDirectory: options.stateDirectory)
+    let store = ApprovalStore(stateDirectory: options.judging.stateDirectory)
     let ledger: ApprovalLedger
     do { ledger = try store.load() } catch {
       throw .configuration(.file(option: "state", path: store.path, reason: error.description))

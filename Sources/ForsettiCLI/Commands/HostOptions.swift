@@ -1,5 +1,6 @@
 import ForsettiBinary
 import ForsettiCore
+import ForsettiHost
 import ForsettiRuntime
 import FoundationEssentials
 import Glibc
@@ -7,23 +8,9 @@ import Glibc
 /// The options every judging verb shares (`check`, and later `run`, `list`, `explain`), parsed
 /// and validated once.
 struct HostOptions {
-  var manifestsDirectory: String
-  var pluginDirectories: [String]
-  var mode: DiscoveryMode
-  var policy: any CapabilityPolicy
-  /// `--policy FILE`: read again each time the host judges, so a running host follows it.
-  var policyFile: String? = nil
-  var entitlementsFile: String?
-  var approveAll: Bool
-  var hostVersion: SemanticVersion
-  var stateDirectory: String
+  /// What the runtime judges with (one configuration type for every verb and the facade).
+  var judging: HostConfiguration
   var json: Bool
-  /// Every module binary must be signed by a key in STATE/trusted-keys/modules/.
-  var requireSignatures: Bool
-  /// `dev --allow-all-entitlements` only.
-  var allowAllEntitlements = false
-  /// `run --default-policy` and `dev --default-policy` only.
-  var defaultPolicy = DefaultPolicy.allow
 
   static let specs: [OptionSpec] = [
     .value("manifests", "DIR", "Directory of module manifests, scanned recursively.", default: "manifests"),
@@ -57,11 +44,13 @@ struct HostOptions {
     }
     var hostVersion = ForsettiVersion.current
     if let raw = p.value("host-version") {
-      guard let v = SemanticVersion(parsing: raw) else {
-        throw .usage(
-          .invalidValue(option: "host-version", value: raw, why: "expected a version X.Y.Z, e.g. 0.2.0"))
+      // Through the facade's table, which states what a version is once.
+      var scratch = ForsettiHost.Configuration(
+        manifestsDirectory: "m", pluginDirectories: [], stateDirectory: "")
+      do throws(SettingProblem) { try scratch.set("host-version", to: raw) } catch {
+        throw .usage(.invalidValue(option: "host-version", value: raw, why: error.why))
       }
-      hostVersion = v
+      hostVersion = scratch.judging.hostVersion
     }
     for dir in p.all("plugins") {
       var isDir = false
@@ -72,11 +61,13 @@ struct HostOptions {
     let state = p.stateDirectory
     if p.flag("require-signatures") { try requireModuleKeys(stateDirectory: state) }
     return HostOptions(
-      manifestsDirectory: p.value("manifests") ?? "manifests", pluginDirectories: p.all("plugins"),
-      mode: p.flag("strict") ? .strict : .fallback, policy: policy, policyFile: policyFile,
-      entitlementsFile: p.value("entitlements"),
-      approveAll: p.flag("approve-all"), hostVersion: hostVersion, stateDirectory: state,
-      json: p.flag("json"), requireSignatures: p.flag("require-signatures"))
+      judging: HostConfiguration(
+        manifestsDirectory: p.value("manifests") ?? "manifests", pluginDirectories: p.all("plugins"),
+        discoveryMode: p.flag("strict") ? .strict : .fallback, policy: policy,
+        entitlementsFile: p.value("entitlements"), approveAll: p.flag("approve-all"),
+        hostVersion: hostVersion,
+        stateDirectory: state, requireSignatures: p.flag("require-signatures"), policyFile: policyFile),
+      json: p.flag("json"))
   }
 
   /// Requiring signatures with no key to check them against would refuse every module: a
@@ -92,41 +83,18 @@ struct HostOptions {
       ))
   }
 
-  /// `allow-all`, `fixed:CAP,…`, or else a policy file, read now so a bad one stops the command
-  /// before anything is judged (`./allow-all` names a file of that name).
+  /// `--policy`, as `PolicyText` reads it; a bad one stops the command before anything is judged.
   static func parsePolicy(_ raw: String) throws(CommandFailure) -> any CapabilityPolicy {
-    if raw == "allow-all" { return AllowAllCapabilityPolicy() }
-    guard raw.hasPrefix("fixed:") || raw == "fixed" else {
-      do { return try Judge.readPolicy(raw) } catch { throw failure(error) }
-    }
-    let list = raw.dropFirst("fixed".count).drop { $0 == ":" }
-    var caps = Set<Capability>()
-    for name in list.split(separator: ",").map({ $0.trimmed() })
-    where !name.isEmpty {
-      guard let cap = Capability(rawValue: name) else {
-        let hint = Suggestion.closest(to: name, among: Capability.allCases.map(\.rawValue))
-        throw .usage(
-          .invalidValue(
-            option: "policy", value: raw,
-            why: "unknown capability '\(name)'" + (hint.map { "; did you mean '\($0)'?" } ?? "")))
+    do { return try PolicyText.parse(raw).policy } catch {
+      switch error {
+      case .file(let e): throw failure(e)
+      case .unknownCapability: throw .usage(.invalidValue(option: "policy", value: raw, why: error.why))
       }
-      caps.insert(cap)
     }
-    return FixedCapabilityPolicy(caps)
-  }
-
-  /// What the runtime judges with: these options as its configuration.
-  var configuration: HostConfiguration {
-    HostConfiguration(
-      manifestsDirectory: manifestsDirectory, pluginDirectories: pluginDirectories, discoveryMode: mode,
-      policy: policy, entitlementsFile: entitlementsFile, approveAll: approveAll, hostVersion: hostVersion,
-      stateDirectory: stateDirectory, allowAllEntitlements: allowAllEntitlements,
-      defaultPolicy: defaultPolicy,
-      requireSignatures: requireSignatures, policyFile: policyFile)
   }
 
   /// The runtime's judge (the gate stack with every trust input) for these options.
-  var judge: Judge { Judge(configuration) }
+  var judge: Judge { Judge(judging) }
 
   /// Discovers the manifest directory.
   func discover() throws(CommandFailure) -> DiscoveryReport {

@@ -190,7 +190,7 @@ enum RunCommand {
     var promptFailure: CommandFailure?
     do {
       try host.start { manifests in
-        guard !options.approveAll, promptFailure == nil else { return }
+        guard !options.judging.approveAll, promptFailure == nil else { return }
         do throws(CommandFailure) {
           try ApprovalPrompt.ask(manifests, options: options, console: console)
         } catch {
@@ -261,19 +261,19 @@ enum RunCommand {
     // Every value is checked even after one failed: a file with three bad lines says three.
     var checks = SettingChecks()
     var options = try HostOptions.parse(p)
-    options.allowAllEntitlements = development && p.flag("allow-all-entitlements")
+    options.judging.allowAllEntitlements = development && p.flag("allow-all-entitlements")
     if let raw = p.value("default-policy") {
       if let policy = DefaultPolicy(rawValue: raw) {
-        options.defaultPolicy = policy
+        options.judging.defaultPolicy = policy
       } else {
         _ = checks.run { () throws(CommandFailure) in
           throw .usage(.invalidValue(option: "default-policy", value: raw, why: "expected allow or deny"))
         }
       }
     }
-    if options.pluginDirectories.isEmpty {
+    if options.judging.pluginDirectories.isEmpty {
       if FileManager.default.fileExists(atPath: defaultPlugins) {
-        options.pluginDirectories = [defaultPlugins]
+        options.judging.pluginDirectories = [defaultPlugins]
       } else {
         _ = checks.run { () throws(CommandFailure) in
           throw .configuration(
@@ -285,9 +285,10 @@ enum RunCommand {
       }
     }
     var host = ForsettiHost.Configuration(
-      manifestsDirectory: options.manifestsDirectory, pluginDirectories: options.pluginDirectories,
-      stateDirectory: options.stateDirectory)
-    host.judging = options.configuration
+      manifestsDirectory: options.judging.manifestsDirectory,
+      pluginDirectories: options.judging.pluginDirectories,
+      stateDirectory: options.judging.stateDirectory)
+    host.judging = options.judging
     if development { host.development = DevelopmentSettings(grace: 0.5, debounce: 0.1) }
     if let worker = host.isolation?.workerExecutable, !p.flag("in-process"),
       let why = ExecutableReach.problem(worker)
@@ -296,7 +297,7 @@ enum RunCommand {
         throw .configuration(.workerMissing(path: worker, reason: why))
       }
     }
-    for entry in SettingKey.all {
+    for entry in SettingKey.hostKeys {
       let given: [String]
       if entry.isFlag {
         given = p.flag(entry.key) ? ["true"] : []
@@ -341,15 +342,16 @@ enum RunCommand {
     case .workerMissing(let path, let why): .configuration(.workerMissing(path: path, reason: why))
     case .judging(let e): HostOptions.failure(e)
     case .controlSocket(_, let reason):
-      .configuration(.directory(option: "state", path: options.stateDirectory, reason: "\(reason)"))
+      .configuration(.directory(option: "state", path: options.judging.stateDirectory, reason: "\(reason)"))
     case .metrics(let address, let reason):
       .configuration(.directory(option: "metrics", path: address, reason: reason))
     case .invalidSettings(let problems):
       problems.count == 1
         ? failure(problems[0], given: problems[0].value)
         : .several(problems.map { failure($0, given: $0.value) })
+    case .configurationFile(let e): .usage(.configFile(e))
     case .service, .wrongPhase:
-      .configuration(.directory(option: "state", path: options.stateDirectory, reason: e.description))
+      .configuration(.directory(option: "state", path: options.judging.stateDirectory, reason: e.description))
     }
   }
 

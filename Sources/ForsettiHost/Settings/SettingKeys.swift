@@ -18,6 +18,9 @@ public struct SettingKey: Sendable {
   public let repeatable: Bool
   /// Whether its value is `true` or `false` (a flag on the command line).
   public let isFlag: Bool
+  /// Whether it is an input of judging (`judging.…`), which every judging verb of the command
+  /// line takes, rather than a setting of a running host.
+  public var judging: Bool { fields.allSatisfy { $0.hasPrefix("judging.") } }
   let apply: @Sendable (inout ForsettiHost.Configuration, String) throws(SettingProblem) -> Void
 
   init(
@@ -31,8 +34,48 @@ public struct SettingKey: Sendable {
     self.apply = apply
   }
 
-  /// Every key, in the order `run --help` lists them.
-  public static let all: [SettingKey] = [
+  /// Every key: judging's, then a running host's.
+  public static let all: [SettingKey] = judgingKeys + hostKeys
+
+  /// What the gate stack judges with: where manifests, binaries and state are, the policy, the
+  /// entitlements file, approvals, signatures.
+  public static let judgingKeys: [SettingKey] = [
+    text("manifests", "judging.manifestsDirectory") { $0.judging.manifestsDirectory = $1 },
+    SettingKey(key: "plugins", fields: ["judging.pluginDirectories"], repeatable: true) {
+      c, text throws(SettingProblem) in
+      c.judging.pluginDirectories.append(text)
+    },
+    text("state", "judging.stateDirectory") { $0.judging.stateDirectory = $1 },
+    flag("strict", "judging.discoveryMode") { c, on in c.judging.discoveryMode = on ? .strict : .fallback },
+    SettingKey(key: "policy", fields: ["judging.policy"]) { c, text throws(SettingProblem) in
+      do throws(PolicyText.Failure) {
+        let (policy, file) = try PolicyText.parse(text)
+        c.judging.policy = policy
+        c.judging.policyFile = file
+      } catch {
+        throw SettingProblem(setting: "judging.policy", value: text, why: error.why)
+      }
+    },
+    text("entitlements", "judging.entitlementsFile") { $0.judging.entitlementsFile = $1 },
+    flag("approve-all", "judging.approveAll") { $0.judging.approveAll = $1 },
+    SettingKey(key: "host-version", fields: ["judging.hostVersion"]) { c, text throws(SettingProblem) in
+      guard let v = SemanticVersion(parsing: text) else {
+        throw SettingProblem(
+          setting: "judging.hostVersion", value: text, why: "expected a version X.Y.Z, e.g. 0.2.0")
+      }
+      c.judging.hostVersion = v
+    },
+    flag("require-signatures", "judging.requireSignatures") { $0.judging.requireSignatures = $1 },
+    SettingKey(key: "default-policy", fields: ["judging.defaultPolicy"]) { c, text throws(SettingProblem) in
+      guard let p = DefaultPolicy(rawValue: text) else {
+        throw SettingProblem(setting: "judging.defaultPolicy", value: text, why: "expected allow or deny")
+      }
+      c.judging.defaultPolicy = p
+    },
+  ]
+
+  /// A running host's settings, in the order `run --help` lists them.
+  public static let hostKeys: [SettingKey] = [
     seconds("start-timeout", "isolation.startTimeout") { $0.isolation?.startTimeout = $1 },
     seconds("stop-timeout", "isolation.stopTimeout") { $0.isolation?.stopTimeout = $1 },
     mebibytes("memory-limit", "isolation.limits.memoryBytes") { $0.isolation?.limits.memoryBytes = $1 },
@@ -155,6 +198,17 @@ public struct SettingKey: Sendable {
     }
   }
 
+  /// A non-empty text: a path, a file.
+  static func text(
+    _ key: String, _ field: String,
+    _ set: @escaping @Sendable (inout ForsettiHost.Configuration, String) -> Void
+  ) -> SettingKey {
+    SettingKey(key: key, fields: [field]) { c, text throws(SettingProblem) in
+      guard !text.isEmpty else { throw SettingProblem(setting: field, value: text, why: "expected a path") }
+      set(&c, text)
+    }
+  }
+
   static func flag(
     _ key: String, _ field: String,
     _ set: @escaping @Sendable (inout ForsettiHost.Configuration, Bool) -> Void
@@ -169,6 +223,39 @@ public struct SettingKey: Sendable {
 }
 
 extension ForsettiHost.Configuration {
+  /// The configuration host.conf at `path` gives (`key = value` lines, the keys `run`'s options,
+  /// `SettingKey.all`): the defaults of `init(manifestsDirectory:pluginDirectories:stateDirectory:)`
+  /// with `manifests`, `.build/plugins`' absence and the default state directory, then each line
+  /// in order. Every line that cannot be used is said at once, by line (`file:3: invalid value …
+  /// isolation.maxRestarts: expected 0 to 1000`), as is every setting out of its range.
+  public init(file path: String) throws(ForsettiHostError) {
+    let keys = SettingKey.all.map { ConfigKey(name: $0.key, isFlag: $0.isFlag, repeatable: $0.repeatable) }
+    let file: ConfigFile
+    do { file = try ConfigFile.read(path, keys: keys) } catch { throw .configurationFile(error) }
+    self.init(
+      manifestsDirectory: "manifests", pluginDirectories: [], stateDirectory: DefaultStateDirectory.current)
+    var problems: [ConfigFileError] = []
+    var lines: [String: Int] = [:]
+    for entry in file.entries {
+      lines[entry.key] = entry.line
+      do throws(SettingProblem) { try set(entry.key, to: entry.value) } catch {
+        problems.append(
+          .invalidValue(
+            path: path, line: entry.line, key: entry.key, value: entry.value,
+            why: "\(error.setting): \(error.why)"))
+      }
+    }
+    for problem in settingProblems {
+      let key = SettingKey.owning(problem.setting)?.key ?? problem.setting
+      problems.append(
+        .invalidValue(
+          path: path, line: lines[key] ?? 0, key: key, value: problem.value,
+          why: "\(problem.setting): \(problem.why)"))
+    }
+    if problems.count == 1, let only = problems.first { throw .configurationFile(only) }
+    if !problems.isEmpty { throw .configurationFile(.several(problems)) }
+  }
+
   /// Sets `key` (host.conf's name: `memory-limit`, `cpu-weight`, …) from `text` as host.conf and
   /// `run` take it (MiB, seconds, `true`/`false`). A repeatable key adds to what it set before;
   /// an isolation key changes nothing while modules load in-process. The ranges are checked by

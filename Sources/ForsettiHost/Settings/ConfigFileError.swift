@@ -33,7 +33,7 @@ public enum ConfigFileError: Error, Sendable, Equatable, CustomStringConvertible
   public var description: String {
     switch self {
     case .missing(let p):
-      return "\(p): no such configuration file; create it or name another with --config FILE"
+      return "\(p): no such configuration file; create it or name another"
     case .unreadable(let p, let why):
       return "\(p): cannot read the configuration file: \(why)"
     case .tooLarge(let p, let limit):

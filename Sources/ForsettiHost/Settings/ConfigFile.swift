@@ -16,8 +16,22 @@ public struct ConfigEntry: Sendable, Equatable {
   }
 }
 
-/// The host's configuration file (`--config FILE`): the long options of a verb as
-/// `option = value` lines, one a line.
+/// What a configuration file may hold under one name: a flag (`true`/`false`) or a value, once
+/// or on several lines.
+public struct ConfigKey: Sendable, Equatable {
+  public var name: String
+  public var isFlag: Bool
+  public var repeatable: Bool
+
+  public init(name: String, isFlag: Bool, repeatable: Bool) {
+    self.name = name
+    self.isFlag = isFlag
+    self.repeatable = repeatable
+  }
+}
+
+/// The host's configuration file (host.conf, `run --config FILE`, `ForsettiHost.Configuration(file:)`):
+/// settings as `key = value` lines, one a line, the keys `run`'s long options.
 ///
 /// The syntax, as systemd reads its unit files: a line whose first non-blank character is `#`
 /// is a comment; a `#` anywhere else belongs to the value, because values are paths and paths
@@ -29,14 +43,19 @@ public struct ConfigFile: Sendable, Equatable {
   public var path: String
   public var entries: [ConfigEntry]
 
+  public init(path: String, entries: [ConfigEntry]) {
+    self.path = path
+    self.entries = entries
+  }
+
   /// Bigger than any real configuration: a file this size is a mistake, not a setting.
   public static let maximumSize = 1 << 20
 
   /// Keys that choose or show the file itself, or ask for help: command line only.
   public static let refusedKeys: Set<String> = ["config", "print-config", "help"]
 
-  /// Parses `bytes` (the file at `path`) against the options of `spec`.
-  public static func parse(_ bytes: [UInt8], path: String, spec: CommandSpec) throws(ConfigFileError)
+  /// Parses `bytes` (the file at `path`) against the keys it may hold.
+  public static func parse(_ bytes: [UInt8], path: String, keys: [ConfigKey]) throws(ConfigFileError)
     -> ConfigFile
   {
     if bytes.count > maximumSize { throw .tooLarge(path: path, limit: maximumSize) }
@@ -49,7 +68,7 @@ public struct ConfigFile: Sendable, Equatable {
     for raw in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
       number += 1
       do throws(ConfigFileError) {
-        if let entry = try entry(raw, number: number, path: path, spec: spec, seen: &seen) {
+        if let entry = try entry(raw, number: number, path: path, keys: keys, seen: &seen) {
           entries.append(entry)
         }
       } catch {
@@ -63,7 +82,7 @@ public struct ConfigFile: Sendable, Equatable {
 
   /// Line `number` (its bytes `raw`) as an entry; nil for a blank line or a comment.
   private static func entry(
-    _ raw: ArraySlice<UInt8>, number: Int, path: String, spec: CommandSpec, seen: inout [String: Int]
+    _ raw: ArraySlice<UInt8>, number: Int, path: String, keys: [ConfigKey], seen: inout [String: Int]
   ) throws(ConfigFileError) -> ConfigEntry? {
     if raw.contains(0) { throw .nul(path: path, line: number) }
     guard let decoded = String(validating: raw, as: UTF8.self) else {
@@ -81,14 +100,14 @@ public struct ConfigFile: Sendable, Equatable {
     }
     if key.isEmpty { throw .malformed(path: path, line: number, text: String(line)) }
     if refusedKeys.contains(key) { throw .refusedKey(path: path, line: number, key: key) }
-    guard let option = spec.options.first(where: { $0.name == key }) else {
-      let names = spec.options.map(\.name).filter { !refusedKeys.contains($0) }
+    guard let option = keys.first(where: { $0.name == key }) else {
+      let names = keys.map(\.name).filter { !refusedKeys.contains($0) }
       throw .unknownKey(
         path: path, line: number, key: key,
         suggestion: Suggestion.closest(to: key.hasPrefix("--") ? String(key.dropFirst(2)) : key, among: names)
       )
     }
-    if option.valueName == nil {
+    if option.isFlag {
       guard value == "true" || value == "false" else {
         throw .notABoolean(path: path, line: number, key: key, value: value)
       }
@@ -104,7 +123,7 @@ public struct ConfigFile: Sendable, Equatable {
 
   /// Reads and parses the file at `path`; a missing file is `.missing`, so the caller decides
   /// whether that matters (the default file may be absent, a named one may not).
-  public static func read(_ path: String, spec: CommandSpec) throws(ConfigFileError) -> ConfigFile {
+  public static func read(_ path: String, keys: [ConfigKey]) throws(ConfigFileError) -> ConfigFile {
     // Not blocking: opening a FIFO for reading would wait for a writer for ever.
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     if fd < 0 {
@@ -129,7 +148,7 @@ public struct ConfigFile: Sendable, Equatable {
       // One byte past the cap is enough to know; do not read a huge file to its end.
       if bytes.count > maximumSize { throw .tooLarge(path: path, limit: maximumSize) }
     }
-    return try parse(bytes, path: path, spec: spec)
+    return try parse(bytes, path: path, keys: keys)
   }
 
   /// What a file that is not a regular one is, in words.
