@@ -65,7 +65,7 @@ public enum ForsettiHostCLI {
 
   /// What holds for every verb; shown by `--help` and the overview manual page.
   static let discussion = """
-    status, list, explain, surface, approve, revoke, override, enable, disable, select and reload
+    \(ControlVerb.all.dropLast().map(\.name).joined(separator: ", ")) and \(ControlVerb.all.last?.name ?? "")
     ask the host running on --state first (STATE/control.sock), and use the files only when none
     runs.
     """

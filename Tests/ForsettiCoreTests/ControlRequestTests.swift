@@ -13,10 +13,10 @@ import Testing
     .status, .list, .explain(module: "com.x"), .surface, .approve(module: "com.x", capabilities: nil),
     .approve(module: "com.x", capabilities: [.storage, .networking]),
     .revoke(module: "com.x", capabilities: [.storage]),
-    .override(OverrideOrder(channel: "module", id: "com.x", action: "on", inMemory: true)),
+    .override(OverrideOrder(channel: .module, id: "com.x", action: .on, inMemory: true)),
     .override(
-      OverrideOrder(channel: "product", id: "pro", action: "off", from: "2027-01-01T00:00:00Z", until: nil)),
-    .override(OverrideOrder(channel: "module", id: "com.x", action: "clear", windows: true)), .overrideList,
+      OverrideOrder(channel: .product, id: "pro", action: .off, from: "2027-01-01T00:00:00Z", until: nil)),
+    .override(OverrideOrder(channel: .module, id: "com.x", action: .clear, windows: true)), .overrideList,
     .enable(module: "com.x"), .disable(module: "com.x"), .select(module: "com.ui"), .select(module: nil),
     .reload(module: "com.x"),
   ]
@@ -35,6 +35,25 @@ import Testing
         "reload",
       ])
     #expect(Set(Self.every.map(\.verb)) == ControlRequest.verbs)
+  }
+
+  /// The table declares each verb once: every command's fields are its verb's, a field of the
+  /// table no other verb's, and `writes` follows the table (but for `override list`).
+  @Test(arguments: every) func eachCommandIsItsVerbsDeclaration(_ command: ControlCommand) throws {
+    let verb = try #require(ControlVerb.named(command.verb))
+    let fields = Set(command.json.objectValue?.members.map(\.key) ?? []).subtracting(["verb"])
+    #expect(fields.isSubset(of: verb.fields), "\(command.verb): \(fields) beyond \(verb.fields)")
+    #expect(command.writes == (verb.writes && command != .overrideList))
+    // A field of another verb is refused by name.
+    for other in ControlVerb.all.flatMap(\.fields) where !verb.fields.contains(other) {
+      var request = command.json.objectValue ?? JSONObject()
+      request[other] = .string("x")
+      guard case .failure(let e) = ControlCommand.decode(.object(request)) else {
+        Issue.record("\(command.verb) took \(other)")
+        continue
+      }
+      #expect("\(e)".contains(other), "\(e)")
+    }
   }
 
   @Test func aFieldOfTheWrongTypeIsRefusedByName() {

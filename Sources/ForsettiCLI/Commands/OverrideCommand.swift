@@ -66,19 +66,19 @@ enum OverrideCommand {
       }
       return .overrideList
     }
-    guard OverrideOrder.channels.contains(p.positionals[0]) else {
+    guard let channel = OverrideOrder.Channel(rawValue: p.positionals[0]) else {
       throw .usage(
         .invalidValue(option: "channel", value: p.positionals[0], why: "expected module, product or list"))
     }
     guard p.positionals.count == 3 else {
       throw .usage(.missingArgument(p.positionals.count == 1 ? "ID" : "on|off|clear"))
     }
-    guard OverrideOrder.actions.contains(p.positionals[2]) else {
+    guard let action = OverrideOrder.Action(rawValue: p.positionals[2]) else {
       throw .usage(.invalidValue(option: "action", value: p.positionals[2], why: "expected on, off or clear"))
     }
     return .override(
       OverrideOrder(
-        channel: p.positionals[0], id: p.positionals[1], action: p.positionals[2], from: p.value("from"),
+        channel: channel, id: p.positionals[1], action: action, from: p.value("from"),
         until: p.value("until"), persisted: p.flag("persisted"), windows: p.flag("windows"),
         inMemory: p.flag("in-memory")))
   }

@@ -25,7 +25,7 @@ enum RemoteVerbs {
   static func served(_ verb: String) -> Bool { ControlRequest.verbs.contains(verb) }
 
   /// Verbs that write the state directory: with no host they say so.
-  static let writing: Set<String> = ["approve", "revoke", "override", "enable", "disable", "select"]
+  static let writing = Set(ControlVerb.all.filter(\.writes).map(\.name))
 
   /// Asks the host running on the state directory of `p`. nil: none runs (compute the answer on
   /// the files); otherwise the exit status, its answer rendered.

@@ -16,11 +16,8 @@ public enum ControlCommand: Sendable, Equatable {
   case select(module: String?)
   case reload(module: String)
 
-  /// Every verb's name, as the command line spells it.
-  public static let verbNames = [
-    "status", "list", "explain", "surface", "approve", "revoke", "override", "enable", "disable", "select",
-    "reload",
-  ]
+  /// Every verb's name, as the command line spells it (`ControlVerb.all`).
+  public static let verbNames = ControlVerb.all.map(\.name)
 
   /// The verb's name.
   public var verb: String {
@@ -39,13 +36,9 @@ public enum ControlCommand: Sendable, Equatable {
     }
   }
 
-  /// Whether the command writes the state directory (its answer lists the changes it made).
-  public var writes: Bool {
-    switch self {
-    case .approve, .revoke, .override, .enable, .disable, .select: true
-    case .status, .list, .explain, .surface, .overrideList, .reload: false
-    }
-  }
+  /// Whether the command writes the state directory (its answer lists the changes it made): its
+  /// verb's, but for `override list`, which only reads.
+  public var writes: Bool { self != .overrideList && ControlVerb.named(verb)?.writes == true }
 
   /// The request's `request` object.
   public var json: JSONValue {
@@ -114,11 +107,19 @@ public enum ControlCommand: Sendable, Equatable {
 
 /// `override module|product ID on|off|clear`, with its window bounds and flags.
 public struct OverrideOrder: Sendable, Equatable {
-  /// `module` or `product`.
-  public var channel: String
+  /// Where an override is set: a module's own, or a paid product's.
+  public enum Channel: String, Sendable, CaseIterable {
+    case module, product
+  }
+
+  /// What an override order does (`list` is `ControlCommand.overrideList`).
+  public enum Action: String, Sendable, CaseIterable {
+    case on, off, clear
+  }
+
+  public var channel: Channel
   public var id: String
-  /// `on`, `off` or `clear`.
-  public var action: String
+  public var action: Action
   /// ISO 8601 instants of a time-frame window; both nil: the persisted (or in-memory) override.
   public var from: String?
   public var until: String?
@@ -128,14 +129,9 @@ public struct OverrideOrder: Sendable, Equatable {
   /// The running host's in-memory override (gone when it stops).
   public var inMemory: Bool
 
-  /// The channels an override is set in.
-  public static let channels = ["module", "product"]
-  /// What an override order does (`list` is `ControlCommand.overrideList`).
-  public static let actions = ["on", "off", "clear"]
-
-  /// An order; the decoder and the command line check `channel` and `action` against the lists.
+  /// An order.
   public init(
-    channel: String, id: String, action: String, from: String? = nil, until: String? = nil,
+    channel: Channel, id: String, action: Action, from: String? = nil, until: String? = nil,
     persisted: Bool = false, windows: Bool = false, inMemory: Bool = false
   ) {
     self.channel = channel
@@ -149,7 +145,9 @@ public struct OverrideOrder: Sendable, Equatable {
   }
 
   var json: JSONObject {
-    var o = JSONObject([("action", .string(action)), ("channel", .string(channel)), ("id", .string(id))])
+    var o = JSONObject([
+      ("action", .string(action.rawValue)), ("channel", .string(channel.rawValue)), ("id", .string(id)),
+    ])
     if let from { o["from"] = .string(from) }
     if let until { o["until"] = .string(until) }
     if persisted { o["persisted"] = .bool(true) }
@@ -158,13 +156,13 @@ public struct OverrideOrder: Sendable, Equatable {
     return o
   }
 
-  static func read(action: String, _ f: inout ControlFields) throws(ControlError) -> OverrideOrder {
-    guard actions.contains(action) else {
-      throw .field("action", "must be one of on, off, clear, list; not '\(action)'")
+  static func read(action text: String, _ f: inout ControlFields) throws(ControlError) -> OverrideOrder {
+    guard let action = Action(rawValue: text) else {
+      throw .field("action", "must be one of on, off, clear, list; not '\(text)'")
     }
-    let channel = try f.string("channel")
-    guard channels.contains(channel) else {
-      throw .field("channel", "must be module or product; not '\(channel)'")
+    let name = try f.string("channel")
+    guard let channel = Channel(rawValue: name) else {
+      throw .field("channel", "must be module or product; not '\(name)'")
     }
     return OverrideOrder(
       channel: channel, id: try f.string("id"), action: action, from: try f.optionalString("from"),

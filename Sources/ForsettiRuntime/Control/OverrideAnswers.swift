@@ -7,11 +7,9 @@ import FoundationEssentials
 package enum OverrideAnswers {
   /// `override module|product ID on|off|clear [--from T] [--until T] [--persisted|--windows]`.
   static func set(_ order: OverrideOrder, stateDirectory: String) throws(ControlFailure) -> JSONValue {
-    guard let channel = OverrideChannel(rawValue: order.channel) else {
-      throw .invalid("channel", order.channel, why: "expected module, product or list")
-    }
-    let (id, action) = (order.id, order.action)
-    if action != "clear" {
+    let channel = order.channel
+    let (id, action) = (order.id, order.action.rawValue)
+    if order.action != .clear {
       for (flag, given) in [("persisted", order.persisted), ("windows", order.windows)] where given {
         throw ControlFailure(.usage, "unexpected argument '--\(flag)'")
       }
@@ -102,11 +100,13 @@ package enum OverrideAnswers {
   static func inMemory(_ order: OverrideOrder, overrides: InMemoryOverrides) throws(ControlFailure)
     -> JSONValue
   {
-    guard let channel = OverrideChannel(rawValue: order.channel),
-      let state = ["on": OverrideState.on, "off": .off, "clear": .unset][order.action]
-    else {
-      throw ControlFailure(.usage, "expected override module|product ID on|off|clear --in-memory")
-    }
+    let channel = order.channel
+    let state: OverrideState =
+      switch order.action {
+      case .on: .on
+      case .off: .off
+      case .clear: .unset
+      }
     let given = [
       ("from", order.from != nil), ("until", order.until != nil), ("persisted", order.persisted),
       ("windows", order.windows),

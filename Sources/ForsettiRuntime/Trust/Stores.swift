@@ -112,10 +112,7 @@ package struct ApprovalStore: Sendable {
 }
 
 /// The two override channels: module IDs and product IDs.
-package enum OverrideChannel: String, Sendable, Hashable, CaseIterable {
-  case module
-  case product
-}
+package typealias OverrideChannel = OverrideOrder.Channel
 
 /// `STATE/overrides.json`: the persisted and time-frame override providers of both channels.
 /// Version 2 keeps, per channel and ID, one persisted state and any number of windows:
