@@ -61,7 +61,9 @@ enum ActivationCommands {
   )
     -> ServedVerb
   {
-    ServedVerb(command: command, judge: { p throws(CommandFailure) in ServedVerb.files(p) }, render: render)
+    ServedVerb(
+      command: command, judge: { p throws(CommandFailure) in ServedVerb.files(p) },
+      render: ServedVerb.typed(render))
   }
 
   static func enable(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
@@ -78,13 +80,11 @@ enum ActivationCommands {
 
   /// What was done, or the activation state (`activation.json`, the answer without `done`) as
   /// JSON.
-  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
-    var state = answer.objectValue ?? JSONObject()
-    state["done"] = nil
+  static func render(_ answer: ActivationAnswer, _ p: ParsedArguments, _ console: Console) -> ExitCode {
     console.out(
       p.flag("json")
-        ? JSONWriter.string(.object(state)) + "\n"
-        : "\(answer.objectValue?["done"]?.stringValue ?? "done"); a running host applies this at once\n")
+        ? JSONWriter.string(answer.state.json) + "\n"
+        : "\(answer.done); a running host applies this at once\n")
     return .success
   }
 }

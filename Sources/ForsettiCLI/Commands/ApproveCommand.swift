@@ -42,14 +42,14 @@ enum ApproveCommand {
       .approve(module: p.positionals[0], capabilities: try capabilities(p).map { $0.sorted() })
     },
     judge: { p throws(CommandFailure) in ServedVerb.files(p) },
-    render: { a, p, console in render(a, p, console, now: "") })
+    render: ServedVerb.typed { a, p, console in render(a, p, console, now: "") })
 
   static let revokeServed = ServedVerb(
     command: { p throws(CommandFailure) in
       .revoke(module: p.positionals[0], capabilities: try capabilities(p).map { $0.sorted() })
     },
     judge: { p throws(CommandFailure) in ServedVerb.files(p) },
-    render: { a, p, console in render(a, p, console, now: " now") })
+    render: ServedVerb.typed { a, p, console in render(a, p, console, now: " now") })
 
   static func approve(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     try approveServed.local(p, console)
@@ -60,16 +60,16 @@ enum ApproveCommand {
   }
 
   /// `approved for ID: CAP, CAP` (`now` after a revoke), or the answer as JSON.
-  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console, now: String) -> ExitCode {
+  static func render(_ answer: ApprovalAnswer, _ p: ParsedArguments, _ console: Console, now: String)
+    -> ExitCode
+  {
     if p.flag("json") {
-      console.out(JSONWriter.string(answer) + "\n")
+      console.out(JSONWriter.string(answer.json) + "\n")
       return .success
     }
-    let o = answer.objectValue ?? JSONObject()
-    let caps = (o["approved"]?.arrayValue ?? []).compactMap(\.stringValue)
+    let caps = answer.approved.map(\.rawValue)
     console.out(
-      "approved for \(o["moduleID"]?.stringValue ?? "?")\(now): \(caps.isEmpty ? "nothing" : caps.joined(separator: ", "))\n"
-    )
+      "approved for \(answer.moduleID)\(now): \(caps.isEmpty ? "nothing" : caps.joined(separator: ", "))\n")
     return .success
   }
 }

@@ -83,63 +83,61 @@ enum OverrideCommand {
         inMemory: p.flag("in-memory")))
   }
 
+  /// `override list`'s listing or an order's answer, each read as its type.
   static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
-    let o = answer.objectValue ?? JSONObject()
-    if p.positionals.first == "list" {
-      if p.flag("json") {
-        console.out(JSONWriter.string(answer) + "\n")
-      } else {
-        if o["inMemoryKnown"]?.boolValue != true {
-          console.out(
-            "overrides in \(OverrideStore(stateDirectory: p.stateDirectory).path) (read from the file)\n")
-        }
-        console.out(listing(o))
-      }
-      return .success
-    }
+    p.positionals.first == "list"
+      ? ServedVerb.typed(renderListing)(answer, p, console)
+      : ServedVerb.typed(renderOrder)(answer, p, console)
+  }
+
+  static func renderListing(_ listing: OverrideListing, _ p: ParsedArguments, _ console: Console) -> ExitCode
+  {
     if p.flag("json") {
-      ServedVerb.printJSON(answer, console)
+      console.out(JSONWriter.string(listing.json) + "\n")
       return .success
     }
-    let head =
-      "\(o["channel"]?.stringValue ?? "?") \(o["id"]?.stringValue ?? "?"): \(o["done"]?.stringValue ?? "")\n"
-    if p.flag("in-memory") {
+    if !listing.inMemoryKnown {
+      console.out(
+        "overrides in \(OverrideStore(stateDirectory: p.stateDirectory).path) (read from the file)\n")
+    }
+    console.out(text(listing))
+    return .success
+  }
+
+  static func renderOrder(_ answer: OverrideAnswer, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    if p.flag("json") {
+      ServedVerb.printJSON(answer.json, console)
+      return .success
+    }
+    let head = "\(answer.channel.rawValue) \(answer.id): \(answer.done)\n"
+    guard let stored = answer.stored else {
       console.out(head)
       return .success
     }
-    var out = head + "  stored now: \(stored(o))\n"
-    if let note = o["note"]?.stringValue { out += "  note: \(note)\n" }
+    var out = head + "  stored now: \(stored.text)\n"
+    if let note = stored.note { out += "  note: \(note)\n" }
     console.out(out)
     return .success
   }
 
   /// `override list`'s text: every provider's entries per channel and ID, and which decides now.
-  static func listing(_ o: JSONObject) -> String {
-    let known = o["inMemoryKnown"]?.boolValue == true
-    var out = "at \(o["now"]?.stringValue ?? "?")\n"
-    for (channel, key) in [("module", "modules"), ("product", "products")] {
-      let table = o[key]?.objectValue?.members ?? []
+  static func text(_ listing: OverrideListing) -> String {
+    let known = listing.inMemoryKnown
+    var out = "at \(listing.at)\n"
+    for (channel, table) in [("module", listing.modules), ("product", listing.products)] {
       guard !table.isEmpty else {
         out += "\(channel) overrides: none\n"
         continue
       }
       out += "\(channel) overrides:\n"
-      for (id, value) in table {
-        let e = value.objectValue ?? JSONObject()
-        out += "  \(id)\n"
-        out += "    persisted:  \(e["persisted"]?.stringValue ?? "none")\n"
-        if known { out += "    in-memory:  \(e["inMemory"]?.stringValue ?? "none")\n" }
-        let windows = (e["windows"]?.arrayValue ?? []).compactMap(\.objectValue)
-        if windows.isEmpty { out += "    time-frame: none\n" }
-        for w in windows {
-          let status = OverrideAnswers.WindowStatus(rawValue: w["status"]?.stringValue ?? "")?.text ?? "?"
-          out += "    time-frame: \(windowText(w)) (\(status))\n"
-        }
-        let now = e["now"]?.objectValue
-        let provider = now?["provider"]?.stringValue
-        let state = now?["state"]?.stringValue ?? "unset"
-        var line = state != "unset" ? "\(state), decided by \(provider ?? "?")" : "no override"
-        if !known && provider != "persisted" {
+      for e in table {
+        out += "  \(e.id)\n"
+        out += "    persisted:  \(e.persisted ?? "none")\n"
+        if known { out += "    in-memory:  \(e.inMemory ?? "none")\n" }
+        if e.windows.isEmpty { out += "    time-frame: none\n" }
+        for w in e.windows { out += "    time-frame: \(w.text) (\(w.status?.text ?? "?"))\n" }
+        var line = e.now != "unset" ? "\(e.now), decided by \(e.decidedBy ?? "?")" : "no override"
+        if !known && e.decidedBy != "persisted" {
           line += " (an in-memory override of a running host would come first)"
         }
         out += "    now: \(line)\n"
@@ -147,22 +145,5 @@ enum OverrideCommand {
     }
     if !known { out += "in-memory: only a running host has them\n" }
     return out
-  }
-
-  /// `on from 2027-01-01T00:00:00Z until 2027-02-01T00:00:00Z`.
-  static func windowText(_ w: JSONObject) -> String {
-    ([w["state"]?.stringValue ?? "?"]
-      + [
-        w["from"]?.stringValue.map { "from \($0)" }, w["until"]?.stringValue.map { "until \($0)" },
-      ].compactMap { $0 }).joined(separator: " ")
-  }
-
-  /// What is stored for one ID: `persisted off; windows: on from A until B, off from C`.
-  static func stored(_ o: JSONObject) -> String {
-    var parts: [String] = []
-    if let s = o["persisted"]?.stringValue { parts.append("persisted \(s)") }
-    let windows = (o["windows"]?.arrayValue ?? []).compactMap(\.objectValue)
-    if !windows.isEmpty { parts.append("windows: " + windows.map(windowText).joined(separator: ", ")) }
-    return parts.isEmpty ? "nothing" : parts.joined(separator: "; ")
   }
 }

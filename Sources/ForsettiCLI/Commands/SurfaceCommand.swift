@@ -23,49 +23,40 @@ enum SurfaceCommand {
   static let served = ServedVerb(
     command: { _ throws(CommandFailure) in .surface },
     judge: { p throws(CommandFailure) in ServedVerb.files(p) },
-    render: render)
+    render: ServedVerb.typed(render))
 
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     try served.local(p, console)
   }
 
   /// The published surface, or that there is none.
-  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+  static func render(_ answer: SurfaceAnswer, _ p: ParsedArguments, _ console: Console) -> ExitCode {
     let state = p.stateDirectory
-    guard let o = answer.objectValue, o["pid"] != nil else {
+    guard let published = answer.published else {
       if p.flag("json") {
-        ServedVerb.printJSON(answer, console)
+        ServedVerb.printJSON(answer.json, console)
       } else {
         console.out("no host has published a surface in \(state)\n")
       }
       return .blocked
     }
-    let pid = o["pid"]?.integerValue ?? 0
-    let alive = o["running"]?.boolValue ?? false
     if p.flag("json") {
-      console.out(JSONWriter.string(.object(o), pretty: true) + "\n")
+      console.out(JSONWriter.string(answer.json, pretty: true) + "\n")
     } else {
       var out =
-        alive
-        ? "surface of the running host (pid \(pid))\n" : "last surface (pid \(pid), no longer running)\n"
+        answer.running
+        ? "surface of the running host (pid \(published.pid))\n"
+        : "last surface (pid \(published.pid), no longer running)\n"
       // Titles and IDs are the UI modules' text: each line shown by the module-text rule.
       func line(_ text: String) { out += LogRecord.streamSafe(text) + "\n" }
-      for case .object(let t) in o["toolbarItems"]?.arrayValue ?? [] {
-        line(
-          "  toolbar  \(t["itemID"]?.stringValue ?? "?")  \"\(t["title"]?.stringValue ?? "")\"  from \(t["moduleID"]?.stringValue ?? "?")"
-        )
+      for t in published.toolbarItems { line("  toolbar  \(t.itemID)  \"\(t.title)\"  from \(t.moduleID)") }
+      for v in published.viewInjections {
+        line("  view     \(v.viewID) in \(v.slotID) (priority \(v.priority))  from \(v.moduleID)")
       }
-      for case .object(let v) in o["viewInjections"]?.arrayValue ?? [] {
-        line(
-          "  view     \(v["viewID"]?.stringValue ?? "?") in \(v["slotID"]?.stringValue ?? "?") (priority \(v["priority"].map { JSONWriter.string($0) } ?? "0"))  from \(v["moduleID"]?.stringValue ?? "?")"
-        )
-      }
-      for r in o["overlay"]?.objectValue?["routes"]?.arrayValue ?? [] {
-        line("  route    \(r.stringValue ?? "?")")
-      }
-      if let t = o["strippedThemeID"]?.stringValue { line("  theme mask \(t) validated and stripped") }
+      for r in published.routes { line("  route    \(r)") }
+      if let t = published.strippedThemeID { line("  theme mask \(t) validated and stripped") }
       console.out(out)
     }
-    return alive ? .success : .blocked
+    return answer.running ? .success : .blocked
   }
 }

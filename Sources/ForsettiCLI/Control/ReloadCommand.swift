@@ -23,7 +23,7 @@ enum ReloadCommand {
 
   static let served = ServedVerb(
     command: { p throws(CommandFailure) in .reload(module: p.positionals[0]) },
-    judge: { p throws(CommandFailure) in ServedVerb.files(p) }, render: render)
+    judge: { p throws(CommandFailure) in ServedVerb.files(p) }, render: ServedVerb.typed(render))
 
   /// Runs only when no host answered: the answer says reload needs one.
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
@@ -31,16 +31,15 @@ enum ReloadCommand {
   }
 
   /// One line per module, as `dev` prints it, with the trace of what did not reload.
-  static func render(_ answer: JSONValue, _ p: ParsedArguments, _ console: Console) -> ExitCode {
-    let o = answer.objectValue ?? JSONObject()
-    for case .object(let r) in o["reports"]?.arrayValue ?? [] {
-      var out = (r["line"]?.stringValue ?? "") + "\n"
-      for case .object(let e) in r["trace"]?.arrayValue ?? [] {
+  static func render(_ answer: ReloadAnswer, _ p: ParsedArguments, _ console: Console) -> ExitCode {
+    for r in answer.reports {
+      var out = r.line + "\n"
+      for e in r.trace {
         out +=
-          "    \((e["verdict"]?.stringValue ?? "?").uppercased().padded(to: 5)) \(e["step"]?.stringValue ?? "?"): \(e["reason"]?.stringValue.map { "\($0): " } ?? "")\(LogRecord.streamSafe(e["detail"]?.stringValue ?? ""))\n"
+          "    \(e.verdict.uppercased().padded(to: 5)) \(e.step): \(e.reason.map { "\($0): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
       }
       console.out(out)
     }
-    return o["reloaded"]?.boolValue == true ? .success : .blocked
+    return answer.reloaded ? .success : .blocked
   }
 }

@@ -10,11 +10,26 @@ struct ServedVerb: Sendable {
   var judge: @Sendable (ParsedArguments) throws(CommandFailure) -> Judge
   var render: @Sendable (JSONValue, ParsedArguments, Console) -> ExitCode
 
-  /// The answer computed on the files (no host runs), rendered.
+  /// The answer computed on the files (no host runs), rendered as a host's would be.
   func local(_ p: ParsedArguments, _ console: Console) throws(CommandFailure) -> ExitCode {
     let command = try command(p)
     let answerer = ControlAnswerer(files: try judge(p))
-    do { return render(try answerer.compute(command), p, console) } catch { throw .control(error) }
+    do { return render(try answerer.compute(command).json, p, console) } catch { throw .control(error) }
+  }
+
+  /// A renderer of the typed answer `A`: the document is read once, here, and a host's answer
+  /// that is not an `A` is said, naming the member at fault, instead of rendered.
+  static func typed<A: ControlAnswerDocument>(
+    _ render: @escaping @Sendable (A, ParsedArguments, Console) -> ExitCode
+  ) -> @Sendable (JSONValue, ParsedArguments, Console) -> ExitCode {
+    { document, p, console in
+      switch A.decode(document) {
+      case .success(let answer): return render(answer, p, console)
+      case .failure(let e):
+        console.err("forsetti-host: error: \(e)\n")
+        return .usage
+      }
+    }
   }
 
   /// A judge over the manifests (`--manifests`) and state directory only, for the verbs that

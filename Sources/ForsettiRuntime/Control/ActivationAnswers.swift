@@ -3,17 +3,17 @@ import ForsettiCore
 /// The `enable`, `disable` and `select` answers: the operator's activation state written to
 /// `activation.json` (one `StateTransaction`), and that state afterwards with what was done.
 enum ActivationAnswers {
-  static func enable(_ id: String, judge: Judge) throws(ControlFailure) -> JSONValue {
+  static func enable(_ id: String, judge: Judge) throws(ControlFailure) -> ActivationAnswer {
     let m = try manifest(id, judge: judge)
     return try update(judge, done: "enabled \(m.moduleID)") { $0.enable(m.moduleID) }
   }
 
-  static func disable(_ id: String, judge: Judge) throws(ControlFailure) -> JSONValue {
+  static func disable(_ id: String, judge: Judge) throws(ControlFailure) -> ActivationAnswer {
     let m = try manifest(id, judge: judge)
     return try update(judge, done: "disabled \(m.moduleID)") { $0.disable(m.moduleID) }
   }
 
-  static func select(_ id: String?, judge: Judge) throws(ControlFailure) -> JSONValue {
+  static func select(_ id: String?, judge: Judge) throws(ControlFailure) -> ActivationAnswer {
     guard let id else { return try update(judge, done: "no UI module selected") { $0.selectNone() } }
     let m = try manifest(id, judge: judge)
     guard m.moduleType.isVisual else {
@@ -37,15 +37,13 @@ enum ActivationAnswers {
   }
 
   private static func update(_ judge: Judge, done: String, _ change: (inout ActivationState) -> Void)
-    throws(ControlFailure) -> JSONValue
+    throws(ControlFailure) -> ActivationAnswer
   {
     let store = ActivationStore(stateDirectory: judge.configuration.stateDirectory)
     let state: ActivationState
     do { state = try store.update(change) } catch {
       throw ControlFailure(.failed, "--state \(error.path): \(error.reason)")
     }
-    guard case .object(var o) = state.json else { return state.json }
-    o["done"] = .string(done)
-    return .object(o)
+    return ActivationAnswer(state: state, done: done)
   }
 }

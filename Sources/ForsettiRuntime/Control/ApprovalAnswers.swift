@@ -3,7 +3,8 @@ import ForsettiCore
 /// The `approve` and `revoke` answers: the user's decisions written to `approvals.json` (one
 /// `StateTransaction`), and the capabilities approved afterwards.
 enum ApprovalAnswers {
-  static func approve(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure) -> JSONValue
+  static func approve(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure)
+    -> ApprovalAnswer
   {
     let m = try ActivationAnswers.manifest(id, judge: judge)
     let caps = wanted.map(Set.init) ?? m.capabilitySet
@@ -20,7 +21,8 @@ enum ApprovalAnswers {
     }
   }
 
-  static func revoke(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure) -> JSONValue
+  static func revoke(_ id: String, _ wanted: [Capability]?, judge: Judge) throws(ControlFailure)
+    -> ApprovalAnswer
   {
     let store = ApprovalStore(stateDirectory: judge.configuration.stateDirectory)
     do { return result(id, try store.revoke(id, wanted.map(Set.init)) ?? []) } catch {
@@ -28,7 +30,7 @@ enum ApprovalAnswers {
     }
   }
 
-  static func result(_ id: String, _ s: Set<Capability>) -> JSONValue {
-    .object(JSONObject([("moduleID", .string(id)), ("approved", .strings(s.sorted().map(\.rawValue)))]))
+  static func result(_ id: String, _ s: Set<Capability>) -> ApprovalAnswer {
+    ApprovalAnswer(moduleID: id, approved: s)
   }
 }

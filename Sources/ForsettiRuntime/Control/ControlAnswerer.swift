@@ -34,7 +34,7 @@ package final class ControlAnswerer {
   package func answer(_ request: ControlRequest) -> ControlResponse {
     let before = states()
     do throws(ControlFailure) {
-      let answer = try compute(request.command)
+      let answer = try compute(request.command).json
       if request.command.writes, let host { host.reconcile() }
       return ControlResponse(
         pid: pid, stateDirectory: stateDirectory, outcome: .answered(answer, changes: changes(since: before)))
@@ -43,13 +43,13 @@ package final class ControlAnswerer {
     }
   }
 
-  /// The answer document of `command`, or why there is none.
-  package func compute(_ command: ControlCommand) throws(ControlFailure) -> JSONValue {
+  /// The answer of `command`, or why there is none.
+  package func compute(_ command: ControlCommand) throws(ControlFailure) -> any ControlAnswerDocument {
     switch command {
     case .status:
       guard let host else {
         let last = try ControlView.files(judge).run?.pid
-        return StatusAnswer.notRunning(stateDirectory: stateDirectory, lastPID: last).json
+        return StatusAnswer.notRunning(stateDirectory: stateDirectory, lastPID: last)
       }
       // A module whose manifest is gone (a package removed) is stopped, and no longer the
       // host's: not counted (its record stays in the table until the host restarts).
@@ -58,11 +58,10 @@ package final class ControlAnswerer {
         r.state != .stopped || access(PathText.join(manifests, r.file), F_OK) == 0
       }
       return StatusAnswer.running(
-        pid: pid, stateDirectory: stateDirectory, states: present.map(\.state.name)
-      ).json
-    case .list: return try VerdictAnswers.list(try view()).json
-    case .explain(let m): return try VerdictAnswers.explain(try view(), module: m).json
-    case .surface: return try SurfaceAnswer.answer(stateDirectory: stateDirectory)
+        pid: pid, stateDirectory: stateDirectory, states: present.map(\.state.name))
+    case .list: return try VerdictAnswers.list(try view())
+    case .explain(let m): return try VerdictAnswers.explain(try view(), module: m)
+    case .surface: return try SurfaceAnswers.answer(stateDirectory: stateDirectory)
     case .approve(let m, let caps): return try ApprovalAnswers.approve(m, caps, judge: judge)
     case .revoke(let m, let caps): return try ApprovalAnswers.revoke(m, caps, judge: judge)
     case .enable(let m): return try ActivationAnswers.enable(m, judge: judge)
@@ -87,7 +86,7 @@ package final class ControlAnswerer {
         throw ControlFailure(
           .failed, "--state \(stateDirectory): no host is running on it; reload needs a running host")
       }
-      return try ReloadAnswer.answer(m, host: host)
+      return try ReloadAnswers.answer(m, host: host)
     }
   }
 

@@ -6,7 +6,7 @@ import FoundationEssentials
 /// listing of every provider's entries with the one that decides now.
 package enum OverrideAnswers {
   /// `override module|product ID on|off|clear [--from T] [--until T] [--persisted|--windows]`.
-  static func set(_ order: OverrideOrder, stateDirectory: String) throws(ControlFailure) -> JSONValue {
+  static func set(_ order: OverrideOrder, stateDirectory: String) throws(ControlFailure) -> OverrideAnswer {
     let channel = order.channel
     let (id, action) = (order.id, order.action.rawValue)
     if order.action != .clear {
@@ -23,8 +23,8 @@ package enum OverrideAnswers {
     ) { (c: inout OverrideStore.Content) throws(ControlFailure) in
       var entry = c[channel][id] ?? .init()
       let what: String
-      // The JSON form's account of what was done, beside the sentence of the text form.
-      var done = JSONObject()
+      // The answer's account of what was done, beside the sentence of the text form.
+      var done: OverrideAnswer.Change
       switch (action, window) {
       case ("clear", let w?):
         let kept = entry.windows.filter { $0.span.from != w.span.from || $0.span.until != w.span.until }
@@ -34,27 +34,24 @@ package enum OverrideAnswers {
             why: "\(channel.rawValue) \(id) has no window \(bounds(w)); \(stored(entry))")
         }
         what = "\(count(entry.windows.count - kept.count, "window")) \(bounds(w)) cleared"
-        done = JSONObject([
-          ("action", .string("clear")), ("clearedPersisted", .null),
-          ("clearedWindows", .array(entry.windows.filter { !kept.contains($0) }.map(windowJSON))),
-        ])
+        done = .clear(persisted: nil, windows: entry.windows.filter { !kept.contains($0) }.map(line))
         entry.windows = kept
       case ("clear", nil):
         let (persisted, windows) = (order.persisted, order.windows)
         var cleared: [String] = []
-        done = JSONObject([
-          ("action", .string("clear")), ("clearedPersisted", .null), ("clearedWindows", .array([])),
-        ])
+        var clearedState: String?
+        var clearedWindows: [OverrideWindowLine] = []
         if persisted || !windows, entry.state != .unset {
-          done["clearedPersisted"] = .string(entry.state.rawValue)
+          clearedState = entry.state.rawValue
           cleared.append("persisted \(entry.state.rawValue)")
           entry.state = .unset
         }
         if windows || !persisted, !entry.windows.isEmpty {
           cleared.append(count(entry.windows.count, "window"))
-          done["clearedWindows"] = .array(entry.windows.map(windowJSON))
+          clearedWindows = entry.windows.map(line)
           entry.windows = []
         }
+        done = .clear(persisted: clearedState, windows: clearedWindows)
         what = cleared.isEmpty ? "nothing to clear" : cleared.joined(separator: " and ") + " cleared"
       case (_, let w?):
         if let same = entry.windows.first(where: { $0.sameAs(w) }) {
@@ -71,13 +68,11 @@ package enum OverrideAnswers {
         }
         entry.windows.append(w)
         what = "window \(w.text) added"
-        done = JSONObject([("action", .string("addWindow")), ("window", windowJSON(w))])
+        done = .addWindow(line(w))
       case (_, nil):
         let state = OverrideState(rawValue: action) ?? .unset
         what = entry.state == state ? "persisted \(action) (unchanged)" : "forced \(action) (persisted)"
-        done = JSONObject([
-          ("action", .string("set")), ("state", .string(action)), ("changed", .bool(entry.state != state)),
-        ])
+        done = .set(state: action, changed: entry.state != state)
         entry.state = state
       }
       c[channel][id] = entry
@@ -87,18 +82,16 @@ package enum OverrideAnswers {
       entry.state != .unset && !entry.windows.isEmpty && action != "clear"
       ? "the persisted \(entry.state.rawValue) decides before any window; windows count once it is cleared (override \(channel.rawValue) \(id) clear --persisted)"
       : nil
-    var o = JSONObject([("channel", .string(channel.rawValue)), ("id", .string(id))])
-    for (k, v) in done.members { o[k] = v }
-    o["done"] = .string(what)
-    o["persisted"] = entry.state == .unset ? .null : .string(entry.state.rawValue)
-    o["windows"] = .array(entry.windows.map(windowJSON))
-    o["note"] = .string(orNull: note)
-    return .object(o)
+    return OverrideAnswer(
+      channel: channel, id: id, change: done, done: what,
+      stored: OverrideAnswer.Stored(
+        persisted: entry.state == .unset ? nil : entry.state.rawValue, windows: entry.windows.map(line),
+        note: note))
   }
 
   /// `override module|product ID on|off|clear --in-memory`: held by the host until it stops.
   static func inMemory(_ order: OverrideOrder, overrides: InMemoryOverrides) throws(ControlFailure)
-    -> JSONValue
+    -> OverrideAnswer
   {
     let channel = order.channel
     let state: OverrideState =
@@ -115,29 +108,25 @@ package enum OverrideAnswers {
       throw ControlFailure(.usage, "--\(other) does not go with --in-memory")
     }
     _ = overrides.set(channel: channel, id: order.id, state: state)
-    var o = JSONObject([
-      ("channel", .string(channel.rawValue)), ("id", .string(order.id)),
-      ("action", .string(state == .unset ? "clear" : "set")),
-    ])
-    o["inMemory"] = state == .unset ? .null : .string(state.rawValue)
-    o["done"] = .string(
-      state == .unset
-        ? "in-memory override cleared" : "forced \(state.rawValue) in memory (until this host stops)")
-    return .object(o)
+    return OverrideAnswer(
+      channel: channel, id: order.id, change: .inMemory(state: state == .unset ? nil : state.rawValue),
+      done: state == .unset
+        ? "in-memory override cleared" : "forced \(state.rawValue) in memory (until this host stops)",
+      stored: nil)
   }
 
   /// `override list`: every provider's entries per channel and ID, and which decides now;
   /// `inMemory` nil when no running host answers (nobody knows them).
   package static func listing(stateDirectory: String, inMemory: InMemoryOverrides.Tables?)
     throws(ControlFailure)
-    -> JSONValue
+    -> OverrideListing
   {
     let store = OverrideStore(stateDirectory: stateDirectory)
     let content: OverrideStore.Content
     do { content = try store.load() } catch {
       throw ControlFailure(.failed, "--state \(store.path): \(error.description)")
     }
-    return listingJSON(content: content, inMemory: inMemory, now: GateContext.wallClock())
+    return listed(content: content, inMemory: inMemory, now: GateContext.wallClock())
   }
 
   static func window(_ order: OverrideOrder, state: OverrideState) throws(ControlFailure) -> OverrideStore
@@ -157,61 +146,32 @@ package enum OverrideAnswers {
   }
 
   /// The listing of `content` (and a running host's in-memory overrides) at `now`.
-  package static func listingJSON(
+  package static func listed(
     content: OverrideStore.Content, inMemory: InMemoryOverrides.Tables?, now: Instant
-  )
-    -> JSONValue
-  {
+  ) -> OverrideListing {
     let channels = OverrideStore.channels(content, inMemory: inMemory ?? ([:], [:]))
-    func table(_ channel: OverrideChannel) -> JSONValue {
-      .object(
-        JSONObject(
-          ids(content, inMemory, channel).map { id in
-            let entry = content[channel][id] ?? .init()
-            var o = JSONObject([
-              ("persisted", entry.state == .unset ? .null : .string(entry.state.rawValue))
-            ])
-            if let inMemory {
-              let s = (channel == .module ? inMemory.modules : inMemory.products)[id] ?? .unset
-              o["inMemory"] = s == .unset ? .null : .string(s.rawValue)
-            }
-            o["windows"] = .array(
-              entry.windows.map { w in
-                guard case .object(var wo) = windowJSON(w) else { return windowJSON(w) }
-                let s = status(w, now)
-                wo["inEffect"] = .bool(s == .inEffect)
-                wo["status"] = .string(s.rawValue)
-                return .object(wo)
-              })
-            let d = decision(channels, channel, id, now)
-            o["now"] = .object(
-              JSONObject([
-                ("state", .string(d?.state.rawValue ?? OverrideState.unset.rawValue)),
-                ("provider", .string(orNull: d?.provider)),
-              ]))
-            return (id, .object(o))
-          }))
+    func table(_ channel: OverrideChannel) -> [OverrideListing.Entry] {
+      ids(content, inMemory, channel).map { id in
+        let entry = content[channel][id] ?? .init()
+        let memory = inMemory.map { (channel == .module ? $0.modules : $0.products)[id] ?? .unset } ?? .unset
+        let d = decision(channels, channel, id, now)
+        return OverrideListing.Entry(
+          id: id, persisted: entry.state == .unset ? nil : entry.state.rawValue,
+          inMemory: memory == .unset ? nil : memory.rawValue,
+          windows: entry.windows.map { w in
+            var l = line(w)
+            l.status = status(w, now)
+            return l
+          },
+          now: d?.state.rawValue ?? OverrideState.unset.rawValue, decidedBy: d?.provider)
+      }
     }
-    return .object(
-      JSONObject([
-        ("now", .string(time(now))), ("inMemoryKnown", .bool(inMemory != nil)), ("modules", table(.module)),
-        ("products", table(.product)),
-      ]))
+    return OverrideListing(
+      at: time(now), inMemoryKnown: inMemory != nil, modules: table(.module), products: table(.product))
   }
 
   /// Where a window stands at an instant.
-  package enum WindowStatus: String {
-    case inEffect, notYet, ended
-
-    /// How the listing says it.
-    package var text: String {
-      switch self {
-      case .inEffect: "in effect"
-      case .notYet: "not yet in effect"
-      case .ended: "ended"
-      }
-    }
-  }
+  package typealias WindowStatus = OverrideWindowLine.Status
 
   static func status(_ w: OverrideStore.Window, _ now: Instant) -> WindowStatus {
     let span = w.span
@@ -238,11 +198,9 @@ package enum OverrideAnswers {
     return Set(c[channel].keys).union(memory.keys).sorted()
   }
 
-  static func windowJSON(_ w: OverrideStore.Window) -> JSONValue {
-    var o = JSONObject([("state", .string(w.state.rawValue))])
-    o["from"] = .string(orNull: w.from)
-    o["until"] = .string(orNull: w.until)
-    return .object(o)
+  /// A stored window as an answer shows it.
+  static func line(_ w: OverrideStore.Window) -> OverrideWindowLine {
+    OverrideWindowLine(state: w.state.rawValue, from: w.from, until: w.until)
   }
 
   /// What is stored for one ID: `persisted off; windows: on from A until B, off from C`.
