@@ -17,7 +17,9 @@ static int compare_inode(const void *a, const void *b) {
 
 static void free_node(void *node) { free(node); }
 
-int forsetti_disk_usage(const char *path, int watch, uint64_t *bytes, uint64_t *entries) {
+int forsetti_disk_usage(const char *path, int watch, uint64_t *bytes, uint64_t *entries, int *wds,
+                        size_t capacity, size_t *wd_count) {
+  if (wd_count) *wd_count = 0;
   struct stat top;
   if (lstat(path, &top) != 0) return -1;
   char *roots[] = {(char *)path, NULL};
@@ -35,8 +37,10 @@ int forsetti_disk_usage(const char *path, int watch, uint64_t *bytes, uint64_t *
     seen++;
     // Adding a watch a directory already has costs a lookup; one the kernel refuses (the
     // user's watch limit) leaves the count to the clock.
-    if (watch >= 0 && e->fts_info == FTS_D)
-      inotify_add_watch(watch, e->fts_accpath, IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+    if (watch >= 0 && e->fts_info == FTS_D) {
+      int wd = inotify_add_watch(watch, e->fts_accpath, IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+      if (wd >= 0 && wds && wd_count && *wd_count < capacity) wds[(*wd_count)++] = wd;
+    }
     if (!S_ISDIR(st->st_mode) && st->st_nlink > 1) {
       ino_t *key = malloc(sizeof *key);
       if (key == NULL) continue;
@@ -71,4 +75,18 @@ int forsetti_file_size_limit(pid_t pid, int set, uint64_t new_soft, uint64_t *so
   if (set == 2) next.rlim_max = new_soft;
   if (next.rlim_cur > next.rlim_max) next.rlim_cur = next.rlim_max;
   return prlimit(pid, RLIMIT_FSIZE, &next, NULL);
+}
+
+size_t forsetti_inotify_event_wds(const void *buffer, size_t length, int *wds, size_t capacity) {
+  size_t n = 0, at = 0;
+  const char *bytes = buffer;
+  while (at + sizeof(struct inotify_event) <= length && n < capacity) {
+    struct inotify_event event;
+    memcpy(&event, bytes + at, sizeof event);
+    wds[n++] = event.wd;
+    size_t next = at + sizeof(struct inotify_event) + event.len;
+    if (next <= at) break;
+    at = next;
+  }
+  return n;
 }

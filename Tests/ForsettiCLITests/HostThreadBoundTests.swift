@@ -6,7 +6,9 @@ import Testing
 /// `forsetti-host run` with 200 isolated modules, as root and as an unprivileged user, has no
 /// more than 32 threads once they have started, while every module's host calls (a log line
 /// on the socket, a publish on the call ring) were answered. A thread per worker (as before)
-/// would be over 400.
+/// would be over 400. Likewise its inotify instances, which the kernel counts per user (128 by
+/// default, shared with every other program of that user): one descriptor watches every
+/// module's sandbox (`SandboxQuotaMeter`), so 200 modules take a few, not 200.
 @Suite(.onTestThreads, .serialized) struct HostThreadBoundTests {
   static let count = 200
   static let bound = 32
@@ -46,6 +48,23 @@ import Testing
         """
     }
     return text
+  }
+
+  /// The inotify instances `pid` holds, and the watches on them.
+  static func inotify(of pid: Int32) -> (instances: Int, watches: Int) {
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+    var instances = 0
+    var watches = 0
+    for fd in fds {
+      guard
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))
+          == "anon_inode:inotify"
+      else { continue }
+      instances += 1
+      let info = (try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8)) ?? ""
+      watches += info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.count
+    }
+    return (instances, watches)
   }
 
   static func threads(of pid: Int32) -> Int? {
@@ -89,7 +108,11 @@ import Testing
           usleep(50_000)
           seen = Self.threads(of: host) ?? Int.max
         }
-        return ["threads": String(seen), "workers": String(workers)]
+        let (instances, watches) = Self.inotify(of: host)
+        return [
+          "threads": String(seen), "workers": String(workers), "inotify": String(instances),
+          "watches": String(watches),
+        ]
       })
     #expect(run.status == 0, "\(run.stderr)")
     let observed = try #require(run.observed, "not every module said it was up: \(run.output.suffix(2000))")
@@ -100,5 +123,8 @@ import Testing
     }
     let threads = try #require(Int(observed["threads"] ?? ""))
     #expect(threads <= Self.bound, "the host ran \(threads) threads for \(Self.count) workers")
+    // Every sandbox is watched (its directory and TMPDIR's at least), on a few instances.
+    #expect(Int(observed["watches"] ?? "") ?? 0 >= Self.count, "\(observed)")
+    #expect(Int(observed["inotify"] ?? "") ?? .max <= 8, "\(observed)")
   }
 }

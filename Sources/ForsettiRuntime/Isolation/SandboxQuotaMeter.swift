@@ -6,7 +6,9 @@ import Synchronization
 /// Counts what each running module's sandbox holds on disk and brakes a worker over its quota
 /// (`SandboxQuota`), on one thread of its own for every worker: a count 10 ms after a write
 /// (inotify on the sandbox's directories), and at least once a second, ten a second near the
-/// quota. The host counts because nothing else can where it runs unprivileged:
+/// quota. One inotify descriptor serves every sandbox, each event's watch descriptor naming
+/// whose directory it is: inotify instances are counted per user (128 by default), and one per
+/// module would take them all from the user's other programs with a hundred modules. The host counts because nothing else can where it runs unprivileged:
 /// project quotas and loop images need root and a filesystem prepared for them
 /// (docs/operator-guide.md, "Limits", says what this bounds and what it does not).
 ///
@@ -20,13 +22,19 @@ final class SandboxQuotaMeter: Sendable {
   private let state = Mutex(State())
   /// Rung by `watch` and `shutdown`, so a new worker is counted at once.
   private let bell: Int32
+  /// The inotify descriptor every sandbox's directories are watched on, or -1 (then each is
+  /// counted by the clock alone).
+  private let events: Int32
+  /// Watch descriptors recorded per count; a sandbox of more directories has the rest counted
+  /// by the clock.
+  static let watchedDirectories = 4096
 
   private struct Watched {
     let moduleID: String
     let sandbox: String
     weak var worker: WorkerProcess?
-    /// An inotify descriptor watching the sandbox's directories (`forsetti_disk_usage`), or -1.
-    let events: Int32
+    /// The watch descriptors of its directories on the meter's inotify descriptor.
+    var wds: Set<Int32> = []
     var standing = SandboxQuota.Standing.under
     var due = ContinuousClock.now
     var counted = ContinuousClock.now
@@ -49,16 +57,19 @@ final class SandboxQuotaMeter: Sendable {
     self.quota = quota
     self.report = report
     bell = forsetti_eventfd()
+    events = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
   }
 
-  deinit { if bell >= 0 { close(bell) } }
+  deinit {
+    if bell >= 0 { close(bell) }
+    if events >= 0 { close(events) }
+  }
 
   /// Counts `sandbox` for `worker` from now on (the meter's thread starts with the first).
   func watch(moduleID: String, sandbox: String, worker: WorkerProcess) {
     let start = state.withLock { s -> Bool in
       guard !s.stopped else { return false }
-      let events = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-      s.watched.append(Watched(moduleID: moduleID, sandbox: sandbox, worker: worker, events: events))
+      s.watched.append(Watched(moduleID: moduleID, sandbox: sandbox, worker: worker))
       defer { s.running = true }
       return !s.running
     }
@@ -82,9 +93,9 @@ final class SandboxQuotaMeter: Sendable {
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
     defer { buffer.deallocate() }
     while true {
-      let plan = state.withLock { s -> (due: [Watched], wait: Int32, events: [Int32])? in
+      let plan = state.withLock { s -> (due: [Watched], wait: Int32)? in
         let gone = s.stopped ? s.watched : s.watched.filter { $0.worker == nil }
-        for w in gone where w.events >= 0 { close(w.events) }
+        for w in gone { for wd in w.wds { _ = inotify_rm_watch(events, wd) } }
         guard !s.stopped else {
           s.watched = []
           s.running = false
@@ -95,23 +106,33 @@ final class SandboxQuotaMeter: Sendable {
         let due = s.watched.filter { $0.due <= now }
         let next = s.watched.map(\.due).min()
         let ms = next.map { Int32(clamping: max(0, Int((($0 - now) / .milliseconds(1)).rounded(.up)))) }
-        return (due, ms ?? -1, s.watched.map(\.events))
+        return (due, ms ?? -1)
       }
       guard let plan else { return }
       if !plan.due.isEmpty {
         for w in plan.due { count(w) }
         continue
       }
-      var fds = ([bell] + plan.events).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+      var fds = [bell, events].map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
       guard poll(&fds, nfds_t(fds.count), plan.wait) > 0 else { continue }
       if fds[0].revents != 0 { _ = read(bell, buffer, 8) }
-      // A write in a sandbox: count it soon, not at its next turn (drained: what was written
-      // matters, not which event said so).
-      let written = fds.dropFirst().filter { $0.revents != 0 }.map(\.fd)
-      for fd in written { while read(fd, buffer, size) > 0 {} }
+      // A write in a sandbox: count it soon, not at its next turn (drained: whose directory was
+      // written matters, not which event said so).
+      var written = Set<Int32>()
+      if fds[1].revents != 0 {
+        var wds = [Int32](repeating: 0, count: size / MemoryLayout<inotify_event>.size + 1)
+        while true {
+          let n = read(events, buffer, size)
+          guard n > 0 else { break }
+          let found = wds.withUnsafeMutableBufferPointer { b in
+            forsetti_inotify_event_wds(buffer, n, b.baseAddress, b.count)
+          }
+          written.formUnion(wds.prefix(found))
+        }
+      }
       guard !written.isEmpty else { continue }
       state.withLock { s in
-        for i in s.watched.indices where written.contains(s.watched[i].events) {
+        for i in s.watched.indices where !s.watched[i].wds.isDisjoint(with: written) {
           s.watched[i].due = min(
             s.watched[i].due, max(.now, s.watched[i].counted + Self.soonest(after: s.watched[i].walk)))
         }
@@ -124,7 +145,12 @@ final class SandboxQuotaMeter: Sendable {
     var usage: UInt64 = 0
     var entries: UInt64 = 0
     let began = ContinuousClock.now
-    let counted = forsetti_disk_usage(w.sandbox, w.events, &usage, &entries) == 0
+    var wds = [Int32](repeating: 0, count: Self.watchedDirectories)
+    var watched = 0
+    let counted =
+      wds.withUnsafeMutableBufferPointer { b in
+        forsetti_disk_usage(w.sandbox, events, &usage, &entries, b.baseAddress, b.count, &watched)
+      } == 0
     var standing = w.standing
     if counted, let worker = w.worker, let limit = worker.fileSizeLimit() {
       let (next, step) = SandboxQuota.next(w.standing, usage: usage, quota: quota, softLimit: limit.soft)
@@ -137,6 +163,7 @@ final class SandboxQuotaMeter: Sendable {
         return
       }
       s.watched[i].standing = standing
+      if counted { s.watched[i].wds.formUnion(wds.prefix(watched)) }
       s.watched[i].counted = .now
       s.watched[i].walk = .now - began
       s.watched[i].due = .now + .milliseconds(interval)
