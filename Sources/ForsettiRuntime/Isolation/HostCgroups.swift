@@ -52,7 +52,7 @@ package enum HostCgroups {
       try cgroup.add(pid: pid)
       return cgroup
     } catch {
-      WorkerProcess.release(cgroup)
+      WorkerCgroupHold.release(cgroup)
       return nil
     }
   }

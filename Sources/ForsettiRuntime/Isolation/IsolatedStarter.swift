@@ -255,7 +255,7 @@ struct IsolatedStarter {
     let grants = libraryGrants.grants(for: a.path)
     if let refused = grants?.refused.first {
       started.discard()
-      if let placed { WorkerProcess.release(placed) }
+      if let placed { WorkerCgroupHold.release(placed) }
       return .failure(
         NoWorker(
           detail:
@@ -268,7 +268,7 @@ struct IsolatedStarter {
         try placed.setCPU(weight: settings.cpu.weight(for: id), maxPercent: settings.cpu.maxPercent(for: id))
       } catch {
         started.discard()
-        WorkerProcess.release(placed)
+        WorkerCgroupHold.release(placed)
         return .failure(NoWorker(detail: "could not give the worker its CPU share: \(error)"))
       }
     } else if case .success(let cgroups) = HostCgroups.workerCgroups {

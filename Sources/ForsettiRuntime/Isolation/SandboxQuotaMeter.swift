@@ -193,10 +193,8 @@ final class SandboxQuotaMeter: Sendable {
   }
 }
 
-extension WorkerProcess {
-  /// A change to a worker's RLIMIT_FSIZE: the soft limit (up to the hard one), or both.
-  enum FileSizeChange {
-    case soft(UInt64)
-    case both(UInt64)
-  }
+/// A change to a worker's RLIMIT_FSIZE: the soft limit (up to the hard one), or both.
+enum FileSizeChange {
+  case soft(UInt64)
+  case both(UInt64)
 }

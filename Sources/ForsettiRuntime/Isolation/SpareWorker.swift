@@ -97,6 +97,6 @@ final class SpareWorker: Sendable {
 
   private static func discard(_ s: Spare) {
     s.worker.discard()
-    if let cgroup = s.cgroup { WorkerProcess.release(cgroup) }
+    if let cgroup = s.cgroup { WorkerCgroupHold.release(cgroup) }
   }
 }

@@ -177,12 +177,12 @@ final class StartedWorker: Sendable {
   }
 
   /// Ends a worker that will serve no module: kills and reaps it and closes the host's ends.
-  /// Waits at most `WorkerProcess.reapTimeout` for it to die (a process in uninterruptible sleep
+  /// Waits at most `ChildProcess.reapTimeout` for it to die (a process in uninterruptible sleep
   /// dies only when the kernel lets it); a thread of its own reaps it after that.
   func discard() {
     if !reaped.exchange(true, ordering: .acquiringAndReleasing) {
       kill(pid, SIGKILL)
-      let end = ContinuousClock.now + .wait(WorkerProcess.reapTimeout)
+      let end = ContinuousClock.now + .wait(ChildProcess.reapTimeout)
       var status: Int32 = 0
       var gone = false
       while !gone && ContinuousClock.now < end {

@@ -124,7 +124,7 @@ package final class WorkerCgroup: Sendable {
   package func processes() -> [Int32] {
     var all = Set<Int32>()
     for place in places {
-      if let pids = try? WorkerCgroups.processes(in: place.directory, files: files) { all.formUnion(pids) }
+      if let pids = try? CgroupTree.processes(in: place.directory, files: files) { all.formUnion(pids) }
     }
     return all.sorted()
   }

@@ -78,16 +78,3 @@ enum WorkerEnding: Equatable, Sendable, CustomStringConvertible {
     }
   }
 }
-
-extension WorkerProcess {
-  /// Ends a worker that is closing or closed and says how it ended. One that broke the protocol
-  /// is killed at once; any other is given `exitGrace` to exit by itself first.
-  func finish() -> WorkerEnding {
-    let violation = session.violation
-    let status = violation == nil ? end(grace: Self.exitGrace) : end()
-    // Read while the shared record is still mapped, before the channels go.
-    if violation == nil { _ = crashReport(status: status) }
-    return WorkerEnding.classify(
-      violation: violation, hung: hung, status: status, cgroupVerdict: cgroupFinding)
-  }
-}

@@ -13,7 +13,9 @@ import Synchronization
 /// `WorkerSession` first, and a frame it has no right to send ends the worker at once.
 final class WorkerProcess: Sendable {
   let moduleID: String
-  let pid: pid_t
+  /// The worker process, until reaped.
+  let process: ChildProcess
+  var pid: pid_t { process.pid }
   private let socket: WireSocket
   let calls: CallRing
   /// The eventfd the worker rings when it calls and the host's server sleeps (its copy goes
@@ -39,10 +41,8 @@ final class WorkerProcess: Sendable {
   static let callsPerTurn = 64
   /// The module as the host bound it: every service call from the worker is judged with this.
   let caller: ModuleCaller
-  private let nextServeID = Atomic<UInt64>(0)
-  /// The answer of the call on the serve ring; used only under `serveTurn`.
-  private let serveResponse = AnswerBuffer()
-  private let serveTurn = Mutex<Void>(())
+  /// The host's calls to this worker's role handler, on its serve ring.
+  private let serveCaller: ServeRingCaller
   /// Why the host killed the worker as hung (a handler stayed in one call past its deadline and
   /// the grace, `RoleChannels`), for the crash report.
   private let hungVerdict = Mutex<String?>(nil)
@@ -59,28 +59,14 @@ final class WorkerProcess: Sendable {
   private let stopSent = Atomic<Bool>(false)
   private let lastLines = Mutex<[String]>([])
   private let onExit: @Sendable (String, Int32) -> Void
-  /// The wait status once the process has been reaped: from then on its pid may belong to
-  /// another process, so nothing signals it. Held while signalling and while reaping.
-  private let reaped = Mutex<Int32?>(nil)
   /// The worker's own cgroup, when the host has cgroups: released once the process is reaped.
-  private let cgroup: WorkerCgroup?
+  private let cgroupHold: WorkerCgroupHold
   /// This module's counters (`/metrics`), looked up once here, never per call.
   let counters: ModuleCounters
-  /// What the cgroup said when the process was reaped ("killed by the kernel at its memory
-  /// limit …"), for the crash report.
-  private let cgroupVerdict = Mutex<String?>(nil)
-  private let placementFailure = Mutex<String?>(nil)
-  /// The files a crash of this worker may be symbolized from (`CrashSymbolizer`).
-  private let crashFiles: CrashSymbolizer.Files?
-  /// Its crash report, once it died of a signal its handler saw (`crashReport(status:)`).
-  private let crash = Mutex<CrashReport?>(nil)
-  /// Where its crash report is kept (`explain` and `crashes` read it after the host stopped).
-  private let crashStore: CrashStore
+  /// Its crash report, once it died of a signal its handler saw.
+  private let crashes: CrashReporter
 
   static let keptLines = 10
-  /// Seconds to wait for a killed worker to be reaped before a background thread takes over
-  /// (a process in uninterruptible sleep dies only when the kernel lets it).
-  static let reapTimeout = 2.0
 
   enum SpawnError: Error, CustomStringConvertible {
     case socket(Int32), ring(Int32), pipe(Int32), spawn(Int32)
@@ -101,20 +87,23 @@ final class WorkerProcess: Sendable {
     environment: HostEnvironment, crashFiles: CrashSymbolizer.Files? = nil,
     onExit: @escaping @Sendable (String, Int32) -> Void
   ) {
-    self.cgroup = cgroup
-    self.crashFiles = crashFiles
-    crashStore = CrashStore(stateDirectory: environment.stateDirectory)
+    let hold = WorkerCgroupHold(cgroup)
+    cgroupHold = hold
+    process = ChildProcess(pid: started.pid) { hold.release() }
+    crashes = CrashReporter(
+      moduleID: configuration.moduleID, files: crashFiles, stateDirectory: environment.stateDirectory)
     moduleID = configuration.moduleID
     counters = environment.metrics.module(configuration.moduleID)
     counters.setCgroup(cgroup?.directories ?? [])
     caller = ModuleCaller(
       moduleID: configuration.moduleID, granted: configuration.granted, serves: configuration.serves,
       calls: configuration.calls)
-    pid = started.pid
     socket = started.socket
     calls = started.calls
     backend = InProcessBackend(environment: environment)
     roleChannels = environment.roleChannels
+    serveCaller = ServeRingCaller(
+      moduleID: configuration.moduleID, roleChannels: environment.roleChannels, counters: counters)
     backend.moduleStarting(moduleID: configuration.moduleID)
     self.onExit = onExit
     loop = environment.loop
@@ -141,27 +130,20 @@ final class WorkerProcess: Sendable {
     _ = DetachedThread.start { [self] in
       // Under the reaping lock: a worker killed and reaped meanwhile (a deadline passed) must
       // not have its pid, perhaps another process's by now, written into its cgroup.
-      let failure: String? = reaped.withLock { r in
-        guard r == nil else { return "the worker ended before it joined its cgroup" }
-        do throws(CgroupError) {
-          try cgroup.add(pid: pid)
-          return nil
-        } catch {
-          return "could not put the worker in a cgroup of its own: \(error)"
-        }
-      }
+      let failure =
+        process.whileRunning { cgroupHold.join($0) } ?? "the worker ended before it joined its cgroup"
       guard let failure else {
         sendConfiguration(frame)
         return
       }
-      placementFailure.withLock { $0 = failure }
+      cgroupHold.failed(failure)
       kill()
     }
   }
 
   /// Why the worker could not be put in its cgroup (it was then killed before it was told its
   /// module), for the load step's failure.
-  var cgroupFailure: String? { placementFailure.withLock { $0 } }
+  var cgroupFailure: String? { cgroupHold.failure }
 
   deinit {
     close(socket.fd)
@@ -265,16 +247,13 @@ final class WorkerProcess: Sendable {
   }
 
   /// Sends SIGKILL unless the process was already reaped (its pid may be another's by then).
-  func kill() {
-    reaped.withLock { r in if r == nil { _ = Glibc.kill(pid, SIGKILL) } }
-  }
+  func kill() { process.kill() }
 
   /// The worker's RLIMIT_FSIZE as it was (soft, hard), after `set` when given
   /// (`SandboxQuotaMeter`); nil once the process was reaped (its pid may be another's by then)
   /// or when the kernel refused.
   func fileSizeLimit(set change: FileSizeChange? = nil) -> (soft: UInt64, hard: UInt64)? {
-    reaped.withLock { r -> (soft: UInt64, hard: UInt64)? in
-      guard r == nil else { return nil }
+    process.whileRunning { pid -> (soft: UInt64, hard: UInt64)? in
       var soft: UInt64 = 0
       var hard: UInt64 = 0
       let rc: Int32
@@ -284,114 +263,30 @@ final class WorkerProcess: Sendable {
       case .both(let v): rc = forsetti_file_size_limit(pid, 2, v, &soft, &hard)
       }
       return rc == 0 ? (soft, hard) : nil
-    }
+    } ?? nil
   }
 
   /// The wait status if the process has exited (reaping it), without waiting.
-  func exitStatus() -> Int32? {
-    reaped.withLock { r in
-      if let r { return r }
-      var status: Int32 = 0
-      let got = waitpid(pid, &status, WNOHANG)
-      if got == pid {
-        r = status
-        releaseCgroup()
-        return status
-      }
-      if got < 0 && errno == ECHILD {
-        // Reaped by someone else: there is no status to give, and nothing left to signal.
-        r = 0
-        releaseCgroup()
-        return 0
-      }
-      return nil
-    }
-  }
-
-  /// Reads what the cgroup saw (an OOM kill) and removes it, off the caller's thread: the
-  /// kernel may take a moment to let go of a dead cgroup.
-  private func releaseCgroup() {
-    guard let cgroup else { return }
-    let facts = cgroup.facts()
-    if facts.wasOOMKilled { cgroupVerdict.withLock { $0 = facts.summary } }
-    Self.release(cgroup)
-  }
-
-  /// Removes `cgroup` (killing anything left in it) on a thread of its own.
-  static func release(_ cgroup: WorkerCgroup) {
-    _ = DetachedThread.start { _ = try? cgroup.release() }
-  }
+  func exitStatus() -> Int32? { process.exitStatus() }
 
   /// The report of the crash this worker died of, made once from its crash record (after it
   /// died: the record is its last word) when `status` says a signal ended it; nil otherwise.
   func crashReport(status: Int32?) -> CrashReport? {
-    guard let status, status & 0x7F != 0, status & 0x7F != SIGKILL, let files = crashFiles,
-      let record = calls.crashRecord
-    else { return nil }
-    return crash.withLock { kept in
-      if let kept { return kept }
-      let bytes = UnsafeRawBufferPointer(start: record, count: MemoryLayout<forsetti_crash_record>.size)
-      guard let capture = CrashCapture.read(bytes) else { return nil }
-      var now = timespec()
-      clock_gettime(CLOCK_REALTIME, &now)
-      let report = CrashSymbolizer.symbolize(
-        capture, moduleID: moduleID, files: files, time: Int64(now.tv_sec))
-      kept = report
-      crashStore.save(report)
-      return report
-    }
+    crashes.report(status: status, record: calls.crashRecord)
   }
 
   /// The crash report made, if any.
-  var madeCrashReport: CrashReport? { crash.withLock { $0 } }
+  var madeCrashReport: CrashReport? { crashes.report }
 
   /// What the worker's cgroup said of its end, once reaped (an OOM kill); nil otherwise.
-  var cgroupFinding: String? { cgroupVerdict.withLock { $0 } }
+  var cgroupFinding: String? { cgroupHold.finding }
 
   /// The wait status once the process exits, waiting at most `seconds`.
-  func exitStatus(within seconds: Double) -> Int32? {
-    let end = ContinuousClock.now + .wait(seconds)
-    // Woken by the exit itself (a pidfd polls readable then), not by a timer: a stop or a
-    // reload waits for the old worker to be gone. Opened only while the process is unreaped,
-    // so the pid is still this worker's.
-    let pidfd = reaped.withLock { r in r == nil ? forsetti_pidfd_open(pid) : -1 }
-    defer { if pidfd >= 0 { close(pidfd) } }
-    var pause: UInt32 = 100
-    while true {
-      if let s = exitStatus() { return s }
-      let now = ContinuousClock.now
-      if now >= end { return nil }
-      if pidfd >= 0 {
-        var p = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&p, 1, Int32(clamping: WorkerEvents.nanoseconds(end - now) / 1_000_000 + 1))
-      } else {
-        usleep(pause)
-        pause = min(pause * 2, 5000)
-      }
-    }
-  }
+  func exitStatus(within seconds: Double) -> Int32? { process.exitStatus(within: seconds) }
 
-  /// Ends the worker and returns its wait status: waits up to `grace` seconds for it to exit
-  /// by itself, then kills it and waits up to `reapTimeout`. Never blocks longer: a process the
-  /// kernel does not let die in time is left to a background thread to reap (status nil).
+  /// Ends the worker and returns its wait status (`ChildProcess.end`).
   @discardableResult
-  func end(grace: Double = 0) -> Int32? {
-    if grace > 0, let s = exitStatus(within: grace) { return s }
-    kill()
-    if let s = exitStatus(within: Self.reapTimeout) { return s }
-    _ = DetachedThread.start { [self] in
-      // Waits without reaping, then reaps under the lock: `kill` never sees a reused pid.
-      var info = siginfo_t()
-      while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
-      _ = exitStatus()
-    }
-    return nil
-  }
-
-  static func signal(of status: Int32) -> Int32? {
-    let sig = status & 0x7F
-    return sig == 0 ? nil : sig
-  }
+  func end(grace: Double = 0) -> Int32? { process.end(grace: grace) }
 
   /// Reads what the worker sent, a bounded number of frames a turn.
   private func socketReady(_ t: WorkerLoop.Thread) -> WorkerLoop.Next {
@@ -555,48 +450,10 @@ final class WorkerProcess: Sendable {
   }
 
   /// Calls the role handler of this worker's module through its serve ring, waiting until
-  /// `deadline` at most: the host's calls for modules in its own process and the application,
-  /// one at a time (the registry's `FairGate` takes them in turn), queued in the worker with
-  /// its consumers' channels. One that times out before a handler began it is withdrawn (the
-  /// worker answers it without running it); one that timed out in a handler makes the host look
-  /// at the provider's progress (`RoleChannels.suspect`).
+  /// `deadline` at most (`ServeRingCaller`).
   func callRole(_ call: RoleCall, deadline: UInt64) -> ServiceReply {
     guard let ring = calls.serves, !isClosed else { return .status(FORSETTI_ERR_UNAVAILABLE) }
-    return serveTurn.withLock { _ in callRole(call, deadline: deadline, on: ring) }
-  }
-
-  private func callRole(_ call: RoleCall, deadline: UInt64, on ring: CallRing) -> ServiceReply {
-    // The previous call, if it timed out, holds the slot until the worker answers it.
-    let previous = ring.requestSequence
-    guard ring.isAnswered(previous) else { return .status(FORSETTI_ERR_BUSY) }
-    let id = nextServeID.add(1, ordering: .relaxed).newValue
-    let buffer = serveResponse.bytes
-    var path = call.path
-    path.deadline = deadline
-    var sent = call
-    sent.path = path
-    guard
-      let seq = ring.send(
-        encoding: { slot in
-          var w = WireWriter(into: slot, kind: .serveCall, id: id)
-          sent.write(&w)
-          return w.length
-        }, deadline: deadline)
-    else { return .status(FORSETTI_ERR_TOO_LARGE) }
-    let n = ring.awaitAnswer(seq, response: buffer, until: deadline)
-    guard let n else {
-      guard !isClosed else { return .status(FORSETTI_ERR_UNAVAILABLE) }
-      if !ring.withdraw(seq) {
-        roleChannels.suspect(moduleID, "\(call.caller)'s call \"\(call.method)\" timed out")
-      }
-      return .status(FORSETTI_ERR_TIMEOUT)
-    }
-    guard let f = try? WireView(UnsafeRawBufferPointer(rebasing: buffer[0..<n])), f.id == id else {
-      return .status(FORSETTI_ERR_IO)
-    }
-    // Counted once answered, as the docs say: a call that timed out was not.
-    counters.roleCalls.add(1, ordering: .relaxed)
-    return ServiceReply(f, capacity: call.capacity)
+    return serveCaller.call(call, deadline: deadline, on: ring) { isClosed }
   }
 
   /// Kills the worker as hung, with `verdict` (`RoleChannels` judged it): supervision restarts

@@ -132,9 +132,3 @@ final class DiagnosticsBoard: Sendable {
   /// What every running module reported, by module ID.
   var snapshot: [String: ModuleHealth] { reports.withLock { $0 } }
 }
-
-extension HostServices {
-  /// What each running module reported about its own health (diagnostics.h), by module ID;
-  /// a module that reported nothing, or stopped, is absent.
-  package var reportedHealth: [String: ModuleHealth] { diagnostics.snapshot }
-}

@@ -67,4 +67,8 @@ package final class HostServices: Sendable {
     roles.withdraw(moduleID, instance: instance)
     diagnostics.forget(moduleID)
   }
+
+  /// What each running module reported about its own health (diagnostics.h), by module ID;
+  /// a module that reported nothing, or stopped, is absent.
+  package var reportedHealth: [String: ModuleHealth] { diagnostics.snapshot }
 }
