@@ -9,11 +9,11 @@ import Synchronization
 final class SignalWaiter: Sendable {
   private let semaphore = DispatchSemaphore(value: 0)
   /// Readable whenever a wake-up came since `drain`: an application's own loop polls it
-  /// (`ForsettiHost.wakeDescriptor`), as `wait` waits on the semaphore. Non-blocking, closed on
-  /// exec; -1 only if the kernel refused one (the loop then falls back to `nextDue` and polling).
-  let descriptor: Int32 = forsetti_eventfd()
+  /// (`ForsettiHost.wakeDescriptor`), as `wait` waits on the semaphore.
+  private let ring = WakeDescriptor()
 
-  deinit { if descriptor >= 0 { close(descriptor) } }
+  /// The descriptor; -1 only if the kernel refused one (a loop then falls back to `nextDue`).
+  var descriptor: Int32 { ring.fd }
   private let sources = Mutex<[any DispatchSourceSignal]>([])
   private let received = ReceivedSignal()
 
@@ -62,16 +62,16 @@ final class SignalWaiter: Sendable {
 
   /// Wakes `wait` without a signal; callable from any thread.
   var waker: @Sendable () -> Void {
-    { [semaphore, descriptor] in
+    { [semaphore, ring] in
       semaphore.signal()
-      _ = forsetti_eventfd_ring(descriptor)
+      _ = forsetti_eventfd_ring(ring.fd)
     }
   }
 
   /// Empties the descriptor: what woke it is being handled now.
   func drain() {
     var count: UInt64 = 0
-    _ = read(descriptor, &count, 8)
+    _ = read(ring.fd, &count, 8)
   }
 
   /// Sleeps until a signal (returns its name), a wake-up or `until` (returns nil).
@@ -93,4 +93,13 @@ final class SignalWaiter: Sendable {
 /// The signal that ended the wait, shared with the signal handlers.
 final class ReceivedSignal: Sendable {
   let value = Mutex<Int32?>(nil)
+}
+
+/// A non-blocking eventfd, closed on exec, closed when the last holder lets go: every waker holds
+/// it, so one called after the host was released (a watcher's thread finishing) rings a
+/// descriptor still its own, never a number the application's next file was given.
+final class WakeDescriptor: Sendable {
+  let fd: Int32 = forsetti_eventfd()
+
+  deinit { if fd >= 0 { close(fd) } }
 }
