@@ -95,7 +95,10 @@ final class SandboxQuotaMeter: Sendable {
     while true {
       let plan = state.withLock { s -> (due: [Watched], wait: Int32)? in
         let gone = s.stopped ? s.watched : s.watched.filter { $0.worker == nil }
-        for w in gone { for wd in w.wds { _ = inotify_rm_watch(events, wd) } }
+        // A restarted module's new worker watches the same directories, so the same watch
+        // descriptors: those it still has stay.
+        let kept = Set(s.watched.filter { $0.worker != nil && !s.stopped }.flatMap(\.wds))
+        for w in gone { for wd in w.wds where !kept.contains(wd) { _ = inotify_rm_watch(events, wd) } }
         guard !s.stopped else {
           s.watched = []
           s.running = false
