@@ -530,6 +530,45 @@ import Testing
     #expect(received(trustedLog, count: 1).first != "received 0", "the trusted listener got no request")
   }
 
+  /// The recorded host itself answers forged documents (a host of this build would not): a
+  /// `reload` answer missing its reports, one whose line carries escape sequences, an `approve`
+  /// answer approving what is no capability, a line cut in the middle. Each is refused naming
+  /// the member at fault, or shown by the module-text rule; none is rendered raw, none traps. The
+  /// positive control is the well-formed reload answer rendered, neutralised.
+  @Test func theRecordedHostsForgedAnswersAreRefusedByMember() throws {
+    let fake = try fakeListener()
+    let state = dir.url("forged")
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    let escaped = "\u{1b}]0;owned\u{07}reloaded com.x \u{1b}[31m"
+    let answers = [
+      Self.answer(.answered(["module": "com.x", "reloaded": true], changes: [])),
+      Self.answer(
+        .answered(
+          ReloadAnswer(
+            module: "com.x", reloaded: true, reports: [.init(moduleID: "com.x", line: escaped, trace: [])]
+          ).json, changes: [])),
+      Self.answer(.answered(["moduleID": "com.x", "approved": ["flight"]], changes: [])),
+      String(Self.answer(.answered(["module": "com.x"], changes: [])).prefix(20)),
+    ]
+    let log = dir.url("forged.log")
+    let p = try startFake(fake, stateDirectory: state, log: log, recordPID: true, answers: answers)
+    defer {
+      kill(p.processIdentifier, SIGKILL)
+      p.waitUntilExit()
+    }
+    let missing = try HostBinary.run(["reload", "com.x", "--state", state])
+    #expect(missing.status == 2 && missing.stderr.contains("reports"), shown(missing))
+    let shownLine = try HostBinary.run(["reload", "com.x", "--state", state])
+    #expect(shownLine.status == 0 && shownLine.stdout.contains("reloaded com.x"), shown(shownLine))
+    #expect(!(shownLine.stdout + shownLine.stderr).contains("\u{1b}"), shown(shownLine))
+    let approved = try HostBinary.run(["approve", "com.x", "--state", state])
+    #expect(approved.status == 2 && approved.stderr.contains("approved"), shown(approved))
+    #expect(!approved.stdout.contains("approved for"), shown(approved))
+    let cut = try HostBinary.run(["reload", "com.x", "--state", state])
+    #expect(cut.status != 0 && !cut.stdout.contains("com.x"), shown(cut))
+    #expect(received(log, count: 4).count == 4)
+  }
+
   /// Root listens, but host.lock names another pid (here pid 1): not the host, refused unread.
   @Test func aListenerThatIsNotTheRecordedHostIsRefused() throws {
     let fake = try fakeListener()

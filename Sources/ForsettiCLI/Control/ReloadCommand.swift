@@ -33,7 +33,8 @@ enum ReloadCommand {
   /// One line per module, as `dev` prints it, with the trace of what did not reload.
   static func render(_ answer: ReloadAnswer, _ p: ParsedArguments, _ console: Console) -> ExitCode {
     for r in answer.reports {
-      var out = r.line + "\n"
+      // The host's words, but a host's answer is bytes off a socket: shown by the module-text rule.
+      var out = LogRecord.streamSafe(r.line) + "\n"
       for e in r.trace {
         out +=
           "    \(e.verdict.uppercased().padded(to: 5)) \(e.step): \(e.reason.map { "\($0): " } ?? "")\(LogRecord.streamSafe(e.detail))\n"
