@@ -37,9 +37,10 @@ int forsetti_disk_usage(const char *path, int watch, uint64_t *bytes, uint64_t *
     seen++;
     // Adding a watch a directory already has costs a lookup; one the kernel refuses (the
     // user's watch limit) leaves the count to the clock.
-    if (watch >= 0 && e->fts_info == FTS_D) {
+    // Only as many as can be recorded: a watch nobody knows of would outlive its module.
+    if (watch >= 0 && e->fts_info == FTS_D && wds && wd_count && *wd_count < capacity) {
       int wd = inotify_add_watch(watch, e->fts_accpath, IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
-      if (wd >= 0 && wds && wd_count && *wd_count < capacity) wds[(*wd_count)++] = wd;
+      if (wd >= 0) wds[(*wd_count)++] = wd;
     }
     if (!S_ISDIR(st->st_mode) && st->st_nlink > 1) {
       ino_t *key = malloc(sizeof *key);

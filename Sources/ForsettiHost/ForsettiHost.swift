@@ -109,14 +109,15 @@ public final class ForsettiHost: @unchecked Sendable {
   /// control socket. A judging failure stops what started and releases the state directory.
   /// `askingApproval` is called once, on this thread, with the manifests found — after the
   /// approvals of modules that now request less were shrunk, before approvals are read — so an
-  /// interactive prompt may approve there what the first judgement then grants.
-  public func start(askingApproval: ([ModuleManifest]) -> Void = { _ in }) throws(ForsettiHostError) {
+  /// interactive prompt may approve there what the first judgement then grants; false from it
+  /// ends the start before any module starts (`.startAbandoned`). With `catchesSignalsAtStart`,
+  /// SIGINT and SIGTERM are the host's from just after it (a prompt's Ctrl-C stays the user's).
+  public func start(askingApproval: ([ModuleManifest]) -> Bool = { _ in true }) throws(ForsettiHostError) {
     let before = phase.withLock { p in
       defer { if p == .configured { p = .starting } }
       return p
     }
     guard before == .configured else { throw .wrongPhase(call: "start", phase: before.rawValue) }
-    if configuration.catchesSignalsAtStart { waiter.catchSignals() }
     let state = configuration.judging.stateDirectory
     let environment = makeEnvironment()
     let manager = makeManager(environment)
@@ -138,10 +139,23 @@ public final class ForsettiHost: @unchecked Sendable {
         throw error
       }
     }
-    do { try live.start(discovered: askingApproval) } catch {
+    let catchesSignals = configuration.catchesSignalsAtStart
+    let proceeded: Bool
+    do {
+      proceeded = try live.start { [waiter] manifests in
+        let go = askingApproval(manifests)
+        if go && catchesSignals { waiter.catchSignals() }
+        return go
+      }
+    } catch {
       manager.stopAll()
       finish()
       throw .judging(error)
+    }
+    guard proceeded else {
+      manager.stopAll()
+      finish()
+      throw .startAbandoned
     }
     warnUnknownCPUModules(manager)
     // The control socket is made at the path: not once the path names another directory.

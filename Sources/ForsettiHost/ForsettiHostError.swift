@@ -27,6 +27,8 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
   /// `call` was made at the wrong moment of the host's life: `register` after `start`, `start`
   /// twice or after `stop`.
   case wrongPhase(call: String, phase: String)
+  /// `start`'s `askingApproval` ended the start; nothing was started.
+  case startAbandoned
   /// `/metrics` could not be served at `address` (`reason` says why).
   case metrics(address: String, reason: String)
 
@@ -44,6 +46,7 @@ public enum ForsettiHostError: Error, Sendable, CustomStringConvertible {
     case .service(let id, let e): "application service \(id): \(e)"
     case .wrongPhase(let call, let phase): "\(call) cannot be called on a host that is \(phase)"
     case .metrics(let address, let reason): "metrics \(address): \(reason)"
+    case .startAbandoned: "the start was abandoned before any module started"
     }
   }
 }

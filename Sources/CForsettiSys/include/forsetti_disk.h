@@ -10,9 +10,9 @@
 /// included; a file with several links once), never following a symbolic link nor leaving
 /// `path`'s filesystem; `entries` counts what was seen. With `watch` an inotify descriptor
 /// (else -1), every directory walked is watched there for writes and new entries, so the next
-/// count can follow a write rather than a clock; the first `capacity` watch descriptors are
-/// written to `wds` (`*wd_count` of them), so that one descriptor serves every sandbox and an
-/// event names whose it is. 0, or -1 with errno when `path` itself cannot be read. An entry
+/// count can follow a write rather than a clock; at most `capacity` directories are watched, their
+/// watch descriptors written to `wds` (`*wd_count` of them), so that one descriptor serves every
+/// sandbox and an event names whose it is (the rest are counted by the clock). 0, or -1 with errno when `path` itself cannot be read. An entry
 /// that vanishes during the walk is skipped.
 int forsetti_disk_usage(const char *path, int watch, uint64_t *bytes, uint64_t *entries, int *wds,
                         size_t capacity, size_t *wd_count);

@@ -190,17 +190,17 @@ enum RunCommand {
     var promptFailure: CommandFailure?
     do {
       try host.start { manifests in
-        guard !options.judging.approveAll, promptFailure == nil else { return }
+        guard !options.judging.approveAll else { return true }
         do throws(CommandFailure) {
           try ApprovalPrompt.ask(manifests, options: options, console: console)
         } catch {
           promptFailure = error
         }
+        return promptFailure == nil
       }
-    } catch { throw failure(error, options) }
-    if let promptFailure {
-      host.stop(because: "the approval prompt failed")
-      throw promptFailure
+    } catch {
+      if let promptFailure { throw promptFailure }
+      throw failure(error, options)
     }
     if !options.json { console.out(RunReport.table(host.modules)) }
     var screen: DebugScreen?
@@ -350,7 +350,7 @@ enum RunCommand {
         ? failure(problems[0], given: problems[0].value)
         : .several(problems.map { failure($0, given: $0.value) })
     case .configurationFile(let e): .usage(.configFile(e))
-    case .service, .wrongPhase:
+    case .service, .wrongPhase, .startAbandoned:
       .configuration(.directory(option: "state", path: options.judging.stateDirectory, reason: e.description))
     }
   }

@@ -18,9 +18,6 @@ public struct SettingKey: Sendable {
   public let repeatable: Bool
   /// Whether its value is `true` or `false` (a flag on the command line).
   public let isFlag: Bool
-  /// Whether it is an input of judging (`judging.…`), which every judging verb of the command
-  /// line takes, rather than a setting of a running host.
-  public var judging: Bool { fields.allSatisfy { $0.hasPrefix("judging.") } }
   let apply: @Sendable (inout ForsettiHost.Configuration, String) throws(SettingProblem) -> Void
 
   init(
@@ -136,13 +133,10 @@ public struct SettingKey: Sendable {
     SettingKey(key: "application-id", fields: ["applicationID"]) { c, text throws(SettingProblem) in
       c.applicationID = text
     },
-    seconds("grace", "development.grace") { c, v in
-      c.development = DevelopmentSettings(grace: v, debounce: c.development?.debounce ?? 0.1)
-    },
+    // Tune hot reload where it is on (`dev`, or `development` set); they never turn it on.
+    seconds("grace", "development.grace") { c, v in c.development?.grace = v },
     // In milliseconds, as `dev --debounce` has always taken it.
-    number("debounce", "development.debounce") { c, v in
-      c.development = DevelopmentSettings(grace: c.development?.grace ?? 0.5, debounce: v / 1000)
-    },
+    number("debounce", "development.debounce") { c, v in c.development?.debounce = v / 1000 },
   ]
 
   /// The entry for `key`; nil for a key no host setting has.

@@ -76,13 +76,19 @@ package final class LiveHost {
 
   /// Watches what it judges by, then judges and starts what should run. Watching begins first,
   /// so no change made meanwhile is missed.
-  package func start(discovered: ([ModuleManifest]) -> Void = { _ in }) throws(JudgeError) {
+  /// Judges every module and starts what may run. `discovered` sees the manifests of the first
+  /// judgement before approvals are read; false from it ends the start there, nothing started.
+  @discardableResult
+  package func start(discovered: ([ModuleManifest]) -> Bool = { _ in true }) throws(JudgeError) -> Bool {
     try watch()
     warnRoleless()
-    let verdicts = try judgeAll(discovered: discovered)
+    var proceed = true
+    let verdicts = try judgeAll(discovered: { proceed = discovered($0) })
+    guard proceed else { return false }
     schedule(verdicts.nextEdge)
     _ = try converge(verdicts, changed: [], since: .now, quiet: true)
     announce()
+    return true
   }
 
   /// When the host next wants `process` without being woken (a restart, a time edge, a burst of

@@ -90,10 +90,4 @@ final class ChildProcess: Sendable {
     }
     return nil
   }
-
-  /// The signal a wait status says ended the process; nil for an exit.
-  static func signal(of status: Int32) -> Int32? {
-    let sig = status & 0x7F
-    return sig == 0 ? nil : sig
-  }
 }

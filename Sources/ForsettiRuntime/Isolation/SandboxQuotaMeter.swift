@@ -92,13 +92,18 @@ final class SandboxQuotaMeter: Sendable {
     let size = 4096
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
     defer { buffer.deallocate() }
+    // Made once: a count runs up to ten times a second per module.
+    var walked = [Int32](repeating: 0, count: Self.watchedDirectories)
+    var woken = [Int32](repeating: 0, count: size / MemoryLayout<inotify_event>.size + 1)
     while true {
       let plan = state.withLock { s -> (due: [Watched], wait: Int32)? in
         let gone = s.stopped ? s.watched : s.watched.filter { $0.worker == nil }
         // A restarted module's new worker watches the same directories, so the same watch
         // descriptors: those it still has stay.
-        let kept = Set(s.watched.filter { $0.worker != nil && !s.stopped }.flatMap(\.wds))
-        for w in gone { for wd in w.wds where !kept.contains(wd) { _ = inotify_rm_watch(events, wd) } }
+        if !gone.isEmpty {
+          let kept = Set(s.watched.filter { $0.worker != nil && !s.stopped }.flatMap(\.wds))
+          for w in gone { for wd in w.wds where !kept.contains(wd) { _ = inotify_rm_watch(events, wd) } }
+        }
         guard !s.stopped else {
           s.watched = []
           s.running = false
@@ -113,7 +118,7 @@ final class SandboxQuotaMeter: Sendable {
       }
       guard let plan else { return }
       if !plan.due.isEmpty {
-        for w in plan.due { count(w) }
+        for w in plan.due { count(w, &walked) }
         continue
       }
       var fds = [bell, events].map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -123,14 +128,13 @@ final class SandboxQuotaMeter: Sendable {
       // written matters, not which event said so).
       var written = Set<Int32>()
       if fds[1].revents != 0 {
-        var wds = [Int32](repeating: 0, count: size / MemoryLayout<inotify_event>.size + 1)
         while true {
           let n = read(events, buffer, size)
           guard n > 0 else { break }
-          let found = wds.withUnsafeMutableBufferPointer { b in
+          let found = woken.withUnsafeMutableBufferPointer { b in
             forsetti_inotify_event_wds(buffer, n, b.baseAddress, b.count)
           }
-          written.formUnion(wds.prefix(found))
+          written.formUnion(woken.prefix(found))
         }
       }
       guard !written.isEmpty else { continue }
@@ -144,11 +148,11 @@ final class SandboxQuotaMeter: Sendable {
   }
 
   /// Counts one sandbox and applies the rule's step to its worker.
-  private func count(_ w: Watched) {
+  /// `wds` is the walk's room for watch descriptors.
+  private func count(_ w: Watched, _ wds: inout [Int32]) {
     var usage: UInt64 = 0
     var entries: UInt64 = 0
     let began = ContinuousClock.now
-    var wds = [Int32](repeating: 0, count: Self.watchedDirectories)
     var watched = 0
     let counted =
       wds.withUnsafeMutableBufferPointer { b in
@@ -166,7 +170,9 @@ final class SandboxQuotaMeter: Sendable {
         return
       }
       s.watched[i].standing = standing
-      if counted { s.watched[i].wds.formUnion(wds.prefix(watched)) }
+      // Each walk watches every directory there is (a kept one gives its descriptor again): the
+      // set is what this walk found, not all it ever found.
+      if counted { s.watched[i].wds = Set(wds.prefix(watched)) }
       s.watched[i].counted = .now
       s.watched[i].walk = .now - began
       s.watched[i].due = .now + .milliseconds(interval)
