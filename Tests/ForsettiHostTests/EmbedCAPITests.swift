@@ -96,9 +96,10 @@ import Testing
       """
     f.start = "pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); return FORSETTI_OK;"
     try f.install(in: dir, capabilities: [])
-    // Long enough for three starts and the backoffs between them (0.25 s, 0.5 s) on a loaded
-    // machine; the loop returns at the deadline whatever happened.
-    let r = try ProcessRunner.run(program, [dir.url("manifests"), dir.url("plugins"), dir.url("state"), "6"])
+    // Three starts, three crash reports and the backoffs between them (0.25 s, 0.5 s) take about
+    // 1.5 s here; 20 s leave room for a loaded machine. The loop returns at the deadline.
+    let r = try ProcessRunner.run(
+      program, [dir.url("manifests"), dir.url("plugins"), dir.url("state"), "20"])
     #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
     let lines = r.stdout.split(separator: "\n").map(String.init)
     #expect(lines.filter { $0 == "com.test.crashy: started" }.count == 3, "\(r.stdout)")
@@ -353,7 +354,7 @@ import Testing
       printf("ending %d\n", (int)ending);
       pthread_t thread;
       if (pthread_create(&thread, NULL, stopper, h) != 0) return 3;
-      report("run-until-stopped", forsetti_embed_host_run(h, 600, false, &ending));
+      report("run-until-stopped", forsetti_embed_host_run(h, FORSETTI_EMBED_NO_DEADLINE, false, &ending));
       atomic_store(&run_ended, true);
       pthread_join(thread, NULL);
       printf("stopped-ending %d\n", (int)ending);

@@ -12,9 +12,15 @@ import Testing
     let wake = try #require(waiter?.waker)
     let fd = try #require(waiter?.descriptor)
     try #require(fd >= 0)
+    // Its identity: a closed number another test's eventfd took would pass every check below
+    // but this one.
+    var before = stat()
+    try #require(fstat(fd, &before) == 0)
     waiter = nil
     // Still open, and still the eventfd: the waker holds it.
     #expect(fcntl(fd, F_GETFD) >= 0, "the descriptor was closed under a live waker")
+    var after = stat()
+    #expect(fstat(fd, &after) == 0 && after.st_ino == before.st_ino, "fd \(fd) is another file now")
     var link = [CChar](repeating: 0, count: 256)
     let n = readlink("/proc/self/fd/\(fd)", &link, link.count - 1)
     let target = n > 0 ? String(decoding: link[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
