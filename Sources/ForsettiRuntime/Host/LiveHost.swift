@@ -36,6 +36,11 @@ package final class LiveHost {
   private var debounce: Double { development?.debounce ?? 0.1 }
   private let wake: @Sendable () -> Void
   private let trustChanged = ChangeFlag()
+  /// A verdict file of the state directory was written: judged again only if its bytes are not
+  /// those the last judgement read (`judgedState`).
+  private let stateTouched = ChangeFlag()
+  /// The verdict files as the last full judgement was about to read them.
+  private var judgedState = JudgedStateFiles()
   private let files = PendingChanges()
   private var watchers: [FileWatcher] = []
   /// The directories delivered trust files are reached through (`DeliveredFiles.identities`),
@@ -111,7 +116,15 @@ package final class LiveHost {
       since = first
     }
     let edge = nextEdge.map { ContinuousClock.now >= $0 } ?? false
-    let trust = trustChanged.take()
+    var trust = trustChanged.take()
+    if stateTouched.take() {
+      // Whatever the bytes, a state file renamed or relinked may now be reached through
+      // another directory: watched anew (nothing is done when it is the same).
+      watchDelivered()
+      trust =
+        trust
+        || JudgedStateFiles.read(judge.configuration.stateDirectory, names: Self.stateFiles) != judgedState
+    }
     defer {
       manager.persist()
       announce()
@@ -151,10 +164,14 @@ package final class LiveHost {
     last = nil
     stored = StoredInputs()
     let snapshot = judge.configuration.inMemoryOverrides.snapshot
+    // Kept only once judged: after a failure any write is judged again, whatever its bytes.
+    judgedState = JudgedStateFiles()
+    let files = JudgedStateFiles.read(judge.configuration.stateDirectory, names: Self.stateFiles)
     let judgingStart = HostMetrics.now()
     let verdicts = try judge.judge(laterSteps: nil, applyReductions: true, discovered: discovered)
     manager.environment.metrics.judgings.record(nanoseconds: HostMetrics.now() &- judgingStart)
     last = (verdicts, snapshot)
+    judgedState = files
     return verdicts
   }
 
@@ -192,6 +209,7 @@ package final class LiveHost {
     do throws(JudgeError) {
       for r in try converge(verdicts, changed: changed, since: since, quiet: false) { onReload(r) }
     } catch {
+      judgedState = JudgedStateFiles()
       manager.environment.hostLog(.warning, "not reconciled: \(error); the modules keep running as they are")
     }
   }
@@ -338,6 +356,7 @@ package final class LiveHost {
     }
     let inputDirs = inputDirectories
     let flag = trustChanged
+    let touched = stateTouched
     let wake = self.wake
     let names = Self.stateFiles
     do {
@@ -345,6 +364,11 @@ package final class LiveHost {
         try FileWatcher(directories: Array(Set(dirs)), recursive: false) { path, _ in
           let name = PathText.name(path)
           let dir = PathText.parent(path)
+          if dir == state && names.contains(name) && !inputNames.contains(name) {
+            touched.set()
+            wake()
+            return
+          }
           let trust = dir == state && (name == "licences" || name == "trusted-keys")
           if names.contains(name) || inputNames.contains(name) || inputDirs.contains(dir) || trust
             || dir == state + "/licences" || dir == keys || roleDirs.contains(dir)
