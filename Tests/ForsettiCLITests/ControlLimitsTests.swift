@@ -593,6 +593,45 @@ import Testing
     #expect(received(log, count: 4).count == 4)
   }
 
+  /// The recorded host answers a write with escape sequences in what it says it did, the ID and
+  /// the note (a host of this build names the ID it was asked about, which may be anything):
+  /// `enable`, `override` and `approve` show them by the module-text rule, never raw. The
+  /// positive control is the words themselves, shown.
+  @Test func aWritesAnswerIsShownByTheModuleTextRule() throws {
+    let fake = try fakeListener()
+    let state = dir.url("forged-writes")
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    let esc = "\u{1b}]0;owned\u{07}\u{1b}[2J\u{202e}"
+    let answers = [
+      Self.answer(
+        .answered(ActivationAnswer(state: ActivationState(), done: "enabled com.x\(esc)").json, changes: [])),
+      Self.answer(
+        .answered(
+          OverrideAnswer(
+            channel: .module, id: "com.x\(esc)", change: .set(state: "on", changed: true),
+            done: "set on\(esc)",
+            stored: .init(persisted: "on", windows: [], note: "a note\(esc)")
+          ).json, changes: [])),
+      Self.answer(.answered(ApprovalAnswer(moduleID: "com.x\(esc)", approved: [.storage]).json, changes: [])),
+    ]
+    let log = dir.url("forged-writes.log")
+    let p = try startFake(fake, stateDirectory: state, log: log, recordPID: true, answers: answers)
+    defer {
+      kill(p.processIdentifier, SIGKILL)
+      p.waitUntilExit()
+    }
+    for (args, words) in [
+      (["enable", "com.x"], "enabled com.x"), (["override", "module", "com.x", "on"], "a note"),
+      (["approve", "com.x"], "approved for com.x"),
+    ] {
+      let r = try HostBinary.run(args + ["--state", state])
+      #expect(r.status == 0 && r.stdout.contains(words), shown(r))
+      #expect(!(r.stdout + r.stderr).contains("\u{1b}"), shown(r))
+      #expect(!(r.stdout + r.stderr).contains("\u{202e}"), shown(r))
+    }
+    #expect(received(log, count: 3).count == 3)
+  }
+
   /// Root listens, but host.lock names another pid (here pid 1): not the host, refused unread.
   @Test func aListenerThatIsNotTheRecordedHostIsRefused() throws {
     let fake = try fakeListener()

@@ -84,7 +84,8 @@ enum ActivationCommands {
     console.out(
       p.flag("json")
         ? JSONWriter.string(answer.state.json) + "\n"
-        : "\(answer.done); a running host applies this at once\n")
+          // The host's words off a socket, naming a module ID as asked: the module-text rule.
+        : "\(LogRecord.streamSafe(answer.done)); a running host applies this at once\n")
     return .success
   }
 }

@@ -69,7 +69,8 @@ enum ApproveCommand {
     }
     let caps = answer.approved.map(\.rawValue)
     console.out(
-      "approved for \(answer.moduleID)\(now): \(caps.isEmpty ? "nothing" : caps.joined(separator: ", "))\n")
+      "approved for \(LogRecord.streamSafe(answer.moduleID))\(now): \(caps.isEmpty ? "nothing" : caps.joined(separator: ", "))\n"
+    )
     return .success
   }
 }

@@ -109,13 +109,14 @@ enum OverrideCommand {
       ServedVerb.printJSON(answer.json, console)
       return .success
     }
-    let head = "\(answer.channel.rawValue) \(answer.id): \(answer.done)\n"
+    // The host's words off a socket, naming an ID as asked: shown by the module-text rule.
+    let head = LogRecord.streamSafe("\(answer.channel.rawValue) \(answer.id): \(answer.done)") + "\n"
     guard let stored = answer.stored else {
       console.out(head)
       return .success
     }
-    var out = head + "  stored now: \(stored.text)\n"
-    if let note = stored.note { out += "  note: \(note)\n" }
+    var out = head + "  stored now: \(LogRecord.streamSafe(stored.text))\n"
+    if let note = stored.note { out += "  note: \(LogRecord.streamSafe(note))\n" }
     console.out(out)
     return .success
   }
@@ -123,7 +124,9 @@ enum OverrideCommand {
   /// `override list`'s text: every provider's entries per channel and ID, and which decides now.
   static func text(_ listing: OverrideListing) -> String {
     let known = listing.inMemoryKnown
-    var out = "at \(listing.at)\n"
+    // IDs and values are read from a state file and off a socket: shown by the module-text rule.
+    let s = LogRecord.streamSafe
+    var out = "at \(s(listing.at))\n"
     for (channel, table) in [("module", listing.modules), ("product", listing.products)] {
       guard !table.isEmpty else {
         out += "\(channel) overrides: none\n"
@@ -131,12 +134,12 @@ enum OverrideCommand {
       }
       out += "\(channel) overrides:\n"
       for e in table {
-        out += "  \(e.id)\n"
-        out += "    persisted:  \(e.persisted ?? "none")\n"
-        if known { out += "    in-memory:  \(e.inMemory ?? "none")\n" }
+        out += "  \(s(e.id))\n"
+        out += "    persisted:  \(s(e.persisted ?? "none"))\n"
+        if known { out += "    in-memory:  \(s(e.inMemory ?? "none"))\n" }
         if e.windows.isEmpty { out += "    time-frame: none\n" }
-        for w in e.windows { out += "    time-frame: \(w.text) (\(w.status?.text ?? "?"))\n" }
-        var line = e.now != "unset" ? "\(e.now), decided by \(e.decidedBy ?? "?")" : "no override"
+        for w in e.windows { out += "    time-frame: \(s(w.text)) (\(s(w.status?.text ?? "?")))\n" }
+        var line = e.now != "unset" ? "\(s(e.now)), decided by \(s(e.decidedBy ?? "?"))" : "no override"
         if !known && e.decidedBy != "persisted" {
           line += " (an in-memory override of a running host would come first)"
         }
