@@ -172,6 +172,7 @@ final class FileExportService: Sendable {
     defer { close(top) }
     let dir = try moduleDirectory(moduleID, in: top, path: join(directory, moduleID))
     defer { close(dir) }
+    recoverHeld(name, in: dir)
     var before = stat()
     let existed = fstatat(dir, name, &before, AT_SYMLINK_NOFOLLOW) == 0 && before.st_mode & S_IFMT == S_IFREG
     let old = existed ? Int(before.st_size) : nil
@@ -200,7 +201,7 @@ final class FileExportService: Sendable {
       // name first (the rename and any unlink of the name are serialized by the directory's
       // lock): if that name then holds the descriptor's file with one link, no other name of it
       // exists, and it is put back under its name after the write.
-      let held = ".forsetti-append-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+      let held = heldName(name)
       guard forsetti_rename_noreplace(dir, name, dir, held) == 0 else { throw .notRegularFile(name: name) }
       var named = stat()
       guard fstatat(dir, held, &named, AT_SYMLINK_NOFOLLOW) == 0, named.st_dev == st.st_dev,
@@ -210,7 +211,9 @@ final class FileExportService: Sendable {
         if forsetti_rename_noreplace(dir, held, dir, name) != 0 { unlinkat(dir, held, 0) }
         throw .notRegularFile(name: name)
       }
-      defer { renameat(dir, held, dir, name) }
+      // Back under its name unless something took the name meanwhile (an operator's file is not
+      // replaced): then it stays held, and the next write of the name finds it there.
+      defer { forsetti_rename_noreplace(dir, held, dir, name) }
       let written = FileDescriptor.writeAll(fd, data)
       let e = errno
       // What the file holds now, whatever part of the write landed.
@@ -237,6 +240,47 @@ final class FileExportService: Sendable {
     }
     meter.record(old: old, new: new)
     fsync(dir)
+  }
+
+  /// The private name an appended file is held under while it is written:
+  /// `.forsetti-append-NAMEHASH-PID-RANDOM`. The name itself may be as long as a file name can
+  /// be, so its hash stands for it; the pid says whether a holder may still be at work.
+  static func heldName(_ name: String) -> String {
+    "\(heldPrefix(name))\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+  }
+
+  static func heldPrefix(_ name: String) -> String {
+    // FNV-1a: stable across runs, unlike `Hasher`; a collision only mixes up one module's own
+    // files in its own directory.
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    for b in name.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+    return ".forsetti-append-\(String(h, radix: 16))-"
+  }
+
+  /// Puts back under `name` a file a host that died mid-append left held (`heldName`), when the
+  /// name is free: its content would otherwise be out of sight, and the next append would start
+  /// a new file. Only this process's pid or a pid no longer running is a leftover: the caller
+  /// holds the module's quota lock, so no append of this process is under way.
+  static func recoverHeld(_ name: String, in dir: Int32) {
+    var st = stat()
+    guard fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return }
+    let prefix = heldPrefix(name)
+    let listing = dup(dir)
+    guard listing >= 0, let d = fdopendir(listing) else {
+      if listing >= 0 { close(listing) }
+      return
+    }
+    defer { closedir(d) }
+    while let e = readdir(d) {
+      let entry = withUnsafeBytes(of: e.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      guard entry.hasPrefix(prefix),
+        let pid = entry.dropFirst(prefix.count).split(separator: "-").first.flatMap({ Int32($0) }),
+        pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH)
+      else { continue }
+      if forsetti_rename_noreplace(dir, entry, dir, name) == 0 { return }
+    }
   }
 
   /// A descriptor of `moduleID`'s subdirectory of `top`, made (mode 0750) when missing; never
