@@ -6,6 +6,7 @@
 #include <link.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -13,9 +14,12 @@
 static struct forsetti_crash_record *g_record;
 // A pipe the handler copies memory through: write(2) says EFAULT for an unreadable page (a
 // guard page above a thread's stack) where a plain copy would fault again inside the handler.
-// Made in the handler (pipe2 is async-signal-safe): a worker holds no descriptor for it until
-// it crashes.
+// Made when armed: a module that crashes because it ran out of descriptors could not have one
+// made then. A module may have closed it or put another file at its numbers, so the handler
+// checks both ends are still this pipe (fstat is async-signal-safe) and makes one anew if not:
+// the stack is never written into a descriptor that is no longer the probe.
 static int g_probe[2] = {-1, -1};
+static ino_t g_probe_inode;
 static int g_taken;
 static char g_alternate[64 * 1024];
 
@@ -39,6 +43,21 @@ static size_t safe_copy(uint8_t *to, uintptr_t from, size_t n) {
   return done;
 }
 
+static int probe_is_ours(void) {
+  struct stat a, b;
+  return g_probe[0] >= 0 && fstat(g_probe[0], &a) == 0 && fstat(g_probe[1], &b) == 0 && S_ISFIFO(a.st_mode) &&
+         a.st_ino == g_probe_inode && b.st_ino == g_probe_inode && a.st_dev == b.st_dev;
+}
+
+static void make_probe(void) {
+  struct stat st;
+  if (pipe2(g_probe, O_CLOEXEC | O_NONBLOCK) != 0 || fstat(g_probe[0], &st) != 0) {
+    g_probe[0] = g_probe[1] = -1;
+    return;
+  }
+  g_probe_inode = st.st_ino;
+}
+
 static void on_crash(int signo, siginfo_t *info, void *context) {
   struct forsetti_crash_record *r = g_record;
   if (r != NULL && __atomic_exchange_n(&g_taken, 1, __ATOMIC_SEQ_CST) == 0) {
@@ -56,7 +75,7 @@ static void on_crash(int signo, siginfo_t *info, void *context) {
     for (int i = 0; i < FORSETTI_CRASH_REGISTERS; i++) r->registers[i] = (uint64_t)g[order[i]];
     r->stack_start = (uint64_t)g[REG_RSP];
     __atomic_store_n(&r->state, FORSETTI_CRASH_WRITTEN, __ATOMIC_RELEASE);
-    if (g_probe[0] < 0 && pipe2(g_probe, O_CLOEXEC | O_NONBLOCK) != 0) g_probe[0] = g_probe[1] = -1;
+    if (!probe_is_ours()) make_probe();
     // The stack after the registers: a fault while copying it leaves the record as it is.
     r->stack_length = (uint32_t)safe_copy(r->stack, (uintptr_t)g[REG_RSP], FORSETTI_CRASH_STACK);
 #else
@@ -77,6 +96,7 @@ int forsetti_crash_arm(struct forsetti_crash_record *record) {
     return -1;
   }
   g_record = record;
+  if (g_probe[0] < 0) make_probe();
   stack_t alternate = {.ss_sp = g_alternate, .ss_size = sizeof g_alternate, .ss_flags = 0};
   if (sigaltstack(&alternate, NULL) != 0) return -1;
   struct sigaction action;

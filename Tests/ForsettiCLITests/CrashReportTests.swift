@@ -11,7 +11,7 @@ import Testing
 @Suite(.onTestThreads) struct CrashReportTests {
   static let id = "com.test.crashy"
 
-  static func crashy(exported: Bool = false) -> ModuleFixture {
+  static func crashy(exported: Bool = false, before: String = "") -> ModuleFixture {
     var f = ModuleFixture(moduleID: id, entryPoint: "crashy_entry")
     let visibility = exported ? "" : "static "
     f.prelude = """
@@ -25,6 +25,7 @@ import Testing
       }
       """
     f.start = """
+      \(before)
       fixture_log("about to crash");
       volatile int sink = vendor_handle_packet(NULL);
       (void)sink;
@@ -105,6 +106,36 @@ import Testing
       text.contains("SIGSEGV") && text.contains("parse_header") && text.contains("vendor_handle_packet"),
       "\(run.output)")
     #expect(!text.contains(".c:"), "no line numbers without DWARF: \(text)")
+  }
+}
+
+extension CrashReportTests {
+  /// A module that crashes because it ran out of descriptors (it leaked them all, then used the
+  /// NULL an open returned) still gets its callers named: the stack is copied through a pipe the
+  /// worker made when it armed the handler, not one the handler could no longer make. Without
+  /// it only the faulting function, from the registers, was named.
+  @Test(arguments: HostileHost.Identity.allCases)
+  func aCrashOutOfDescriptorsStillNamesItsCallers(as identity: HostileHost.Identity) throws {
+    let h = HostileHost(identity)
+    try #require(h.isAvailable, "running as another user needs root")
+    let f = Self.crashy(
+      before: """
+        struct rlimit few = {64, 64};
+        setrlimit(RLIMIT_NOFILE, &few);
+        int leaked = 0;
+        while (dup(2) >= 0) leaked++;
+        fixture_log(leaked > 0 ? "out of descriptors" : "nothing leaked");
+        """)
+    var g = f
+    g.prelude = "#include <sys/resource.h>\n#include <unistd.h>\n" + f.prelude
+    try g.install(in: h.dir, ccFlags: ["-g", "-O1"])
+    let run = try h.run(
+      for: 60, extraArguments: ["--max-restarts", "0"], stopWhen: { $0.contains("quarantined") })
+    #expect(run.output.contains("out of descriptors"), "\(run.output)")
+    let text = String(
+      run.output.split(separator: "\n").first { $0.contains("crashed") && $0.contains(Self.id) } ?? "")
+    #expect(text.contains("parse_header"), "\(run.output)")
+    #expect(text.contains("vendor_handle_packet"), "the caller, found on the copied stack: \(text)")
   }
 }
 
