@@ -51,28 +51,34 @@ final class EmbedConfig {
     return c
   }
 
+  /// The settings given so far applied to a configuration with isolation on (so that every key
+  /// is checked), kept between calls: each `set` is checked against it in constant time, not by
+  /// applying every earlier setting again.
+  private var checked: ForsettiHost.Configuration = {
+    var c = ForsettiHost.Configuration(manifestsDirectory: "m", pluginDirectories: [], stateDirectory: "s")
+    c.isolation = IsolationSettings(workerExecutable: "forsetti-worker")
+    return c
+  }()
+
   /// Refuses `value` for `key` as `host_new` would, naming the key and the configuration's
-  /// field: on a configuration holding the settings given so far, with isolation on so that
-  /// every key is checked.
+  /// field; keeps it when it passes (`settings` then holds it too).
   func check(_ key: String, _ value: String) throws(EmbedFailure) {
-    var scratch = ForsettiHost.Configuration(
-      manifestsDirectory: "m", pluginDirectories: [], stateDirectory: "s")
-    scratch.isolation = IsolationSettings(workerExecutable: "forsetti-worker")
-    do throws(SettingProblem) {
-      for (k, v) in settings where k != "in-process" { try scratch.set(k, to: v) }
-      guard SettingKey.named(key) != nil else {
-        throw SettingProblem(
-          setting: key, value: value,
-          why: "no such setting (one of: \(SettingKey.all.map(\.key).joined(separator: ", ")))")
-      }
-      if key != "in-process" { try scratch.set(key, to: value) }
-    } catch {
+    guard SettingKey.named(key) != nil else {
       throw .invalidValue(
-        key, value: value, why: error.setting == key ? error.why : "\(error.setting): \(error.why)")
+        key, value: value,
+        why: "no such setting (one of: \(SettingKey.all.map(\.key).joined(separator: ", ")))")
     }
-    if let problem = scratch.settingProblems.first(where: { SettingKey.owning($0.setting)?.key == key }) {
+    var next = checked
+    if key != "in-process" {
+      do throws(SettingProblem) { try next.set(key, to: value) } catch {
+        throw .invalidValue(
+          key, value: value, why: error.setting == key ? error.why : "\(error.setting): \(error.why)")
+      }
+    }
+    if let problem = next.settingProblems.first(where: { SettingKey.owning($0.setting)?.key == key }) {
       throw .invalidValue(key, value: value, why: "\(problem.setting): \(problem.why)")
     }
+    checked = next
   }
 
   /// Runs `body` on the configuration behind `handle`, as a C setter.
