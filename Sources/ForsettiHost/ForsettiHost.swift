@@ -243,7 +243,7 @@ public final class ForsettiHost: @unchecked Sendable {
     manager.keepsSpareWorker = configuration.development != nil
     if let settings = configuration.isolation {
       environment.hostLog(.info, "isolation: \(IsolationSettings.kernelSupport())")
-      environment.hostLog(.info, "cgroups: \(ModuleManager.cgroupSupport(cpu: settings.cpu))")
+      environment.hostLog(.info, "cgroups: \(HostCgroups.support(cpu: settings.cpu))")
       environment.hostLog(.info, "disk: \(settings.diskBounds)")
     }
     return manager

@@ -50,7 +50,7 @@ import Testing
     try IsolationTests.fixture("com.test.two", "two_entry").install(in: h.dir)
     let m = try h.start(mode: Self.isolated())
     defer { m.stopAll() }
-    let zygote = try #require(m.workerSource?.zygotePID, "no zygote runs")
+    let zygote = try #require(m.workers?.source.zygotePID, "no zygote runs")
     #expect(Self.commandLine(zygote).last == "--zygote")
     #expect(Self.status(zygote)["PPid"] == String(getpid()))
     #expect(Self.status(zygote)["Threads"] == "1")
@@ -82,8 +82,8 @@ import Testing
     let m = try h.start(mode: Self.isolated(zygote: false))
     defer { m.stopAll() }
     #expect(h.state("com.test.spawned") == .started)
-    #expect(m.workerSource?.zygotePID == nil)
-    #expect(m.workerSource?.zygoteUnavailable == "turned off")
+    #expect(m.workers?.source.zygotePID == nil)
+    #expect(m.workers?.source.zygoteUnavailable == "turned off")
     let pid = try #require(m.workerPID("com.test.spawned"))
     #expect(Self.commandLine(pid).last == "--await-config")
     #expect(getsid(pid) == pid, "the spawned worker is in session \(getsid(pid))")
@@ -112,7 +112,7 @@ import Testing
     let m = try h.start(mode: Self.isolated())
     defer { m.stopAll() }
     let first = try #require(m.workerPID("com.test.brief"))
-    let zygote = try #require(m.workerSource?.zygotePID)
+    let zygote = try #require(m.workers?.source.zygotePID)
     kill(zygote, SIGKILL)
     #expect(
       FileManager.default.createFile(atPath: h.dir.url("state/sandboxes/com.test.brief/exit"), contents: nil))
@@ -123,9 +123,9 @@ import Testing
       })
     let second = try #require(m.workerPID("com.test.brief"))
     #expect(Self.commandLine(second).last == "--worker")
-    let replacement = try #require(m.workerSource?.zygotePID)
+    let replacement = try #require(m.workers?.source.zygotePID)
     #expect(replacement != zygote)
-    #expect(m.workerSource?.zygoteUnavailable == nil)
+    #expect(m.workers?.source.zygoteUnavailable == nil)
   }
 
   /// Each zygote lost is replaced, saying so; the third is not, and from then on workers are
@@ -137,7 +137,7 @@ import Testing
     defer { m.stopAll() }
     var lost: [Int32] = []
     for round in 1...WorkerSource.zygoteRestarts {
-      let zygote = try #require(m.workerSource?.zygotePID, "round \(round): no zygote")
+      let zygote = try #require(m.workers?.source.zygotePID, "round \(round): no zygote")
       let worker = try #require(m.workerPID("com.test.steady"))
       lost.append(zygote)
       kill(zygote, SIGKILL)
@@ -162,8 +162,8 @@ import Testing
           "\(said)")
       }
     }
-    #expect(m.workerSource?.zygotePID == nil)
-    #expect(m.workerSource?.zygoteUnavailable?.contains("(3 times)") == true)
+    #expect(m.workers?.source.zygotePID == nil)
+    #expect(m.workers?.source.zygoteUnavailable?.contains("(3 times)") == true)
     let spawned = try #require(m.workerPID("com.test.steady"))
     #expect(Self.commandLine(spawned).last == "--await-config")
   }
@@ -189,7 +189,7 @@ import Testing
     ).install(in: h.dir)
     let m = try h.start(mode: Self.isolated())
     defer { m.stopAll() }
-    let zygote = try #require(m.workerSource?.zygotePID)
+    let zygote = try #require(m.workers?.source.zygotePID)
     #expect(h.lines("com.test.seeker").contains("signallable: 1, itself: 1"), "\(h.lines("com.test.seeker"))")
     #expect(kill(zygote, 0) == 0, "the zygote is gone")
     #expect(h.state("com.test.calm") == .started)
@@ -200,7 +200,7 @@ import Testing
       h.supervise(timeout: 30) {
         h.state("com.test.calm") == .started && m.workerPID("com.test.calm").map { $0 != before } == true
       })
-    #expect(m.workerSource?.zygotePID == zygote)
+    #expect(m.workers?.source.zygotePID == zygote)
   }
 
   /// A forked worker's locks work under contention: nine threads, the worker's main thread

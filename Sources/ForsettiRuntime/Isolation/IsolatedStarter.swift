@@ -44,10 +44,9 @@ struct IsolatedStart {
 /// Loads and starts isolated modules that do not depend on one another, all at once: each in
 /// its own worker, each against its own deadline, so one that hangs or misbehaves holds nobody
 /// else to its deadline. It records nothing: it says how each start ended, and the lifecycle
-/// (`ModuleManager.activateIsolated`) writes the records, in module-ID order once all are
-/// decided, so what the host reports does not depend on who was quicker. Workers are spawned
-/// here, on the calling (main) thread: a worker's parent-death signal belongs to the thread
-/// that spawned it.
+/// (`IsolatedActivation`) writes the records, in module-ID order once all are decided, so what
+/// the host reports does not depend on who was quicker. Workers are spawned here, on the
+/// calling (main) thread: a worker's parent-death signal belongs to the thread that spawned it.
 ///
 /// Loading is fully concurrent. `start` is released in module-ID order: a module's start is
 /// sent once every module before it in the level has returned from its own start (or failed),

@@ -4,7 +4,7 @@ import Glibc
 /// Each module binary's `LibraryGrants`, worked out once per version of the file: resolving a
 /// Swift module reads a dozen libraries with libelf, which a restart or a second start of the
 /// same file need not repeat. A changed module file, or a changed `ld.so.cache`, is resolved
-/// again. Used from the host's main thread only (`ModuleManager`).
+/// again. Used from the host's main thread only (`WorkerSupply`).
 final class LibraryGrantCache {
   /// What identifies one version of a file: a replaced or rewritten one differs.
   struct Stamp: Hashable {

@@ -62,7 +62,11 @@ final class IsolatedInstance: ModuleInstance {
   var moduleID: String { worker.moduleID }
   var workerPID: Int32? { worker.pid }
 
-  func saveState() -> [UInt8]? { worker.saveModuleState(timeout: ModuleManager.saveStateTimeout) }
+  /// Seconds an isolated module may take to hand over its state before a reload goes on
+  /// without it.
+  static let saveStateTimeout = 2.0
+
+  func saveState() -> [UInt8]? { worker.saveModuleState(timeout: Self.saveStateTimeout) }
 
   func requestStop() { worker.requestStop() }
 

@@ -49,6 +49,20 @@ package struct QuarantineStore: Sendable {
     }
   }
 
+  /// Why module `moduleID` may not load from `path`: quarantined, while that binary is the one
+  /// that crashed. nil when it may; an entry for a binary since changed is lifted (logged).
+  func refusal(of moduleID: String, path: String, environment: HostEnvironment) -> String? {
+    guard let e = load()[moduleID] else { return nil }
+    if e.path == path, let now = BinaryIdentity.of(path), now == e.identity {
+      return
+        "quarantined after \(e.crashes) crashes (last: \(e.lastFailure)); rebuild or replace \(path) to lift it"
+    }
+    // Only the entry judged here is lifted, not one written meanwhile for another binary.
+    try? update { if $0[moduleID] == e { $0[moduleID] = nil } }
+    environment.hostLog(.info, "quarantine of \(moduleID) lifted: \(path) changed", subject: moduleID)
+    return nil
+  }
+
   package func load() -> [String: Entry] {
     // Read at every load (a reload included): plain reads, not Foundation's, and an absent file
     // costs one failed open.

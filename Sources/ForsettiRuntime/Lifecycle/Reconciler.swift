@@ -38,7 +38,19 @@ package struct DesiredState: Sendable {
   }
 }
 
-extension ModuleManager {
+/// Converging the table on a `DesiredState` (`reconcile`), and the changes asked for between
+/// rounds (an operator's `reloadNow`, an application's `regrant`), through the parts that start,
+/// stop and reload its modules. Driven by `LiveHost`, through `ModuleManager`.
+struct Reconciler {
+  let table: ModuleTable
+  let environment: HostEnvironment
+  let starter: ModuleStarter
+  let stopper: ModuleStopper
+  let reload: Reload
+  /// Where a spare worker is refilled after a round (isolated mode).
+  let workers: WorkerSupply?
+  let stateFiles: RuntimeStatePublisher
+
   /// Converges on `desired`: stops what is gone, no longer eligible or no longer active (last
   /// started first); reloads running modules whose version changed when `reloadsVersions` (dev;
   /// `changed` are the files the watcher reported) and restarts those whose grant changed;
@@ -46,29 +58,29 @@ extension ModuleManager {
   /// change, with its reason; `quiet` leaves out the start lines (the host's first start
   /// prints a table instead). Returns the reloads, for `dev` to print.
   @discardableResult
-  package func reconcile(
-    _ desired: DesiredState, changed: Set<String> = [], reloadsVersions: Bool = false, grace: Double = 0.5,
-    since: ContinuousClock.Instant = .now, quiet: Bool = false
+  func reconcile(
+    _ desired: DesiredState, changed: Set<String>, reloadsVersions: Bool, grace: Double,
+    since: ContinuousClock.Instant, quiet: Bool
   ) -> [ReloadReport] {
     let start = HostMetrics.now()
     defer { environment.metrics.reconciles.record(nanoseconds: HostMetrics.now() &- start) }
-    index = desired.index
+    starter.index = desired.index
     let judged = Dictionary(desired.judgements.compactMap { j in j.moduleID.map { ($0, j) } }) { a, _ in a }
     var reports = stopGone(judged, since: since)
     stopUnwanted(desired, judged, changed: changed, reloadsVersions: reloadsVersions)
     reports += replaceChanged(
       desired, judged, changed: changed, reloadsVersions: reloadsVersions, grace: grace, since: since)
     startWanted(desired, changed: changed, quiet: quiet)
-    persist()
-    refillSpareWorker()
+    stateFiles.persist()
+    workers?.refill()
     return reports
   }
 
   /// Reloads `j`'s module now whatever changed (an operator asked), unless the activation state
   /// keeps it off.
-  package func reloadNow(_ j: ModuleJudgement, _ desired: DesiredState, grace: Double) -> [ReloadReport] {
+  func reloadNow(_ j: ModuleJudgement, _ desired: DesiredState, grace: Double) -> [ReloadReport] {
     guard let id = j.moduleID, let i = table.handle(of: id) else { return [] }
-    index = desired.index
+    starter.index = desired.index
     let since = ContinuousClock.now
     if let off = desired.inactive[id] {
       return [
@@ -79,9 +91,9 @@ extension ModuleManager {
     }
     table[i].hold(for: nil)
     table[i].forgetRestarts()
-    let reports = reload(i, to: j, approvals: desired.approvals, grace: grace, since: since)
-    persist()
-    refillSpareWorker()
+    let reports = reload.run(i, to: j, approvals: desired.approvals, grace: grace, since: since)
+    stateFiles.persist()
+    workers?.refill()
     return reports
   }
 
@@ -92,7 +104,7 @@ extension ModuleManager {
     for i in table.running.reversed() {
       guard let id = table[i].moduleID, judged[id] == nil else { continue }
       let version = table[i].manifest?.moduleVersion
-      stop(i)
+      stopper.stop(i)
       environment.hostLog(.info, about: id, "stopped: its manifest is gone")
       reports.append(
         ReloadReport(
@@ -113,16 +125,17 @@ extension ModuleManager {
       // through later rounds too.
       let refusedReload =
         reloadsVersions
-        && (versionChanged(i, j, changed) || table[i].refused == RefusedVersion(j, binary: binaryPath(of: j)))
+        && (versionChanged(i, j, changed)
+          || table[i].refused == RefusedVersion(j, binary: starter.binaryPath(of: j)))
       if let failure = j.trace.firstFailure, let reason = failure.reason, !refusedReload {
-        stop(i)
+        stopper.stop(i)
         table[i].judged(j)
         environment.hostLog(
           .warning, about: id,
           "\(reason.rawValue): stopped: \(Self.noLonger(failure.step)): \(failure.detail)",
           ["reason": reason.rawValue])
       } else if j.passed, let off = desired.inactive[id] {
-        stop(i)
+        stopper.stop(i)
         table[i].judged(j)
         table[i].held(.inactive(off.reason), trace: Self.inactiveTrace(j.trace, off))
         environment.hostLog(
@@ -159,12 +172,12 @@ extension ModuleManager {
     for (i, newest) in sorted where table[i].isRunning {
       if reloadsVersions && versionChanged(i, newest, changed) {
         let j = newest
-        if let refused = table[i].refused, refused == RefusedVersion(j, binary: binaryPath(of: j)),
+        if let refused = table[i].refused, refused == RefusedVersion(j, binary: starter.binaryPath(of: j)),
           !filesChanged(i, j, changed)
         {
           continue  // already refused, and none of its files changed since
         }
-        reports += reload(i, to: j, approvals: desired.approvals, grace: grace, since: since)
+        reports += reload.run(i, to: j, approvals: desired.approvals, grace: grace, since: since)
         continue
       }
       let j = loadedVersion(i, newest, desired, changed: changed, reloadsVersions: reloadsVersions)
@@ -203,7 +216,7 @@ extension ModuleManager {
       toStart.append(i)
       if !quiet { environment.hostLog(.info, about: id, "starting: \(Self.why(was))") }
     }
-    start(toStart)
+    starter.start(toStart)
   }
 
   /// Why a module that did not run starts now.
@@ -252,10 +265,10 @@ extension ModuleManager {
 
   /// Whether `j` is another version than the one slot `i` holds: another manifest, another
   /// binary, or its binary rewritten (reported by the watcher).
-  func versionChanged(_ i: SlotHandle, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
+  private func versionChanged(_ i: SlotHandle, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
     let r = table[i].record
     if r.manifest != j.manifest { return true }
-    let now = binaryPath(of: j)
+    let now = starter.binaryPath(of: j)
     if let was = r.binaryPath, let now, was != now { return true }
     return filesChanged(i, j, changed)
   }
@@ -263,17 +276,19 @@ extension ModuleManager {
   /// Whether the watcher reported a change of `j`'s binary (or of the one slot `i` loaded).
   private func filesChanged(_ i: SlotHandle, _ j: ModuleJudgement, _ changed: Set<String>) -> Bool {
     guard !changed.isEmpty else { return false }
-    return [binaryPath(of: j), table[i].record.binaryPath].contains { $0.map(changed.contains) ?? false }
+    return [starter.binaryPath(of: j), table[i].record.binaryPath].contains {
+      $0.map(changed.contains) ?? false
+    }
   }
 
   /// Restarts running module `i` with a new capability grant, handing the old instance's state
   /// to the new one.
-  func regrant(_ i: SlotHandle, _ granted: Set<Capability>) {
+  private func regrant(_ i: SlotHandle, _ granted: Set<Capability>) {
     guard let m = table[i].manifest, table[i].isRunning else { return }
-    let state = saveState(i)
-    stop(i)
+    let state = table[i].instance?.saveState()
+    stopper.stop(i)
     table[i].rejudged(granted: granted)
-    activate(slot: i, manifest: m, copy: table[i].record.loadedFrom, state: state)
+    starter.activate(slot: i, manifest: m, copy: table[i].record.loadedFrom, state: state)
     environment.hostLog(
       .info,
       "restarted \(m.moduleID) with capabilities \(granted.isEmpty ? "none" : granted.sorted().map(\.rawValue).joined(separator: ", "))"
@@ -281,13 +296,10 @@ extension ModuleManager {
   }
 
   /// `regrant` by module ID, for an embedding application.
-  package func regrant(_ id: String, _ granted: Set<Capability>) {
+  func regrant(_ id: String, _ granted: Set<Capability>) {
     guard let i = table.handle(of: id) else { return }
     regrant(i, granted)
-    persist()
-    refillSpareWorker()
+    stateFiles.persist()
+    workers?.refill()
   }
-
-  /// Whether module `id` is started.
-  package func isRunning(_ id: String) -> Bool { table.handle(of: id).map { table[$0].isRunning } ?? false }
 }

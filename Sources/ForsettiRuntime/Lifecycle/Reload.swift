@@ -12,11 +12,19 @@ import Glibc
 // running one anything; from "stop old" on, any failure rolls back to the old version, started
 // from its own copy with the state it saved.
 
-extension ModuleManager {
+/// A module's reload, in the transitions above, on the table's slots: modules are started and
+/// stopped through `ModuleStarter` and `ModuleStopper`. The reconciler drives it (an operator's
+/// `reload`, and every round under `dev`).
+struct Reload {
+  let table: ModuleTable
+  let environment: HostEnvironment
+  let starter: ModuleStarter
+  let stopper: ModuleStopper
+
   /// Replaces running module `i` with the judged version `j` (or starts it, when it was not
   /// running). `approvals` are the stored ones (with `--approve-all` the running version's
   /// grant counts as approved too); `grace` is how long the new version must survive.
-  func reload(
+  func run(
     _ i: SlotHandle, to j: ModuleJudgement, approvals: ApprovalLedger, grace: Double,
     since: ContinuousClock.Instant
   ) -> [ReloadReport] {
@@ -25,7 +33,7 @@ extension ModuleManager {
     guard table[i].isRunning else { return startInstead(i, j, since: since) }
     // Gate.
     guard let new = j.manifest, j.passed else {
-      table[i].refuse(RefusedVersion(j, binary: binaryPath(of: j)))
+      table[i].refuse(RefusedVersion(j, binary: starter.binaryPath(of: j)))
       return [report(id, old, j, .rejected(j.reason ?? .validationFailed), since, trace: j.trace)]
     }
     // Approval decision.
@@ -40,7 +48,7 @@ extension ModuleManager {
     table[i].hold(for: nil)
     let state = saveState(i)
     let dependents = stopDependents(of: i, roles: [new.defaultModuleRole, old.manifest?.defaultModuleRole])
-    stop(i)
+    stopper.stop(i)
     loadNew(i, j, state: state)
     var reports: [ReloadReport]
     if watchGrace(i, grace: grace) {
@@ -62,7 +70,7 @@ extension ModuleManager {
     guard let m = j.manifest, j.passed else {
       return [report(id, old, j, .rejected(j.reason ?? .validationFailed), since, trace: j.trace)]
     }
-    activate(slot: i, manifest: m)
+    starter.activate(slot: i, manifest: m)
     let r = table[i].record
     if r.state != .started { table[i].refuse(RefusedVersion(j, binary: r.binaryPath)) }
     let outcome: ReloadReport.Outcome =
@@ -72,7 +80,7 @@ extension ModuleManager {
 
   /// The running instance's state, for the next one (nil when it keeps none or cannot say in
   /// time).
-  func saveState(_ i: SlotHandle) -> [UInt8]? { table[i].instance?.saveState() }
+  private func saveState(_ i: SlotHandle) -> [UInt8]? { table[i].instance?.saveState() }
 
   /// Stops the running consumers of `roles`, last started first: they restart around their
   /// provider. Each one's slot and saved state.
@@ -86,7 +94,7 @@ extension ModuleManager {
     var out: [(slot: SlotHandle, state: [UInt8]?)] = []
     for k in consumers.reversed() {
       out.insert((k, saveState(k)), at: 0)
-      stop(k)
+      stopper.stop(k)
     }
     return out
   }
@@ -95,13 +103,13 @@ extension ModuleManager {
   private func loadNew(_ i: SlotHandle, _ j: ModuleJudgement, state: [UInt8]?) {
     guard let m = j.manifest else { return }
     table[i].judged(j)
-    activate(slot: i, manifest: m, state: state)
+    starter.activate(slot: i, manifest: m, state: state)
   }
 
   /// Whether the new version started and is still running `grace` seconds later. A worker that
   /// ends within it is recorded as failing then — a crash in its grace period — not as a failure
   /// of the stop that the rollback would otherwise find it in.
-  func watchGrace(_ i: SlotHandle, grace: Double) -> Bool {
+  private func watchGrace(_ i: SlotHandle, grace: Double) -> Bool {
     guard let instance = table[i].instance else { return false }
     guard let isolated = instance as? IsolatedInstance else { return true }
     let worker = isolated.worker
@@ -112,7 +120,7 @@ extension ModuleManager {
       usleep(5000)
     }
     guard worker.isClosed else { return true }
-    let after = Self.formatted(ContinuousClock.now - began)
+    let after = DurationText.short(ContinuousClock.now - began)
     let ending = worker.finish()
     let reason = ending.reason
     let what =
@@ -144,14 +152,14 @@ extension ModuleManager {
     _ i: SlotHandle, _ old: ModuleRecord, _ j: ModuleJudgement, state: [UInt8]?,
     since: ContinuousClock.Instant
   ) -> ReloadReport {
-    if table[i].isRunning { stop(i) }
+    if table[i].isRunning { stopper.stop(i) }
     table[i].forgetRestarts()
     let failed = table[i].record
     table[i].refuse(RefusedVersion(j, binary: failed.binaryPath))
     table[i].restore(old)
     if let m = old.manifest, let copy = old.loadedFrom {
       table[i].rejudged()
-      activate(slot: i, manifest: m, copy: copy, state: state)
+      starter.activate(slot: i, manifest: m, copy: copy, state: state)
     }
     return report(
       j.moduleID ?? "", old, j, .rolledBack(failed.state.reason ?? .crashed), since, trace: failed.trace)
@@ -165,7 +173,7 @@ extension ModuleManager {
     dependents.compactMap { d in
       guard let m = table[d.slot].manifest, let copy = table[d.slot].record.loadedFrom else { return nil }
       table[d.slot].rejudged()
-      activate(slot: d.slot, manifest: m, copy: copy, state: d.state)
+      starter.activate(slot: d.slot, manifest: m, copy: copy, state: d.state)
       return ReloadReport(
         moduleID: m.moduleID, oldVersion: m.moduleVersion, newVersion: m.moduleVersion,
         outcome: .restartedAfterProvider(provider), duration: .now - since)
@@ -180,15 +188,6 @@ extension ModuleManager {
       moduleID: id, oldVersion: wasRunning ? old.manifest?.moduleVersion : nil,
       newVersion: j.manifest?.moduleVersion, outcome: outcome, duration: .now - since, trace: trace)
   }
-
-  /// The binary `j`'s entry point is exported by, in the current index.
-  func binaryPath(of j: ModuleJudgement) -> String? {
-    j.manifest.flatMap { m in try? index.locate(entryPoint: m.entryPoint).get().path }
-  }
-
-  /// Seconds an isolated module may take to hand over its state before a reload goes on
-  /// without it.
-  static let saveStateTimeout = 2.0
 }
 
 extension RefusedVersion {
