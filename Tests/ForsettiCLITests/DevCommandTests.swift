@@ -220,7 +220,15 @@ final class LineBuffer: Sendable {
       usleep(20_000)
     }
     #expect(before.count == 2, "the serving worker and one spare: \(before)")
-    // Each worker holds its own channels (0-4) and nothing of another's: no other pipe or socket.
+    // Each worker holds its own channels (0-4) and nothing of another's: past them, no pipe or
+    // socket the host or the other worker holds too (its own, such as the crash handler's
+    // stack-copy pipe, are its business).
+    func shared(_ pid: pid_t) -> Set<String> {
+      let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+      return Set(
+        fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+          .filter { $0.hasPrefix("pipe:") || $0.hasPrefix("socket:") })
+    }
     for worker in before {
       // Until its exec (or, forked by the zygote, until it has closed the zygote's descriptors
       // and says `--worker`), a child still holds its parent's table: wait for that.
@@ -229,12 +237,14 @@ final class LineBuffer: Sendable {
         if argv.contains("config") || argv.contains("--worker") { break }
         usleep(10_000)
       }
+      let others = ([host.process.processIdentifier] + before.filter { $0 != worker }).map(shared)
       let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker)/fd")) ?? []
       for fd in fds.compactMap({ Int($0) }) where fd > 4 {
         let target =
           (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker)/fd/\(fd)")) ?? ""
         #expect(
-          !target.hasPrefix("pipe:") && !target.hasPrefix("socket:"), "worker \(worker) fd \(fd) → \(target)")
+          !others.contains { $0.contains(target) },
+          "worker \(worker) fd \(fd) → \(target), held elsewhere too")
       }
     }
     let mark = host.lines.count

@@ -119,7 +119,7 @@ final class WorkerProcess: Sendable {
     guard configure else { return }
     let frame = Self.configureFrame(configuration)
     // A spare already in its cgroup (`SpareWorker`) is told its module at once.
-    guard let cgroup, !joined else {
+    guard cgroup != nil, !joined else {
       sendConfiguration(frame)
       return
     }
