@@ -76,7 +76,8 @@ final class EmbedConfig {
       }
     }
     if let problem = next.settingProblems.first(where: { SettingKey.owning($0.setting)?.key == key }) {
-      throw .invalidValue(key, value: value, why: "\(problem.setting): \(problem.why)")
+      let why = SettingKey.named(key)?.explained(problem.why) ?? problem.why
+      throw .invalidValue(key, value: value, why: "\(problem.setting): \(why)")
     }
     checked = next
   }

@@ -309,14 +309,31 @@ import Testing
     ] {
       #expect(help.stdout.contains(option), "run --help does not list \(option)")
     }
-    // A log limit out of its range is a usage error that names the option and the range.
-    for (option, value) in [
-      ("log-rate", "0"), ("log-burst", "0"), ("log-file-size", "0"), ("log-files", "0"),
+    // A log limit out of its range is a usage error that names the option, the range with its
+    // unit and the value the setting got; one given in another unit than its range says so.
+    for (option, value, says) in [
+      ("log-rate", "0.5", "expected 1 to 1000000 lines a second, not 0"),
+      ("log-burst", "0", "expected 1 to 10000000 lines, not 0"),
+      ("log-file-size", "0.001", "bytes (4 KiB to 1 TiB), not 1048 (log-file-size is given in MiB)"),
+      ("log-files", "0", "expected 1 to 1000 files, not 0"),
     ] {
       let r = try HostBinary.run(common + ["--\(option)", value])
       #expect(r.status == 2, "--\(option) \(value): \(r.stderr)")
-      #expect(r.stderr.contains("'--\(option)'") && r.stderr.contains("must be between"), "\(r.stderr)")
+      #expect(r.stderr.contains("'--\(option)'") && r.stderr.contains(says), "\(r.stderr)")
     }
+    let debounce = try HostBinary.run(["dev"] + common.dropFirst() + ["--debounce", "2e12"])
+    #expect(
+      debounce.status == 2 && debounce.stderr.contains("(debounce is given in milliseconds)"),
+      "\(debounce.stderr)")
+    let noManifests = try HostBinary.run([
+      "run", "--manifests", dir.url("no-such-dir"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"),
+      "--for", "0",
+    ])
+    #expect(noManifests.status == 2, "\(noManifests.stderr)")
+    #expect(
+      noManifests.stderr.contains("--manifests \(dir.url("no-such-dir")): no such directory"),
+      "\(noManifests.stderr)")
   }
 
   @Test func runWithoutBuiltPluginsSaysWhatToDo() throws {

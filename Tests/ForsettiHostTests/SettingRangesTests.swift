@@ -28,7 +28,8 @@ import Testing
       says: "at most 1048576 MiB"),
     Case(key: "sandbox-quota", value: "1e300", field: "isolation.sandboxBytes", says: "at most 16777216 MiB"),
     Case(
-      key: "cpu-limit", value: "2e9", field: "isolation.limits.cpuSeconds", says: "expected 1 to 1000000000"),
+      key: "cpu-limit", value: "2e9", field: "isolation.limits.cpuSeconds",
+      says: "expected at most 1000000000 seconds"),
     Case(key: "cpu-weight", value: "com.a=0", field: "isolation.cpu.weights", says: "from 1 to 10000"),
     Case(key: "cpu-max", value: "0", field: "isolation.cpu.maxPercents", says: "from 1 to 100000"),
     Case(key: "max-restarts", value: "1001", field: "isolation.maxRestarts", says: "expected 0 to 1000"),
@@ -41,11 +42,15 @@ import Testing
     Case(
       key: "worker-env", value: "A B", field: "isolation.workerEnvironment", says: "is not a variable name"),
     Case(
-      key: "log-rate", value: "0", field: "logLimits.linesPerSecond", says: "must be between 1 and 1000000"),
+      key: "log-rate", value: "0", field: "logLimits.linesPerSecond",
+      says: "expected 1 to 1000000 lines a second, not 0"),
     Case(
-      key: "log-burst", value: "2e7", field: "logLimits.burstLines", says: "must be between 1 and 10000000"),
-    Case(key: "log-file-size", value: "0", field: "logLimits.maxFileBytes", says: "must be between 4096 and"),
-    Case(key: "log-files", value: "0", field: "logLimits.keptFiles", says: "must be between 1 and 1000"),
+      key: "log-burst", value: "2e7", field: "logLimits.burstLines",
+      says: "expected 1 to 10000000 lines, not 20000000"),
+    Case(
+      key: "log-file-size", value: "0", field: "logLimits.maxFileBytes",
+      says: "expected 4096 to 1099511627776 bytes (4 KiB to 1 TiB), not 0"),
+    Case(key: "log-files", value: "0", field: "logLimits.keptFiles", says: "expected 1 to 1000 files, not 0"),
     Case(
       key: "storage-quota", value: "2000000", field: "quotas.secureStorageBytes", says: "at most 1048576 MiB"),
     Case(key: "export-quota", value: "1e300", field: "quotas.exportBytes", says: "at most 16777216 MiB"),

@@ -31,6 +31,9 @@ public enum UsageError: Error, Sendable, Equatable, CustomStringConvertible {
       return "unexpected argument '\(a)'"
     case .invalidValue(let o, let v, let why):
       return "invalid value '\(v)' for '--\(o)': \(why)"
+    case .configFile(.missing(let path)):
+      // The library's words name no flag; the command line's way to name another file is one.
+      return "\(ConfigFileError.missing(path: path)) with --config FILE"
     case .configFile(let e):
       return e.description
     }

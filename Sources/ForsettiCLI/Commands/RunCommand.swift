@@ -327,9 +327,11 @@ enum RunCommand {
 
   /// A host setting refused, as the option that gave it: `--memory-limit '99999999': at most …`.
   static func failure(_ problem: SettingProblem, given text: String) -> CommandFailure {
-    .usage(
+    let owner = SettingKey.owning(problem.setting)
+    return .usage(
       .invalidValue(
-        option: SettingKey.owning(problem.setting)?.key ?? problem.setting, value: text, why: problem.why))
+        option: owner?.key ?? problem.setting, value: text, why: owner?.explained(problem.why) ?? problem.why)
+    )
   }
 
   /// The command line's form of a host's failure to hold its state directory or start.

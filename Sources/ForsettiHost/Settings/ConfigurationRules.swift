@@ -47,7 +47,7 @@ enum ConfigurationRules {
       bytes("isolation.limits.temporaryBytes", i.limits.temporaryBytes, atMost: tebibyte, "1 TiB")
       bytes("isolation.sandboxBytes", i.sandboxBytes, atMost: 16 * tebibyte, "16 TiB")
       if let cpu = i.limits.cpuSeconds, !(1...UInt64(longestSeconds)).contains(cpu) {
-        refuse("isolation.limits.cpuSeconds", cpu, "expected 1 to \(Int(longestSeconds)) seconds")
+        refuse("isolation.limits.cpuSeconds", cpu, "expected at most \(Int(longestSeconds)) seconds")
       }
       for (module, w) in [("", i.cpu.defaultWeight)] + i.cpu.weights.sorted(by: { $0.key < $1.key })
       where !CPUShares.weightRange.contains(w) {
@@ -66,8 +66,10 @@ enum ConfigurationRules {
       }
     }
 
-    for (setting, value, allowed) in c.logLimits.outOfRange {
-      refuse("logLimits.\(setting)", value, "must be between \(allowed.lowerBound) and \(allowed.upperBound)")
+    for (setting, value, allowed, unit) in c.logLimits.outOfRange {
+      refuse(
+        "logLimits.\(setting)", value,
+        "expected \(allowed.lowerBound) to \(allowed.upperBound) \(unit), not \(value)")
     }
     for (setting, v, limit, size) in [
       ("quotas.secureStorageBytes", c.quotas.secureStorageBytes, tebibyte, "1 TiB"),
@@ -78,7 +80,7 @@ enum ConfigurationRules {
     }
     if let e = c.exportDirectory {
       path("exportDirectory", e)
-      if !e.hasPrefix("/") { refuse("exportDirectory", e, "expected an absolute path") }
+      if !e.isEmpty && !e.hasPrefix("/") { refuse("exportDirectory", e, "expected an absolute path") }
     }
     if let d = c.development {
       seconds("development.grace", d.grace)

@@ -18,16 +18,20 @@ public struct SettingKey: Sendable {
   public let repeatable: Bool
   /// Whether its value is `true` or `false` (a flag on the command line).
   public let isFlag: Bool
+  /// The unit the key's text is in, where the field holds another (`log-file-size` in MiB, the
+  /// field in bytes): a refusal stated in the field's unit says so.
+  public let textUnit: String?
   let apply: @Sendable (inout ForsettiHost.Configuration, String) throws(SettingProblem) -> Void
 
   init(
-    key: String, fields: [String], repeatable: Bool = false, isFlag: Bool = false,
+    key: String, fields: [String], repeatable: Bool = false, isFlag: Bool = false, textUnit: String? = nil,
     apply: @escaping @Sendable (inout ForsettiHost.Configuration, String) throws(SettingProblem) -> Void
   ) {
     self.key = key
     self.fields = fields
     self.repeatable = repeatable
     self.isFlag = isFlag
+    self.textUnit = textUnit
     self.apply = apply
   }
 
@@ -111,7 +115,7 @@ public struct SettingKey: Sendable {
     flag("in-process", "isolation") { c, on in if on { c.isolation = nil } },
     number("log-rate", "logLimits.linesPerSecond") { $0.logLimits.linesPerSecond = Int($1) },
     number("log-burst", "logLimits.burstLines") { $0.logLimits.burstLines = Int($1) },
-    number("log-file-size", "logLimits.maxFileBytes") {
+    number("log-file-size", "logLimits.maxFileBytes", textUnit: "MiB") {
       $0.logLimits.maxFileBytes = Int(min($1, 1e12) * Double(ConfigurationRules.mebibyte))
     },
     number("log-files", "logLimits.keptFiles") { $0.logLimits.keptFiles = Int($1) },
@@ -120,6 +124,9 @@ public struct SettingKey: Sendable {
     },
     mebibytes("export-quota", "quotas.exportBytes") { $0.quotas.exportBytes = Int(clamping: $1) },
     SettingKey(key: "export-dir", fields: ["exportDirectory"]) { c, text throws(SettingProblem) in
+      guard !text.isEmpty else {
+        throw SettingProblem(setting: "exportDirectory", value: text, why: "expected a directory")
+      }
       guard text.hasPrefix("/") else {
         throw SettingProblem(setting: "exportDirectory", value: text, why: "expected an absolute path")
       }
@@ -136,8 +143,16 @@ public struct SettingKey: Sendable {
     // Tune hot reload where it is on (`dev`, or `development` set); they never turn it on.
     seconds("grace", "development.grace") { c, v in c.development?.grace = v },
     // In milliseconds, as `dev --debounce` has always taken it.
-    number("debounce", "development.debounce") { c, v in c.development?.debounce = v / 1000 },
+    number("debounce", "development.debounce", textUnit: "milliseconds") { c, v in
+      c.development?.debounce = v / 1000
+    },
   ]
+
+  /// `why` a value of this key was refused, saying the key's unit where the refusal is stated
+  /// in its field's.
+  public func explained(_ why: String) -> String {
+    textUnit.map { "\(why) (\(key) is given in \($0))" } ?? why
+  }
 
   /// The entry for `key`; nil for a key no host setting has.
   public static func named(_ key: String) -> SettingKey? { all.first { $0.key == key } }
@@ -164,10 +179,10 @@ public struct SettingKey: Sendable {
   /// A number, clamped to what an `Int` holds before it is converted (the range is the rule's to
   /// say, on the value set, not a trap's).
   static func number(
-    _ key: String, _ field: String,
+    _ key: String, _ field: String, textUnit: String? = nil,
     _ set: @escaping @Sendable (inout ForsettiHost.Configuration, Double) -> Void
   ) -> SettingKey {
-    SettingKey(key: key, fields: [field]) { c, text throws(SettingProblem) in
+    SettingKey(key: key, fields: [field], textUnit: textUnit) { c, text throws(SettingProblem) in
       set(&c, min(try parsed(text, field), 1e15))
     }
   }

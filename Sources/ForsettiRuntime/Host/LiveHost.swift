@@ -390,7 +390,13 @@ package final class LiveHost {
           wake()
         })
     } catch {
-      throw .file(setting: "manifests", path: c.manifestsDirectory, reason: "cannot watch: \(error)")
+      // The directory at fault, in the words an operator acts on (`no such directory`).
+      guard case .directory(let d, let e) = error else {
+        throw .file(setting: "manifests", path: c.manifestsDirectory, reason: error.description)
+      }
+      throw .file(
+        setting: d == c.manifestsDirectory ? "manifests" : "plugins", path: d,
+        reason: e == ENOENT ? "no such directory" : "cannot watch it: \(String(cString: strerror(e)))")
     }
     manager.environment.hostLog(
       .info, "watching \(([c.manifestsDirectory] + c.pluginDirectories).joined(separator: ", ")) for changes")

@@ -45,16 +45,16 @@ public struct LogLimits: Sendable, Hashable {
   }
 
   /// Every setting out of its range: the field's name, its value, what is allowed.
-  package var outOfRange: [(setting: String, value: Int, allowed: ClosedRange<Int>)] {
-    let checks: [(String, Int, ClosedRange<Int>)] = [
-      ("linesPerSecond", linesPerSecond, 1...1_000_000),
-      ("burstLines", burstLines, 1...10_000_000),
-      ("bytesPerToken", bytesPerToken, 64...(1 << 20)),
-      ("outputReadFactor", outputReadFactor, 1...1000),
-      ("maxFileBytes", maxFileBytes, 4096...(1 << 40)),
-      ("keptFiles", keptFiles, 1...1000),
+  package var outOfRange: [(setting: String, value: Int, allowed: ClosedRange<Int>, unit: String)] {
+    let checks: [(String, Int, ClosedRange<Int>, String)] = [
+      ("linesPerSecond", linesPerSecond, 1...1_000_000, "lines a second"),
+      ("burstLines", burstLines, 1...10_000_000, "lines"),
+      ("bytesPerToken", bytesPerToken, 64...(1 << 20), "bytes"),
+      ("outputReadFactor", outputReadFactor, 1...1000, "times"),
+      ("maxFileBytes", maxFileBytes, 4096...(1 << 40), "bytes (4 KiB to 1 TiB)"),
+      ("keptFiles", keptFiles, 1...1000, "files"),
     ]
-    return checks.filter { !$0.2.contains($0.1) }.map { ($0.0, $0.1, $0.2) }
+    return checks.filter { !$0.2.contains($0.1) }.map { ($0.0, $0.1, $0.2, $0.3) }
   }
 
   /// Checks every setting (`ForsettiHost.Configuration.validated()` says all that are wrong).
