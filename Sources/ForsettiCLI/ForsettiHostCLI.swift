@@ -244,7 +244,7 @@ public enum ForsettiHostCLI {
           usage = true
           console.err("\(program): error: \(e)\n")
         case .configuration(let e): console.err("\(program): error: \(e)\n")
-        case .control(let c): console.err("\(program): error: \(c.message)\n")
+        case .control(let c): console.err("\(program): error: \(FailureFields.message(c))\n")
         case .several: _ = fail(f, command: nil, console: console)
         }
       }
@@ -258,7 +258,7 @@ public enum ForsettiHostCLI {
     case .configuration(let e):
       console.err("\(program): error: \(e)\n")
     case .control(let f):
-      console.err("\(program): error: \(f.message)\n")
+      console.err("\(program): error: \(FailureFields.message(f))\n")
       if f.code == .usage {
         console.err("hint: see '\(command.map { "\(program) \($0) --help" } ?? "\(program) --help")'\n")
       }

@@ -10,6 +10,8 @@ public enum UsageError: Error, Sendable, Equatable, CustomStringConvertible {
   case missingArgument(String)
   case unexpectedArgument(String)
   case invalidValue(option: String, value: String, why: String)
+  /// `option` was given with `other`, which takes no such thing.
+  case notWith(option: String, other: String)
   /// The configuration file (`--config`) cannot be used as written.
   case configFile(ConfigFileError)
 
@@ -31,6 +33,8 @@ public enum UsageError: Error, Sendable, Equatable, CustomStringConvertible {
       return "unexpected argument '\(a)'"
     case .invalidValue(let o, let v, let why):
       return "invalid value '\(v)' for '--\(o)': \(why)"
+    case .notWith(let o, let other):
+      return "--\(o) does not go with --\(other)"
     case .configFile(.missing(let path)):
       // The library's words name no flag; the command line's way to name another file is one.
       return "\(ConfigFileError.missing(path: path)) with --config FILE"

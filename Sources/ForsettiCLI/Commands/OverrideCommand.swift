@@ -76,11 +76,28 @@ enum OverrideCommand {
     guard let action = OverrideOrder.Action(rawValue: p.positionals[2]) else {
       throw .usage(.invalidValue(option: "action", value: p.positionals[2], why: "expected on, off or clear"))
     }
-    return .override(
-      OverrideOrder(
-        channel: channel, id: p.positionals[1], action: action, from: p.value("from"),
-        until: p.value("until"), persisted: p.flag("persisted"), windows: p.flag("windows"),
-        inMemory: p.flag("in-memory")))
+    let order = OverrideOrder(
+      channel: channel, id: p.positionals[1], action: action, from: p.value("from"),
+      until: p.value("until"), persisted: p.flag("persisted"), windows: p.flag("windows"),
+      inMemory: p.flag("in-memory"))
+    do { try OverrideOrderError.check(order) } catch { throw .usage(usage(error)) }
+    return .override(order)
+  }
+
+  /// An order's own fault, told with the options that gave it.
+  static func usage(_ fault: OverrideOrderError) -> UsageError {
+    let spelling = FailureFields.spelling
+    return switch fault {
+    case .onlyWithClear(let field): .unexpectedArgument(spelling(field).text)
+    case .notWithInMemory(let field, _):
+      .notWith(option: spelling(field).name, other: spelling(.inMemory).name)
+    case .notAnInstant(let field, let value):
+      .invalidValue(option: spelling(field).name, value: value, why: OverrideOrderError.instantExpected)
+    case .untilNotAfterFrom(let from, let until):
+      .invalidValue(
+        option: spelling(.until).name, value: until,
+        why: "expected an instant after \(spelling(.from).text) \(from)")
+    }
   }
 
   /// `override list`'s listing or an order's answer, each read as its type.

@@ -52,6 +52,16 @@ public enum ControlError: Error, Sendable, Equatable, CustomStringConvertible {
     }
   }
 
+  /// The failure a host answers this with, naming the request's field when one is at fault.
+  public var failure: ControlFailure {
+    var failure = ControlFailure(code, description)
+    // A member the client made up is not a field of any request, and a setting is never one.
+    if case .field(let name, _) = self, let field = ControlFailure.Field(rawValue: name), !field.isSetting {
+      failure.field = field
+    }
+    return failure
+  }
+
   /// The code a host answers this with.
   public var code: ControlFailure.Code {
     switch self {

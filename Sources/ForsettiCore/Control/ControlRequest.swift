@@ -6,7 +6,8 @@
 //   client → host   {"protocol":2,"request":{"verb":"explain","module":"com.x"}}\n
 //   host → client   {"protocol":2,"host":{"pid":123,"state":"/var/lib/forsetti"},"ok":true,
 //                    "answer":{…},"changes":[{"moduleID":"com.x","state":"started"}]}\n
-//              or   {"protocol":2,"host":{…},"ok":false,"error":{"code":"notFound","message":"…"}}\n
+//              or   {"protocol":2,"host":{…},"ok":false,"error":{"code":"notFound","message":"…",
+//                    "field":"module","value":"com.x"}}\n
 //
 //   A request is typed (`ControlCommand`): each verb has its own fields, and a line with a
 //   field the verb does not take, or a field of the wrong type, is refused naming the field.

@@ -43,7 +43,7 @@ public struct ControlResponse: Sendable, Equatable {
       o["changes"] = .array(changes.map(\.json))
     case .failed(let f):
       o["ok"] = .bool(false)
-      o["error"] = .object(JSONObject([("code", .string(f.code.rawValue)), ("message", .string(f.message))]))
+      o["error"] = f.json
     }
     return Array((JSONWriter.string(.object(o)) + "\n").utf8)
   }
@@ -73,13 +73,9 @@ public struct ControlResponse: Sendable, Equatable {
       return .success(
         ControlResponse(pid: pid, stateDirectory: state, outcome: .answered(answer, changes: changes)))
     }
-    guard let e = o["error"]?.objectValue, let raw = e["code"]?.stringValue,
-      let message = e["message"]?.stringValue
-    else { return .failure(.malformed("a refusal without error code and message")) }
-    // A code this build does not know is a failure all the same.
-    let code = ControlFailure.Code(rawValue: raw) ?? .failed
-    return .success(
-      ControlResponse(pid: pid, stateDirectory: state, outcome: .failed(ControlFailure(code, message))))
+    return ControlFailure.decode(o["error"]).map {
+      ControlResponse(pid: pid, stateDirectory: state, outcome: .failed($0))
+    }
   }
 }
 
@@ -102,35 +98,4 @@ public struct ModuleChange: Sendable, Equatable {
   }
 
   var json: JSONValue { .object(JSONObject([("moduleID", .string(moduleID)), ("state", .string(state))])) }
-}
-
-/// Why the host did not answer a request: a code a client acts on, and one line for a person.
-public struct ControlFailure: Error, Sendable, Equatable, CustomStringConvertible {
-  /// What a client does about a failure: its exit status, whether it asks again.
-  public enum Code: String, Sendable, CaseIterable {
-    /// The request is malformed, or not what the verb takes (the command line's usage error).
-    case usage
-    /// No manifest declares the module, or nothing is there to act on.
-    case notFound
-    /// Not now: too many clients, or the host stopping; ask again.
-    case busy
-    /// The host will not do it (another user; a setting that forbids it).
-    case refused
-    /// It was tried and failed (a state file unreadable or unwritable, a module that would not
-    /// reload); nothing was acknowledged.
-    case failed
-    /// The host did not serve the request in time.
-    case timedOut
-  }
-
-  public var code: Code
-  public var message: String
-
-  /// A failure of `code`, told in `message` (one line, the offending value in it).
-  public init(_ code: Code, _ message: String) {
-    self.code = code
-    self.message = message
-  }
-
-  public var description: String { message }
 }

@@ -17,10 +17,10 @@ enum ActivationAnswers {
     guard let id else { return try update(judge, done: "no UI module selected") { $0.selectNone() } }
     let m = try manifest(id, judge: judge)
     guard m.moduleType.isVisual else {
-      throw ControlFailure(
-        .refused,
-        "--manifests \(judge.configuration.manifestsDirectory): select is for ui and app modules; \(m.moduleID) is a \(m.moduleType.rawValue) module; enable it instead"
-      )
+      throw .located(
+        .refused, .manifestsDirectory, judge.configuration.manifestsDirectory,
+        "select is for ui and app modules; \(m.moduleID) is a \(m.moduleType.rawValue) module; enable it instead",
+        field: .module, value: id)
     }
     return try update(judge, done: "selected \(m.moduleID) as the UI module") { $0.select(m.moduleID) }
   }
@@ -30,7 +30,7 @@ enum ActivationAnswers {
     let dir = judge.configuration.manifestsDirectory
     let report: DiscoveryReport
     do { report = try ManifestDiscovery.discover(from: DirectoryManifestSource(root: dir)) } catch {
-      throw ControlFailure(.failed, "manifest directory: \(error)")
+      throw .manifests(error)
     }
     if let m = report.manifests.first(where: { $0.moduleID == id }) { return m }
     throw .noModule(id, among: report.manifests.map(\.moduleID), manifests: dir)
@@ -42,7 +42,7 @@ enum ActivationAnswers {
     let store = ActivationStore(stateDirectory: judge.configuration.stateDirectory)
     let state: ActivationState
     do { state = try store.update(change) } catch {
-      throw ControlFailure(.failed, "--state \(error.path): \(error.reason)")
+      throw .located(.failed, .stateDirectory, error.path, error.reason)
     }
     return ActivationAnswer(state: state, done: done)
   }

@@ -10,14 +10,13 @@ enum ApprovalAnswers {
     let caps = wanted.map(Set.init) ?? m.capabilitySet
     let notRequested = caps.subtracting(m.capabilitySet)
     guard notRequested.isEmpty else {
-      throw ControlFailure(
-        .usage,
-        "invalid value '\(notRequested.sorted().map(\.rawValue).joined(separator: ","))' for '--capabilities': \(id) does not request these"
-      )
+      throw .invalid(
+        .capabilities, notRequested.sorted().map(\.rawValue).joined(separator: ","),
+        why: "\(id) does not request these")
     }
     let store = ApprovalStore(stateDirectory: judge.configuration.stateDirectory)
     do { return result(id, try store.approve(id, caps)) } catch {
-      throw ControlFailure(.failed, "--state \(store.path): \(error)")
+      throw .located(.failed, .stateDirectory, store.path, "\(error)")
     }
   }
 
@@ -26,7 +25,7 @@ enum ApprovalAnswers {
   {
     let store = ApprovalStore(stateDirectory: judge.configuration.stateDirectory)
     do { return result(id, try store.revoke(id, wanted.map(Set.init)) ?? []) } catch {
-      throw ControlFailure(.failed, "--state \(store.path): \(error)")
+      throw .located(.failed, .stateDirectory, store.path, "\(error)")
     }
   }
 

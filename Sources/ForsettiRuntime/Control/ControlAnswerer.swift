@@ -71,20 +71,20 @@ package final class ControlAnswerer {
       return try OverrideAnswers.listing(
         stateDirectory: stateDirectory,
         inMemory: host.map { $0.judge.configuration.inMemoryOverrides.snapshot })
-    case .override(let order) where order.inMemory:
+    case .override(let order):
+      // An order wrong in itself is refused as such, before whether a host runs matters.
+      do { try OverrideOrderError.check(order) } catch { throw error.failure }
+      guard order.inMemory else { return try OverrideAnswers.set(order, stateDirectory: stateDirectory) }
       guard host != nil else {
-        throw ControlFailure(
-          .failed,
-          "--state \(stateDirectory): no host is running on \(stateDirectory); an in-memory override lives only in a running host"
-        )
+        throw .located(
+          .failed, .stateDirectory, stateDirectory,
+          "no host is running on \(stateDirectory); an in-memory override lives only in a running host")
       }
       return try OverrideAnswers.inMemory(order, overrides: judge.configuration.inMemoryOverrides)
-    case .override(let order):
-      return try OverrideAnswers.set(order, stateDirectory: stateDirectory)
     case .reload(let m):
       guard let host else {
-        throw ControlFailure(
-          .failed, "--state \(stateDirectory): no host is running on it; reload needs a running host")
+        throw .located(
+          .failed, .stateDirectory, stateDirectory, "no host is running on it; reload needs a running host")
       }
       return try ReloadAnswers.answer(m, host: host)
     }

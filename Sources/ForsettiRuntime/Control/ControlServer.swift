@@ -300,7 +300,7 @@ package final class ControlServer: Sendable {
     let request: ControlRequest
     switch ControlRequest.decode(line) {
     case .failure(let e):
-      finish(r.fd, response(e.code, e.description))
+      finish(r.fd, ControlResponse(pid: pid, stateDirectory: stateDirectory, outcome: .failed(e.failure)))
       return
     case .success(let decoded): request = decoded
     }

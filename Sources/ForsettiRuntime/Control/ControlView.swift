@@ -37,12 +37,44 @@ package struct ControlView: Sendable {
 }
 
 extension ControlFailure {
-  /// A judging failure (an input missing or malformed) as an answer's failure.
-  package static func judging(_ e: JudgeError) -> ControlFailure { ControlFailure(.failed, e.description) }
+  /// A judging failure (an input missing or malformed) as an answer's failure, about the
+  /// setting that led to the input.
+  package static func judging(_ e: JudgeError) -> ControlFailure {
+    switch e {
+    case .manifests(let m): return manifests(m)
+    case .file(let setting, let path, let reason):
+      guard let field = field(judging: setting) else {
+        return ControlFailure(.failed, "\(setting) \(path): \(reason)")
+      }
+      return .located(.failed, field, path, reason)
+    }
+  }
+
+  /// The manifest directory could not be read.
+  static func manifests(_ e: ManifestSourceError) -> ControlFailure {
+    let path =
+      switch e {
+      case .notADirectory(let p), .unreadable(let p, _), .tooLarge(let p, _): p
+      }
+    return ControlFailure(.failed, "manifest directory: \(e)", field: .manifestsDirectory, value: path)
+  }
 
   /// No manifest declares `id`, with the closest ID that one does.
   static func noModule(_ id: String, among known: [String], manifests: String) -> ControlFailure {
     let hint = Suggestion.closest(to: id, among: known).map { "; did you mean '\($0)'?" } ?? ""
-    return ControlFailure(.notFound, "--manifests \(manifests): no manifest declares module \(id)\(hint)")
+    return .located(
+      .notFound, .manifestsDirectory, manifests, "no manifest declares module \(id)\(hint)", field: .module,
+      value: id)
+  }
+
+  /// The configuration field a judge's setting names (`JudgeError.file`: host.conf's keys).
+  private static func field(judging setting: String) -> Field? {
+    switch setting {
+    case "state": .stateDirectory
+    case "manifests": .manifestsDirectory
+    case "policy": .policyFile
+    case "entitlements": .entitlementsFile
+    default: nil
+    }
   }
 }

@@ -5,21 +5,17 @@ import FoundationEssentials
 /// product (written in one `StateTransaction`), the running host's in-memory override, and the
 /// listing of every provider's entries with the one that decides now.
 package enum OverrideAnswers {
-  /// `override module|product ID on|off|clear [--from T] [--until T] [--persisted|--windows]`.
+  /// The persisted override or a window of a module or product, set or cleared; `order` is one
+  /// `OverrideOrderError.check` passed.
   static func set(_ order: OverrideOrder, stateDirectory: String) throws(ControlFailure) -> OverrideAnswer {
     let channel = order.channel
     let (id, action) = (order.id, order.action.rawValue)
-    if order.action != .clear {
-      for (flag, given) in [("persisted", order.persisted), ("windows", order.windows)] where given {
-        throw ControlFailure(.usage, "unexpected argument '--\(flag)'")
-      }
-    }
     let store = OverrideStore(stateDirectory: stateDirectory)
-    let window = try window(order, state: OverrideState(rawValue: action) ?? .unset)
+    let window = window(order, state: OverrideState(rawValue: action) ?? .unset)
     // Read, change and write are one transaction (STATE/state.lock), so no concurrent writer's
     // change is lost; "done" is printed only once the file is on disk.
     let (entry, what, done) = try store.update(
-      mapError: { ControlFailure(.failed, "--state \(store.path): \($0.description)") }
+      mapError: { .located(.failed, .stateDirectory, store.path, $0.description) }
     ) { (c: inout OverrideStore.Content) throws(ControlFailure) in
       var entry = c[channel][id] ?? .init()
       let what: String
@@ -30,7 +26,7 @@ package enum OverrideAnswers {
         let kept = entry.windows.filter { $0.span.from != w.span.from || $0.span.until != w.span.until }
         guard kept.count < entry.windows.count else {
           throw .invalid(
-            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            w.from == nil ? .until : .from, w.from ?? w.until ?? "",
             why: "\(channel.rawValue) \(id) has no window \(bounds(w)); \(stored(entry))")
         }
         what = "\(count(entry.windows.count - kept.count, "window")) \(bounds(w)) cleared"
@@ -56,14 +52,14 @@ package enum OverrideAnswers {
       case (_, let w?):
         if let same = entry.windows.first(where: { $0.sameAs(w) }) {
           throw .invalid(
-            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            w.from == nil ? .until : .from, w.from ?? w.until ?? "",
             why: "\(channel.rawValue) \(id) already has the window \(same.text)")
         }
         if let clash = entry.windows.first(where: { $0.state != w.state && $0.overlaps(w) }) {
           throw .invalid(
-            w.from == nil ? "until" : "from", w.from ?? w.until ?? "",
+            w.from == nil ? .until : .from, w.from ?? w.until ?? "",
             why:
-              "the window \(w.text) overlaps the window \(clash.text) of \(channel.rawValue) \(id): which one decides would depend on the order they were added; choose bounds that do not overlap, or clear that window first (override \(channel.rawValue) \(id) clear \(flags(clash)))"
+              "the window \(w.text) overlaps the window \(clash.text) of \(channel.rawValue) \(id): which one decides would depend on the order they were added; choose bounds that do not overlap, or clear that window first (clear \(bounds(clash)))"
           )
         }
         entry.windows.append(w)
@@ -89,7 +85,8 @@ package enum OverrideAnswers {
         note: note))
   }
 
-  /// `override module|product ID on|off|clear --in-memory`: held by the host until it stops.
+  /// The running host's in-memory override, held until it stops; `order` is one
+  /// `OverrideOrderError.check` passed.
   static func inMemory(_ order: OverrideOrder, overrides: InMemoryOverrides) throws(ControlFailure)
     -> OverrideAnswer
   {
@@ -100,13 +97,6 @@ package enum OverrideAnswers {
       case .off: .off
       case .clear: .unset
       }
-    let given = [
-      ("from", order.from != nil), ("until", order.until != nil), ("persisted", order.persisted),
-      ("windows", order.windows),
-    ]
-    if let other = given.first(where: { $0.1 })?.0 {
-      throw ControlFailure(.usage, "--\(other) does not go with --in-memory")
-    }
     _ = overrides.set(channel: channel, id: order.id, state: state)
     return OverrideAnswer(
       channel: channel, id: order.id, change: .inMemory(state: state == .unset ? nil : state.rawValue),
@@ -124,25 +114,15 @@ package enum OverrideAnswers {
     let store = OverrideStore(stateDirectory: stateDirectory)
     let content: OverrideStore.Content
     do { content = try store.load() } catch {
-      throw ControlFailure(.failed, "--state \(store.path): \(error.description)")
+      throw .located(.failed, .stateDirectory, store.path, error.description)
     }
     return listed(content: content, inMemory: inMemory, now: GateContext.wallClock())
   }
 
-  static func window(_ order: OverrideOrder, state: OverrideState) throws(ControlFailure) -> OverrideStore
-    .Window?
-  {
-    for (name, value) in [("from", order.from), ("until", order.until)] {
-      if let v = value, Licence.parseTime(v) == nil {
-        throw .invalid(name, v, why: "expected an ISO 8601 instant such as 2027-01-01T00:00:00Z")
-      }
-    }
+  /// The window `order` gives, if it gives bounds.
+  static func window(_ order: OverrideOrder, state: OverrideState) -> OverrideStore.Window? {
     guard order.from != nil || order.until != nil else { return nil }
-    let w = OverrideStore.Window(state: state, from: order.from, until: order.until)
-    if let f = w.span.from, let u = w.span.until, f >= u {
-      throw .invalid("until", w.until ?? "", why: "expected an instant after --from \(w.from ?? "")")
-    }
-    return w
+    return OverrideStore.Window(state: state, from: order.from, until: order.until)
   }
 
   /// The listing of `content` (and a running host's in-memory overrides) at `now`.
@@ -216,20 +196,9 @@ package enum OverrideAnswers {
     [w.from.map { "from \($0)" }, w.until.map { "until \($0)" }].compactMap { $0 }.joined(separator: " ")
   }
 
-  static func flags(_ w: OverrideStore.Window) -> String {
-    [w.from.map { "--from \($0)" }, w.until.map { "--until \($0)" }].compactMap { $0 }.joined(separator: " ")
-  }
-
   static func count(_ n: Int, _ noun: String) -> String { n == 1 ? "1 \(noun)" : "\(n) \(noun)s" }
 
   static func time(_ t: Instant) -> String {
     Date(timeIntervalSince1970: t).formatted(.iso8601)
-  }
-}
-
-extension ControlFailure {
-  /// The command line's usage error for a value a verb does not take.
-  static func invalid(_ option: String, _ value: String, why: String) -> ControlFailure {
-    ControlFailure(.usage, "invalid value '\(value)' for '--\(option)': \(why)")
   }
 }

@@ -12,7 +12,8 @@ enum SurfaceAnswers {
     guard let value, case .object(let o) = value else { return SurfaceAnswer(running: false, published: nil) }
     let published: SurfaceAnswer.Published?
     do { published = try SurfaceAnswer.published(o) } catch {
-      throw ControlFailure(.failed, "\(RuntimeStateFile.surfacePath(stateDirectory)): \(error)")
+      let path = RuntimeStateFile.surfacePath(stateDirectory)
+      throw ControlFailure(.failed, "\(path): \(error)", field: .stateDirectory, value: path)
     }
     return SurfaceAnswer(
       running: published.map { RuntimeStateFile.isAlive($0.pid) } ?? false, published: published)

@@ -191,9 +191,17 @@
     const response = await api(request);
     if (!response.ok) {
       const e = response.error && typeof response.error === "object" ? response.error : {};
-      throw new Error((e.code || "failed") + ": " + (e.message || "refused"));
+      const about = fieldText(e);
+      throw new Error((e.code || "failed") + ": " + (e.message || "refused") + (about ? " (" + about + ")" : ""));
     }
     return response.answer;
+  }
+
+  // What a refusal is about, as the request (or the host's configuration) names it: the
+  // message names fields the same way, never by the command line's options.
+  function fieldText(e) {
+    if (typeof e.field !== "string") return "";
+    return "field " + e.field + (typeof e.value === "string" ? " = '" + e.value + "'" : "");
   }
 
   // A request as the command line would spell it, for the status area's title.
@@ -246,6 +254,8 @@
       const e = response.error || {};
       out.appendChild(el("div", "refused: " + (e.code || "failed"), "status-code"));
       out.appendChild(el("div", e.message || "", "error"));
+      const about = fieldText(e);
+      if (about) out.appendChild(el("div", about, "status-field"));
       return;
     }
     out.appendChild(el("div", "done", "status-code"));
