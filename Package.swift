@@ -132,7 +132,7 @@ let package = Package(
     .testTarget(
       name: "ForsettiRuntimeTests",
       dependencies: [
-        "ForsettiRuntime", "ForsettiBridge", "ForsettiBinary", "ForsettiCore", "CForsetti",
+        "ForsettiRuntime", "ForsettiBridge", "ForsettiBinary", "ForsettiCore", "CForsetti", "CForsettiSys",
         "ForsettiTestSupport",
       ]),
     // The SDK's own logic (status mapping, role handler buffers) against host tables faked in Swift.

@@ -6,12 +6,15 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
   case file(option: String, path: String, reason: String)
   case directory(option: String, path: String, reason: String)
   case workerMissing(path: String, reason: String)
+  /// This image was started by an upgrade whose handover it cannot take (`Handover.Refusal`).
+  case handover(String)
   /// No Forsetti installation (forsetti.pc, the Swift SDK) where `new` looked.
   case noInstallation(looked: String, missing: String)
 
   public var description: String {
     switch self {
     case .manifests(let e): "manifest directory: \(e)"
+    case .handover(let why): "upgrade: \(why); the host stops (its service manager starts it again)"
     case .file(let o, let p, let why): "--\(o) \(p): \(why)"
     case .directory(let o, let p, let why): "--\(o) \(p): \(why)"
     case .noInstallation(let dir, let missing):

@@ -50,6 +50,7 @@ public enum ForsettiHostCLI {
     Verb(spec: OverrideCommand.spec, run: OverrideCommand.run),
     Verb(spec: StatusCommand.spec, run: StatusCommand.run),
     Verb(spec: ReloadCommand.spec, run: ReloadCommand.run),
+    Verb(spec: UpgradeCommand.spec, run: UpgradeCommand.run),
     Verb(spec: ActivationCommands.enableSpec, run: ActivationCommands.enable),
     Verb(spec: ActivationCommands.disableSpec, run: ActivationCommands.disable),
     Verb(spec: ActivationCommands.selectSpec, run: ActivationCommands.select),
@@ -122,6 +123,8 @@ public enum ForsettiHostCLI {
       return ExitCode.success.rawValue
     }
     switch first {
+    case UpgradeCommand.preflightVerb:
+      return UpgradeCommand.preflight(console: console).rawValue
     case "-h", "--help":
       console.out(overview)
       return ExitCode.success.rawValue
@@ -159,7 +162,10 @@ public enum ForsettiHostCLI {
         return try configured(verb, parsed, console: console).rawValue
       }
       // A running host on the state directory answers for itself; with none, the files do.
-      guard RemoteVerbs.served(verb.spec.name) else { return try verb.call(parsed, console).rawValue }
+      // A verb only a host answers (`upgrade`) has no answer on the files, and asks itself.
+      guard RemoteVerbs.served(verb.spec.name), ControlVerb.named(verb.spec.name)?.onlyAHost != true else {
+        return try verb.call(parsed, console).rawValue
+      }
       if let status = try RemoteVerbs.ask(verb.spec.name, parsed, spec: verb.spec, console: console) {
         return status
       }

@@ -1,3 +1,4 @@
+import CForsettiSys
 import ForsettiCore
 import ForsettiRuntime
 import FoundationEssentials
@@ -39,6 +40,8 @@ public final class ForsettiHost: @unchecked Sendable {
   private var server: ControlServer?
   /// `/metrics`, when the configuration asks for it; stopped with the host.
   private let metricsServer = Mutex<MetricsServer?>(nil)
+  /// `upgrade`, for a host the command line runs (`Configuration.upgradeArguments`).
+  private var upgrade: HostUpgrade?
 
   private enum Phase: String {
     case configured, starting, started, stopped
@@ -73,6 +76,14 @@ public final class ForsettiHost: @unchecked Sendable {
     self.configuration = configuration
     // Held by identity: the lock, the logs and runtime.json go into the directory opened here,
     // whatever is put at its path later (StateDirectoryHold).
+    if let handover = configuration.handover {
+      // This process's previous image held and locked the directory; they are this one's now.
+      do { hold = try StateDirectoryHold(adopting: handover.holdFD, path: handover.stateDirectory) } catch {
+        throw .stateDirectoryUnusable(path: state, reason: error.description)
+      }
+      lock = HostLock(adopting: handover.lockFD, path: PathText.join(hold.path, "host.lock"))
+      return
+    }
     try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
     do { hold = try StateDirectoryHold(path: state) } catch {
       throw .stateDirectoryUnusable(path: state, reason: error.description)
@@ -159,7 +170,9 @@ public final class ForsettiHost: @unchecked Sendable {
     }
     warnUnknownCPUModules(manager)
     // The control socket is made at the path: not once the path names another directory.
-    if configuration.controlSocket && hold.check() == nil {
+    if let listening = configuration.handover?.controlFD {
+      server = ControlServer(adopting: listening, stateDirectory: state, wake: waiter.waker)
+    } else if configuration.controlSocket && hold.check() == nil {
       do { server = try ControlServer(stateDirectory: state, wake: waiter.waker) } catch {
         live.stop()
         finish()
@@ -171,6 +184,19 @@ public final class ForsettiHost: @unchecked Sendable {
       $0.records = manager.records
     }
 
+    if let arguments = configuration.upgradeArguments, let lock {
+      upgrade = HostUpgrade(
+        arguments: arguments, hold: hold, lockFD: lock.descriptor, handedOver: configuration.handover)
+    }
+    if let h = configuration.handover {
+      // The previous image blocked these across the exec; a signal sent meanwhile is delivered
+      // now, to this image's handlers.
+      forsetti_unblock_stop_signals()
+      environment.hostLog(
+        .info,
+        "upgrade: this host (pid \(getpid())) now runs \(h.executable), version \(ForsettiVersion.current) (was \(h.fromVersion)); \(h.upgrades) upgrade\(h.upgrades == 1 ? "" : "s") since it started"
+      )
+    }
     phase.withLock { $0 = .started }
     // Ready once the control socket answers: a unit's ExecStartPost= may ask the host at once.
     let running = manager.records.filter { $0.state == .started }.count
@@ -319,13 +345,41 @@ public final class ForsettiHost: @unchecked Sendable {
     live.process()
     server?.serve(answerer(live).answer)
     shared.withLock { $0.records = live.manager.records }
+    handOverIfAsked(live)
   }
 
   private func answerer(_ live: LiveHost) -> ControlAnswerer {
     if let made = controlAnswerer { return made }
     let made = ControlAnswerer(host: live, pid: getpid())
+    if let upgrade {
+      made.image = { upgrade.image }
+      made.upgrade = { [server] () throws(ControlFailure) -> UpgradeAnswer in
+        try upgrade.prepare(
+          running: live.manager.records.filter { $0.state == .started }.compactMap(\.moduleID), server: server
+        )
+      }
+    }
     controlAnswerer = made
     return made
+  }
+
+  /// Becomes the new image when `upgrade` was answered this round; back here only if it did not.
+  private func handOverIfAsked(_ live: LiveHost) {
+    guard let upgrade else { return }
+    let environment = live.manager.environment
+    upgrade.handOver(
+      server: server, log: { environment.hostLog($0, $1) },
+      release: {
+        metricsServer.withLock {
+          $0?.stop()
+          $0 = nil
+        }
+        live.manager.releaseIdleWorkers()
+      },
+      resume: {
+        live.manager.keepsSpareWorker = configuration.development != nil
+        if let address = configuration.metricsAddress { try? serveMetrics(address, environment) }
+      })
   }
 
   /// Asks this host as a control client would (from a thread of the application's, such as a

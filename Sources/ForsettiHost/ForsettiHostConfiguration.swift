@@ -33,6 +33,12 @@ extension ForsettiHost {
     /// Where to serve `GET /metrics` (Prometheus text format; no authentication, so loopback
     /// unless the operator chooses otherwise); nil: not served. The counters are kept anyway.
     public var metricsAddress: MetricsAddress?
+    /// The arguments (argv[0] first) the executable at this host's path is started with when
+    /// it takes the host over (`upgrade`); nil: this host does not upgrade itself (an embedded
+    /// one declines; `run` and `dev` set it).
+    package var upgradeArguments: [String]? = nil
+    /// What an image of this process handed this one (`upgrade`); nil at a first start.
+    package var handover: Handover? = nil
 
     /// A configuration with `run`'s defaults: modules isolated in `forsetti-worker` beside this
     /// executable (or under `PREFIX/libexec/forsetti/`), approvals required, no paid product

@@ -18,7 +18,7 @@ import Testing
       OverrideOrder(channel: .product, id: "pro", action: .off, from: "2027-01-01T00:00:00Z", until: nil)),
     .override(OverrideOrder(channel: .module, id: "com.x", action: .clear, windows: true)), .overrideList,
     .enable(module: "com.x"), .disable(module: "com.x"), .select(module: "com.ui"), .select(module: nil),
-    .reload(module: "com.x"),
+    .reload(module: "com.x"), .upgrade,
   ]
 
   @Test(arguments: every) func everyVerbRoundTrips(_ command: ControlCommand) {
@@ -27,12 +27,11 @@ import Testing
     #expect(ControlRequest.verbs.contains(request.verb))
   }
 
-  @Test func theVerbsAreTheElevenOfProtocolOne() {
+  @Test func theVerbsAreTheTwelveOfTheProtocol() {
     #expect(
       ControlRequest.verbs == [
         "status", "list", "explain", "surface", "approve", "revoke", "override", "enable", "disable",
-        "select",
-        "reload",
+        "select", "reload", "upgrade",
       ])
     #expect(Set(Self.every.map(\.verb)) == ControlRequest.verbs)
   }

@@ -26,6 +26,12 @@ public enum HostBinary {
   /// nobody must still be able to execute itself and find its worker.
   public static var forOtherUsers: String { OtherUsersCopy.host }
 
+  /// Copies the file `from` to `to` (mode 0755) through descriptors closed on exec (see
+  /// `copyClosedOnExec`): a copy of the host a test then runs, replaces or upgrades.
+  public static func copyExecutable(_ from: String, to: String) -> Bool {
+    OtherUsersCopy.copyClosedOnExec(from, to: to)
+  }
+
   private enum OtherUsersCopy {
     /// The directory, for `atexit` (which takes no context). Written once, inside `host`'s
     /// initializer (which Swift runs once, under its own lock), before `atexit` can read it.

@@ -85,11 +85,12 @@ public final class HostileHost: Sendable {
   /// upper bound, and the test waits on the event rather than a time.
   public func run(
     for seconds: Double, extraArguments: [String] = [], environment: [String: String] = [:],
+    executable hostExecutable: String? = nil,
     ready: @escaping @Sendable () -> Bool = { false },
     observe: @escaping @Sendable (Int32) -> [String: String] = { _ in [:] },
     stopWhen: (@Sendable (String) -> Bool)? = nil
   ) throws -> Run {
-    let host = HostBinary.path
+    let host = hostExecutable ?? HostBinary.path
     var executable = host
     var arguments =
       [
@@ -104,7 +105,7 @@ public final class HostileHost: Sendable {
       arguments =
         [
           "--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--",
-          HostBinary.forOtherUsers,
+          hostExecutable ?? HostBinary.forOtherUsers,
         ]
         + arguments
     }

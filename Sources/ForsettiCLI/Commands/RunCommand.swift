@@ -159,6 +159,10 @@ enum RunCommand {
     let duration = checked.duration
     let uiPort = checked.uiPort
     var configuration = checked.host
+    // `upgrade` execs this same command line in this process; an image it started finds what it
+    // hands over in the environment.
+    configuration.upgradeArguments = CommandLine.arguments
+    configuration.handover = try handedOver(stateDirectory: configuration.judging.stateDirectory)
     configuration.exportDirectory = try exportDirectory(p)
     // A SIGTERM while modules start (systemd's stop right after its start) must stop the host.
     configuration.catchesSignalsAtStart = true
@@ -323,6 +327,25 @@ enum RunCommand {
     let uiPort = checks.run { () throws(CommandFailure) in try port(p) }
     try checks.finish()
     return Settings(options: options, duration: duration ?? nil, host: host, uiPort: uiPort ?? nil)
+  }
+
+  /// What the image this process was before an upgrade handed over, its descriptors checked;
+  /// nil at a first start. The variable is unset: no worker or later image inherits it.
+  static func handedOver(stateDirectory: String) throws(CommandFailure) -> Handover? {
+    guard let raw = getenv(Handover.environmentVariable) else { return nil }
+    let text = String(cString: raw)
+    unsetenv(Handover.environmentVariable)
+    guard let fd = Int32(text), fd >= 0 else {
+      throw .configuration(.handover("\(Handover.environmentVariable)='\(text)' is not a descriptor"))
+    }
+    defer { close(fd) }
+    do throws(Handover.Refusal) {
+      let handover = try Handover.read(fd: fd)
+      try handover.checkDescriptors(stateDirectory: stateDirectory)
+      return handover
+    } catch {
+      throw .configuration(.handover(error.description))
+    }
   }
 
   /// A host setting refused, as the option that gave it: `--memory-limit '99999999': at most …`.

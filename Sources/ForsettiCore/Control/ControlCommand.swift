@@ -15,6 +15,8 @@ public enum ControlCommand: Sendable, Equatable {
   /// `module` nil: no UI module.
   case select(module: String?)
   case reload(module: String)
+  /// Become the executable now at the host's path, in the same process (`forsetti-host upgrade`).
+  case upgrade
 
   /// Every verb's name, as the command line spells it (`ControlVerb.all`).
   public static let verbNames = ControlVerb.all.map(\.name)
@@ -33,6 +35,7 @@ public enum ControlCommand: Sendable, Equatable {
     case .disable: "disable"
     case .select: "select"
     case .reload: "reload"
+    case .upgrade: "upgrade"
     }
   }
 
@@ -44,7 +47,7 @@ public enum ControlCommand: Sendable, Equatable {
   public var json: JSONValue {
     var o = JSONObject([("verb", .string(verb))])
     switch self {
-    case .status, .list, .surface: break
+    case .status, .list, .surface, .upgrade: break
     case .explain(let m), .enable(let m), .disable(let m), .reload(let m): o["module"] = .string(m)
     case .approve(let m, let caps), .revoke(let m, let caps):
       o["module"] = .string(m)
@@ -73,6 +76,7 @@ public enum ControlCommand: Sendable, Equatable {
     case "status": command = .status
     case "list": command = .list
     case "surface": command = .surface
+    case "upgrade": command = .upgrade
     case "explain": command = .explain(module: try f.string("module"))
     case "enable": command = .enable(module: try f.string("module"))
     case "disable": command = .disable(module: try f.string("module"))

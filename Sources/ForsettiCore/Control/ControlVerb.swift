@@ -8,6 +8,16 @@ public struct ControlVerb: Sendable, Hashable {
   public let fields: [String]
   /// Whether a request of the verb may write the state directory (`override list` does not).
   public let writes: Bool
+  /// Whether only a running host answers it: the command line has no answer of its own on the
+  /// files, and its verb asks the host itself (`upgrade`).
+  public let onlyAHost: Bool
+
+  init(name: String, fields: [String], writes: Bool, onlyAHost: Bool = false) {
+    self.name = name
+    self.fields = fields
+    self.writes = writes
+    self.onlyAHost = onlyAHost
+  }
 
   public static let all: [ControlVerb] = [
     ControlVerb(name: "status", fields: [], writes: false),
@@ -24,6 +34,7 @@ public struct ControlVerb: Sendable, Hashable {
     ControlVerb(name: "disable", fields: ["module"], writes: true),
     ControlVerb(name: "select", fields: ["module", "none"], writes: true),
     ControlVerb(name: "reload", fields: ["module"], writes: false),
+    ControlVerb(name: "upgrade", fields: [], writes: false, onlyAHost: true),
   ]
 
   /// The verb of that name; nil for one the host does not serve.

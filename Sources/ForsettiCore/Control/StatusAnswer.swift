@@ -9,23 +9,74 @@ public struct StatusAnswer: Sendable, Equatable {
   public var modules: [(name: String, count: Int)]
   /// The last host's pid, when none runs.
   public var lastPID: Int32?
+  /// The running host's image: its version and its upgrades (nil from a host that says none).
+  public var image: Image?
+
+  /// What a running host's image is, and how it came to be (`forsetti-host upgrade`).
+  public struct Image: Sendable, Equatable {
+    /// The version of the executable answering.
+    public var version: String
+    /// When the host's first image started (seconds since 1970), however many upgrades since.
+    public var startedAt: Int64
+    /// How many upgrades this host has been through, and the token of the last one.
+    public var upgrades: Int
+    public var upgradeToken: String?
+    /// Why the last upgrade asked of this image did not happen, if one did not.
+    public var upgradeFailure: String?
+
+    public init(
+      version: String, startedAt: Int64, upgrades: Int = 0, upgradeToken: String? = nil,
+      upgradeFailure: String? = nil
+    ) {
+      self.version = version
+      self.startedAt = startedAt
+      self.upgrades = upgrades
+      self.upgradeToken = upgradeToken
+      self.upgradeFailure = upgradeFailure
+    }
+
+    var json: JSONValue {
+      var o = JSONObject([
+        ("version", .string(version)), ("startedAt", .number(String(startedAt))),
+        ("upgrades", .number(String(upgrades))),
+      ])
+      o["upgradeToken"] = upgradeToken.map { .string($0) } ?? .null
+      o["upgradeFailure"] = upgradeFailure.map { .string($0) } ?? .null
+      return .object(o)
+    }
+
+    static func read(_ value: JSONValue) throws(ControlError) -> Image {
+      let o = try AnswerFields(value, "image")
+      guard let started = Int64(exactly: try o.integer("startedAt")) else {
+        throw .field("startedAt", "is not a time")
+      }
+      return Image(
+        version: try o.string("version"), startedAt: started, upgrades: try o.integer("upgrades"),
+        upgradeToken: try o.optionalString("upgradeToken"),
+        upgradeFailure: try o.optionalString("upgradeFailure"))
+    }
+  }
 
   /// A running host's status.
-  public static func running(pid: Int32, stateDirectory: String, states: [String]) -> StatusAnswer {
+  public static func running(pid: Int32, stateDirectory: String, states: [String], image: Image? = nil)
+    -> StatusAnswer
+  {
     var counts: [String: Int] = [:]
     for s in states { counts[s, default: 0] += 1 }
     return StatusAnswer(
       running: true, stateDirectory: stateDirectory, pid: pid,
-      modules: counts.keys.sorted().map { ($0, counts[$0] ?? 0) }, lastPID: nil)
+      modules: counts.keys.sorted().map { ($0, counts[$0] ?? 0) }, lastPID: nil, image: image)
   }
 
   /// No host runs on `stateDirectory`.
   public static func notRunning(stateDirectory: String, lastPID: Int32?) -> StatusAnswer {
-    StatusAnswer(running: false, stateDirectory: stateDirectory, pid: nil, modules: [], lastPID: lastPID)
+    StatusAnswer(
+      running: false, stateDirectory: stateDirectory, pid: nil, modules: [], lastPID: lastPID, image: nil)
   }
 
   public static func == (a: StatusAnswer, b: StatusAnswer) -> Bool {
     a.running == b.running && a.stateDirectory == b.stateDirectory && a.pid == b.pid && a.lastPID == b.lastPID
+      && a.image == b.image
       && a.modules.map(\.name) == b.modules.map(\.name) && a.modules.map(\.count) == b.modules.map(\.count)
   }
 
@@ -36,11 +87,12 @@ public struct StatusAnswer: Sendable, Equatable {
       o["lastPID"] = lastPID.map { .number(String($0)) } ?? .null
       return .object(o)
     }
-    return .object(
-      JSONObject([
-        ("running", .bool(true)), ("pid", .number(String(pid ?? 0))), ("state", .string(stateDirectory)),
-        ("modules", .object(JSONObject(modules.map { ($0.name, .number(String($0.count))) }))),
-      ]))
+    var o = JSONObject([
+      ("running", .bool(true)), ("pid", .number(String(pid ?? 0))), ("state", .string(stateDirectory)),
+      ("modules", .object(JSONObject(modules.map { ($0.name, .number(String($0.count))) }))),
+    ])
+    if let image { o["image"] = image.json }
+    return .object(o)
   }
 
   /// Reads a host's status answer; a member missing or of the wrong type is refused by name.
@@ -59,8 +111,10 @@ public struct StatusAnswer: Sendable, Equatable {
         guard let n = v.integerValue else { throw .field(name, "must be a count") }
         modules.append((name, n))
       }
+      let image = try o.optionalObject("image").map { (v) throws(ControlError) in try Image.read(v) }
       return .success(
-        StatusAnswer(running: true, stateDirectory: state, pid: pid, modules: modules, lastPID: nil))
+        StatusAnswer(
+          running: true, stateDirectory: state, pid: pid, modules: modules, lastPID: nil, image: image))
     } catch {
       return .failure(error)
     }

@@ -15,6 +15,11 @@ package final class ControlAnswerer {
   private let judge: Judge
   private let pid: Int32
   private var stateDirectory: String { judge.configuration.stateDirectory }
+  /// The running host's image, for `status` (nil: not said).
+  package var image: () -> StatusAnswer.Image? = { nil }
+  /// Prepares `upgrade` (the host that can: `forsetti-host run` and `dev`); nil: this host
+  /// does not upgrade itself, and says so.
+  package var upgrade: (() throws(ControlFailure) -> UpgradeAnswer)?
 
   /// Answers for the running `host` (its judge's state directory) and its `pid`.
   package init(host: LiveHost, pid: Int32) {
@@ -58,7 +63,17 @@ package final class ControlAnswerer {
         r.state != .stopped || access(PathText.join(manifests, r.file), F_OK) == 0
       }
       return StatusAnswer.running(
-        pid: pid, stateDirectory: stateDirectory, states: present.map(\.state.name))
+        pid: pid, stateDirectory: stateDirectory, states: present.map(\.state.name), image: image())
+    case .upgrade:
+      guard host != nil else {
+        throw .located(
+          .failed, .stateDirectory, stateDirectory, "no host is running on it; upgrade needs a running host")
+      }
+      guard let upgrade else {
+        throw ControlFailure(
+          .refused, "this host does not upgrade itself: it runs inside an application, which upgrades it")
+      }
+      return try upgrade()
     case .list: return try VerdictAnswers.list(try view())
     case .explain(let m): return try VerdictAnswers.explain(try view(), module: m)
     case .surface: return try SurfaceAnswers.answer(stateDirectory: stateDirectory)

@@ -22,6 +22,11 @@ package final class ControlServer: Sendable {
   /// Requests read and not yet answered, per client uid.
   private let inFlight = Mutex<[UInt32: Int]>([:])
   private let stopped = Atomic<Bool>(false)
+  /// Set while the host hands its socket to a new image (`quiesce`): the reading thread ends
+  /// and leaves the socket open, and connections wait in its backlog for the new image.
+  private let handingOver = Atomic<Bool>(false)
+  /// Signalled each time the reading thread ends.
+  private let loopEnded = DispatchSemaphore(value: 0)
   /// The socket file this server made (device, inode): `stop` removes the path only while it
   /// still is this file, never a socket another host made there since.
   private let made: FileIdentity?
@@ -104,6 +109,52 @@ package final class ControlServer: Sendable {
     _ = DetachedThread.start { [self] in self.readLoop() }
   }
 
+  /// Serves the listening socket an image of this process made before an upgrade (`Handover`):
+  /// the connections waiting in its backlog meanwhile are served now.
+  package init(adopting fd: Int32, stateDirectory: String, wake: @escaping @Sendable () -> Void) {
+    let dir = stateDirectory.isEmpty ? "." : stateDirectory
+    path = dir + "/control.sock"
+    self.stateDirectory = stateDirectory
+    self.wake = wake
+    pid = getpid()
+    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    made = FileIdentity(path: path)
+    self.fd = fd
+    _ = DetachedThread.start { [self] in self.readLoop() }
+  }
+
+  /// The listening socket, for a handover.
+  package var listeningDescriptor: Int32 { fd }
+
+  /// Stops taking requests for a handover, leaving the socket listening: the clients still
+  /// sending theirs and the requests not yet served are told "busy" (they ask again, and the
+  /// new image answers); then waits up to `within` seconds for every answer being sent to be
+  /// sent. False when one was not (the handover should not go on: its client would be cut).
+  package func quiesce(within: Double) -> Bool {
+    guard !stopped.load(ordering: .acquiring), !handingOver.exchange(true, ordering: .acquiringAndReleasing)
+    else {
+      return false
+    }
+    // The reading thread looks at the flag at least every `tick`.
+    _ = loopEnded.wait(timeout: .now() + .milliseconds(Int(Self.tick) * 20))
+    let end = ContinuousClock.now + .milliseconds(Int64(within * 1000))
+    while true {
+      // Again at each turn: a request the reading thread dispatched just before it ended is
+      // queued by its own thread, which may come after any one look.
+      serve { _ in self.handingOverAnswer }
+      if inFlight.withLock({ $0.values.reduce(0, +) }) == 0 { return true }
+      guard ContinuousClock.now < end else { return false }
+      usleep(1000)
+    }
+  }
+
+  /// Takes requests again after a handover that did not happen.
+  package func resume() {
+    guard handingOver.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    _ = DetachedThread.start { [self] in self.readLoop() }
+  }
+
   /// Serves every waiting request with `handle`, on the calling (the host's) thread; `status`
   /// first, so a slow verb ahead of it does not hold it up.
   package func serve(_ handle: (ControlRequest) -> ControlResponse) {
@@ -142,6 +193,10 @@ package final class ControlServer: Sendable {
 
   private var busy: ControlResponse { response(.busy, "the host is busy with other clients; try again") }
 
+  private var handingOverAnswer: ControlResponse {
+    response(.busy, "the host is handing over to a new image of itself; try again")
+  }
+
   private func response(_ code: ControlFailure.Code, _ message: String) -> ControlResponse {
     ControlResponse(pid: pid, stateDirectory: stateDirectory, outcome: .failed(ControlFailure(code, message)))
   }
@@ -177,8 +232,9 @@ package final class ControlServer: Sendable {
   }
 
   private func readLoop() {
+    defer { loopEnded.signal() }
     var reading: [Reading] = []
-    while !stopped.load(ordering: .acquiring) {
+    while !stopped.load(ordering: .acquiring) && !handingOver.load(ordering: .acquiring) {
       let now = ContinuousClock.now
       reading.removeAll { r in
         guard r.deadline <= now else { return false }
@@ -215,6 +271,10 @@ package final class ControlServer: Sendable {
         reading = reading.enumerated().filter { !finished.contains($0.offset) }.map(\.element)
       }
       if fds[0].revents != 0 { acceptAll(into: &reading) }
+    }
+    if handingOver.load(ordering: .acquiring) && !stopped.load(ordering: .acquiring) {
+      for r in reading { finish(r.fd, handingOverAnswer) }
+      return
     }
     for r in reading { finish(r.fd, stopping) }
     Glibc.close(fd)

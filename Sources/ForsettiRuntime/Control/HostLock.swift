@@ -38,6 +38,17 @@ package final class HostLock: Sendable {
     try self.init(path: hold.path + "/host.lock", in: hold.fd)
   }
 
+  /// The lock an image of this process took before an upgrade (`Handover`): the descriptor is
+  /// locked already (a lock belongs to the open file, which `execve` kept), its pid is this one.
+  package init(adopting fd: Int32, path: String) {
+    self.fd = fd
+    self.path = path
+    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+  }
+
+  /// The descriptor, for a handover; it stays this lock's.
+  package var descriptor: Int32 { fd }
+
   private init(path: String, in directory: Int32) throws(LockError) {
     self.path = path
     let fd = openat(

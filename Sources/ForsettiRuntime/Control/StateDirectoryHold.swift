@@ -53,10 +53,21 @@ package final class StateDirectoryHold: Sendable {
 
   /// Opens `path` (following a symbolic link, as every other use of it did) and starts watching
   /// for it to be moved away or replaced.
-  package init(path: String) throws(HoldError) {
+  package convenience init(path: String) throws(HoldError) {
     let dir = path.isEmpty ? "." : path
     let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw .open(path: dir, errno: errno) }
+    try self.init(holding: fd, path: dir)
+  }
+
+  /// The directory an image of this process held before an upgrade (`Handover`), by its open
+  /// descriptor: the same directory, whatever is at the path now (`check` then says so).
+  package convenience init(adopting fd: Int32, path: String) throws(HoldError) {
+    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    try self.init(holding: fd, path: path.isEmpty ? "." : path)
+  }
+
+  private init(holding fd: Int32, path dir: String) throws(HoldError) {
     var st = stat()
     guard fstat(fd, &st) == 0 else {
       let e = errno

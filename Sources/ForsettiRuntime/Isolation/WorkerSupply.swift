@@ -58,6 +58,13 @@ final class WorkerSupply {
     sandboxMeter?.shutdown()
   }
 
+  /// Ends the zygote and the spare (a handover to a new image: they are this image's children
+  /// and would outlive it unreaped); the next worker starts a zygote again.
+  func release() {
+    keepsSpare = false
+    source.release()
+  }
+
   /// Starts a spare worker if one is kept and was used; called where the host's main thread is
   /// done with a batch of starts (a reload, a supervision round), not in the middle of one.
   func refill() { spare?.refill() }

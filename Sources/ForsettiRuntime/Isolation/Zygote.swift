@@ -200,7 +200,13 @@ final class Zygote: Sendable {
   /// Ends the zygote (its workers are the host's and live on) and reaps it.
   func shutdown() {
     guard !reaped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    let (pid, spawnedReaped) = turn.withLock { ($0.pid, $0.spawnedReaped) }
+    // A zygote that forked nothing has not been greeted: its pid is learnt now, so it is reaped
+    // too (a host handing over to a new image would otherwise leave it a zombie the new image
+    // does not know of).
+    let (pid, spawnedReaped) = turn.withLock { state in
+      if state.pid == nil && state.broken == nil { _ = greet(&state) }
+      return (state.pid, state.spawnedReaped)
+    }
     close(control)
     // Each ends when the control socket closes; SIGKILL in case one is stuck.
     for p in [pid, spawnedReaped ? nil : spawned].compactMap({ $0 }) {

@@ -109,6 +109,10 @@ package final class ModuleManager {
     workers?.refill()
   }
 
+  /// Ends the worker processes no module runs in — the zygote, the spare — before a handover to
+  /// a new image of the host; `keepsSpareWorker` turns the spare on again.
+  package func releaseIdleWorkers() { workers?.release() }
+
   /// Stops every started module, consumers before the providers they depend on
   /// (`StartOrder`, reversed), revoking each one's host functions (in-process) or ending its
   /// worker (isolated).

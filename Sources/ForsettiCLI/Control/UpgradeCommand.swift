@@ -1,0 +1,130 @@
+import ForsettiCore
+import ForsettiRuntime
+import Glibc
+
+/// `forsetti-host upgrade`: the running host becomes the executable now at its path, in the
+/// same process (`HostUpgrade`); then this waits until the new image answers `status` with the
+/// upgrade's token. And `upgrade-preflight`, not listed: what the new executable is run as,
+/// before the host gives anything up, to say it can read the host's handover.
+enum UpgradeCommand {
+  static let spec = CommandSpec(
+    name: "upgrade",
+    abstract: "Have the running host become the executable now at its path, without a restart.",
+    discussion: """
+      The host on --state runs the executable at its path (a package upgrade replaced it) to
+      check it can take this host over, then becomes it in the same process: the same pid, the
+      same state directory, lock and control socket; a request made meanwhile waits and is
+      answered by the new image. A new executable that cannot (it exits, hangs, or reads
+      another handover) is refused, and the host goes on as it was. `systemctl reload
+      forsetti-host` runs this (ExecReload=).
+
+      This version hands over no running module: with any running, the upgrade is refused;
+      stop them first, or restart the host.
+
+      EXIT STATUS:
+        0  upgraded: the new image answers
+        1  refused: the host goes on as it was (why is said)
+        2  usage error, or no host running on --state
+        4  the host gave no answer, or the new image did not come up (the host is gone)
+        5  STATE/control.sock is not the host's; nothing was sent
+      """,
+    options: [.state("State directory."), .flag("json", "Print the upgrade's answer as JSON.")])
+
+  /// How long the new image may take to answer `status`.
+  static let comeUpWithin = 60.0
+
+  static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
+    let state = p.stateDirectory
+    let answer: UpgradeAnswer
+    switch ControlClient.ask(ControlRequest(.upgrade), stateDirectory: state) {
+    case .noHost:
+      throw .control(
+        ControlFailure(
+          .failed, "no host is running on it; upgrade needs a running host", field: .stateDirectory,
+          value: state))
+    case .failed(let e):
+      console.err("forsetti-host: error: \(e)\n")
+      return RemoteVerbs.exitCode(e)
+    case .answered(let r):
+      switch r.outcome {
+      case .failed(let f) where f.code == .refused || f.code == .busy:
+        console.err("forsetti-host: \(FailureFields.message(f))\n")
+        return .blocked
+      case .failed(let f): throw .control(f)
+      case .answered(let document, _):
+        switch UpgradeAnswer.decode(document) {
+        case .failure(let e):
+          console.err("forsetti-host: error: \(e)\n")
+          return .usage
+        case .success(let a): answer = a
+        }
+      }
+    }
+    console.err(
+      "forsetti-host: \(LogRecord.streamSafe(answer.executable)) (version \(LogRecord.streamSafe(answer.toVersion))) passed its preflight; the host hands over to it\n"
+    )
+    let end = ContinuousClock.now + .seconds(Int64(comeUpWithin))
+    while ContinuousClock.now < end {
+      switch ControlClient.ask(ControlRequest(.status), stateDirectory: state) {
+      case .noHost:
+        console.err("forsetti-host: error: the host is gone: the new image did not come up\n")
+        return .noAnswer
+      case .failed(.hostGone):
+        // The exec closed the connection mid-answer: the new image answers the next one.
+        usleep(20_000)
+      case .failed(let e):
+        console.err("forsetti-host: error: \(e)\n")
+        return RemoteVerbs.exitCode(e)
+      case .answered(let r):
+        guard case .answered(let document, _) = r.outcome,
+          case .success(let s) = StatusAnswer.decode(document),
+          let image = s.image
+        else {
+          usleep(20_000)
+          continue
+        }
+        if image.upgradeToken == answer.token {
+          if p.flag("json") {
+            console.out(JSONWriter.string(answer.json) + "\n")
+          } else {
+            console.out(
+              "upgraded: pid \(s.pid ?? 0) now runs \(LogRecord.streamSafe(answer.executable)), version \(LogRecord.streamSafe(image.version)) (was \(LogRecord.streamSafe(answer.fromVersion)))\n"
+            )
+          }
+          return .success
+        }
+        if let failure = image.upgradeFailure, failure.hasPrefix(answer.token + ": ") {
+          console.err(
+            "forsetti-host: upgrade failed, the host goes on as it was: \(LogRecord.streamSafe(String(failure.dropFirst(answer.token.count + 2))))\n"
+          )
+          return .blocked
+        }
+        usleep(20_000)
+      }
+    }
+    console.err("forsetti-host: error: the new image did not answer within \(Int(comeUpWithin)) s\n")
+    return .noAnswer
+  }
+
+  /// The verb the new executable is run as by the host's preflight (not listed).
+  static let preflightVerb = "upgrade-preflight"
+
+  /// Reads the handover on the descriptor `FORSETTI_UPGRADE_FD` names and says `ready VERSION`
+  /// (exit 0), or why this image cannot take the host over (exit 1).
+  static func preflight(console: Console) -> ExitCode {
+    guard let raw = getenv(Handover.environmentVariable), let fd = Int32(String(cString: raw)) else {
+      console.err(
+        "forsetti-host: \(preflightVerb) is run by a host being upgraded, with \(Handover.environmentVariable) set\n"
+      )
+      return .usage
+    }
+    do throws(Handover.Refusal) {
+      _ = try Handover.read(fd: fd)
+      console.out("ready \(ForsettiVersion.current)\n")
+      return .success
+    } catch {
+      console.out("\(error)\n")
+      return .blocked
+    }
+  }
+}

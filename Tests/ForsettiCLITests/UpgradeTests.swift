@@ -1,0 +1,188 @@
+import ForsettiTestSupport
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+/// `forsetti-host upgrade` (issue 43, its first part): a host run from a copy of the executable,
+/// the copy replaced as a package upgrade replaces it, becomes the new file in the same process
+/// — the same pid, `/proc/PID/exe` no longer the deleted file — while `status` keeps being
+/// answered; a new file that cannot take the host over is refused and the host goes on as it
+/// was; with a module running, this version refuses. As root and as uid 65534.
+@Suite(.onTestThreads, .serialized) struct UpgradeTests {
+  /// What `/proc/PID/exe` says.
+  static func exe(_ pid: Int32) -> String {
+    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? ""
+  }
+
+  /// The built host and its worker, copied into `dir/bin`, where the test may replace them.
+  static func installCopy(in h: HostileHost) throws -> String {
+    let bin = h.dir.url("bin")
+    for d in [bin, h.dir.url("manifests"), h.dir.url("plugins")] {
+      try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+    }
+    chmod(bin, 0o755)
+    let built = (HostBinary.path as NSString).deletingLastPathComponent
+    for name in ["forsetti-host", "forsetti-worker"] {
+      try #require(HostBinary.copyExecutable(built + "/" + name, to: bin + "/" + name), "copy \(name)")
+    }
+    return bin + "/forsetti-host"
+  }
+
+  /// Replaces `path` as a package manager does: a new file renamed over it.
+  static func replace(_ path: String, with source: String) throws {
+    try #require(HostBinary.copyExecutable(source, to: path + ".new"))
+    try #require(rename(path + ".new", path) == 0, "rename: \(String(cString: strerror(errno)))")
+  }
+
+  /// Asks `status` in a loop on a thread of its own until stopped, counting the answers that
+  /// were not a running host's (a refused connection during the exec would be one).
+  final class StatusAsker: Sendable {
+    let answered = Atomic<Int>(0)
+    let unanswered = Mutex<[String]>([])
+    let stopped = Atomic<Bool>(false)
+    let done = DispatchSemaphore(value: 0)
+
+    func start(_ h: HostileHost, state: String) {
+      Thread.detachNewThread { [self] in
+        while !stopped.load(ordering: .acquiring) {
+          let r = try? h.cli(["status", "--state", state])
+          if r?.status == 0 {
+            answered.add(1, ordering: .relaxed)
+          } else {
+            unanswered.withLock { $0.append("\(r?.status ?? -1): \(r?.stderr ?? "")") }
+          }
+        }
+        done.signal()
+      }
+    }
+
+    func stop() {
+      stopped.store(true, ordering: .releasing)
+      done.wait()
+    }
+  }
+
+  @Test(arguments: HostileHost.Identity.allCases)
+  func theHostBecomesTheNewExecutableInTheSameProcess(as identity: HostileHost.Identity) throws {
+    let h = HostileHost(identity)
+    try #require(h.isAvailable, "running as another user needs root")
+    let exe = try Self.installCopy(in: h)
+    let state = h.dir.url("state")
+    let seen = Mutex<[String: String]>([:])
+    let run = try h.run(
+      for: 120, executable: exe,
+      ready: { FileManager.default.fileExists(atPath: state + "/control.sock") },
+      observe: { pid in
+        var facts: [String: String] = ["pid": String(pid), "exe before": Self.exe(pid)]
+        defer {
+          seen.withLock { $0 = facts }
+          kill(pid, SIGTERM)
+        }
+        // Answering first: the socket is there before the host serves it.
+        var tries = 0
+        while (try? h.cli(["status", "--state", state]))?.status != 0 && tries < 500 {
+          tries += 1
+          usleep(20_000)
+        }
+        do {
+          try Self.replace(exe, with: HostBinary.path)
+          facts["exe replaced"] = Self.exe(pid)
+          let asker = StatusAsker()
+          asker.start(h, state: state)
+          let upgrade = try h.cli(["upgrade", "--state", state])
+          // A few more answers after it, from the new image.
+          let after = asker.answered.load(ordering: .relaxed) + 3
+          let end = Date().addingTimeInterval(60)
+          while asker.answered.load(ordering: .relaxed) < after && Date() < end { usleep(10_000) }
+          asker.stop()
+          facts["upgrade status"] = String(upgrade.status)
+          facts["upgrade out"] = upgrade.stdout + upgrade.stderr
+          facts["exe after"] = Self.exe(pid)
+          facts["answered"] = String(asker.answered.load(ordering: .relaxed))
+          facts["unanswered"] = asker.unanswered.withLock { $0.joined(separator: " | ") }
+          let status = try h.cli(["status", "--json", "--state", state])
+          facts["status"] = status.stdout
+
+          // A new file that is no host: refused by its preflight, and the host goes on.
+          let script = h.dir.url("broken.sh")
+          try "#!/bin/sh\necho this is not a host >&2\nexit 1\n".write(
+            toFile: script, atomically: false, encoding: .utf8)
+          chmod(script, 0o755)
+          try Self.replace(exe, with: script)
+          let refused = try h.cli(["upgrade", "--state", state])
+          facts["refused status"] = String(refused.status)
+          facts["refused out"] = refused.stdout + refused.stderr
+          let still = try h.cli(["status", "--json", "--state", state])
+          facts["still"] = still.stdout
+          facts["still status"] = String(still.status)
+        } catch {
+          facts["error"] = "\(error)"
+        }
+        return [:]
+      })
+    let f = seen.withLock { $0 }
+    let pid = try #require(f["pid"])
+    #expect(f["error"] == nil, "\(f)")
+    #expect(f["exe before"] == exe, "\(f)")
+    #expect(f["exe replaced"] == exe + " (deleted)", "the test replaced the file: \(f)")
+    #expect(f["upgrade status"] == "0", "\(f["upgrade out"] ?? "")\n\(run.output.suffix(2000))")
+    #expect(f["upgrade out"]?.contains("upgraded: pid \(pid) now runs \(exe)") == true, "\(f)")
+    #expect(f["exe after"] == exe, "the host runs the new file: \(f)")
+    #expect(f["status"]?.contains("\"pid\":\(pid)") == true, "\(f)")
+    #expect(f["status"]?.contains("\"upgrades\":1") == true, "\(f)")
+    // Asked all the while, `status` was always answered by a running host.
+    #expect((Int(f["answered"] ?? "") ?? 0) >= 3, "\(f)")
+    #expect(f["unanswered"] == "", "\(f)")
+    #expect(f["refused status"] == "1", "\(f)")
+    #expect(
+      f["refused out"]?.contains("refused to take this host over (exit status 1): this is not a host")
+        == true,
+      "\(f)")
+    #expect(f["still status"] == "0" && f["still"]?.contains("\"pid\":\(pid)") == true, "\(f)")
+    #expect(
+      run.output.contains("upgrade: this host (pid \(pid)) now runs \(exe)"), "\(run.output.suffix(2000))")
+    // Stopped by the SIGTERM after all of it: the new image's handlers had it.
+    #expect(run.status == 0 && !run.killedByWatchdog, "\(run.status)\n\(run.output.suffix(2000))")
+  }
+
+  /// This version hands over no running module: with one running, `upgrade` is refused, saying
+  /// so, and the module runs on in the same worker.
+  @Test func anUpgradeWithAModuleRunningIsRefused() throws {
+    let h = HostileHost(.current)
+    let exe = try Self.installCopy(in: h)
+    try h.install(ModuleFixture(moduleID: "com.test.ticker", entryPoint: "ticker_entry"))
+    let state = h.dir.url("state")
+    let seen = Mutex<[String: String]>([:])
+    _ = try h.run(
+      for: 120, executable: exe,
+      ready: {
+        (try? String(contentsOfFile: state + "/runtime.json", encoding: .utf8))?.contains("started") == true
+      },
+      observe: { pid in
+        var facts: [String: String] = [:]
+        defer {
+          seen.withLock { $0 = facts }
+          kill(pid, SIGTERM)
+        }
+        var tries = 0
+        while (try? h.cli(["status", "--state", state]))?.status != 0 && tries < 500 {
+          tries += 1
+          usleep(20_000)
+        }
+        let workers = RunCommandTests.workers(of: pid)
+        let r = try? h.cli(["upgrade", "--state", state])
+        facts["status"] = String(r?.status ?? -1)
+        facts["said"] = (r?.stdout ?? "") + (r?.stderr ?? "")
+        facts["same workers"] = String(RunCommandTests.workers(of: pid) == workers && !workers.isEmpty)
+        return [:]
+      })
+    let f = seen.withLock { $0 }
+    #expect(f["status"] == "1", "\(f)")
+    #expect(
+      f["said"]?.contains("1 module runs (com.test.ticker): this host hands over no running module yet")
+        == true,
+      "\(f)")
+    #expect(f["same workers"] == "true", "\(f)")
+  }
+}
