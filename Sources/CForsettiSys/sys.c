@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -69,6 +70,16 @@ int forsetti_spawn_close_from(void *actions, int from) {
 }
 
 short forsetti_spawn_flag_setsid(void) { return POSIX_SPAWN_SETSID; }
+
+int forsetti_spawn_clear_sigmask(void *attributes) {
+  posix_spawnattr_t *a = attributes;
+  sigset_t none;
+  sigemptyset(&none);
+  short flags = 0;
+  if (posix_spawnattr_getflags(a, &flags) != 0) return -1;
+  if (posix_spawnattr_setsigmask(a, &none) != 0) return -1;
+  return posix_spawnattr_setflags(a, flags | POSIX_SPAWN_SETSIGMASK);
+}
 
 #include <linux/capability.h>
 #include <linux/filter.h>

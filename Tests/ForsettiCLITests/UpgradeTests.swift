@@ -15,6 +15,15 @@ import Testing
     (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? ""
   }
 
+  /// The signals a live process blocks (`SigBlk` of its status); nil for a zombie or none.
+  static func blockedSignals(_ pid: Int32) -> UInt64? {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    guard !status.contains("State:\tZ"),
+      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") })
+    else { return nil }
+    return UInt64(line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+  }
+
   /// The built host and its worker, copied into `dir/bin`, where the test may replace them.
   static func installCopy(in h: HostileHost) throws -> String {
     let bin = h.dir.url("bin")
@@ -116,6 +125,21 @@ import Testing
           let still = try h.cli(["status", "--json", "--state", state])
           facts["still"] = still.stdout
           facts["still status"] = String(still.status)
+
+          // A module installed now starts in a worker of the new image, which blocked the stop
+          // signals across its exec: the worker must not inherit that.
+          try ModuleFixture(moduleID: "com.test.late", entryPoint: "late_entry").install(in: h.dir)
+          let lateEnd = Date().addingTimeInterval(60)
+          var workers: [Int32] = []
+          while workers.isEmpty && Date() < lateEnd {
+            let runtime = (try? String(contentsOfFile: state + "/runtime.json", encoding: .utf8)) ?? ""
+            if runtime.contains("com.test.late") && runtime.contains("started") {
+              workers = RunCommandTests.workers(of: pid).filter { Self.blockedSignals($0) != nil }
+            }
+            usleep(20_000)
+          }
+          facts["late worker blocks"] = workers.map { String(Self.blockedSignals($0) ?? 0, radix: 16) }
+            .joined(separator: ",")
         } catch {
           facts["error"] = "\(error)"
         }
@@ -142,6 +166,10 @@ import Testing
     #expect(f["still status"] == "0" && f["still"]?.contains("\"pid\":\(pid)") == true, "\(f)")
     #expect(
       run.output.contains("upgrade: this host (pid \(pid)) now runs \(exe)"), "\(run.output.suffix(2000))")
+    // SIGHUP, SIGINT and SIGTERM are bits 0, 1 and 14: none blocked in the new image's worker.
+    let blocks = (f["late worker blocks"] ?? "").split(separator: ",").compactMap { UInt64($0, radix: 16) }
+    #expect(!blocks.isEmpty, "the late module's worker was found: \(f)")
+    #expect(blocks.allSatisfy { $0 & 0x4003 == 0 }, "\(f)")
     // Stopped by the SIGTERM after all of it: the new image's handlers had it.
     #expect(run.status == 0 && !run.killedByWatchdog, "\(run.status)\n\(run.output.suffix(2000))")
   }

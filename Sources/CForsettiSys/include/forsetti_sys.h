@@ -70,6 +70,11 @@ int forsetti_spawn_close_from(void *actions, int from);
 /// POSIX_SPAWN_SETSID (glibc defines it only under _GNU_SOURCE): the child starts a session.
 short forsetti_spawn_flag_setsid(void);
 
+/// Makes a posix_spawnattr_t start its child with no signal blocked, whatever the spawning
+/// thread blocks (an image started by an upgrade blocks the stop signals until its handlers are
+/// in place; its workers must not inherit that). Call after the other flags are set.
+int forsetti_spawn_clear_sigmask(void *attributes);
+
 /// unshare(2) with CLONE_NEW* flags (glibc declares it only under _GNU_SOURCE).
 int forsetti_unshare(int flags);
 /// A mount namespace of the caller's own (CLONE_NEWNS, every mount made private so nothing

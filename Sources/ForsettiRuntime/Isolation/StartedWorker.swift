@@ -161,6 +161,7 @@ final class StartedWorker: Sendable {
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
     posix_spawnattr_setflags(&attributes, forsetti_spawn_flag_setsid())
+    _ = forsetti_spawn_clear_sigmask(&attributes)
     var child: pid_t = 0
     let rc = posix_spawn(&child, executable, &actions, &attributes, &argv, &envp)
     guard rc == 0 else { throw .spawn(rc) }
