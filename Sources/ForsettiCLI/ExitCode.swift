@@ -14,8 +14,9 @@ public enum ExitCode: Int32, Sendable {
   /// `STATE/control.sock` is not the host's: another user, or not the pid `host.lock` names.
   /// Nothing was sent to it and nothing it said is shown.
   case untrustedSocket = 5
-  /// `run`/`dev`: the state directory was moved away or replaced under the host, which stopped
-  /// (sysexits' EX_TEMPFAIL: a restart, on the directory now at the path, is what is wanted).
+  /// `run`/`dev`: the state directory was moved away or replaced under the host, which stopped,
+  /// or an image an upgrade started could not take the host over (sysexits' EX_TEMPFAIL: a
+  /// restart, on the directory now at the path, is what is wanted).
   case stateDirectoryReplaced = 75
 
   static let helpText = """

@@ -368,7 +368,10 @@ public final class ForsettiHost: @unchecked Sendable {
     guard let upgrade else { return }
     let environment = live.manager.environment
     upgrade.handOver(
-      server: server, log: { environment.hostLog($0, $1) },
+      server: server,
+      running: { live.manager.records.filter { $0.state == .started }.compactMap(\.moduleID) },
+      stopping: { self.waiter.signalled || self.stopRequested.load(ordering: .acquiring) },
+      log: { environment.hostLog($0, $1) },
       release: {
         metricsServer.withLock {
           $0?.stop()
@@ -378,7 +381,11 @@ public final class ForsettiHost: @unchecked Sendable {
       },
       resume: {
         live.manager.keepsSpareWorker = configuration.development != nil
-        if let address = configuration.metricsAddress { try? serveMetrics(address, environment) }
+        guard let address = configuration.metricsAddress else { return }
+        do { try serveMetrics(address, environment) } catch {
+          environment.hostLog(
+            .error, "metrics: not served again after the upgrade that did not happen: \(error)")
+        }
       })
   }
 

@@ -46,7 +46,7 @@ final class HostUpgrade {
   /// Refuses the upgrade, or prepares it: the document written and the new executable's
   /// preflight passed. `running` are the modules that run now.
   func prepare(running: [String], server: ControlServer?) throws(ControlFailure) -> UpgradeAnswer {
-    guard prepared == nil else { throw ControlFailure(.busy, "an upgrade is already under way") }
+    guard prepared == nil else { throw ControlFailure(.refused, "an upgrade is already under way") }
     guard running.isEmpty else {
       let shown = running.prefix(5).joined(separator: ", ") + (running.count > 5 ? ", …" : "")
       throw ControlFailure(
@@ -66,7 +66,7 @@ final class HostUpgrade {
     case .failure(let why): throw ControlFailure(.failed, "the handover cannot be written: \(why)")
     case .success(let fd): memfd = fd
     }
-    switch UpgradePreflight.run(executable, memfd: memfd) {
+    switch UpgradePreflight.run(executable, memfd: memfd, arguments: arguments) {
     case .failure(let why):
       close(memfd)
       failure = "\(handover.token): \(why)"
@@ -80,17 +80,33 @@ final class HostUpgrade {
   }
 
   /// Hands over when an upgrade was prepared: returns only when it did not happen, this image
-  /// then going on (`resume` is called to restart what `release` ended).
+  /// then going on (`resume` is called to restart what `release` ended). `running` are the
+  /// modules that run now and `stopping` whether a stop came (SIGTERM, `requestStop`): either
+  /// abandons the handover, looked at last, after the control socket is quiet.
   func handOver(
-    server: ControlServer?, log: (LogLevel, String) -> Void, release: () -> Void, resume: () -> Void
+    server: ControlServer?, running: () -> [String], stopping: () -> Bool, log: (LogLevel, String) -> Void,
+    release: () -> Void, resume: () -> Void
   ) {
     guard let (handover, memfd) = prepared else { return }
     prepared = nil
     defer { close(memfd) }
+    func abandon(_ why: String) {
+      server?.resume()
+      failure = "\(handover.token): \(why)"
+      log(.warning, "upgrade abandoned, this host goes on as it was: \(why)")
+    }
     if let server, !server.quiesce(within: Self.quiesceWithin) {
-      server.resume()
-      failure = "\(handover.token): an answer was still being sent after \(Self.quiesceWithin) s"
-      log(.warning, "upgrade abandoned: \(failure ?? "")")
+      abandon("an answer was still being sent after \(Self.quiesceWithin) s")
+      return
+    }
+    // Requests answered after `upgrade` in the same round may have started a module.
+    let now = running()
+    guard now.isEmpty else {
+      abandon("\(now.joined(separator: ", ")) started meanwhile; this host hands over no running module yet")
+      return
+    }
+    guard !stopping() else {
+      abandon("a stop came first")
       return
     }
     log(.info, "upgrade: handing over to \(handover.executable) (token \(handover.token))")

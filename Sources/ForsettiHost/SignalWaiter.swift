@@ -75,6 +75,9 @@ final class SignalWaiter: Sendable {
   }
 
   /// Sleeps until a signal (returns its name), a wake-up or `until` (returns nil).
+  /// Whether SIGINT or SIGTERM came (and `wait` will return it): a handover checks it last.
+  var signalled: Bool { received.value.withLock { $0 != nil } }
+
   func wait(until: ContinuousClock.Instant?) -> String? {
     if let until {
       let left = until - ContinuousClock.now

@@ -78,9 +78,11 @@ import Testing
     try #require(h.isAvailable, "running as another user needs root")
     let exe = try Self.installCopy(in: h)
     let state = h.dir.url("state")
+    let conf = h.dir.url("host.conf")
+    try "log-rate = 1000\n".write(toFile: conf, atomically: false, encoding: .utf8)
     let seen = Mutex<[String: String]>([:])
     let run = try h.run(
-      for: 120, executable: exe,
+      for: 120, extraArguments: ["--config", conf], executable: exe,
       ready: { FileManager.default.fileExists(atPath: state + "/control.sock") },
       observe: { pid in
         var facts: [String: String] = ["pid": String(pid), "exe before": Self.exe(pid)]
@@ -126,6 +128,15 @@ import Testing
           facts["still"] = still.stdout
           facts["still status"] = String(still.status)
 
+          // A new file that is a host, but refuses this host's options (host.conf edited since
+          // it started): refused before the handover, not after it.
+          try Self.replace(exe, with: HostBinary.path)
+          try "log-rate = 0\n".write(toFile: conf, atomically: false, encoding: .utf8)
+          let unsettled = try h.cli(["upgrade", "--state", state])
+          facts["settings status"] = String(unsettled.status)
+          facts["settings out"] = unsettled.stdout + unsettled.stderr
+          try "log-rate = 1000\n".write(toFile: conf, atomically: false, encoding: .utf8)
+
           // A module installed now starts in a worker of the new image, which blocked the stop
           // signals across its exec: the worker must not inherit that.
           try ModuleFixture(moduleID: "com.test.late", entryPoint: "late_entry").install(in: h.dir)
@@ -164,6 +175,11 @@ import Testing
         == true,
       "\(f)")
     #expect(f["still status"] == "0" && f["still"]?.contains("\"pid\":\(pid)") == true, "\(f)")
+    #expect(f["settings status"] == "1", "\(f)")
+    #expect(
+      f["settings out"]?.contains(
+        "(exit status 2): forsetti-host: error: \(conf):1: invalid value '0' for 'log-rate'")
+        == true, "\(f)")
     #expect(
       run.output.contains("upgrade: this host (pid \(pid)) now runs \(exe)"), "\(run.output.suffix(2000))")
     // SIGHUP, SIGINT and SIGTERM are bits 0, 1 and 14: none blocked in the new image's worker.
@@ -172,6 +188,48 @@ import Testing
     #expect(blocks.allSatisfy { $0 & 0x4003 == 0 }, "\(f)")
     // Stopped by the SIGTERM after all of it: the new image's handlers had it.
     #expect(run.status == 0 && !run.killedByWatchdog, "\(run.status)\n\(run.output.suffix(2000))")
+  }
+
+  /// A new file that passes the preflight and then cannot run as the host (here a script that
+  /// says ready and exits once it is exec'd): the host is gone, and `upgrade` says so, exit 4,
+  /// instead of waiting or claiming success.
+  @Test func aNewImageThatDoesNotComeUpIsReported() throws {
+    let h = HostileHost(.current)
+    let exe = try Self.installCopy(in: h)
+    let state = h.dir.url("state")
+    let seen = Mutex<[String: String]>([:])
+    let run = try h.run(
+      for: 120, executable: exe,
+      ready: { FileManager.default.fileExists(atPath: state + "/control.sock") },
+      observe: { pid in
+        var facts: [String: String] = [:]
+        defer { seen.withLock { $0 = facts } }
+        var tries = 0
+        while (try? h.cli(["status", "--state", state]))?.status != 0 && tries < 500 {
+          tries += 1
+          usleep(20_000)
+        }
+        let script = h.dir.url("liar.sh")
+        try? """
+        #!/bin/sh
+        [ "$1" = upgrade-preflight ] && { echo ready 9.9.9; exit 0; }
+        case "$*" in *--print-config*) exit 0;; esac
+        echo "the new image gives up" >&2
+        exit 3
+        """.write(toFile: script, atomically: false, encoding: .utf8)
+        chmod(script, 0o755)
+        do { try Self.replace(exe, with: script) } catch { facts["error"] = "\(error)" }
+        let r = try? h.cli(["upgrade", "--state", state])
+        facts["status"] = String(r?.status ?? -1)
+        facts["said"] = (r?.stdout ?? "") + (r?.stderr ?? "")
+        return [:]
+      })
+    let f = seen.withLock { $0 }
+    #expect(f["status"] == "4", "\(f)")
+    #expect(f["said"]?.contains("the new image did not come up") == true, "\(f)")
+    #expect(
+      run.status == 3 && run.output.contains("the new image gives up"),
+      "\(run.status) \(run.output.suffix(500))")
   }
 
   /// This version hands over no running module: with one running, `upgrade` is refused, saying

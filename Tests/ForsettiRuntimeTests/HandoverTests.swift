@@ -24,6 +24,10 @@ import Testing
       let fd = try #require(try? h.memfd().get())
       defer { close(fd) }
       #expect(try Handover.read(fd: fd) == h)
+      // Sealed: the preflight it is handed to cannot change what the new image reads.
+      let x: [UInt8] = [0x20]
+      #expect(x.withUnsafeBytes { pwrite(fd, $0.baseAddress, 1, 0) } == -1 && errno == EPERM)
+      #expect(try Handover.read(fd: fd) == h)
     }
   }
 

@@ -64,7 +64,8 @@ enum RunCommand {
         1  after --for: at least one module was blocked or failed (a script's check)
         2  usage error: a bad option or value, or an unreadable input file
         75 the state directory was moved away or replaced under the host: it stopped its
-           modules and touched nothing at the path (a new host may start on what is there)
+           modules and touched nothing at the path (a new host may start on what is there);
+           or an image `upgrade` started could not take the host over (start it again)
       """,
     options: HostOptions.specs + ConfigSource.specs + [
       .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal."),
@@ -151,6 +152,24 @@ enum RunCommand {
   /// `--for`, stop. The facade (`ForsettiHost`) runs the host; this is its command line: the
   /// options, the approval prompt, the start table and summary, the debug screen, exit codes.
   static func host(
+    _ p: ParsedArguments, console: Console, development: Bool
+  ) throws(CommandFailure) -> ExitCode {
+    guard getenv(Handover.environmentVariable) != nil else {
+      return try hosting(p, console: console, development: development)
+    }
+    // An image an upgrade started: the previous one is gone, so whatever stops this one (a
+    // handover it cannot take, a host.conf edited since, a port taken) must not be the exit 2
+    // a service manager leaves down; 75 has it start the host again.
+    do { return try hosting(p, console: console, development: development) } catch {
+      _ = ForsettiHostCLI.fail(error, command: development ? "dev" : "run", console: console)
+      console.err(
+        "forsetti-host: upgrade: this image could not take the host over; exit 75, so that the service manager starts the host again\n"
+      )
+      return .stateDirectoryReplaced
+    }
+  }
+
+  private static func hosting(
     _ p: ParsedArguments, console: Console, development: Bool
   ) throws(CommandFailure) -> ExitCode {
     let checked = try settings(p, development: development)
@@ -341,6 +360,10 @@ enum RunCommand {
     defer { close(fd) }
     do throws(Handover.Refusal) {
       let handover = try Handover.read(fd: fd)
+      // Not inherited by anything this image starts before it adopts them.
+      for kept in [handover.holdFD, handover.lockFD] + (handover.controlFD.map { [$0] } ?? []) {
+        _ = fcntl(kept, F_SETFD, FD_CLOEXEC)
+      }
       try handover.checkDescriptors(stateDirectory: stateDirectory)
       return handover
     } catch {

@@ -15,17 +15,19 @@ enum UpgradeCommand {
       check it can take this host over, then becomes it in the same process: the same pid, the
       same state directory, lock and control socket; a request made meanwhile waits and is
       answered by the new image. A new executable that cannot (it exits, hangs, or reads
-      another handover) is refused, and the host goes on as it was. `systemctl reload
-      forsetti-host` runs this (ExecReload=).
+      another handover), or that refuses the host's options (run as the host would be, with
+      --print-config), is refused, and the host goes on as it was. The new image reads host.conf
+      again and starts --for's count again.
 
       This version hands over no running module: with any running, the upgrade is refused;
       stop them first, or restart the host.
 
       EXIT STATUS:
         0  upgraded: the new image answers
-        1  refused: the host goes on as it was (why is said)
+        1  refused or failed before the handover: the host goes on as it was (why is said)
         2  usage error, or no host running on --state
-        4  the host gave no answer, or the new image did not come up (the host is gone)
+        4  the host gave no answer (busy: another upgrade, or other clients), or the new image
+           did not come up (the host is gone)
         5  STATE/control.sock is not the host's; nothing was sent
       """,
     options: [.state("State directory."), .flag("json", "Print the upgrade's answer as JSON.")])
@@ -36,7 +38,9 @@ enum UpgradeCommand {
   static func run(_ p: ParsedArguments, console: Console) throws(CommandFailure) -> ExitCode {
     let state = p.stateDirectory
     let answer: UpgradeAnswer
-    switch ControlClient.ask(ControlRequest(.upgrade), stateDirectory: state) {
+    // Not asked again when busy: a second `upgrade` retried until the new image answered it
+    // would upgrade that one too.
+    switch ControlClient.ask(ControlRequest(.upgrade), stateDirectory: state, busyRetry: 0) {
     case .noHost:
       throw .control(
         ControlFailure(
@@ -47,15 +51,17 @@ enum UpgradeCommand {
       return RemoteVerbs.exitCode(e)
     case .answered(let r):
       switch r.outcome {
-      case .failed(let f) where f.code == .refused || f.code == .busy:
+      case .failed(let f) where f.code == .usage: throw .control(f)
+      case .failed(let f):
+        // Refused or failed before anything was given up: the host goes on as it was.
         console.err("forsetti-host: \(FailureFields.message(f))\n")
         return .blocked
-      case .failed(let f): throw .control(f)
       case .answered(let document, _):
         switch UpgradeAnswer.decode(document) {
         case .failure(let e):
-          console.err("forsetti-host: error: \(e)\n")
-          return .usage
+          // It may be handing over already: what comes of it is not known here.
+          console.err("forsetti-host: error: \(e); see `status --json` (image) for what came of it\n")
+          return .noAnswer
         case .success(let a): answer = a
         }
       }

@@ -22,11 +22,15 @@ package final class ControlServer: Sendable {
   /// Requests read and not yet answered, per client uid.
   private let inFlight = Mutex<[UInt32: Int]>([:])
   private let stopped = Atomic<Bool>(false)
-  /// Set while the host hands its socket to a new image (`quiesce`): the reading thread ends
-  /// and leaves the socket open, and connections wait in its backlog for the new image.
+  /// Set while the host hands its socket to a new image (`quiesce`): the one reading thread
+  /// pauses, the socket left listening, and connections wait in its backlog for the new image.
   private let handingOver = Atomic<Bool>(false)
-  /// Signalled each time the reading thread ends.
-  private let loopEnded = DispatchSemaphore(value: 0)
+  /// The reading thread is paused (or about to be): `resume` or `stop` wakes it once.
+  private let paused = Atomic<Bool>(false)
+  /// Signalled by the reading thread as it pauses; waited on by `quiesce`.
+  private let pauseAck = DispatchSemaphore(value: 0)
+  /// Signalled to wake a paused reading thread.
+  private let unpause = DispatchSemaphore(value: 0)
   /// The socket file this server made (device, inode): `stop` removes the path only while it
   /// still is this file, never a socket another host made there since.
   private let made: FileIdentity?
@@ -132,13 +136,15 @@ package final class ControlServer: Sendable {
   /// new image answers); then waits up to `within` seconds for every answer being sent to be
   /// sent. False when one was not (the handover should not go on: its client would be cut).
   package func quiesce(within: Double) -> Bool {
+    // An acknowledgement left from a quiesce that gave up waiting must not stand for this one's.
+    while pauseAck.wait(timeout: .now()) == .success {}
     guard !stopped.load(ordering: .acquiring), !handingOver.exchange(true, ordering: .acquiringAndReleasing)
     else {
       return false
     }
-    // The reading thread looks at the flag at least every `tick`.
-    _ = loopEnded.wait(timeout: .now() + .milliseconds(Int(Self.tick) * 20))
     let end = ContinuousClock.now + .milliseconds(Int64(within * 1000))
+    // The reading thread looks at the flag at least every `tick` (unless accepting a flood).
+    guard pauseAck.wait(timeout: .now() + .milliseconds(Int(within * 1000))) == .success else { return false }
     while true {
       // Again at each turn: a request the reading thread dispatched just before it ended is
       // queued by its own thread, which may come after any one look.
@@ -152,7 +158,8 @@ package final class ControlServer: Sendable {
   /// Takes requests again after a handover that did not happen.
   package func resume() {
     guard handingOver.exchange(false, ordering: .acquiringAndReleasing) else { return }
-    _ = DetachedThread.start { [self] in self.readLoop() }
+    // Woken once, if it paused; one that had not yet paused sees the flag down and goes on.
+    if paused.exchange(false, ordering: .acquiringAndReleasing) { unpause.signal() }
   }
 
   /// Serves every waiting request with `handle`, on the calling (the host's) thread; `status`
@@ -182,6 +189,7 @@ package final class ControlServer: Sendable {
   /// still being served get their answers.
   package func stop() {
     guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    if paused.exchange(false, ordering: .acquiringAndReleasing) { unpause.signal() }
     if let made, FileIdentity(path: path) == made { unlink(path) }
     shutdown(fd, Int32(SHUT_RDWR))
     // Requests that will never be served now: their clients are told so (and try again, to
@@ -232,9 +240,12 @@ package final class ControlServer: Sendable {
   }
 
   private func readLoop() {
-    defer { loopEnded.signal() }
     var reading: [Reading] = []
-    while !stopped.load(ordering: .acquiring) && !handingOver.load(ordering: .acquiring) {
+    while !stopped.load(ordering: .acquiring) {
+      if handingOver.load(ordering: .acquiring) {
+        pause(&reading)
+        continue
+      }
       let now = ContinuousClock.now
       reading.removeAll { r in
         guard r.deadline <= now else { return false }
@@ -272,12 +283,24 @@ package final class ControlServer: Sendable {
       }
       if fds[0].revents != 0 { acceptAll(into: &reading) }
     }
-    if handingOver.load(ordering: .acquiring) && !stopped.load(ordering: .acquiring) {
-      for r in reading { finish(r.fd, handingOverAnswer) }
-      return
-    }
     for r in reading { finish(r.fd, stopping) }
     Glibc.close(fd)
+  }
+
+  /// The reading thread during a handover: the clients still sending are told "busy", then it
+  /// waits, reading nothing, until `resume` or `stop` (or the exec, which ends it).
+  private func pause(_ reading: inout [Reading]) {
+    for r in reading { finish(r.fd, handingOverAnswer) }
+    reading.removeAll()
+    paused.store(true, ordering: .releasing)
+    pauseAck.signal()
+    // Resumed (or stopped) before it could sleep, with nobody left to wake it: go on.
+    if !handingOver.load(ordering: .acquiring) || stopped.load(ordering: .acquiring),
+      paused.exchange(false, ordering: .acquiringAndReleasing)
+    {
+      return
+    }
+    unpause.wait()
   }
 
   /// Accepts every waiting client, refuses those of another user, and makes room.

@@ -110,18 +110,12 @@ package struct Handover: Sendable, Equatable {
       controlFD: control, startedAt: Int64(try int("startedAt")), upgrades: try int("upgrades"))
   }
 
-  /// The document in a sealed memfd (close-on-exec: the caller hands it on explicitly); nil with
-  /// the errno when it could not be made.
+  /// The document in a memfd sealed against any change (the preflight reads the very file the
+  /// new image then reads), close-on-exec: the caller hands it on explicitly.
   package func memfd() -> Result<Int32, Refusal> {
     let bytes = Array(JSONWriter.string(json).utf8)
-    let fd = forsetti_memfd("forsetti-handover", UInt64(bytes.count))
+    let fd = bytes.withUnsafeBytes { forsetti_memfd_document("forsetti-handover", $0.baseAddress, $0.count) }
     guard fd >= 0 else { return .failure(.unreadable(String(cString: strerror(errno)))) }
-    let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-    guard written == bytes.count else {
-      let e = errno
-      close(fd)
-      return .failure(.unreadable(String(cString: strerror(e))))
-    }
     return .success(fd)
   }
 
