@@ -285,7 +285,7 @@ import Testing
       common + ["--start-timeout", "0.5", "--memory-limit", "256", "--max-restarts", "0"])
     #expect(isolated.status == 1, "\(isolated.stderr)")
     #expect(isolated.stderr.contains("[module=com.test.where] parent "))
-    #expect(!isolated.stderr.contains(here))
+    #expect(!isolated.stderr.contains(here + "\n"))
     let modules = try #require(try JSONParser.parse(isolated.stdout).objectValue?["modules"]?.arrayValue)
     let slowRow = try #require(
       modules.compactMap(\.objectValue).first { $0["moduleID"] == .string("com.test.slow") })

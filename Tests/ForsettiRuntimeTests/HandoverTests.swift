@@ -114,11 +114,16 @@ import Testing
     }
   }
 
-  /// A script at `dir/name` with `body`.
+  /// A script at `dir/name` with `body`, written through a descriptor closed on exec: one a
+  /// process another test spawns meanwhile inherited would make running it "Text file busy".
   static func script(_ dir: TemporaryDirectory, _ name: String, _ body: String) throws -> String {
     let path = dir.url(name)
-    try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: false, encoding: .utf8)
-    chmod(path, 0o755)
+    let bytes = Array("#!/bin/sh\n\(body)\n".utf8)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+    try #require(fd >= 0)
+    let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    try #require(written == bytes.count)
     return path
   }
 
