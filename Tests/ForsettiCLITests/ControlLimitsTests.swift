@@ -632,6 +632,53 @@ import Testing
     #expect(received(log, count: 3).count == 3)
   }
 
+  /// `upgrade`'s client reads two answers off the socket, the upgrade's and then `status` until
+  /// it shows the token: forged ones must neither be shown raw nor claim a success they do not
+  /// carry. The recorded host answers with escapes in the executable and version (shown by the
+  /// module-text rule), then a status whose image has another token, then one whose `image` is
+  /// of the wrong type (refused, asked again), then the matching token (the positive control:
+  /// success); and, on a second run, an upgrade answer missing a member (exit 4, not success).
+  @Test func upgradesForgedAnswersAreNeitherShownRawNorTakenForSuccess() throws {
+    let fake = try fakeListener()
+    let state = dir.url("forged-upgrade")
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    let esc = "\u{1b}]0;owned\u{07}\u{202e}"
+    func status(_ image: JSONValue) -> String {
+      Self.answer(
+        .answered(
+          ["running": true, "pid": 1, "state": .string(state), "modules": [:], "image": image], changes: []))
+    }
+    let image: (String) -> JSONValue = { token in
+      ["version": .string("9.9.9\(esc)"), "startedAt": 1, "upgrades": 1, "upgradeToken": .string(token)]
+    }
+    let answers = [
+      Self.answer(
+        .answered(
+          UpgradeAnswer(
+            token: "t-1", executable: "/usr/bin/forsetti-host\(esc)", fromVersion: "0.1.0", toVersion: "9.9.9"
+          )
+          .json, changes: [])),
+      status(image("another")),
+      status(.string("not an object")),
+      status(image("t-1")),
+      Self.answer(.answered(["token": "t-2", "executable": "/x"], changes: [])),
+    ]
+    let log = dir.url("forged-upgrade.log")
+    let p = try startFake(fake, stateDirectory: state, log: log, recordPID: true, answers: answers)
+    defer {
+      kill(p.processIdentifier, SIGKILL)
+      p.waitUntilExit()
+    }
+    let upgraded = try HostBinary.run(["upgrade", "--state", state])
+    #expect(upgraded.status == 0 && upgraded.stdout.contains("upgraded: pid 1 now runs"), shown(upgraded))
+    #expect(!(upgraded.stdout + upgraded.stderr).contains("\u{1b}"), shown(upgraded))
+    #expect(!(upgraded.stdout + upgraded.stderr).contains("\u{202e}"), shown(upgraded))
+    let cut = try HostBinary.run(["upgrade", "--state", state])
+    #expect(cut.status == 4 && cut.stderr.contains("fromVersion"), shown(cut))
+    #expect(!cut.stdout.contains("upgraded"), shown(cut))
+    #expect(received(log, count: 5).count == 5)
+  }
+
   /// Root listens, but host.lock names another pid (here pid 1): not the host, refused unread.
   @Test func aListenerThatIsNotTheRecordedHostIsRefused() throws {
     let fake = try fakeListener()

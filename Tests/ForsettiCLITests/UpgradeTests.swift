@@ -38,6 +38,13 @@ import Testing
     return bin + "/forsetti-host"
   }
 
+  /// Waits until the host answers `status` (its socket exists before it serves it), a minute
+  /// at most: a safety net, the verdicts come after.
+  static func awaitAnswer(_ h: HostileHost, state: String) {
+    let end = Date().addingTimeInterval(60)
+    while (try? h.cli(["status", "--state", state]))?.status != 0 && Date() < end { usleep(20_000) }
+  }
+
   /// Replaces `path` as a package manager does: a new file renamed over it.
   static func replace(_ path: String, with source: String) throws {
     try #require(HostBinary.copyExecutable(source, to: path + ".new"))
@@ -91,11 +98,7 @@ import Testing
           kill(pid, SIGTERM)
         }
         // Answering first: the socket is there before the host serves it.
-        var tries = 0
-        while (try? h.cli(["status", "--state", state]))?.status != 0 && tries < 500 {
-          tries += 1
-          usleep(20_000)
-        }
+        Self.awaitAnswer(h, state: state)
         do {
           try Self.replace(exe, with: HostBinary.path)
           facts["exe replaced"] = Self.exe(pid)
@@ -204,11 +207,7 @@ import Testing
       observe: { pid in
         var facts: [String: String] = [:]
         defer { seen.withLock { $0 = facts } }
-        var tries = 0
-        while (try? h.cli(["status", "--state", state]))?.status != 0 && tries < 500 {
-          tries += 1
-          usleep(20_000)
-        }
+        Self.awaitAnswer(h, state: state)
         let script = h.dir.url("liar.sh")
         try? """
         #!/bin/sh
@@ -251,11 +250,7 @@ import Testing
           seen.withLock { $0 = facts }
           kill(pid, SIGTERM)
         }
-        var tries = 0
-        while (try? h.cli(["status", "--state", state]))?.status != 0 && tries < 500 {
-          tries += 1
-          usleep(20_000)
-        }
+        Self.awaitAnswer(h, state: state)
         let workers = RunCommandTests.workers(of: pid)
         let r = try? h.cli(["upgrade", "--state", state])
         facts["status"] = String(r?.status ?? -1)

@@ -17,13 +17,18 @@ package enum ImageExec {
     for (name, value) in setting { environment[name] = value }
     var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
-    var envp: [UnsafeMutablePointer<CChar>?] =
-      environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    var envp = environ(environment)
     defer { for e in envp { free(e) } }
     let rc = keep.withUnsafeBufferPointer { k in
       forsetti_exec_image(executable, &argv, &envp, k.baseAddress, Int32(k.count))
     }
     return -rc
+  }
+
+  /// `environment` as `NAME=VALUE` C strings, sorted, nil-terminated, for `execve` and
+  /// `posix_spawn`; the caller frees them.
+  static func environ(_ environment: [String: String]) -> [UnsafeMutablePointer<CChar>?] {
+    environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
   }
 
   /// The executable this process was started from, as the kernel names it now: ` (deleted)`

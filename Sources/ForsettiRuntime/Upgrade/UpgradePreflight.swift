@@ -84,8 +84,7 @@ package enum UpgradePreflight {
     _ = forsetti_spawn_close_from(&actions, documentFD + 1)
     var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for a in argv { free(a) } }
-    var envp: [UnsafeMutablePointer<CChar>?] =
-      environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    var envp = ImageExec.environ(environment)
     defer { for e in envp { free(e) } }
     var child: pid_t = 0
     let rc = posix_spawn(&child, executable, &actions, nil, &argv, &envp)
