@@ -6,4 +6,9 @@ package struct ModuleCallback<F>: @unchecked Sendable {
   // @unchecked: `context` is the module's own pointer; the host only passes it back.
   package var function: F
   package var context: UnsafeMutableRawPointer?
+
+  package init(function: F, context: UnsafeMutableRawPointer?) {
+    self.function = function
+    self.context = context
+  }
 }

@@ -11,7 +11,7 @@ import Synchronization
 /// it waited (FORSETTI_ERR_TIMEOUT, not run) or that its caller or the host withdrew, marks the
 /// call begun (the host judges progress and cycles by these words), runs the handler with the
 /// call's path and deadline as its thread's, and answers on the lane.
-final class RoleServer: Sendable {
+package final class RoleServer: Sendable {
   /// One call found on a lane.
   private struct Item: Sendable {
     let lane: CallRing
@@ -53,14 +53,14 @@ final class RoleServer: Sendable {
   /// Where each handler thread says which call it is in, for the host only (`WorkerProgress`).
   private let progress: WorkerProgress?
 
-  init(role: Int, progress: WorkerProgress?) {
+  package init(role: Int, progress: WorkerProgress?) {
     self.role = role
     self.progress = progress
   }
 
   /// Installs `handler`, run by `concurrency` threads at once (more are started, never fewer:
   /// a handler declared for more threads later gets them).
-  func serve(_ handler: ModuleCallback<forsetti_role_handler>, concurrency: Int) {
+  package func serve(_ handler: ModuleCallback<forsetti_role_handler>, concurrency: Int) {
     let more = state.withLock { s -> Int in
       s.handler = handler
       let first = s.threads
@@ -105,7 +105,7 @@ final class RoleServer: Sendable {
   /// `ChannelWatcher.capacity` channels each, a consumer always by the same one; a worker at its
   /// task limit (128 by default) that cannot start another closes the channel at once (its
   /// consumer's call is then UNAVAILABLE) rather than leave it with nobody to answer it.
-  func serveChannel(_ channel: ChannelRing, label: String) {
+  package func serveChannel(_ channel: ChannelRing, label: String) {
     let (watcher, fresh) = state.withLock { s -> (ChannelWatcher, Bool) in
       if let i = s.labels[label] { return (s.watchers[i].watcher, false) }
       // Labels are the consumer modules the host names, so these never grow past the modules.
@@ -140,7 +140,7 @@ final class RoleServer: Sendable {
     while true {
       watch.next(into: &batch)
       for w in batch.withdrawn {
-        retired(Item(lane: w.lane, seq: w.seq, label: w.label, channel: w.channel))
+        retired(Item(lane: w.lane, seq: w.seq, label: w.label, channel: w.channel), scratch)
       }
       for c in batch.calls {
         enqueue(
@@ -222,7 +222,7 @@ final class RoleServer: Sendable {
         }
         return (item, slot)
       }
-      for d in dead where d.lane.retire(d.seq, now: now) { retired(d) }
+      for d in dead where d.lane.retire(d.seq, now: now) { retired(d, scratch) }
       if let (item, slot) = next {
         answer(item, scratch, slot: slot)
         finished(slot)
@@ -238,7 +238,7 @@ final class RoleServer: Sendable {
     // answered once and a lane its caller has moved on from is never written. One withdrawn
     // meanwhile (its caller stopped waiting) is answered, not run, by whoever retires it.
     guard lane.begin(item.seq) else {
-      if lane.retire(item.seq, now: now) { retired(item) }
+      if lane.retire(item.seq, now: now) { retired(item, scratch) }
       return
     }
     let out = lane.responseBuffer
@@ -291,9 +291,15 @@ final class RoleServer: Sendable {
     lane.respond(item.seq, length: w.length ?? 0)
   }
 
-  /// Answers a call retired before a handler began it (its caller has stopped waiting).
-  private func retired(_ item: Item) {
-    var w = WireWriter(into: item.lane.responseBuffer, kind: .response, id: 0)
+  /// Answers a call retired before a handler began it, with the call's own id: its caller may
+  /// still be waiting (a deadline passing on both sides at once, the host's withdrawal racing
+  /// its look), and takes an answer of another id for no answer (FORSETTI_ERR_IO). The request
+  /// is still on the lane: its caller sends no other before this answer.
+  private func retired(_ item: Item, _ scratch: HandlerScratch) {
+    let id = item.lane.copyRequest(item.seq, into: scratch.request).flatMap {
+      try? WireView(UnsafeRawBufferPointer(rebasing: scratch.request[0..<$0])).id
+    }
+    var w = WireWriter(into: item.lane.responseBuffer, kind: .response, id: id ?? 0)
     ServiceReply(FORSETTI_ERR_TIMEOUT).write(&w)
     item.lane.respond(item.seq, length: w.length ?? 0)
   }
