@@ -132,6 +132,7 @@ public final class ForsettiHost: @unchecked Sendable {
     let state = configuration.judging.stateDirectory
     let environment = makeEnvironment()
     let manager = makeManager(environment)
+    if let h = configuration.handover { manager.adopt(h.workers, channels: h.channels) }
     hold.whenReplaced { [waker = waiter.waker] _ in waker() }
     let live = LiveHost(
       judge: Judge(Self.remembering(configuration.judging)), manager: manager,
@@ -353,14 +354,29 @@ public final class ForsettiHost: @unchecked Sendable {
     let made = ControlAnswerer(host: live, pid: getpid())
     if let upgrade {
       made.image = { upgrade.image }
-      made.upgrade = { [server] () throws(ControlFailure) -> UpgradeAnswer in
-        try upgrade.prepare(
-          running: live.manager.records.filter { $0.state == .started }.compactMap(\.moduleID), server: server
-        )
+      made.upgrade = {
+        [server, fixed = configuration.upgradeRefusal] () throws(ControlFailure) -> UpgradeAnswer in
+        try upgrade.prepare(refusal: fixed ?? Self.upgradeRefusal(live), server: server)
       }
     }
     controlAnswerer = made
     return made
+  }
+
+  /// Why this host cannot be handed over to a new image now, if it cannot: what it would lose.
+  private static func upgradeRefusal(_ live: LiveHost) -> String? {
+    let running = live.manager.records.filter { $0.state == .started }.compactMap(\.moduleID)
+    if case .inProcess = live.manager.mode, !running.isEmpty {
+      let shown = running.prefix(5).joined(separator: ", ") + (running.count > 5 ? ", …" : "")
+      return
+        "modules run in the host's process (\(shown)), which a new image does not keep; restart the host instead"
+    }
+    let overrides = live.judge.configuration.inMemoryOverrides.snapshot
+    if !overrides.modules.isEmpty || !overrides.products.isEmpty {
+      return
+        "in-memory overrides are set, which a new image does not keep; clear them (or make them persisted) first"
+    }
+    return nil
   }
 
   /// Becomes the new image when `upgrade` was answered this round; back here only if it did not.
@@ -368,8 +384,7 @@ public final class ForsettiHost: @unchecked Sendable {
     guard let upgrade else { return }
     let environment = live.manager.environment
     upgrade.handOver(
-      server: server,
-      running: { live.manager.records.filter { $0.state == .started }.compactMap(\.moduleID) },
+      server: server, loop: environment.loop, workers: { live.manager.handOverWorkers() },
       stopping: { self.waiter.signalled || self.stopRequested.load(ordering: .acquiring) },
       log: { environment.hostLog($0, $1) },
       release: {

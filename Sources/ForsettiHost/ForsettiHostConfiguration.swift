@@ -37,6 +37,9 @@ extension ForsettiHost {
     /// it takes the host over (`upgrade`); nil: this host does not upgrade itself (an embedded
     /// one declines; `run` and `dev` set it).
     package var upgradeArguments: [String]? = nil
+    /// Why `upgrade` is refused whatever runs, if it is: something of the command line's that a
+    /// new image would not keep (the debug page's address and token).
+    package var upgradeRefusal: String? = nil
     /// What an image of this process handed this one (`upgrade`); nil at a first start.
     package var handover: Handover? = nil
 

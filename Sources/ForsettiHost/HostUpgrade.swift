@@ -5,15 +5,14 @@ import FoundationEssentials
 import Glibc
 
 /// The host's side of `upgrade`: it becomes the executable now at its path in this same
-/// process, keeping its pid, its state directory, its `host.lock` and its listening control
-/// socket (connections made meanwhile wait in its backlog and the new image answers them).
+/// process, keeping its pid, its state directory, its `host.lock`, its listening control
+/// socket (connections made meanwhile wait in its backlog and the new image answers them) and
+/// every running module's worker (`WorkerHandoff`: the workers are this process's children and
+/// stay so; the host's ends of their channels are descriptors kept across the exec).
 /// In two steps on the host's thread: `prepare` answers the request — the preflight of the new
 /// executable passed, or why not — and `handOver`, after the answers of that round were
-/// served, quiesces the control socket and execs. A refusal or a failed exec leaves this image
-/// running as it was.
-///
-/// This version hands over no module: with any running, the upgrade is refused (its workers'
-/// channels are not yet handed over, issue 43).
+/// served, quiesces the control socket, parks the threads serving workers, gathers the workers
+/// and execs. A refusal or a failed exec leaves this image running as it was.
 final class HostUpgrade {
   private let arguments: [String]
   private let hold: StateDirectoryHold
@@ -44,15 +43,11 @@ final class HostUpgrade {
   }
 
   /// Refuses the upgrade, or prepares it: the document written and the new executable's
-  /// preflight passed. `running` are the modules that run now.
-  func prepare(running: [String], server: ControlServer?) throws(ControlFailure) -> UpgradeAnswer {
+  /// preflight passed. `refusal` is why this host cannot be handed over now, if it cannot.
+  func prepare(refusal: String?, server: ControlServer?) throws(ControlFailure) -> UpgradeAnswer {
     guard prepared == nil else { throw ControlFailure(.refused, "an upgrade is already under way") }
-    guard running.isEmpty else {
-      let shown = running.prefix(5).joined(separator: ", ") + (running.count > 5 ? ", …" : "")
-      throw ControlFailure(
-        .refused,
-        "\(running.count) module\(running.count == 1 ? "" : "s") run\(running.count == 1 ? "s" : "") (\(shown)): this host hands over no running module yet; stop them first, or restart the host"
-      )
+    if let refusal {
+      throw ControlFailure(.refused, "upgrade refused, this host goes on as it was: \(refusal)")
     }
     guard let executable = ImageExec.path else {
       throw ControlFailure(.failed, "this host cannot tell which executable it runs (/proc/self/exe)")
@@ -80,44 +75,69 @@ final class HostUpgrade {
   }
 
   /// Hands over when an upgrade was prepared: returns only when it did not happen, this image
-  /// then going on (`resume` is called to restart what `release` ended). `running` are the
-  /// modules that run now and `stopping` whether a stop came (SIGTERM, `requestStop`): either
-  /// abandons the handover, looked at last, after the control socket is quiet.
+  /// then going on (`resume` is called to restart what `release` ended). `stopping` says whether
+  /// a stop came (SIGTERM, `requestStop`), which abandons the handover, looked at once the
+  /// control socket is quiet. Then `release` ends the idle workers, `loop` is paused (no worker's
+  /// frame or host call is left half handled) and `workers` gathers the running modules'
+  /// workers — those started by requests answered in this same round included.
   func handOver(
-    server: ControlServer?, running: () -> [String], stopping: () -> Bool, log: (LogLevel, String) -> Void,
-    release: () -> Void, resume: () -> Void
+    server: ControlServer?, loop: WorkerLoop,
+    workers: () -> Result<(workers: [WorkerHandover], channels: [ChannelHandover]), WorkerHandoffRefusal>,
+    stopping: () -> Bool, log: (LogLevel, String) -> Void, release: () -> Void, resume: () -> Void
   ) {
-    guard let (handover, memfd) = prepared else { return }
-    prepared = nil
-    defer { close(memfd) }
-    func abandon(_ why: String) {
+    guard let (prepared, checked) = prepared else { return }
+    self.prepared = nil
+    // The preflight's document; the one handed over names the workers as they are at the exec.
+    close(checked)
+    func abandon(_ why: String, resuming: Bool = false) {
+      if resuming { resume() }
       server?.resume()
-      failure = "\(handover.token): \(why)"
+      failure = "\(prepared.token): \(why)"
       log(.warning, "upgrade abandoned, this host goes on as it was: \(why)")
     }
     if let server, !server.quiesce(within: Self.quiesceWithin) {
       abandon("an answer was still being sent after \(Self.quiesceWithin) s")
       return
     }
-    // Requests answered after `upgrade` in the same round may have started a module.
-    let now = running()
-    guard now.isEmpty else {
-      abandon("\(now.joined(separator: ", ")) started meanwhile; this host hands over no running module yet")
-      return
-    }
     guard !stopping() else {
       abandon("a stop came first")
       return
     }
-    log(.info, "upgrade: handing over to \(handover.executable) (token \(handover.token))")
     release()
-    let keep = [handover.holdFD, handover.lockFD, memfd] + (handover.controlFD.map { [$0] } ?? [])
+    guard loop.pause(within: Self.quiesceWithin) else {
+      abandon("a module's host call was still being answered after \(Self.quiesceWithin) s", resuming: true)
+      return
+    }
+    var handover = prepared
+    switch workers() {
+    case .failure(let refusal):
+      loop.resume()
+      abandon("\(refusal)", resuming: true)
+      return
+    case .success(let handed):
+      handover.workers = handed.workers
+      handover.channels = handed.channels
+    }
+    let memfd: Int32
+    switch handover.memfd() {
+    case .failure(let why):
+      loop.resume()
+      abandon("the handover cannot be written: \(why)", resuming: true)
+      return
+    case .success(let fd): memfd = fd
+    }
+    defer { close(memfd) }
+    log(
+      .info,
+      "upgrade: handing over \(handover.workers.count) running module\(handover.workers.count == 1 ? "" : "s") to \(handover.executable) (token \(handover.token))"
+    )
     let e = ImageExec.exec(
       handover.executable, arguments: arguments, setting: [Handover.environmentVariable: String(memfd)],
-      keep: keep)
+      keep: handover.descriptors + [memfd])
     failure =
       "\(handover.token): \(handover.executable) could not be executed: \(String(cString: strerror(e)))"
     log(.error, "upgrade failed, this host goes on as it was: \(failure ?? "")")
+    loop.resume()
     resume()
     server?.resume()
   }

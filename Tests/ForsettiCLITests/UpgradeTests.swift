@@ -8,7 +8,8 @@ import Testing
 /// the copy replaced as a package upgrade replaces it, becomes the new file in the same process
 /// — the same pid, `/proc/PID/exe` no longer the deleted file — while `status` keeps being
 /// answered; a new file that cannot take the host over is refused and the host goes on as it
-/// was; with a module running, this version refuses. As root and as uid 65534.
+/// was; what a new image would not keep (an in-memory override, a module in the host's own
+/// process) refuses it. As root and as uid 65534.
 @Suite(.onTestThreads, .serialized) struct UpgradeTests {
   /// What `/proc/PID/exe` says.
   static func exe(_ pid: Int32) -> String {
@@ -36,6 +37,15 @@ import Testing
       try #require(HostBinary.copyExecutable(built + "/" + name, to: bin + "/" + name), "copy \(name)")
     }
     return bin + "/forsetti-host"
+  }
+
+  /// The host's live workers: after an upgrade the new image's zygote is started ahead of need,
+  /// and the process spawned for it is reaped only when it first forks (a zombie until then).
+  static func liveWorkers(of pid: Int32) -> [Int32] {
+    RunCommandTests.workers(of: pid).sorted().filter { w in
+      let stat = (try? String(contentsOfFile: "/proc/\(w)/stat", encoding: .utf8)) ?? ""
+      return !(stat.split(separator: ")").last?.hasPrefix(" Z") ?? true)
+    }
   }
 
   /// Waits until the host answers `status` (its socket exists before it serves it), a minute
@@ -231,12 +241,15 @@ import Testing
       "\(run.status) \(run.output.suffix(500))")
   }
 
-  /// This version hands over no running module: with one running, `upgrade` is refused, saying
-  /// so, and the module runs on in the same worker.
-  @Test func anUpgradeWithAModuleRunningIsRefused() throws {
+  /// What a new image would not keep refuses the upgrade, saying so, and the module runs on in
+  /// the same worker: an in-memory override (it would be gone, and the module it keeps off would
+  /// start); then, cleared, the upgrade goes ahead (positive control). With `--in-process`, a
+  /// running module lives in the host's own memory: refused too.
+  @Test func whatANewImageWouldNotKeepRefusesTheUpgrade() throws {
     let h = HostileHost(.current)
     let exe = try Self.installCopy(in: h)
     try h.install(ModuleFixture(moduleID: "com.test.ticker", entryPoint: "ticker_entry"))
+    try h.install(ModuleFixture(moduleID: "com.test.kept.off", entryPoint: "kept_off_entry"))
     let state = h.dir.url("state")
     let seen = Mutex<[String: String]>([:])
     _ = try h.run(
@@ -251,19 +264,56 @@ import Testing
           kill(pid, SIGTERM)
         }
         Self.awaitAnswer(h, state: state)
-        let workers = RunCommandTests.workers(of: pid)
+        let off = try? h.cli([
+          "override", "module", "com.test.kept.off", "off", "--in-memory", "--state", state,
+        ])
+        facts["off"] = String(off?.status ?? -1)
+        let end = Date().addingTimeInterval(60)
+        while Self.liveWorkers(of: pid).count != 1 && Date() < end { usleep(20_000) }
+        let workers = Self.liveWorkers(of: pid)
         let r = try? h.cli(["upgrade", "--state", state])
         facts["status"] = String(r?.status ?? -1)
         facts["said"] = (r?.stdout ?? "") + (r?.stderr ?? "")
-        facts["same workers"] = String(RunCommandTests.workers(of: pid) == workers && !workers.isEmpty)
+        facts["same workers"] = String(Self.liveWorkers(of: pid) == workers && workers.count == 1)
+        _ = try? h.cli(["override", "module", "com.test.kept.off", "clear", "--in-memory", "--state", state])
+        while Self.liveWorkers(of: pid).count != 2 && Date() < end { usleep(20_000) }
+        let kept = Self.liveWorkers(of: pid)
+        let ok = try? h.cli(["upgrade", "--state", state])
+        facts["cleared status"] = String(ok?.status ?? -1)
+        facts["cleared said"] = (ok?.stdout ?? "") + (ok?.stderr ?? "")
+        facts["kept workers"] = String(Self.liveWorkers(of: pid) == kept && kept.count == 2)
         return [:]
       })
     let f = seen.withLock { $0 }
+    #expect(f["off"] == "0", "\(f)")
     #expect(f["status"] == "1", "\(f)")
     #expect(
-      f["said"]?.contains("1 module runs (com.test.ticker): this host hands over no running module yet")
-        == true,
+      f["said"]?.contains("in-memory overrides are set, which a new image does not keep; clear them") == true,
       "\(f)")
     #expect(f["same workers"] == "true", "\(f)")
+    #expect(f["cleared status"] == "0" && f["kept workers"] == "true", "\(f)")
+
+    let p = HostileHost(.current)
+    let pexe = try Self.installCopy(in: p)
+    try p.install(ModuleFixture(moduleID: "com.test.inproc", entryPoint: "inproc_entry"))
+    let pstate = p.dir.url("state")
+    let said = Mutex("")
+    _ = try p.run(
+      for: 120, extraArguments: ["--in-process"], executable: pexe,
+      ready: {
+        (try? String(contentsOfFile: pstate + "/runtime.json", encoding: .utf8))?.contains("started") == true
+      },
+      observe: { pid in
+        defer { kill(pid, SIGTERM) }
+        Self.awaitAnswer(p, state: pstate)
+        let r = try? p.cli(["upgrade", "--state", pstate])
+        said.withLock { $0 = "\(r?.status ?? -1): \((r?.stdout ?? "") + (r?.stderr ?? ""))" }
+        return [:]
+      })
+    #expect(
+      said.withLock { $0 }.hasPrefix("1: ")
+        && said.withLock { $0 }.contains(
+          "modules run in the host's process (com.test.inproc), which a new image does not keep"),
+      "\(said.withLock { $0 })")
   }
 }

@@ -31,10 +31,50 @@ import Testing
     }
   }
 
+  static func worker(_ id: String, first fd: Int32) -> WorkerHandover {
+    WorkerHandover(
+      moduleID: id, pid: 4242, socketFD: fd, ringFD: fd + 1, doorbellFD: fd + 2, outputFD: fd + 3,
+      pendingOutput: [0x68, 0x69], recentLines: ["a line"],
+      cgroup: [.init(version: "v2", directory: "/sys/fs/cgroup/x", controllers: ["memory", "pids"])],
+      subscriptions: [.init(id: 513, type: "com.test.tick")], messageHandler: true, serving: 2,
+      granted: ["storage"], loadedFrom: "/var/lib/forsetti/versions/x.so", loadedIsSwift: false,
+      binaryPath: "/usr/lib/x.so", ui: .object(JSONObject([("moduleID", .string(id))])))
+  }
+
+  /// A document handing over running modules' workers is of format 2 and reads back whole; one
+  /// naming a descriptor twice, or a module twice, is no host's.
+  @Test func workersAndChannelsAreReadBackAsWritten() throws {
+    var h = Self.sample()
+    h.workers = [Self.worker("com.test.a", first: 20), Self.worker("com.test.b", first: 30)]
+    h.channels = [ChannelHandover(consumer: "com.test.a", provider: "com.test.b", fd: 40)]
+    #expect(h.json.objectValue?["format"] == .number("2"))
+    #expect(Self.sample().json.objectValue?["format"] == .number("1"))
+    let fd = try #require(try? h.memfd().get())
+    defer { close(fd) }
+    #expect(try Handover.read(fd: fd) == h)
+    var twice = h
+    twice.channels[0].fd = 20
+    #expect(throws: Handover.Refusal.malformed("a descriptor is named twice")) {
+      try Handover.decode(Array(JSONWriter.string(twice.json).utf8))
+    }
+    twice = h
+    twice.workers[1] = Self.worker("com.test.a", first: 30)
+    #expect(throws: Handover.Refusal.malformed("a module's worker is named twice")) {
+      try Handover.decode(Array(JSONWriter.string(twice.json).utf8))
+    }
+    var o = try #require(h.json.objectValue)
+    var w = try #require(h.workers[0].json.objectValue)
+    w["messageHandler"] = .string("yes")
+    o["workers"] = .array([.object(w)])
+    #expect(throws: Handover.Refusal.malformed("a worker's messageHandler must be true or false")) {
+      try Handover.decode(Array(JSONWriter.string(.object(o)).utf8))
+    }
+  }
+
   @Test func anotherFormatOrShapeIsRefusedByName() throws {
     var o = try #require(Self.sample().json.objectValue)
-    o["format"] = .number("2")
-    #expect(throws: Handover.Refusal.format(2)) {
+    o["format"] = .number("3")
+    #expect(throws: Handover.Refusal.format(3)) {
       try Handover.decode(Array(JSONWriter.string(.object(o)).utf8))
     }
     o["format"] = .number("1")
@@ -161,6 +201,6 @@ import Testing
       Issue.record("a document of format 7 was not refused")
       return
     }
-    #expect(said.contains("format 7; this image reads format 1"), "\(said)")
+    #expect(said.contains("format 7; this image reads formats 1 to 2"), "\(said)")
   }
 }

@@ -93,13 +93,28 @@ package final class CallRing: @unchecked Sendable {
   package static func create() -> (ring: CallRing, fd: Int32)? {
     let fd = forsetti_memfd("forsetti-calls", UInt64(mappingSize))
     guard fd >= 0 else { return nil }
-    guard let ring = map(fd) else {
+    guard let ring = map(fd, keeping: fcntl(fd, F_DUPFD_CLOEXEC, 3)) else {
       Glibc.close(fd)
       return nil
     }
     forsetti_store_seq_cst(ring.word(.serverAsleep), 1)
     return (ring, fd)
   }
+
+  /// The host's side of a worker's rings handed over by the image before it (`fd`, the memory
+  /// `create` made, now owned by the ring): served from the next request on, the last answer
+  /// published being the last one the previous image gave.
+  package static func adopt(fd: Int32) -> CallRing? {
+    var st = stat()
+    guard fstat(fd, &st) == 0, Int(st.st_size) == mappingSize, let ring = map(fd, keeping: fd) else {
+      return nil
+    }
+    ring.lastAnswered.store(forsetti_load_acquire(ring.word(.responseSeq)), ordering: .relaxed)
+    return ring
+  }
+
+  /// The host's descriptor of the rings' memory (-1: none kept; they cannot be handed over).
+  package var descriptor: Int32 { mapping.descriptor }
 
   /// The worker's side: maps the rings the host passed as `fd`; `doorbell`, the eventfd the
   /// host sent with the configuration, is rung when the host's server sleeps.
@@ -109,10 +124,13 @@ package final class CallRing: @unchecked Sendable {
     return map(fd, doorbell)
   }
 
-  private static func map(_ fd: Int32, _ doorbell: Int32 = -1) -> CallRing? {
+  private static func map(_ fd: Int32, _ doorbell: Int32 = -1, keeping kept: Int32 = -1) -> CallRing? {
     let p = mmap(nil, mappingSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-    guard let p, p != MAP_FAILED else { return nil }
-    let mapping = RingMapping(base: p, size: mappingSize)
+    guard let p, p != MAP_FAILED else {
+      if kept >= 0, kept != fd { Glibc.close(kept) }
+      return nil
+    }
+    let mapping = RingMapping(base: p, size: mappingSize, descriptor: kept)
     let serves = CallRing(mapping: mapping, offset: size, serves: nil)
     return CallRing(mapping: mapping, offset: 0, serves: serves, doorbell: doorbell)
   }
@@ -503,9 +521,17 @@ final class RingMapping: Sendable {
   // The pointer is only read; the memory behind it is the rings' business.
   nonisolated(unsafe) let base: UnsafeMutableRawPointer
   let size: Int
-  init(base: UnsafeMutableRawPointer, size: Int) {
+  /// The host's own descriptor of the memory (close-on-exec), kept so the rings can be handed
+  /// to a new image of the host (`forsetti-host upgrade`: a mapping does not survive `execve`,
+  /// a descriptor does); -1 on a worker's side, or when none could be kept.
+  let descriptor: Int32
+  init(base: UnsafeMutableRawPointer, size: Int, descriptor: Int32 = -1) {
     self.base = base
     self.size = size
+    self.descriptor = descriptor
   }
-  deinit { munmap(base, size) }
+  deinit {
+    munmap(base, size)
+    if descriptor >= 0 { close(descriptor) }
+  }
 }

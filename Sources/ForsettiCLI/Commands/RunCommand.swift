@@ -181,6 +181,10 @@ enum RunCommand {
     // `upgrade` execs this same command line in this process; an image it started finds what it
     // hands over in the environment.
     configuration.upgradeArguments = CommandLine.arguments
+    if uiPort != nil {
+      configuration.upgradeRefusal =
+        "the debug page (--ui) is not handed over to a new image yet: its address and token would change; restart the host instead"
+    }
     configuration.handover = try handedOver(stateDirectory: configuration.judging.stateDirectory)
     configuration.exportDirectory = try exportDirectory(p)
     // A SIGTERM while modules start (systemd's stop right after its start) must stop the host.
@@ -361,7 +365,7 @@ enum RunCommand {
     do throws(Handover.Refusal) {
       let handover = try Handover.read(fd: fd)
       // Not inherited by anything this image starts before it adopts them.
-      for kept in [handover.holdFD, handover.lockFD] + (handover.controlFD.map { [$0] } ?? []) {
+      for kept in handover.descriptors {
         _ = fcntl(kept, F_SETFD, FD_CLOEXEC)
       }
       try handover.checkDescriptors(stateDirectory: stateDirectory)

@@ -12,6 +12,9 @@ enum RunReport {
         detail = "\(reason.rawValue) at \(f.step.rawValue): \(f.detail)"
       } else if let d = r.startDuration {
         detail = "start returned in \(microseconds(d)) µs"
+      } else if r.state == .started, let kept = r.trace.entries.last(where: { $0.step == .start }) {
+        // Not started by this image: kept running across an upgrade of the host.
+        detail = kept.detail
       }
       // A crash detail quotes the module's own last lines: printed safe for a terminal and the
       // journal (no control characters, no `<digit` a journal would read as a priority).

@@ -1,4 +1,5 @@
 import CForsettiSys
+import Dispatch
 import ForsettiBridge
 import Glibc
 import Synchronization
@@ -34,6 +35,9 @@ package final class WorkerLoop: Sendable {
     var running = 0
     var busy = 0
     var stopping = false
+    /// Threads parked by `pause`, each waiting on `unpark`.
+    var parked = 0
+    var pausing = false
     /// The most threads that ever ran at once.
     var peak = 0
   }
@@ -63,7 +67,12 @@ package final class WorkerLoop: Sendable {
   private let epoll: Int32
   /// Rung to stop the pool; its token is 0.
   private let stopBell: Int32
+  /// Rung to park the pool's threads (`pause`); its token is 1.
+  private let pauseBell: Int32
+  private static let pauseToken: UInt64 = 1
+  private let unpark = DispatchSemaphore(value: 0)
   private let entries = Mutex<[UInt64: Entry]>([:])
+  /// Entries' tokens start above the bells'.
   private let nextToken = Atomic<UInt64>(1)
   fileprivate let pool = Mutex(Pool())
   /// Seconds a thread above the base waits idle before it ends.
@@ -75,7 +84,9 @@ package final class WorkerLoop: Sendable {
     self.maxThreads = max(self.baseThreads, maxThreads)
     epoll = forsetti_epoll_create()
     stopBell = forsetti_eventfd()
+    pauseBell = forsetti_eventfd()
     if epoll >= 0, stopBell >= 0 { _ = forsetti_epoll_add(epoll, stopBell, 0) }
+    if epoll >= 0, pauseBell >= 0 { _ = forsetti_epoll_add(epoll, pauseBell, Self.pauseToken) }
   }
 
   /// Two threads per CPU, between 2 and 8: enough that a spinning server and a reader never
@@ -87,6 +98,7 @@ package final class WorkerLoop: Sendable {
   deinit {
     if epoll >= 0 { close(epoll) }
     if stopBell >= 0 { close(stopBell) }
+    if pauseBell >= 0 { close(pauseBell) }
   }
 
   /// Watches `fd` for `source`; the token to remove it with, or nil when the kernel refused
@@ -138,6 +150,50 @@ package final class WorkerLoop: Sendable {
     if running > 0 { _ = forsetti_eventfd_ring(stopBell) }
   }
 
+  /// Parks every thread of the pool once the handler it runs has returned, waiting at most
+  /// `seconds`: true when all are parked — no worker's frame is being read, no host call is
+  /// being answered, and none will be until `resume` (a handover to a new image of the host
+  /// must not leave a call half answered). False (the pool resumed) when a handler did not
+  /// return in time: a host call blocked in a role call, say.
+  package func pause(within seconds: Double) -> Bool {
+    guard pauseBell >= 0 else { return false }
+    pool.withLock { $0.pausing = true }
+    _ = forsetti_eventfd_ring(pauseBell)
+    let end = ContinuousClock.now + .wait(seconds)
+    while true {
+      if pool.withLock({ $0.parked >= $0.running }) { return true }
+      if ContinuousClock.now >= end {
+        resume()
+        return false
+      }
+      usleep(1000)
+    }
+  }
+
+  /// Lets the threads `pause` parked go on.
+  package func resume() {
+    var count: UInt64 = 0
+    // Drained first: a thread let go must not find the bell still rung.
+    _ = Glibc.read(pauseBell, &count, 8)
+    let parked = pool.withLock { p -> Int in
+      p.pausing = false
+      defer { p.parked = 0 }
+      return p.parked
+    }
+    for _ in 0..<parked { unpark.signal() }
+  }
+
+  /// A thread took the pause bell: armed again for the next, then parked until `resume`.
+  private func park() {
+    _ = forsetti_epoll_rearm(epoll, pauseBell, Self.pauseToken)
+    let parks = pool.withLock { p -> Bool in
+      guard p.pausing else { return false }
+      p.parked += 1
+      return true
+    }
+    if parks { unpark.wait() }
+  }
+
   /// Starts the base threads with the first entry.
   private func startIfIdle() -> Bool {
     let missing = pool.withLock { p -> Int in
@@ -175,6 +231,10 @@ package final class WorkerLoop: Sendable {
           return true
         }
         if ends { return }
+        continue
+      }
+      if token == Self.pauseToken {
+        park()
         continue
       }
       if token == 0 {

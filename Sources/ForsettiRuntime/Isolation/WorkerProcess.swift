@@ -27,18 +27,14 @@ final class WorkerProcess: Sendable {
   private struct Entries {
     var socket: UInt64?
     var ring: UInt64?
-    var output: UInt64?
   }
-  /// Whether a loop thread is at the call ring (`ringReady`).
-  private let serving = Atomic<Bool>(false)
-  /// How long a loop thread spins for this worker's next call after answering one.
-  private let serverSpin = SpinBudget(ceiling: CallRing.spinNanoseconds)
-  /// Output read but not yet a whole line.
-  private let pendingOutput = Mutex<[UInt8]>([])
+  /// Its call ring's server in the loop.
+  private let ringServer = WorkerRingServer()
+  /// Its standard output and error, each line logged.
+  let output: WorkerOutput
   /// Frames read from the socket, and calls answered, before a loop thread lets another
   /// worker go first.
   static let framesPerTurn = 32
-  static let callsPerTurn = 64
   /// The module as the host bound it: every service call from the worker is judged with this.
   let caller: ModuleCaller
   /// The host's calls to this worker's role handler, on its serve ring.
@@ -57,7 +53,6 @@ final class WorkerProcess: Sendable {
   let events = WorkerEvents()
   private let closedFlag = Atomic<Bool>(false)
   private let stopSent = Atomic<Bool>(false)
-  private let lastLines = Mutex<[String]>([])
   private let onExit: @Sendable (String, Int32) -> Void
   /// The worker's own cgroup, when the host has cgroups: released once the process is reaped.
   private let cgroupHold: WorkerCgroupHold
@@ -65,8 +60,6 @@ final class WorkerProcess: Sendable {
   let counters: ModuleCounters
   /// Its crash report, once it died of a signal its handler saw.
   private let crashes: CrashReporter
-
-  static let keptLines = 10
 
   enum SpawnError: Error, CustomStringConvertible {
     case socket(Int32), ring(Int32), pipe(Int32), spawn(Int32)
@@ -80,37 +73,52 @@ final class WorkerProcess: Sendable {
     }
   }
 
-  /// Serves the module of `configuration` in a worker already started (with `--await-config`,
-  /// as every worker is): tells it its configuration.
-  init(
-    _ started: StartedWorker, configuration: WorkerConfiguration, cgroup: WorkerCgroup?, joined: Bool = false,
-    environment: HostEnvironment, crashFiles: CrashSymbolizer.Files? = nil,
+  /// The parts every worker has, however the host came to serve it.
+  private init(
+    moduleID: String, pid: pid_t, socket: WireSocket, calls: CallRing, doorbell: Int32, caller: ModuleCaller,
+    cgroup: WorkerCgroup?, environment: HostEnvironment, crashFiles: CrashSymbolizer.Files?,
+    output: (pending: [UInt8], lines: [String]) = ([], []),
     onExit: @escaping @Sendable (String, Int32) -> Void
   ) {
     let hold = WorkerCgroupHold(cgroup)
     cgroupHold = hold
-    process = ChildProcess(pid: started.pid) { hold.release() }
-    crashes = CrashReporter(
-      moduleID: configuration.moduleID, files: crashFiles, stateDirectory: environment.stateDirectory)
-    moduleID = configuration.moduleID
-    counters = environment.metrics.module(configuration.moduleID)
+    process = ChildProcess(pid: pid) { hold.release() }
+    crashes = CrashReporter(moduleID: moduleID, files: crashFiles, stateDirectory: environment.stateDirectory)
+    self.moduleID = moduleID
+    counters = environment.metrics.module(moduleID)
     counters.setCgroup(cgroup?.directories ?? [])
-    caller = ModuleCaller(
-      moduleID: configuration.moduleID, granted: configuration.granted, serves: configuration.serves,
-      calls: configuration.calls)
-    socket = started.socket
-    calls = started.calls
+    self.caller = caller
+    self.socket = socket
+    self.calls = calls
     backend = InProcessBackend(environment: environment)
+    self.output = WorkerOutput(
+      moduleID: moduleID, backend: backend, loop: environment.loop, pending: output.pending,
+      lines: output.lines)
     roleChannels = environment.roleChannels
     serveCaller = ServeRingCaller(
-      moduleID: configuration.moduleID, roleChannels: environment.roleChannels, counters: counters)
-    backend.moduleStarting(moduleID: configuration.moduleID)
+      moduleID: moduleID, roleChannels: environment.roleChannels, counters: counters)
+    backend.moduleStarting(moduleID: moduleID)
     self.onExit = onExit
     loop = environment.loop
-    doorbell = forsetti_eventfd()
+    self.doorbell = doorbell
+  }
+
+  /// Serves the module of `configuration` in a worker already started (with `--await-config`,
+  /// as every worker is): tells it its configuration.
+  convenience init(
+    _ started: StartedWorker, configuration: WorkerConfiguration, cgroup: WorkerCgroup?, joined: Bool = false,
+    environment: HostEnvironment, crashFiles: CrashSymbolizer.Files? = nil,
+    onExit: @escaping @Sendable (String, Int32) -> Void
+  ) {
+    self.init(
+      moduleID: configuration.moduleID, pid: started.pid, socket: started.socket, calls: started.calls,
+      doorbell: forsetti_eventfd(),
+      caller: ModuleCaller(
+        moduleID: configuration.moduleID, granted: configuration.granted, serves: configuration.serves,
+        calls: configuration.calls), cgroup: cgroup, environment: environment, crashFiles: crashFiles,
+      onExit: onExit)
     let configure = session.configure()
-    let outFD = started.outputFD
-    guard watch(output: outFD) else {
+    guard watch(output: started.outputFD) else {
       // Nothing would read the worker: it is ended, and its end is reported as a closed socket.
       kill()
       endOfSocket()
@@ -141,6 +149,44 @@ final class WorkerProcess: Sendable {
     }
   }
 
+  /// Serves a worker the image of the host before this one started and handed over
+  /// (`WorkerHandover`), its module running: nothing is sent to it, and its next host call is
+  /// answered by this image. nil when its rings cannot be mapped (its descriptors are then the
+  /// caller's to close).
+  convenience init?(
+    adopting h: WorkerHandover, caller: ModuleCaller, cgroup: WorkerCgroup?, environment: HostEnvironment,
+    crashFiles: CrashSymbolizer.Files?, onExit: @escaping @Sendable (String, Int32) -> Void
+  ) {
+    guard let calls = CallRing.adopt(fd: h.ringFD) else { return nil }
+    self.init(
+      moduleID: h.moduleID, pid: h.pid, socket: WireSocket(fd: h.socketFD), calls: calls,
+      doorbell: h.doorbellFD,
+      caller: caller, cgroup: cgroup, environment: environment, crashFiles: crashFiles,
+      output: (h.pendingOutput, h.recentLines), onExit: onExit)
+    session.adopt()
+    if let fd = h.outputFD, !output.watch(fd) {
+      kill()
+      endOfSocket()
+      return
+    }
+    guard watch() else {
+      kill()
+      endOfSocket()
+      return
+    }
+    // A call the worker made while no image served it rang the doorbell or waits on the ring:
+    // looked at once now either way.
+    _ = forsetti_eventfd_ring(doorbell)
+  }
+
+  /// What this image hands the next of this worker (the loop paused): its descriptors and its
+  /// output; nil when it cannot be handed over (its socket closed, its rings' memory not kept).
+  var handover: (socket: Int32, ring: Int32, doorbell: Int32, output: Int32?, pending: [UInt8])? {
+    guard !isClosed, session.phase == .started, calls.descriptor >= 0, doorbell >= 0 else { return nil }
+    let (fd, pending) = output.handover
+    return (socket.fd, calls.descriptor, doorbell, fd, pending)
+  }
+
   /// Why the worker could not be put in its cgroup (it was then killed before it was told its
   /// module), for the load step's failure.
   var cgroupFailure: String? { cgroupHold.failure }
@@ -155,23 +201,25 @@ final class WorkerProcess: Sendable {
     socket.send(frame, attaching: doorbell)
   }
 
-  /// Puts the socket, the doorbell and the output pipe in the loop; false if the kernel refused.
+  /// Puts the output pipe, the doorbell and the socket in the loop; false if the kernel refused.
   private func watch(output outFD: Int32) -> Bool {
-    _ = fcntl(outFD, F_SETFL, fcntl(outFD, F_GETFL) | O_NONBLOCK)
     guard doorbell >= 0 else {
       close(outFD)
       return false
     }
     // Output first: it is read to its end even after the socket closes (a crash's last words).
-    let output = loop.add(outFD, LoopHandler { [self] t in self.outputReady(outFD, t) })
-    guard let output else {
-      close(outFD)
-      return false
-    }
-    entries.withLock { $0.output = output }
+    return output.watch(outFD) && watch()
+  }
+
+  /// Puts the doorbell and the socket in the loop; false if the kernel refused.
+  private func watch() -> Bool {
+    guard doorbell >= 0 else { return false }
     // The ring before the socket: the socket.s end (`endOfSocket`) removes the ring's entry, so it
     // must be known by then. The worker cannot call before it has its configuration.
-    guard let ring = loop.add(doorbell, LoopHandler { [self] t in self.ringReady(t) }, edge: true) else {
+    let ringEntry = LoopHandler { [self] t in
+      ringServer.ready(t, calls: calls, doorbell: doorbell, counters: counters, answerCall)
+    }
+    guard let ring = loop.add(doorbell, ringEntry, edge: true) else {
       return false
     }
     entries.withLock { $0.ring = ring }
@@ -183,14 +231,9 @@ final class WorkerProcess: Sendable {
   var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
 
   /// The module's most recent log and output lines, for crash reports.
-  var recentLines: [String] { lastLines.withLock { $0 } }
+  var recentLines: [String] { output.recentLines }
 
-  func remember(_ line: String) {
-    lastLines.withLock {
-      $0.append(line)
-      if $0.count > Self.keptLines { $0.removeFirst($0.count - Self.keptLines) }
-    }
-  }
+  func remember(_ line: String) { output.remember(line) }
 
   func send(_ f: WireFrame) { socket.send(f) }
 
@@ -281,6 +324,9 @@ final class WorkerProcess: Sendable {
   /// What the worker's cgroup said of its end, once reaped (an OOM kill); nil otherwise.
   var cgroupFinding: String? { cgroupHold.finding }
 
+  /// Its cgroup's directories and controllers (empty: the host has no cgroups).
+  var cgroupPlaces: [WorkerCgroup.Place] { cgroupHold.cgroup?.places ?? [] }
+
   /// The wait status once the process exits, waiting at most `seconds`.
   func exitStatus(within seconds: Double) -> Int32? { process.exitStatus(within: seconds) }
 
@@ -366,68 +412,6 @@ final class WorkerProcess: Sendable {
     }
   }
 
-  /// Serves the synchronous channel while the worker calls: answers what is waiting, spins for
-  /// the next call for a moment while another loop thread is free (a worker calling in a loop
-  /// then never waits for a wake-up), then sleeps until the worker rings. After `callsPerTurn`
-  /// answers the ring goes to the back of the loop's queue, so a worker calling without pause
-  /// holds one thread at most, and only while no other worker waits.
-  ///
-  /// The doorbell is edge-triggered and never disarmed (no system call per sleep), so two loop
-  /// threads can be here at once: `serving` lets one in. One that found the ring taken leaves
-  /// it; the thread that had it looks once more after letting go, so a ring that came meanwhile
-  /// is never left unanswered.
-  private func ringReady(_ t: WorkerLoop.Thread) -> WorkerLoop.Next {
-    while !calls.isClosed {
-      guard
-        serving.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
-      else { return .again }
-      let turn = serveRing(t)
-      serving.store(false, ordering: .sequentiallyConsistent)
-      switch turn {
-      case .closed: return .done
-      case .yielded:
-        // Back of the queue; the bell, rung once the ring is free, brings a thread back.
-        _ = forsetti_eventfd_ring(doorbell)
-        return .again
-      case .asleep:
-        guard calls.hasPending else { return .again }
-      }
-    }
-    return .done
-  }
-
-  private enum RingTurn { case asleep, yielded, closed }
-
-  /// One thread's turn at the ring, `serving` held.
-  private func serveRing(_ t: WorkerLoop.Thread) -> RingTurn {
-    calls.serverAwake()
-    var answered = 0
-    while !calls.isClosed {
-      // Counted once the answer is published: the worker runs on while the clock is read again.
-      let start = HostMetrics.now()
-      if calls.answerPending(copy: t.scratch, answerCall) {
-        counters.hostCalls.record(nanoseconds: HostMetrics.now() &- start)
-        answered += 1
-        if answered >= Self.callsPerTurn { return .yielded }
-        continue
-      }
-      if spinForNextCall(t) { continue }
-      if calls.serverSleeps() { return .asleep }
-      calls.serverAwake()
-    }
-    return .closed
-  }
-
-  /// Spins while the worker may call again soon (as `serverSpin` has learnt) and another loop
-  /// thread is free; true when a call came.
-  private func spinForNextCall(_ t: WorkerLoop.Thread) -> Bool {
-    let spin = serverSpin.next
-    guard spin > 0 else { return false }
-    let came = calls.spinForRequest(spin) { t.othersIdle }
-    serverSpin.record(answeredWhileSpinning: came)
-    return came
-  }
-
   /// Answers one request of the synchronous channel with a `response` frame carrying a status;
   /// a request that is not a call frame gets FORSETTI_ERR_INVALID_ARGUMENT.
   private func answerCall(_ bytes: UnsafeRawBufferPointer, _ slot: UnsafeMutableRawBufferPointer) -> Int {
@@ -465,36 +449,30 @@ final class WorkerProcess: Sendable {
     kill()
   }
 
+  /// The provider's end of a new channel from `consumer` (in the worker `owner`): sent to this
+  /// worker, labelled with the consumer the host bound. nil when this worker is gone or the
+  /// channel cannot be made.
+  func acceptChannel(from consumer: String, owner: ObjectIdentifier, progress: WorkerProgress?)
+    -> (ring: ChannelRing, fd: Int32)?
+  {
+    guard !isClosed,
+      let (ring, fd) = roleChannels.open(
+        consumer: consumer, consumerOwner: owner, consumerProgress: progress, provider: moduleID)
+    else { return nil }
+    counters.countRoleCalls(on: ring)
+    guard send(WireFrame(.roleChannel, [.int(0), .string(consumer)]), attaching: fd) else {
+      ring.close()
+      close(fd)
+      return nil
+    }
+    if isClosed { ring.close() }
+    return (ring, fd)
+  }
   /// Why the host killed the worker as hung, if it did.
   var hung: String? { hungVerdict.withLock { $0 } }
+}
 
-  /// Reads what the worker wrote to its output, a line a log record, 64 KiB a turn at most.
-  private func outputReady(_ fd: Int32, _ t: WorkerLoop.Thread) -> WorkerLoop.Next {
-    let chunk = min(t.scratch.count, 4096)
-    for _ in 0..<16 {
-      let n = Glibc.read(fd, t.scratch.baseAddress, chunk)
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .again }
-      guard n > 0 else {
-        if let output = entries.withLock({ $0.output }) { loop.remove(output) }
-        Glibc.close(fd)
-        return .done
-      }
-      let lines = pendingOutput.withLock { pending -> [String] in
-        pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: t.scratch[0..<n]))
-        var lines: [String] = []
-        while let nl = pending.firstIndex(of: 0x0A) {
-          lines.append(String(decoding: pending[..<nl], as: UTF8.self))
-          pending.removeSubrange(...nl)
-        }
-        if pending.count > 16 * 1024 { pending.removeAll() }
-        return lines
-      }
-      for line in lines {
-        remember(line)
-        backend.log(moduleID: moduleID, level: .info, message: line, metadata: ["stream": "output"])
-      }
-    }
-    return .again
-  }
+/// A subscription's ID, known to its forwarder once the bus gave it.
+final class SubscriptionID: Sendable {
+  let value = Atomic<Int64>(0)
 }

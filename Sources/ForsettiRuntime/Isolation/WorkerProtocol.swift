@@ -340,22 +340,7 @@ extension WorkerProcess {
       guard let type = f.string(0), !type.isEmpty, type.utf8.count <= HostFunctions.maxName else {
         return Int64(FORSETTI_ERR_INVALID_ARGUMENT)
       }
-      let box = SubscriptionID()
-      // Weak: a forwarder outliving the worker must not keep it (and its descriptor) alive, and
-      // while it sends, the worker (so the descriptor) cannot go away under it.
-      let id = backend.subscribe(
-        moduleID: moduleID, type: type,
-        target: .remote { [weak self] source, type, payload in
-          self?.send(
-            WireFrame(
-              .deliverEvent,
-              [
-                .int(box.value.load(ordering: .acquiring)), .string(source), .string(type),
-                .bytes(Array(payload)),
-              ]))
-        })
-      box.value.store(id, ordering: .releasing)
-      return id
+      return subscribe(type)
     case .unsubscribe:
       return Int64(backend.unsubscribe(moduleID: moduleID, id: f.int(0) ?? 0))
     case .send:
@@ -363,18 +348,49 @@ extension WorkerProcess {
         target.utf8.count <= HostFunctions.maxName, type.utf8.count <= HostFunctions.maxName
       else { return Int64(FORSETTI_ERR_INVALID_ARGUMENT) }
       return Int64(backend.send(from: moduleID, to: target, type: type, payload: payload))
-    case .setHandler:
-      let on = (f.int(0) ?? 0) != 0
-      let s = backend.setHandler(
-        moduleID: moduleID,
-        target: on
-          ? .remote { [weak self] sender, type, payload in
-            self?.send(WireFrame(.deliverMessage, [.string(sender), .string(type), .bytes(Array(payload))]))
-          } : nil)
-      return Int64(s)
+    case .setHandler: return Int64(takeMessages((f.int(0) ?? 0) != 0))
     default:
       return nil
     }
+  }
+
+  /// Subscribes the module to `type`, its events sent to the worker: the subscription's ID (or
+  /// a negative status). With `restoring`, enters the one of that ID an image of the host
+  /// before this one gave (nil: it could not be).
+  func subscribe(_ type: String, restoring: Int64? = nil) -> Int64 {
+    let box = SubscriptionID()
+    // Weak: a forwarder outliving the worker must not keep it (and its descriptor) alive, and
+    // while it sends, the worker (so the descriptor) cannot go away under it.
+    let target = DeliveryTarget<forsetti_event_handler>.remote { [weak self] source, type, payload in
+      self?.send(
+        WireFrame(
+          .deliverEvent,
+          [
+            .int(box.value.load(ordering: .acquiring)), .string(source), .string(type),
+            .bytes(Array(payload)),
+          ]))
+    }
+    let id: Int64
+    if let restoring {
+      guard
+        backend.environment.events.restore(moduleID: moduleID, id: restoring, eventType: type, target: target)
+      else { return Int64(FORSETTI_ERR_INVALID_ARGUMENT) }
+      id = restoring
+    } else {
+      id = backend.subscribe(moduleID: moduleID, type: type, target: target)
+    }
+    box.value.store(id, ordering: .releasing)
+    return id
+  }
+
+  /// Sends the module's messages to the worker (or no longer).
+  func takeMessages(_ on: Bool) -> Int32 {
+    backend.setHandler(
+      moduleID: moduleID,
+      target: on
+        ? .remote { [weak self] sender, type, payload in
+          self?.send(WireFrame(.deliverMessage, [.string(sender), .string(type), .bytes(Array(payload))]))
+        } : nil)
   }
 }
 
@@ -408,12 +424,17 @@ extension WorkerProcess {
     default: return backend.service(r, from: caller)
     }
     guard r.number != 0 else { return .status(backend.serveRole(caller, remote: nil)) }
-    guard r.number >= 1, r.number <= Int64(FORSETTI_ROLE_MAX_CONCURRENCY), let serveRing = calls.serves,
-      let progress = calls.progress
-    else {
+    guard r.number >= 1, r.number <= Int64(FORSETTI_ROLE_MAX_CONCURRENCY) else {
       return .status(FORSETTI_ERR_INVALID_ARGUMENT)
     }
-    let concurrency = Int(r.number)
+    return .status(serve(concurrency: Int(r.number)))
+  }
+
+  /// Enters this worker's module as its role's provider, `concurrency` calls at once.
+  func serve(concurrency: Int) -> Int32 {
+    guard let serveRing = calls.serves, let progress = calls.progress else {
+      return FORSETTI_ERR_INVALID_ARGUMENT
+    }
     // Weak: the registry must not keep a dead worker (and its rings) alive.
     let remote = RoleRegistry.RemoteProvider(
       call: { [weak self] call, deadline in
@@ -437,7 +458,7 @@ extension WorkerProcess {
           role: caller.serves.flatMap { DefaultModuleRole.allCases.firstIndex(of: $0) } ?? -1,
           serveRing: serveRing, progress: progress, kill: { [weak self] verdict in self?.killHung(verdict) }))
     }
-    return .status(status)
+    return status
   }
 
   /// `roleConnect`: gives this consumer's worker a channel of its own to the provider's worker
@@ -465,27 +486,4 @@ extension WorkerProcess {
     }
   }
 
-  /// The provider's end of a new channel from `consumer` (in the worker `owner`): sent to this
-  /// worker, labelled with the consumer the host bound. nil when this worker is gone or the
-  /// channel cannot be made.
-  func acceptChannel(from consumer: String, owner: ObjectIdentifier, progress: WorkerProgress?)
-    -> (ring: ChannelRing, fd: Int32)?
-  {
-    guard !isClosed,
-      let (ring, fd) = roleChannels.open(
-        consumer: consumer, consumerOwner: owner, consumerProgress: progress, provider: moduleID)
-    else { return nil }
-    counters.countRoleCalls(on: ring)
-    guard send(WireFrame(.roleChannel, [.int(0), .string(consumer)]), attaching: fd) else {
-      ring.close()
-      close(fd)
-      return nil
-    }
-    if isClosed { ring.close() }
-    return (ring, fd)
-  }
-}
-
-final class SubscriptionID: Sendable {
-  let value = Atomic<Int64>(0)
 }

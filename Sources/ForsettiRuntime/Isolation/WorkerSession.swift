@@ -150,6 +150,9 @@ final class WorkerSession: Sendable {
   /// Before sending `configure`; false if the worker is past that.
   func configure() -> Bool { move(from: [.spawned], to: .configuring) }
 
+  /// A worker handed over by the image before this one, its module running (`WorkerHandover`).
+  func adopt() { _ = move(from: [.spawned], to: .started) }
+
   /// Before sending `start`; false unless the worker is loaded.
   func start() -> Bool { move(from: [.loaded], to: .starting) }
 

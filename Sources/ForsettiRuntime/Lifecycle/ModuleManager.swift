@@ -29,6 +29,8 @@ package final class ModuleManager {
   let stopper: ModuleStopper
   let supervision: Supervision
   let reconciler: Reconciler
+  /// Workers handed over by the image before this one, until the first round serves them.
+  let adoption = WorkerHandoff.Pending()
 
   package init(
     environment: HostEnvironment, loader: any ModuleLoading = DynamicLoader(),
@@ -65,7 +67,7 @@ package final class ModuleManager {
     reconciler = Reconciler(
       table: table, environment: environment, starter: starter, stopper: stopper,
       reload: Reload(table: table, environment: environment, starter: starter, stopper: stopper),
-      workers: workers, stateFiles: stateFiles)
+      workers: workers, stateFiles: stateFiles, adoption: adoption, inbox: inbox)
   }
 
   /// Everything the host knows about each module, in the order their files were judged.
@@ -107,6 +109,28 @@ package final class ModuleManager {
     starter.start(table.handles.filter { table[$0].record.state == .gated })
     persist()
     workers?.refill()
+  }
+
+  /// Serves these workers, handed over by the image of the host before this one, instead of
+  /// starting their modules, in the first round (`reconcile`) — those its verdicts still start
+  /// with the same grant and binary; the others are stopped then, with the reason.
+  package func adopt(_ workers: [WorkerHandover], channels: [ChannelHandover]) {
+    adoption.set(workers, channels)
+  }
+
+  /// Every running module's worker and the role channels between them, for a new image of the
+  /// host (the workers' loop paused: nothing is being read or answered); or which module cannot
+  /// be handed over, and why.
+  package func handOverWorkers()
+    -> Result<(workers: [WorkerHandover], channels: [ChannelHandover]), WorkerHandoffRefusal>
+  {
+    guard let workers else {
+      guard let first = table.running.first, let id = table[first].moduleID else { return .success(([], [])) }
+      return .failure(
+        WorkerHandoffRefusal(
+          moduleID: id, why: "runs in the host's process (--in-process), which a new image does not keep"))
+    }
+    return WorkerHandoff(table: table, environment: environment, workers: workers, inbox: inbox).gather()
   }
 
   /// Ends the worker processes no module runs in — the zygote, the spare — before a handover to

@@ -75,6 +75,13 @@ struct ModuleSlot {
     record.trace.pass(.start, detail)
   }
 
+  /// A running instance the image of the host before this one handed over: started, with no
+  /// start time of this image's.
+  mutating func kept(_ instance: any ModuleInstance, sequence: Int, ui: UIContributions?, detail: String) {
+    started(instance, sequence: sequence, ui: ui, took: .zero, detail: detail)
+    record.startDuration = nil
+  }
+
   /// Takes the instance out (to stop it, or because it is gone); the state says what became of it.
   mutating func release(as state: ModuleState) -> (any ModuleInstance)? {
     defer {

@@ -65,6 +65,19 @@ final class ModuleStarter {
     }
   }
 
+  /// What a start of `m` would load in a worker now — its binary, and the file loaded (the
+  /// content-named version copy, made if missing) — or nil when that cannot be said: a worker
+  /// an image of the host before this one handed over is kept only if it loaded the same.
+  func workerLoad(of m: ModuleManifest) -> (binary: String, path: String)? {
+    guard case .success(let facts) = index.locate(entryPoint: m.entryPoint) else { return nil }
+    guard versionCopies else { return (facts.path, facts.path) }
+    guard
+      case .success(let c) = VersionCopies.copy(
+        facts.path, moduleID: m.moduleID, stateDirectory: environment.stateDirectory, facts: facts)
+    else { return nil }
+    return (facts.path, c)
+  }
+
   /// The binary `j`'s entry point is exported by, in the current index.
   func binaryPath(of j: ModuleJudgement) -> String? {
     j.manifest.flatMap { m in try? index.locate(entryPoint: m.entryPoint).get().path }

@@ -50,6 +50,9 @@ struct Reconciler {
   /// Where a spare worker is refilled after a round (isolated mode).
   let workers: WorkerSupply?
   let stateFiles: RuntimeStatePublisher
+  /// Workers the image before this one handed over, served instead of started (first round).
+  let adoption: WorkerHandoff.Pending
+  let inbox: SupervisorInbox
 
   /// Converges on `desired`: stops what is gone, no longer eligible or no longer active (last
   /// started first); reloads running modules whose version changed when `reloadsVersions` (dev;
@@ -215,6 +218,15 @@ struct Reconciler {
       }
       toStart.append(i)
       if !quiet { environment.hostLog(.info, about: id, "starting: \(Self.why(was))") }
+    }
+    if let handed = adoption.take() {
+      if let workers {
+        WorkerHandoff(table: table, environment: environment, workers: workers, inbox: inbox).adopt(
+          handed.workers, channels: handed.channels, load: starter.workerLoad)
+        toStart.removeAll { table[$0].isRunning }
+      } else {
+        WorkerHandoff.end(handed.workers, handed.channels, environment: environment)
+      }
     }
     starter.start(toStart)
   }

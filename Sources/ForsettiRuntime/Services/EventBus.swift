@@ -261,6 +261,35 @@ package final class EventBus: Sendable {
     }
   }
 
+  /// `moduleID`'s subscriptions, their IDs and event types (handed to a new image of the host).
+  func subscriptions(of moduleID: String) -> [(id: Int64, type: String)] {
+    state.withLock { s in s.subscriptions.filter { $0.moduleID == moduleID }.map { ($0.id, $0.eventType) } }
+  }
+
+  /// Enters subscription `id` of `moduleID` again, under the ID the module holds (an image of
+  /// the host before this one gave it): false when the ID is not one this bus could have given
+  /// the module in that slot, or the slot is taken.
+  func restore(moduleID: String, id: Int64, eventType: String, target: DeliveryTarget<forsetti_event_handler>)
+    -> Bool
+  {
+    let book = book(moduleID)
+    return state.withLock { s in
+      let width = Int64(book.slots.count)
+      let slot = Int(id % width)
+      guard id > 0, slot < Self.maxSubscriptionsPerModule, !eventType.isEmpty,
+        book.slots[slot].load(ordering: .relaxed) == 0,
+        !book.lane.closed.load(ordering: .sequentiallyConsistent)
+      else { return false }
+      // IDs given from now on are above every restored one: none is given twice.
+      s.serial = max(s.serial, id / width + 1)
+      s.subscriptions.append(
+        Subscription(id: id, moduleID: moduleID, eventType: eventType, target: target, lane: book.lane))
+      s.ids.append(id)
+      book.slots[slot].store(id, ordering: .releasing)
+      return true
+    }
+  }
+
   /// Ends subscription `id` if `moduleID` made it.
   func unsubscribe(moduleID: String, id: Int64) -> Bool {
     unsubscribe(book(moduleID), id: id)
@@ -371,6 +400,9 @@ package final class MessageRouter: Sendable {
   }
 
   package func removeHandler(moduleID: String) { handlers.withLock { $0[moduleID] = nil } }
+
+  /// Whether `moduleID` takes messages now.
+  func hasHandler(_ moduleID: String) -> Bool { handlers.withLock { $0[moduleID] != nil } }
 
   package enum Delivery: Sendable { case delivered, noHandler, tooDeep }
 

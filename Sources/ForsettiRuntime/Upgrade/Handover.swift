@@ -9,8 +9,11 @@ import Glibc
 /// `FORSETTI_UPGRADE_FD`; read once, at the new image's start, and checked there: a descriptor
 /// that is not what the document says it is refuses the handover.
 package struct Handover: Sendable, Equatable {
-  /// The document's format; an image that reads another refuses the upgrade at its preflight.
-  package static let format = 1
+  /// The document's format: 2 hands over running modules' workers, 1 none. An image reads its
+  /// own and those before it, and writes the oldest that holds what it hands over (so an older
+  /// image can still take over a host with no module running); one that reads another refuses
+  /// the upgrade at its preflight.
+  package static let format = 2
   /// The variable that names the memfd (a descriptor number) to the new image.
   package static let environmentVariable = "FORSETTI_UPGRADE_FD"
   /// A document larger than this is not one a host wrote.
@@ -34,6 +37,9 @@ package struct Handover: Sendable, Equatable {
   /// When the first image of this host started, and how many upgrades it has been through.
   package var startedAt: Int64
   package var upgrades: Int
+  /// The running modules' workers, and the role channels between them.
+  package var workers: [WorkerHandover] = []
+  package var channels: [ChannelHandover] = []
 
   package init(
     token: String, fromVersion: String, executable: String, stateDirectory: String, holdFD: Int32,
@@ -61,21 +67,33 @@ package struct Handover: Sendable, Equatable {
       switch self {
       case .unreadable(let why): "the handover cannot be read: \(why)"
       case .malformed(let why): "the handover is not one a host wrote: \(why)"
-      case .format(let f): "the handover is of format \(f); this image reads format \(Handover.format)"
+      case .format(let f): "the handover is of format \(f); this image reads formats 1 to \(Handover.format)"
       case .descriptor(let name, let fd, let why): "the handed-over \(name) (descriptor \(fd)) \(why)"
       }
     }
   }
 
+  /// The format this document is written in.
+  package var writtenFormat: Int { workers.isEmpty && channels.isEmpty ? 1 : Self.format }
+
+  /// Every descriptor the document names, the image's own and its workers'.
+  package var descriptors: [Int32] {
+    [holdFD, lockFD] + (controlFD.map { [$0] } ?? []) + workers.flatMap(\.descriptors) + channels.map(\.fd)
+  }
+
   package var json: JSONValue {
     var o = JSONObject([
-      ("format", .number(String(Self.format))), ("token", .string(token)),
+      ("format", .number(String(writtenFormat))), ("token", .string(token)),
       ("fromVersion", .string(fromVersion)),
       ("executable", .string(executable)), ("stateDirectory", .string(stateDirectory)),
       ("holdFD", .number(String(holdFD))), ("lockFD", .number(String(lockFD))),
       ("startedAt", .number(String(startedAt))), ("upgrades", .number(String(upgrades))),
     ])
     o["controlFD"] = controlFD.map { .number(String($0)) } ?? .null
+    if writtenFormat >= 2 {
+      o["workers"] = .array(workers.map(\.json))
+      o["channels"] = .array(channels.map(\.json))
+    }
     return .object(o)
   }
 
@@ -100,14 +118,27 @@ package struct Handover: Sendable, Equatable {
       return s
     }
     let format = try int("format")
-    guard format == Self.format else { throw .format(format) }
+    guard format >= 1, format <= Self.format else { throw .format(format) }
     var control: Int32?
     if let v = o["controlFD"], v != .null { control = try fd("controlFD") }
-    return Handover(
+    var h = Handover(
       token: try string("token"), fromVersion: try string("fromVersion"),
       executable: try string("executable"),
       stateDirectory: try string("stateDirectory"), holdFD: try fd("holdFD"), lockFD: try fd("lockFD"),
       controlFD: control, startedAt: Int64(try int("startedAt")), upgrades: try int("upgrades"))
+    if format >= 2 {
+      guard let workers = o["workers"]?.arrayValue, let channels = o["channels"]?.arrayValue else {
+        throw .malformed("workers and channels must be arrays")
+      }
+      for w in workers { h.workers.append(try WorkerHandover.decode(w)) }
+      for c in channels { h.channels.append(try ChannelHandover.decode(c)) }
+    }
+    let all = h.descriptors
+    guard Set(all).count == all.count else { throw .malformed("a descriptor is named twice") }
+    guard Set(h.workers.map(\.moduleID)).count == h.workers.count else {
+      throw .malformed("a module's worker is named twice")
+    }
+    return h
   }
 
   /// The document in a memfd sealed against any change (the preflight reads the very file the
@@ -161,7 +192,7 @@ package struct Handover: Sendable, Equatable {
   }
 
   /// The descriptors' kinds: the held directory, a regular file (the lock), a listening unix
-  /// socket.
+  /// socket; each worker's socket, rings' memory and output pipe, each channel's memory.
   package func checkDescriptors() throws(Refusal) {
     func kind(_ fd: Int32, _ name: String, _ type: mode_t) throws(Refusal) {
       var st = stat()
@@ -170,6 +201,16 @@ package struct Handover: Sendable, Equatable {
     }
     try kind(holdFD, "state directory", S_IFDIR)
     try kind(lockFD, "host.lock", S_IFREG)
+    for w in workers {
+      try kind(w.socketFD, "\(w.moduleID)'s socket", S_IFSOCK)
+      try kind(w.ringFD, "\(w.moduleID)'s call ring", S_IFREG)
+      if let fd = w.outputFD { try kind(fd, "\(w.moduleID)'s output", S_IFIFO) }
+      var st = stat()
+      guard fstat(w.doorbellFD, &st) == 0 else {
+        throw .descriptor(name: "\(w.moduleID)'s doorbell", fd: w.doorbellFD, "is not open")
+      }
+    }
+    for c in channels { try kind(c.fd, "the channel from \(c.consumer) to \(c.provider)", S_IFREG) }
     if let controlFD {
       try kind(controlFD, "control socket", S_IFSOCK)
       var listening: Int32 = 0

@@ -48,7 +48,7 @@ package final class ChannelRing: Sendable {
     let count = min(max(1, lanes), maxLanes)
     let fd = forsetti_memfd("forsetti-role-channel", UInt64(bytes(lanes: count)))
     guard fd >= 0 else { return nil }
-    guard let ring = map(fd, count) else {
+    guard let ring = map(fd, count, keeping: fcntl(fd, F_DUPFD_CLOEXEC, 3)) else {
       Glibc.close(fd)
       return nil
     }
@@ -58,20 +58,38 @@ package final class ChannelRing: Sendable {
   /// A worker's side of a channel the host passed as `fd` (which the caller closes): its lanes
   /// are counted from its size, which must be whole.
   package static func attach(fd: Int32) -> ChannelRing? {
+    guard let count = lanes(fd) else { return nil }
+    return map(fd, count)
+  }
+
+  /// The host's side of a channel handed over by the image before it (`fd`, now owned by the
+  /// channel).
+  package static func adopt(fd: Int32) -> ChannelRing? {
+    guard let count = lanes(fd) else { return nil }
+    return map(fd, count, keeping: fd)
+  }
+
+  /// The host's descriptor of the channel's memory (-1: none kept).
+  package var descriptor: Int32 { mapping.descriptor }
+
+  private static func lanes(_ fd: Int32) -> Int? {
     var st = stat()
     guard fstat(fd, &st) == 0 else { return nil }
     let size = Int(st.st_size)
     guard size > headerSize, (size - headerSize) % CallRing.size == 0 else { return nil }
     let count = (size - headerSize) / CallRing.size
     guard count >= 1, count <= maxLanes else { return nil }
-    return map(fd, count)
+    return count
   }
 
-  private static func map(_ fd: Int32, _ count: Int) -> ChannelRing? {
+  private static func map(_ fd: Int32, _ count: Int, keeping kept: Int32 = -1) -> ChannelRing? {
     let size = bytes(lanes: count)
     let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-    guard let p, p != MAP_FAILED else { return nil }
-    return ChannelRing(mapping: RingMapping(base: p, size: size), lanes: count)
+    guard let p, p != MAP_FAILED else {
+      if kept >= 0, kept != fd { Glibc.close(kept) }
+      return nil
+    }
+    return ChannelRing(mapping: RingMapping(base: p, size: size, descriptor: kept), lanes: count)
   }
 
   private func word(_ w: Word, _ plus: Int = 0) -> UnsafeMutablePointer<UInt32> {

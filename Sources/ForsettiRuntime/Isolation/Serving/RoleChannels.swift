@@ -96,6 +96,18 @@ final class RoleChannels: Sendable {
     return (ring, fd)
   }
 
+  /// The open channels, for a handover to a new image of the host.
+  func handover() -> [Channel] { state.withLock { $0.channels.filter { !$0.ring.isClosed } } }
+
+  /// Enters a channel an image of the host before this one opened, between workers this image
+  /// now serves (the consumer's page is entered with it).
+  func adopt(_ channel: Channel, consumerProgress: WorkerProgress?) {
+    state.withLock { s in
+      if let consumerProgress { s.consumers[channel.consumer] = (channel.consumerOwner, consumerProgress) }
+      s.channels.append(channel)
+    }
+  }
+
   /// Whether the worker `consumerOwner` has an open channel to `provider`'s worker now.
   func hasChannel(consumerOwner: ObjectIdentifier, provider: String) -> Bool {
     state.withLock { s in

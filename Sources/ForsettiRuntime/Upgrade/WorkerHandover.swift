@@ -1,0 +1,185 @@
+import ForsettiCore
+
+/// One running module's worker as an image of the host hands it to the next
+/// (`forsetti-host upgrade`): the process, the host's ends of its channels (descriptors kept
+/// open across `execve`), and what the host had entered for its module — its bus subscriptions
+/// under their IDs, its message handler, the role it serves — so the new image serves the same
+/// worker as the old one did, without the module seeing a stop or a start.
+package struct WorkerHandover: Sendable, Equatable {
+  package var moduleID: String
+  package var pid: Int32
+  /// The host's end of the worker's socket (SOCK_SEQPACKET).
+  package var socketFD: Int32
+  /// The worker's rings' memory (`CallRing`).
+  package var ringFD: Int32
+  /// The eventfd the worker rings when the host's server sleeps.
+  package var doorbellFD: Int32
+  /// The read end of its output pipe; nil once the worker closed it.
+  package var outputFD: Int32?
+  /// Output read but not yet a whole line.
+  package var pendingOutput: [UInt8]
+  /// Its last lines, for a crash report.
+  package var recentLines: [String]
+  /// Its cgroup, one directory per hierarchy (empty: the host has none).
+  package var cgroup: [CgroupPlaceHandover]
+  /// Its bus subscriptions: the IDs the module holds, and their event types.
+  package var subscriptions: [Subscription]
+  /// Whether it took messages.
+  package var messageHandler: Bool
+  /// The concurrency it serves its role with; nil when it serves none from the worker.
+  package var serving: Int?
+  /// The capabilities its worker was confined and bound for: a new image that grants other
+  /// ones starts it anew rather than keep a worker confined for another grant.
+  package var granted: [String]
+  /// The binary the worker loaded, and the module's binary as the manifest names it.
+  package var loadedFrom: String
+  package var loadedIsSwift: Bool
+  package var binaryPath: String?
+  /// Its accepted UI contributions (`WorkerCodec.loaded`), if any.
+  package var ui: JSONValue?
+
+  package struct Subscription: Sendable, Equatable {
+    package var id: Int64
+    package var type: String
+    package init(id: Int64, type: String) {
+      self.id = id
+      self.type = type
+    }
+  }
+
+  package struct CgroupPlaceHandover: Sendable, Equatable {
+    package var version: String
+    package var directory: String
+    package var controllers: [String]
+  }
+
+  /// The descriptors the new image must be given.
+  package var descriptors: [Int32] { [socketFD, ringFD, doorbellFD] + (outputFD.map { [$0] } ?? []) }
+
+  package var json: JSONValue {
+    var o = JSONObject([
+      ("moduleID", .string(moduleID)), ("pid", .number(String(pid))), ("socketFD", .number(String(socketFD))),
+      ("ringFD", .number(String(ringFD))), ("doorbellFD", .number(String(doorbellFD))),
+      ("pendingOutput", .array(pendingOutput.map { .number(String($0)) })),
+      ("recentLines", .strings(recentLines)),
+      (
+        "cgroup",
+        .array(
+          cgroup.map {
+            .object(
+              JSONObject([
+                ("version", .string($0.version)), ("directory", .string($0.directory)),
+                ("controllers", .strings($0.controllers)),
+              ]))
+          })
+      ),
+      (
+        "subscriptions",
+        .array(
+          subscriptions.map {
+            .object(JSONObject([("id", .number(String($0.id))), ("type", .string($0.type))]))
+          })
+      ),
+      ("messageHandler", .bool(messageHandler)), ("granted", .strings(granted)),
+      ("loadedFrom", .string(loadedFrom)), ("loadedIsSwift", .bool(loadedIsSwift)),
+    ])
+    o["outputFD"] = outputFD.map { .number(String($0)) } ?? .null
+    o["serving"] = serving.map { .number(String($0)) } ?? .null
+    o["binaryPath"] = binaryPath.map { .string($0) } ?? .null
+    o["ui"] = ui ?? .null
+    return .object(o)
+  }
+
+  /// A worker's entry of the document, every member checked by type.
+  static func decode(_ value: JSONValue) throws(Handover.Refusal) -> WorkerHandover {
+    guard let o = value.objectValue else { throw .malformed("a worker is not an object") }
+    func int(_ name: String) throws(Handover.Refusal) -> Int {
+      guard let i = o[name]?.integerValue else { throw .malformed("a worker's \(name) must be an integer") }
+      return i
+    }
+    func fd(_ name: String) throws(Handover.Refusal) -> Int32 {
+      guard let n = Int32(exactly: try int(name)), n >= 0 else {
+        throw .malformed("a worker's \(name) is not a descriptor")
+      }
+      return n
+    }
+    func string(_ name: String) throws(Handover.Refusal) -> String {
+      guard let s = o[name]?.stringValue else { throw .malformed("a worker's \(name) must be a string") }
+      return s
+    }
+    func strings(_ v: JSONValue?, _ name: String) throws(Handover.Refusal) -> [String] {
+      guard let a = v?.arrayValue else { throw .malformed("a worker's \(name) must be an array") }
+      var out: [String] = []
+      for e in a {
+        guard let s = e.stringValue else { throw .malformed("a worker's \(name) must hold strings") }
+        out.append(s)
+      }
+      return out
+    }
+    func array(_ name: String) throws(Handover.Refusal) -> [JSONValue] {
+      guard let a = o[name]?.arrayValue else { throw .malformed("a worker's \(name) must be an array") }
+      return a
+    }
+    var pending: [UInt8] = []
+    for b in try array("pendingOutput") {
+      guard let i = b.integerValue, let byte = UInt8(exactly: i) else {
+        throw .malformed("a worker's pendingOutput must hold bytes")
+      }
+      pending.append(byte)
+    }
+    var places: [CgroupPlaceHandover] = []
+    for p in try array("cgroup") {
+      guard let po = p.objectValue, let v = po["version"]?.stringValue, let d = po["directory"]?.stringValue
+      else { throw .malformed("a worker's cgroup place is not one") }
+      places.append(
+        CgroupPlaceHandover(
+          version: v, directory: d, controllers: try strings(po["controllers"], "controllers")))
+    }
+    var subscriptions: [Subscription] = []
+    for s in try array("subscriptions") {
+      guard let so = s.objectValue, let id = so["id"]?.integerValue, let t = so["type"]?.stringValue else {
+        throw .malformed("a worker's subscription is not one")
+      }
+      subscriptions.append(Subscription(id: Int64(id), type: t))
+    }
+    guard let handler = o["messageHandler"]?.boolValue else {
+      throw .malformed("a worker's messageHandler must be true or false")
+    }
+    var output: Int32?
+    if let v = o["outputFD"], v != .null { output = try fd("outputFD") }
+    var serving: Int?
+    if let v = o["serving"], v != .null { serving = try int("serving") }
+    var binary: String?
+    if let v = o["binaryPath"], v != .null { binary = try string("binaryPath") }
+    let ui = o["ui"].flatMap { $0 == .null ? nil : $0 }
+    return WorkerHandover(
+      moduleID: try string("moduleID"), pid: Int32(clamping: try int("pid")), socketFD: try fd("socketFD"),
+      ringFD: try fd("ringFD"), doorbellFD: try fd("doorbellFD"), outputFD: output, pendingOutput: pending,
+      recentLines: try strings(o["recentLines"], "recentLines"), cgroup: places, subscriptions: subscriptions,
+      messageHandler: handler, serving: serving, granted: try strings(o["granted"], "granted"),
+      loadedFrom: try string("loadedFrom"), loadedIsSwift: o["loadedIsSwift"]?.boolValue ?? false,
+      binaryPath: binary, ui: ui)
+  }
+}
+
+/// A role channel as an image hands it to the next: its two ends' modules, and the host's
+/// descriptor of its memory.
+package struct ChannelHandover: Sendable, Equatable {
+  package var consumer: String
+  package var provider: String
+  package var fd: Int32
+
+  package var json: JSONValue {
+    .object(
+      JSONObject([
+        ("consumer", .string(consumer)), ("provider", .string(provider)), ("fd", .number(String(fd))),
+      ]))
+  }
+
+  static func decode(_ value: JSONValue) throws(Handover.Refusal) -> ChannelHandover {
+    guard let o = value.objectValue, let c = o["consumer"]?.stringValue, let p = o["provider"]?.stringValue,
+      let n = o["fd"]?.integerValue, let fd = Int32(exactly: n), fd >= 0
+    else { throw .malformed("a role channel is not one") }
+    return ChannelHandover(consumer: c, provider: p, fd: fd)
+  }
+}
