@@ -130,6 +130,9 @@ public final class ForsettiHost: @unchecked Sendable {
     }
     guard before == .configured else { throw .wrongPhase(call: "start", phase: before.rawValue) }
     let state = configuration.judging.stateDirectory
+    // What this image is (its version, the host's start, its upgrades): one value, made once,
+    // that `status` and `/metrics` both say.
+    let origin = HostUpgrade.origin(handedOver: configuration.handover)
     let environment = makeEnvironment()
     let manager = makeManager(environment)
     if let h = configuration.handover { manager.adopt(h.workers, channels: h.channels) }
@@ -145,7 +148,7 @@ public final class ForsettiHost: @unchecked Sendable {
     // Bound before any module starts: a taken port is exit 2 at once, not after every module
     // started and stopped again.
     if let address = configuration.metricsAddress {
-      do { try serveMetrics(address, environment) } catch {
+      do { try serveMetrics(address, environment, image: origin) } catch {
         manager.stopAll()
         finish()
         throw error
@@ -187,7 +190,7 @@ public final class ForsettiHost: @unchecked Sendable {
 
     if let arguments = configuration.upgradeArguments, let lock {
       upgrade = HostUpgrade(
-        arguments: arguments, hold: hold, lockFD: lock.descriptor, handedOver: configuration.handover)
+        arguments: arguments, hold: hold, lockFD: lock.descriptor, origin: origin)
     }
     if let h = configuration.handover {
       // The previous image blocked these across the exec; a signal sent meanwhile is delivered
@@ -212,16 +215,17 @@ public final class ForsettiHost: @unchecked Sendable {
     return c
   }
 
-  /// Starts `/metrics` at `address`, rendered at each scrape from the counters and the records
-  /// of the last round; says where in the host's log.
-  private func serveMetrics(_ address: MetricsAddress, _ environment: HostEnvironment)
-    throws(ForsettiHostError)
-  {
+  /// Starts `/metrics` at `address`, rendered at each scrape from the counters, the records
+  /// of the last round and `image` (this image's version and upgrades); says where in the
+  /// host's log.
+  private func serveMetrics(
+    _ address: MetricsAddress, _ environment: HostEnvironment, image: StatusAnswer.Image
+  ) throws(ForsettiHostError) {
     let metrics = environment.metrics
     let made: MetricsServer
     do {
       made = try MetricsServer(address) { [weak self] in
-        MetricsExposition.render(metrics, records: self?.modules ?? [])
+        MetricsExposition.render(metrics, records: self?.modules ?? [], image: image)
       }
     } catch { throw .metrics(address: address.description, reason: error.description) }
     metricsServer.withLock { $0 = made }
@@ -397,7 +401,7 @@ public final class ForsettiHost: @unchecked Sendable {
       resume: {
         live.manager.keepsSpareWorker = configuration.development != nil
         guard let address = configuration.metricsAddress else { return }
-        do { try serveMetrics(address, environment) } catch {
+        do { try serveMetrics(address, environment, image: upgrade.origin) } catch {
           environment.hostLog(
             .error, "metrics: not served again after the upgrade that did not happen: \(error)")
         }

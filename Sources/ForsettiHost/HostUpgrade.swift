@@ -17,29 +17,39 @@ final class HostUpgrade {
   private let arguments: [String]
   private let hold: StateDirectoryHold
   private let lockFD: Int32
-  private let startedAt: Int64
-  private let upgrades: Int
-  private let lastToken: String?
+  /// What this image is, fixed when it started (`origin(handedOver:)`).
+  let origin: StatusAnswer.Image
   private var failure: String?
   private var prepared: (handover: Handover, memfd: Int32)?
 
   /// The longest the answers being sent may take before the exec (a client that reads slowly).
   static let quiesceWithin = 5.0
 
-  init(arguments: [String], hold: StateDirectoryHold, lockFD: Int32, handedOver: Handover?) {
+  init(arguments: [String], hold: StateDirectoryHold, lockFD: Int32, origin: StatusAnswer.Image) {
     self.arguments = arguments
     self.hold = hold
     self.lockFD = lockFD
-    startedAt = handedOver?.startedAt ?? Int64(time(nil))
-    upgrades = handedOver?.upgrades ?? 0
-    lastToken = handedOver?.token
+    self.origin = origin
   }
 
-  /// What `status` says of this image.
+  /// What an image starting now is: its version, when the host started and how many upgrades
+  /// it went through — from `handedOver`, the previous image's handover, when this one took
+  /// the host over (now being the time of that upgrade), else from now. Made once, when the
+  /// host starts: `status` (`image`) and `/metrics` both say it.
+  static func origin(handedOver: Handover?) -> StatusAnswer.Image {
+    let now = Int64(time(nil))
+    return StatusAnswer.Image(
+      version: ForsettiVersion.current.description, startedAt: handedOver?.startedAt ?? now,
+      upgrades: handedOver?.upgrades ?? 0, upgradeToken: handedOver?.token,
+      upgradedAt: handedOver == nil ? nil : now)
+  }
+
+  /// What `status` says of this image: its origin, and why the last upgrade asked of it did not
+  /// happen, if one did not.
   var image: StatusAnswer.Image {
-    StatusAnswer.Image(
-      version: ForsettiVersion.current.description, startedAt: startedAt, upgrades: upgrades,
-      upgradeToken: lastToken, upgradeFailure: failure)
+    var i = origin
+    i.upgradeFailure = failure
+    return i
   }
 
   /// Refuses the upgrade, or prepares it: the document written and the new executable's
@@ -55,7 +65,7 @@ final class HostUpgrade {
     let handover = Handover(
       token: Self.token(), fromVersion: ForsettiVersion.current.description, executable: executable,
       stateDirectory: hold.path, holdFD: hold.fd, lockFD: lockFD, controlFD: server?.listeningDescriptor,
-      startedAt: startedAt, upgrades: upgrades + 1)
+      startedAt: origin.startedAt, upgrades: origin.upgrades + 1)
     let memfd: Int32
     switch handover.memfd() {
     case .failure(let why): throw ControlFailure(.failed, "the handover cannot be written: \(why)")

@@ -1,3 +1,4 @@
+import ForsettiCore
 import ForsettiTestSupport
 import Foundation
 import Glibc
@@ -64,6 +65,7 @@ import Testing
   }
 
   @Test func servesRealCountsThatPromtoolAccepts() throws {
+    let launched = Int64(Date().timeIntervalSince1970)
     let (host, port) = try launch()
     defer { host.stop() }
     let provider = "{module=\"\(Self.provider)\"}"
@@ -103,6 +105,15 @@ import Testing
     #expect(Self.value(text, "forsetti_host_modules{state=\"started\"}") == 3, "\(text)")
     #expect((Self.value(text, "forsetti_host_judging_seconds_count") ?? 0) >= 1, "\(text)")
     #expect((Self.value(text, "forsetti_host_reconcile_seconds_count") ?? 0) >= 1, "\(text)")
+    // The host's own: its version (the one `--version` and `status` say), when it started, no
+    // upgrade yet and so no time of one.
+    #expect(Self.value(text, "forsetti_host_info{version=\"\(ForsettiVersion.current)\"}") == 1, "\(text)")
+    let started = try #require(Self.value(text, "forsetti_host_started_timestamp_seconds"), "\(text)")
+    #expect(
+      Double(launched - 1) <= started && started <= Date().timeIntervalSince1970 + 1,
+      "started \(started), launched \(launched)")
+    #expect(Self.value(text, "forsetti_host_upgrades_total") == 0, "\(text)")
+    #expect(!text.contains("forsetti_host_upgraded_timestamp_seconds"), "\(text)")
     #expect(
       Self.value(text, "forsetti_module_crashes_total{module=\"\(Self.notes)\",signal=\"none\"}") == 0,
       "\(text)")

@@ -1,3 +1,4 @@
+import ForsettiCore
 import ForsettiTestSupport
 import Foundation
 import Glibc
@@ -97,9 +98,11 @@ import Testing
     let state = h.dir.url("state")
     let conf = h.dir.url("host.conf")
     try "log-rate = 1000\n".write(toFile: conf, atomically: false, encoding: .utf8)
+    // /metrics on a fixed port: the new image serves it again on the same address.
+    let metricsPort = try MetricsTests.freePort()
     let seen = Mutex<[String: String]>([:])
     let run = try h.run(
-      for: 120, extraArguments: ["--config", conf], executable: exe,
+      for: 120, extraArguments: ["--config", conf, "--metrics", "127.0.0.1:\(metricsPort)"], executable: exe,
       ready: { FileManager.default.fileExists(atPath: state + "/control.sock") },
       observe: { pid in
         var facts: [String: String] = ["pid": String(pid), "exe before": Self.exe(pid)]
@@ -114,6 +117,7 @@ import Testing
           facts["exe replaced"] = Self.exe(pid)
           let asker = StatusAsker()
           asker.start(h, state: state)
+          facts["asked at"] = String(Int64(Date().timeIntervalSince1970))
           let upgrade = try h.cli(["upgrade", "--state", state])
           // A few more answers after it, from the new image.
           let after = asker.answered.load(ordering: .relaxed) + 3
@@ -127,6 +131,10 @@ import Testing
           facts["unanswered"] = asker.unanswered.withLock { $0.joined(separator: " | ") }
           let status = try h.cli(["status", "--json", "--state", state])
           facts["status"] = status.stdout
+          // The new image serves /metrics (from the time it started, before it answered).
+          facts["metrics"] = try MetricsTests.page(metricsPort) {
+            $0.contains("forsetti_host_upgrades_total")
+          }
 
           // A new file that is no host: refused by its preflight, and the host goes on.
           let script = h.dir.url("broken.sh")
@@ -179,6 +187,27 @@ import Testing
     #expect(f["exe after"] == exe, "the host runs the new file: \(f)")
     #expect(f["status"]?.contains("\"pid\":\(pid)") == true, "\(f)")
     #expect(f["status"]?.contains("\"upgrades\":1") == true, "\(f)")
+    // status and /metrics say the same image: version, one upgrade, and when it was.
+    let image = try #require(
+      (try? JSONSerialization.jsonObject(with: Data((f["status"] ?? "").utf8)) as? [String: Any])?["image"]
+        as? [String: Any], "\(f)")
+    let upgradedAt = try #require(image["upgradedAt"] as? Int, "\(image)")
+    let asked = try #require(Int(f["asked at"] ?? ""), "\(f)")
+    #expect(
+      asked - 1 <= upgradedAt && upgradedAt <= asked + 120, "asked at \(asked), upgraded at \(upgradedAt)")
+    #expect((image["startedAt"] as? Int ?? .max) <= upgradedAt, "\(image)")
+    let metrics = f["metrics"] ?? ""
+    #expect(MetricsTests.value(metrics, "forsetti_host_upgrades_total") == 1, "\(metrics)")
+    #expect(
+      MetricsTests.value(metrics, "forsetti_host_upgraded_timestamp_seconds") == Double(upgradedAt),
+      "\(metrics)")
+    #expect(
+      MetricsTests.value(metrics, "forsetti_host_started_timestamp_seconds")
+        == (image["startedAt"] as? Int).map(Double.init),
+      "\(metrics)")
+    #expect(
+      MetricsTests.value(metrics, "forsetti_host_info{version=\"\(ForsettiVersion.current)\"}") == 1,
+      "\(metrics)")
     // Asked all the while, `status` was always answered by a running host.
     #expect((Int(f["answered"] ?? "") ?? 0) >= 3, "\(f)")
     #expect(f["unanswered"] == "", "\(f)")

@@ -1,3 +1,4 @@
+import ForsettiCore
 import ForsettiRuntime
 import Testing
 
@@ -67,5 +68,34 @@ import Testing
     #expect(text.contains("forsetti_module_crashes_total{module=\"b\",signal=\"SIGSEGV\"} 1\n"))
     #expect(text.contains("forsetti_module_crashes_total{module=\"b\",signal=\"none\"} 1\n"))
     #expect(text.contains("forsetti_module_crashes_total{module=\"a\",signal=\"none\"} 0\n"))
+  }
+
+  /// The host's own series say the image `status` says: the version as the label of a gauge of
+  /// 1, the start, the upgrades, and the last upgrade's time once there was one (absent before).
+  @Test func theHostSeriesSayTheImage() {
+    let fresh = MetricsExposition.render(
+      HostMetrics(), records: [], image: StatusAnswer.Image(version: "1.2.3", startedAt: 1_700_000_000))
+    #expect(
+      fresh.contains("# TYPE forsetti_host_info gauge\nforsetti_host_info{version=\"1.2.3\"} 1\n"), "\(fresh)"
+    )
+    #expect(fresh.contains("# TYPE forsetti_host_started_timestamp_seconds gauge\n"))
+    #expect(fresh.contains("\nforsetti_host_started_timestamp_seconds 1700000000\n"))
+    #expect(fresh.contains("# TYPE forsetti_host_upgrades_total counter\nforsetti_host_upgrades_total 0\n"))
+    #expect(!fresh.contains("forsetti_host_upgraded_timestamp_seconds"), "\(fresh)")
+
+    let upgraded = MetricsExposition.render(
+      HostMetrics(), records: [],
+      image: StatusAnswer.Image(
+        version: "1.3.0", startedAt: 1_700_000_000, upgrades: 2, upgradeToken: "t", upgradedAt: 1_700_000_100)
+    )
+    #expect(upgraded.contains("forsetti_host_info{version=\"1.3.0\"} 1\n"))
+    #expect(upgraded.contains("\nforsetti_host_started_timestamp_seconds 1700000000\n"))
+    #expect(upgraded.contains("\nforsetti_host_upgrades_total 2\n"))
+    #expect(
+      upgraded.contains(
+        "# TYPE forsetti_host_upgraded_timestamp_seconds gauge\nforsetti_host_upgraded_timestamp_seconds 1700000100\n"
+      ), "\(upgraded)")
+    // A host that says no image (none given) has none of them.
+    #expect(!MetricsExposition.render(HostMetrics(), records: []).contains("forsetti_host_info"))
   }
 }

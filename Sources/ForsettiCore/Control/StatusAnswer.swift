@@ -21,17 +21,21 @@ public struct StatusAnswer: Sendable, Equatable {
     /// How many upgrades this host has been through, and the token of the last one.
     public var upgrades: Int
     public var upgradeToken: String?
+    /// When this image took the host over (seconds since 1970): the last upgrade's time; nil
+    /// while the host runs the image it started with.
+    public var upgradedAt: Int64?
     /// Why the last upgrade asked of this image did not happen, if one did not.
     public var upgradeFailure: String?
 
     public init(
       version: String, startedAt: Int64, upgrades: Int = 0, upgradeToken: String? = nil,
-      upgradeFailure: String? = nil
+      upgradedAt: Int64? = nil, upgradeFailure: String? = nil
     ) {
       self.version = version
       self.startedAt = startedAt
       self.upgrades = upgrades
       self.upgradeToken = upgradeToken
+      self.upgradedAt = upgradedAt
       self.upgradeFailure = upgradeFailure
     }
 
@@ -41,6 +45,7 @@ public struct StatusAnswer: Sendable, Equatable {
         ("upgrades", .number(String(upgrades))),
       ])
       o["upgradeToken"] = upgradeToken.map { .string($0) } ?? .null
+      o["upgradedAt"] = upgradedAt.map { .number(String($0)) } ?? .null
       o["upgradeFailure"] = upgradeFailure.map { .string($0) } ?? .null
       return .object(o)
     }
@@ -50,9 +55,17 @@ public struct StatusAnswer: Sendable, Equatable {
       guard let started = Int64(exactly: try o.integer("startedAt")) else {
         throw .field("startedAt", "is not a time")
       }
+      // Absent from a host older than it, which said no time.
+      var upgradedAt: Int64?
+      if let v = o.value("upgradedAt"), !v.isNull {
+        guard let at = v.integerValue.flatMap(Int64.init(exactly:)) else {
+          throw .field("upgradedAt", "is not a time")
+        }
+        upgradedAt = at
+      }
       return Image(
         version: try o.string("version"), startedAt: started, upgrades: try o.integer("upgrades"),
-        upgradeToken: try o.optionalString("upgradeToken"),
+        upgradeToken: try o.optionalString("upgradeToken"), upgradedAt: upgradedAt,
         upgradeFailure: try o.optionalString("upgradeFailure"))
     }
   }

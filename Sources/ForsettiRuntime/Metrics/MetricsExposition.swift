@@ -1,3 +1,4 @@
+import ForsettiCore
 import Glibc
 
 /// The whole `/metrics` page, made at scrape time from the counters and the modules' records;
@@ -8,8 +9,11 @@ package enum MetricsExposition {
     "discovered", "gated", "loaded", "started", "stopped", "blocked", "failed", "inactive",
   ]
 
-  /// The exposition of `metrics` with `records` as they are now.
-  package static func render(_ metrics: HostMetrics, records: [ModuleRecord]) -> String {
+  /// The exposition of `metrics` with `records` as they are now, and `image`: what the host's
+  /// executable is and how it came to run (the same value `status` says as `image`).
+  package static func render(
+    _ metrics: HostMetrics, records: [ModuleRecord], image: StatusAnswer.Image? = nil
+  ) -> String {
     var t = MetricsText()
     let known = records.compactMap { r in r.moduleID.map { ($0, r) } }
     t.family("forsetti_module_state", .gauge, help: "1 for the state the module is in, 0 for the others.")
@@ -119,7 +123,30 @@ package enum MetricsExposition {
     t.histogram("forsetti_host_judging_seconds", [], metrics.judgings)
     t.family("forsetti_host_reconcile_seconds", .histogram, help: "Time of each reconcile round.")
     t.histogram("forsetti_host_reconcile_seconds", [], metrics.reconciles)
+    if let image { host(image, &t) }
     return t.text
+  }
+
+  /// The host's own series: its version, when it started, its upgrades and when the last one
+  /// was (that one only once it has been upgraded).
+  static func host(_ image: StatusAnswer.Image, _ t: inout MetricsText) {
+    t.family(
+      "forsetti_host_info", .gauge, help: "Always 1: the version of the executable the host runs, as a label."
+    )
+    t.sample("forsetti_host_info", [("version", image.version)], 1)
+    t.family(
+      "forsetti_host_started_timestamp_seconds", .gauge,
+      help: "When the host started, in seconds since 1970: its first image, whatever upgrades came since.")
+    t.sample("forsetti_host_started_timestamp_seconds", [], String(image.startedAt))
+    t.family(
+      "forsetti_host_upgrades_total", .counter,
+      help: "Upgrades (forsetti-host upgrade) the host went through in the same process since it started.")
+    t.sample("forsetti_host_upgrades_total", [], String(image.upgrades))
+    guard let at = image.upgradedAt else { return }
+    t.family(
+      "forsetti_host_upgraded_timestamp_seconds", .gauge,
+      help: "When the host last became a new executable (forsetti-host upgrade), in seconds since 1970.")
+    t.sample("forsetti_host_upgraded_timestamp_seconds", [], String(at))
   }
 }
 
