@@ -153,6 +153,10 @@ import Testing
     let installed = try String(contentsOfFile: unit, encoding: .utf8)
     let exec = try #require(Self.settings(installed)["ExecStart"])
     #expect(exec.hasPrefix(prefix + "/bin/forsetti-host run "), "\(exec)")
+    #expect(
+      Self.settings(installed)["ExecReload"] == prefix
+        + "/bin/forsetti-host upgrade --state /var/lib/forsetti",
+      "\(installed)")
     #expect(!installed.contains("/usr/local/"), "every path under the prefix")
     let config = try String(contentsOfFile: prefix + "/etc/forsetti/host.conf", encoding: .utf8)
     #expect(!config.contains("/usr/local/"), "every path of its configuration file too")
@@ -186,6 +190,15 @@ import Testing
     let config = Self.options(try String(contentsOfFile: Self.configSource, encoding: .utf8))
     #expect(config["manifests"] != nil && config["plugins"] != nil, "\(config)")
     #expect(!exec.contains("--approve-all") && config["approve-all"] == nil)
+    // `systemctl reload` (a package upgrade) upgrades the host ExecStart= runs: the same
+    // executable, asked on the same state directory.
+    let reload = try #require(s["ExecReload"])
+    let executable = try #require(exec.split(separator: " ").first.map(String.init))
+    #expect(reload.hasPrefix(executable + " upgrade "), "\(reload)")
+    #expect(
+      Self.value(of: "--state", in: reload) == Self.value(of: "--state", in: exec)
+        && reload.contains("--state"),
+      "\(reload)")
     #expect(config["state"] == nil, "the state directory is the unit's (StateDirectory=), not every user's")
     #expect(s["StateDirectory"] == "forsetti")
     #expect(s["Delegate"] == "yes", "workers' cgroups need a delegated subtree")
