@@ -19,8 +19,11 @@ enum UpgradeCommand {
       --print-config), is refused, and the host goes on as it was. The new image reads host.conf
       again and starts --for's count again.
 
-      This version hands over no running module: with any running, the upgrade is refused;
-      stop them first, or restart the host.
+      Every running module is kept running in the same worker (its calls made meanwhile are
+      answered by the new image); one the new version's rules no longer start, or start with
+      another grant or binary, is stopped then, saying why. Refused while in-memory overrides
+      are set, with modules in the host's process (--in-process), or with the debug page
+      (--ui): a new image would not keep them.
 
       EXIT STATUS:
         0  upgraded: the new image answers
