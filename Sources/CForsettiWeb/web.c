@@ -29,6 +29,7 @@ static struct {
   __typeof__(&MHD_get_daemon_info) get_daemon_info;
   __typeof__(&MHD_lookup_connection_value) lookup_connection_value;
   __typeof__(&MHD_queue_response) queue_response;
+  __typeof__(&MHD_quiesce_daemon) quiesce_daemon;
   __typeof__(&MHD_resume_connection) resume_connection;
   __typeof__(&MHD_set_connection_option) set_connection_option;
   __typeof__(&MHD_start_daemon) start_daemon;
@@ -57,6 +58,7 @@ static void mhd_load(void) {
   FORSETTI_WEB_BIND(get_daemon_info);
   FORSETTI_WEB_BIND(lookup_connection_value);
   FORSETTI_WEB_BIND(queue_response);
+  FORSETTI_WEB_BIND(quiesce_daemon);
   FORSETTI_WEB_BIND(resume_connection);
   FORSETTI_WEB_BIND(set_connection_option);
   FORSETTI_WEB_BIND(start_daemon);
@@ -80,6 +82,7 @@ const char *forsetti_web_library(void) { return FORSETTI_WEB_LIBRARY; }
 #define MHD_get_daemon_info mhd.get_daemon_info
 #define MHD_lookup_connection_value mhd.lookup_connection_value
 #define MHD_queue_response mhd.queue_response
+#define MHD_quiesce_daemon mhd.quiesce_daemon
 #define MHD_resume_connection mhd.resume_connection
 #define MHD_set_connection_option mhd.set_connection_option
 #define MHD_start_daemon mhd.start_daemon
@@ -361,6 +364,13 @@ struct MHD_Daemon *forsetti_web_start(uint16_t port, struct forsetti_web_limits 
 struct MHD_Daemon *forsetti_web_start_at(const struct sockaddr *address, struct forsetti_web_limits limits,
                                          forsetti_web_handler handler, forsetti_web_stream_reader reader,
                                          forsetti_web_stream_closed closed, void *ctx) {
+  return forsetti_web_start_on(address, -1, limits, handler, reader, closed, ctx);
+}
+
+struct MHD_Daemon *forsetti_web_start_on(const struct sockaddr *address, int listening,
+                                         struct forsetti_web_limits limits, forsetti_web_handler handler,
+                                         forsetti_web_stream_reader reader, forsetti_web_stream_closed closed,
+                                         void *ctx) {
   if (address == NULL || (address->sa_family != AF_INET && address->sa_family != AF_INET6)) return NULL;
   if (!forsetti_web_load()) return NULL;
   struct server *s = calloc(1, sizeof *s);
@@ -378,7 +388,8 @@ struct MHD_Daemon *forsetti_web_start_at(const struct sockaddr *address, struct 
   pthread_condattr_destroy(&monotonic);
   uint16_t port = address->sa_family == AF_INET ? ntohs(((const struct sockaddr_in *)address)->sin_port)
                                                 : ntohs(((const struct sockaddr_in6 *)address)->sin6_port);
-  unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+  // ITC: needed to quiesce the daemon (forsetti_web_quiesce) when its socket is handed over.
+  unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
   if (address->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
   // A few epoll threads for every connection (never a thread per connection: a thousand idle
   // streams cost a thousand descriptors, not a thousand threads). Streams wait suspended, out of
@@ -386,11 +397,20 @@ struct MHD_Daemon *forsetti_web_start_at(const struct sockaddr *address, struct 
   // a loopback server is 127.0.0.1, so it would be the global limit again; on_connection counts
   // per uid instead. No error log: a client refused at the connection limit would print a line
   // on the host's output each time.
-  struct MHD_Daemon *d = MHD_start_daemon(
-      flags, port, NULL, NULL, &on_request, s, MHD_OPTION_SOCK_ADDR, address, MHD_OPTION_NOTIFY_COMPLETED,
-      &on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, &on_connection, s, MHD_OPTION_CONNECTION_LIMIT,
-      limits.connections, MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_seconds, MHD_OPTION_THREAD_POOL_SIZE,
-      limits.threads, MHD_OPTION_END);
+  // A socket already listening (handed over by the host's previous image) is served as it is:
+  // connections waiting in its backlog are accepted, none refused.
+  struct MHD_Daemon *d =
+      listening >= 0
+          ? MHD_start_daemon(flags, port, NULL, NULL, &on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listening,
+                             MHD_OPTION_NOTIFY_COMPLETED, &on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+                             &on_connection, s, MHD_OPTION_CONNECTION_LIMIT, limits.connections,
+                             MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_seconds, MHD_OPTION_THREAD_POOL_SIZE,
+                             limits.threads, MHD_OPTION_END)
+          : MHD_start_daemon(flags, port, NULL, NULL, &on_request, s, MHD_OPTION_SOCK_ADDR, address,
+                             MHD_OPTION_NOTIFY_COMPLETED, &on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+                             &on_connection, s, MHD_OPTION_CONNECTION_LIMIT, limits.connections,
+                             MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_seconds, MHD_OPTION_THREAD_POOL_SIZE,
+                             limits.threads, MHD_OPTION_END);
   if (d == NULL) {
     free(s);
     return NULL;
@@ -402,6 +422,11 @@ struct MHD_Daemon *forsetti_web_start_at(const struct sockaddr *address, struct 
   servers = s;
   pthread_mutex_unlock(&servers_lock);
   return d;
+}
+
+int forsetti_web_quiesce(struct MHD_Daemon *daemon) {
+  MHD_socket fd = MHD_quiesce_daemon(daemon);
+  return fd == MHD_INVALID_SOCKET ? -1 : (int)fd;
 }
 
 uint16_t forsetti_web_port(struct MHD_Daemon *daemon) {

@@ -147,8 +147,11 @@ public final class ForsettiHost: @unchecked Sendable {
     shared.withLock { $0.environment = environment }
     // Bound before any module starts: a taken port is exit 2 at once, not after every module
     // started and stopped again.
+    if configuration.metricsAddress == nil, let kept = configuration.handover?.metricsFD { close(kept) }
     if let address = configuration.metricsAddress {
-      do { try serveMetrics(address, environment, image: origin) } catch {
+      do {
+        try serveMetrics(address, environment, image: origin, listening: configuration.handover?.metricsFD)
+      } catch {
         manager.stopAll()
         finish()
         throw error
@@ -218,16 +221,32 @@ public final class ForsettiHost: @unchecked Sendable {
   /// Starts `/metrics` at `address`, rendered at each scrape from the counters, the records
   /// of the last round and `image` (this image's version and upgrades); says where in the
   /// host's log.
+  /// With `listening`, on that socket (kept across an upgrade), which is closed if it is not
+  /// bound to `address` (the configuration changed meanwhile) or cannot be served.
   private func serveMetrics(
-    _ address: MetricsAddress, _ environment: HostEnvironment, image: StatusAnswer.Image
+    _ address: MetricsAddress, _ environment: HostEnvironment, image: StatusAnswer.Image,
+    listening: Int32? = nil
   ) throws(ForsettiHostError) {
     let metrics = environment.metrics
     let made: MetricsServer
+    var kept = listening
+    if let fd = kept, !address.isBound(to: fd) {
+      close(fd)
+      kept = nil
+    }
+    let render: @Sendable () -> String = { [weak self] in
+      MetricsExposition.render(metrics, records: self?.modules ?? [], image: image)
+    }
     do {
-      made = try MetricsServer(address) { [weak self] in
-        MetricsExposition.render(metrics, records: self?.modules ?? [], image: image)
+      made = try MetricsServer(address, listening: kept, render: render)
+    } catch {
+      guard let fd = kept else { throw .metrics(address: address.description, reason: error.description) }
+      // The kept socket could not be served: closed, and the address bound anew.
+      close(fd)
+      do { made = try MetricsServer(address, render: render) } catch {
+        throw .metrics(address: address.description, reason: error.description)
       }
-    } catch { throw .metrics(address: address.description, reason: error.description) }
+    }
     metricsServer.withLock { $0 = made }
     environment.hostLog(.info, "metrics: \(made.url)")
     if !made.address.isLoopback {
@@ -392,16 +411,19 @@ public final class ForsettiHost: @unchecked Sendable {
       stopping: { self.waiter.signalled || self.stopRequested.load(ordering: .acquiring) },
       log: { environment.hostLog($0, $1) },
       release: {
-        metricsServer.withLock {
-          $0?.stop()
-          $0 = nil
-        }
         live.manager.releaseIdleWorkers()
+        return metricsServer.withLock { server -> Int32? in
+          defer { server = nil }
+          return server?.handOver()
+        }
       },
-      resume: {
+      resume: { kept in
         live.manager.keepsSpareWorker = configuration.development != nil
-        guard let address = configuration.metricsAddress else { return }
-        do { try serveMetrics(address, environment, image: upgrade.origin) } catch {
+        guard let address = configuration.metricsAddress else {
+          if let kept { close(kept) }
+          return
+        }
+        do { try serveMetrics(address, environment, image: upgrade.origin, listening: kept) } catch {
           environment.hostLog(
             .error, "metrics: not served again after the upgrade that did not happen: \(error)")
         }

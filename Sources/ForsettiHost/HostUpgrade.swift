@@ -85,22 +85,26 @@ final class HostUpgrade {
   }
 
   /// Hands over when an upgrade was prepared: returns only when it did not happen, this image
-  /// then going on (`resume` is called to restart what `release` ended). `stopping` says whether
+  /// then going on (`resume` is called to restart what `release` ended, given the `/metrics`
+  /// socket `release` kept). `stopping` says whether
   /// a stop came (SIGTERM, `requestStop`), which abandons the handover, looked at once the
-  /// control socket is quiet. Then `release` ends the idle workers, `loop` is paused (no worker's
+  /// control socket is quiet. Then `release` ends the idle workers and quiesces `/metrics`,
+  /// keeping its listening socket (handed over), `loop` is paused (no worker's
   /// frame or host call is left half handled) and `workers` gathers the running modules'
   /// workers — those started by requests answered in this same round included.
   func handOver(
     server: ControlServer?, loop: WorkerLoop,
     workers: () -> Result<(workers: [WorkerHandover], channels: [ChannelHandover]), WorkerHandoffRefusal>,
-    stopping: () -> Bool, log: (LogLevel, String) -> Void, release: () -> Void, resume: () -> Void
+    stopping: () -> Bool, log: (LogLevel, String) -> Void, release: () -> Int32?, resume: (Int32?) -> Void
   ) {
     guard let (prepared, checked) = prepared else { return }
     self.prepared = nil
     // The preflight's document; the one handed over names the workers as they are at the exec.
     close(checked)
+    // The `/metrics` socket, once kept: handed over, or served again if the upgrade stops here.
+    var metrics: Int32?
     func abandon(_ why: String, resuming: Bool = false) {
-      if resuming { resume() }
+      if resuming { resume(metrics) }
       server?.resume()
       failure = "\(prepared.token): \(why)"
       log(.warning, "upgrade abandoned, this host goes on as it was: \(why)")
@@ -113,12 +117,13 @@ final class HostUpgrade {
       abandon("a stop came first")
       return
     }
-    release()
+    metrics = release()
     guard loop.pause(within: Self.quiesceWithin) else {
       abandon("a module's host call was still being answered after \(Self.quiesceWithin) s", resuming: true)
       return
     }
     var handover = prepared
+    handover.metricsFD = metrics
     switch workers() {
     case .failure(let refusal):
       loop.resume()
@@ -148,7 +153,7 @@ final class HostUpgrade {
       "\(handover.token): \(handover.executable) could not be executed: \(String(cString: strerror(e)))"
     log(.error, "upgrade failed, this host goes on as it was: \(failure ?? "")")
     loop.resume()
-    resume()
+    resume(metrics)
     server?.resume()
   }
 

@@ -90,6 +90,38 @@ import Testing
     }
   }
 
+  /// Scrapes `/metrics` in a loop on a thread of its own until stopped, keeping what was not a
+  /// 200 (a refused connection while the socket changed hands would be one).
+  final class MetricsScraper: Sendable {
+    let answered = Atomic<Int>(0)
+    let failed = Mutex<[String]>([])
+    let stopped = Atomic<Bool>(false)
+    let done = DispatchSemaphore(value: 0)
+
+    func start(port: UInt16) {
+      Thread.detachNewThread { [self] in
+        while !stopped.load(ordering: .acquiring) {
+          do {
+            let (status, body) = try MetricsTests.get(port, "/metrics")
+            if status == 200 && body.contains("forsetti_host_info") {
+              answered.add(1, ordering: .relaxed)
+            } else {
+              failed.withLock { $0.append("HTTP \(status)") }
+            }
+          } catch {
+            failed.withLock { $0.append("\(error)") }
+          }
+        }
+        done.signal()
+      }
+    }
+
+    func stop() {
+      stopped.store(true, ordering: .releasing)
+      done.wait()
+    }
+  }
+
   @Test(arguments: HostileHost.Identity.allCases)
   func theHostBecomesTheNewExecutableInTheSameProcess(as identity: HostileHost.Identity) throws {
     let h = HostileHost(identity)
@@ -117,13 +149,20 @@ import Testing
           facts["exe replaced"] = Self.exe(pid)
           let asker = StatusAsker()
           asker.start(h, state: state)
+          let scraper = MetricsScraper()
+          scraper.start(port: metricsPort)
           facts["asked at"] = String(Int64(Date().timeIntervalSince1970))
           let upgrade = try h.cli(["upgrade", "--state", state])
           // A few more answers after it, from the new image.
           let after = asker.answered.load(ordering: .relaxed) + 3
+          let scraped = scraper.answered.load(ordering: .relaxed) + 3
           let end = Date().addingTimeInterval(60)
           while asker.answered.load(ordering: .relaxed) < after && Date() < end { usleep(10_000) }
+          while scraper.answered.load(ordering: .relaxed) < scraped && Date() < end { usleep(10_000) }
           asker.stop()
+          scraper.stop()
+          facts["scraped"] = String(scraper.answered.load(ordering: .relaxed))
+          facts["scrapes failed"] = scraper.failed.withLock { $0.joined(separator: " | ") }
           facts["upgrade status"] = String(upgrade.status)
           facts["upgrade out"] = upgrade.stdout + upgrade.stderr
           facts["exe after"] = Self.exe(pid)
@@ -211,6 +250,8 @@ import Testing
     // Asked all the while, `status` was always answered by a running host.
     #expect((Int(f["answered"] ?? "") ?? 0) >= 3, "\(f)")
     #expect(f["unanswered"] == "", "\(f)")
+    // /metrics too: its listening socket was handed over, so no scrape was refused.
+    #expect((Int(f["scraped"] ?? "") ?? 0) >= 3 && f["scrapes failed"] == "", "\(f)")
     #expect(f["refused status"] == "1", "\(f)")
     #expect(
       f["refused out"]?.contains("refused to take this host over (exit status 1): this is not a host")

@@ -67,6 +67,16 @@ struct MHD_Daemon *forsetti_web_start_at(const struct sockaddr *address, struct 
                                          forsetti_web_handler handler, forsetti_web_stream_reader reader,
                                          forsetti_web_stream_closed closed, void *ctx);
 /// The port the daemon listens on.
+/// As forsetti_web_start_at, on `listening`, a socket already bound and listening at `address`
+/// (-1: bind `address`), which the daemon then owns.
+struct MHD_Daemon *forsetti_web_start_on(const struct sockaddr *address, int listening,
+                                         struct forsetti_web_limits limits, forsetti_web_handler handler,
+                                         forsetti_web_stream_reader reader, forsetti_web_stream_closed closed,
+                                         void *ctx);
+/// Stops accepting connections and returns the listening socket (-1 if there is none), which
+/// forsetti_web_stop then leaves open: the caller's, to hand over (new connections wait in its
+/// backlog) or close.
+int forsetti_web_quiesce(struct MHD_Daemon *daemon);
 uint16_t forsetti_web_port(struct MHD_Daemon *daemon);
 /// Stops the daemon; every suspended connection must have been resumed before.
 void forsetti_web_stop(struct MHD_Daemon *daemon);

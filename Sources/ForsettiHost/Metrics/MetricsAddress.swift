@@ -55,6 +55,38 @@ public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
 
   public var isIPv6: Bool { host.contains(":") }
 
+  /// Whether socket `fd` is bound to this address (any port, for port 0): one kept across an
+  /// upgrade is served again only where the configuration still says.
+  func isBound(to fd: Int32) -> Bool {
+    var storage = sockaddr_storage()
+    var size = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let got = withUnsafeMutablePointer(to: &storage) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &size) }
+    }
+    guard got == 0 else { return false }
+    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    let bound: UInt16
+    switch Int32(storage.ss_family) {
+    case AF_INET where !isIPv6:
+      var a = withUnsafeBytes(of: storage) { $0.loadUnaligned(as: sockaddr_in.self) }
+      guard inet_ntop(AF_INET, &a.sin_addr, &text, socklen_t(text.count)) != nil else { return false }
+      bound = UInt16(bigEndian: a.sin_port)
+    case AF_INET6 where isIPv6:
+      var a = withUnsafeBytes(of: storage) { $0.loadUnaligned(as: sockaddr_in6.self) }
+      guard inet_ntop(AF_INET6, &a.sin6_addr, &text, socklen_t(text.count)) != nil else { return false }
+      bound = UInt16(bigEndian: a.sin6_port)
+    default:
+      return false
+    }
+    var mine = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    var raw = [UInt8](repeating: 0, count: 16)
+    // The configured literal in the kernel's own spelling, so `::1` and `0:0::1` compare equal.
+    guard inet_pton(isIPv6 ? AF_INET6 : AF_INET, host, &raw) == 1,
+      inet_ntop(isIPv6 ? AF_INET6 : AF_INET, raw, &mine, socklen_t(mine.count)) != nil
+    else { return false }
+    return String(cString: text) == String(cString: mine) && (port == 0 || port == bound)
+  }
+
   /// Whether it is a loopback address (127.0.0.0/8, ::1): reachable from this machine only.
   public var isLoopback: Bool {
     if isIPv6 {

@@ -36,7 +36,12 @@ final class MetricsServer: @unchecked Sendable {
     }
   }
 
-  init(_ address: MetricsAddress, render: @escaping @Sendable () -> String) throws(StartError) {
+  /// Serves on `address`; with `listening`, on that socket, already bound there and listening
+  /// (the host's previous image's, handed over: the connections waiting in its backlog are
+  /// answered), which the server then owns.
+  init(_ address: MetricsAddress, listening: Int32? = nil, render: @escaping @Sendable () -> String)
+    throws(StartError)
+  {
     self.render = render
     self.address = address
     guard forsetti_web_load() != 0 else { throw .libraryMissing(String(cString: forsetti_web_library())) }
@@ -45,7 +50,8 @@ final class MetricsServer: @unchecked Sendable {
     func start<Address>(_ a: Address) -> OpaquePointer? {
       withUnsafePointer(to: a) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          forsetti_web_start_at($0, Self.limits, Self.onRequest, Self.onRead, Self.onClosed, context)
+          forsetti_web_start_on(
+            $0, listening ?? -1, Self.limits, Self.onRequest, Self.onRead, Self.onClosed, context)
         }
       }
     }
@@ -74,6 +80,19 @@ final class MetricsServer: @unchecked Sendable {
   func stop() {
     if let d = daemon { forsetti_web_stop(d) }
     daemon = nil
+  }
+
+  /// Stops accepting, lets the requests being answered finish, and stops, leaving the listening
+  /// socket open: returned (close-on-exec), for a new image of the host to serve, connections
+  /// made meanwhile waiting in its backlog; nil when it could not be kept (the server stopped).
+  func handOver() -> Int32? {
+    guard let d = daemon else { return nil }
+    let fd = forsetti_web_quiesce(d)
+    forsetti_web_stop(d)
+    daemon = nil
+    guard fd >= 0 else { return nil }
+    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    return fd
   }
 
   /// Status and body for a request (the routing, apart from libmicrohttpd). `hostAllowed`: the

@@ -34,6 +34,8 @@ package struct Handover: Sendable, Equatable {
   package var lockFD: Int32
   /// The listening control socket; nil when the host has none.
   package var controlFD: Int32?
+  /// The listening socket of `/metrics`; nil when the host serves none.
+  package var metricsFD: Int32? = nil
   /// When the first image of this host started, and how many upgrades it has been through.
   package var startedAt: Int64
   package var upgrades: Int
@@ -74,11 +76,12 @@ package struct Handover: Sendable, Equatable {
   }
 
   /// The format this document is written in.
-  package var writtenFormat: Int { workers.isEmpty && channels.isEmpty ? 1 : Self.format }
+  package var writtenFormat: Int { workers.isEmpty && channels.isEmpty && metricsFD == nil ? 1 : Self.format }
 
   /// Every descriptor the document names, the image's own and its workers'.
   package var descriptors: [Int32] {
-    [holdFD, lockFD] + (controlFD.map { [$0] } ?? []) + workers.flatMap(\.descriptors) + channels.map(\.fd)
+    [holdFD, lockFD] + (controlFD.map { [$0] } ?? []) + (metricsFD.map { [$0] } ?? [])
+      + workers.flatMap(\.descriptors) + channels.map(\.fd)
   }
 
   package var json: JSONValue {
@@ -91,6 +94,7 @@ package struct Handover: Sendable, Equatable {
     ])
     o["controlFD"] = controlFD.map { .number(String($0)) } ?? .null
     if writtenFormat >= 2 {
+      o["metricsFD"] = metricsFD.map { .number(String($0)) } ?? .null
       o["workers"] = .array(workers.map(\.json))
       o["channels"] = .array(channels.map(\.json))
     }
@@ -130,6 +134,7 @@ package struct Handover: Sendable, Equatable {
       guard let workers = o["workers"]?.arrayValue, let channels = o["channels"]?.arrayValue else {
         throw .malformed("workers and channels must be arrays")
       }
+      if let v = o["metricsFD"], v != .null { h.metricsFD = try fd("metricsFD") }
       for w in workers { h.workers.append(try WorkerHandover.decode(w)) }
       for c in channels { h.channels.append(try ChannelHandover.decode(c)) }
     }
@@ -201,6 +206,12 @@ package struct Handover: Sendable, Equatable {
     }
     try kind(holdFD, "state directory", S_IFDIR)
     try kind(lockFD, "host.lock", S_IFREG)
+    if let metricsFD {
+      try kind(metricsFD, "metrics socket", S_IFSOCK)
+      guard Self.listening(metricsFD), let family = Self.domain(metricsFD),
+        family == AF_INET || family == AF_INET6
+      else { throw .descriptor(name: "metrics socket", fd: metricsFD, "is not a listening TCP socket") }
+    }
     for w in workers {
       try kind(w.socketFD, "\(w.moduleID)'s socket", S_IFSOCK)
       try kind(w.ringFD, "\(w.moduleID)'s call ring", S_IFREG)
@@ -213,16 +224,26 @@ package struct Handover: Sendable, Equatable {
     for c in channels { try kind(c.fd, "the channel from \(c.consumer) to \(c.provider)", S_IFREG) }
     if let controlFD {
       try kind(controlFD, "control socket", S_IFSOCK)
-      var listening: Int32 = 0
-      var size = socklen_t(MemoryLayout<Int32>.size)
-      guard getsockopt(controlFD, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0, listening != 0 else {
+      guard Self.listening(controlFD) else {
         throw .descriptor(name: "control socket", fd: controlFD, "is not listening")
       }
-      var domain: Int32 = 0
-      size = socklen_t(MemoryLayout<Int32>.size)
-      guard getsockopt(controlFD, SOL_SOCKET, SO_DOMAIN, &domain, &size) == 0, domain == AF_UNIX else {
+      guard Self.domain(controlFD) == AF_UNIX else {
         throw .descriptor(name: "control socket", fd: controlFD, "is not a unix socket")
       }
     }
+  }
+
+  /// Whether socket `fd` listens.
+  static func listening(_ fd: Int32) -> Bool {
+    var listening: Int32 = 0
+    var size = socklen_t(MemoryLayout<Int32>.size)
+    return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0 && listening != 0
+  }
+
+  /// The address family of socket `fd`.
+  static func domain(_ fd: Int32) -> Int32? {
+    var domain: Int32 = 0
+    var size = socklen_t(MemoryLayout<Int32>.size)
+    return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) == 0 ? domain : nil
   }
 }
