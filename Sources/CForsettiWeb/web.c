@@ -429,6 +429,11 @@ int forsetti_web_quiesce(struct MHD_Daemon *daemon) {
   return fd == MHD_INVALID_SOCKET ? -1 : (int)fd;
 }
 
+unsigned int forsetti_web_connections(struct MHD_Daemon *daemon) {
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+  return info ? info->num_connections : 0;
+}
+
 uint16_t forsetti_web_port(struct MHD_Daemon *daemon) {
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
   return info ? info->port : 0;

@@ -63,6 +63,61 @@ import Testing
     return f
   }
 
+  /// Publishes `com.test.fast` with a sequence number every 2 ms, logging `published N` each
+  /// second (one line a second: the log's rate limit drops nothing).
+  static var fastPublisher: ModuleFixture {
+    var f = ModuleFixture(moduleID: "com.test.up.aa.publisher", entryPoint: "up_fast_pub_entry")
+    f.prelude = """
+      #include <pthread.h>
+      static volatile int g_stop;
+      static pthread_t g_thread;
+      static const forsetti_events *g_events;
+      static void *run(void *a) {
+        (void)a; char n[32]; char line[64];
+        for (long i = 0; !g_stop; i++) {
+          snprintf(n, sizeof n, "%ld", i);
+          g_events->publish("com.test.fast", n, strlen(n));
+          if (i % 500 == 0) { snprintf(line, sizeof line, "published %ld", i); g_host->log(FORSETTI_LOG_INFO, line); }
+          usleep(2000);
+        }
+        return NULL;
+      }
+      """
+    f.start = """
+      g_events = host->resolve(FORSETTI_SERVICE_EVENTS);
+      if (!g_events) return FORSETTI_ERR_START_FAILED;
+      pthread_create(&g_thread, NULL, run, NULL);
+      return FORSETTI_OK;
+      """
+    f.stop = "g_stop = 1; pthread_join(g_thread, NULL);"
+    return f
+  }
+
+  /// Subscribes to `com.test.fast`; logs `gap A -> B` for a number missed, `heard N` each 500th.
+  static var fastListener: ModuleFixture {
+    var f = ModuleFixture(moduleID: "com.test.up.zz.listener", entryPoint: "up_fast_listen_entry")
+    f.prelude = """
+      #include <stdlib.h>
+      static const forsetti_events *g_events;
+      static long g_last = -1;
+      static void heard(void *ctx, const char *source, const char *type, const void *payload, size_t len) {
+        (void)ctx; (void)source; (void)type;
+        char b[32]; size_t k = len < sizeof b - 1 ? len : sizeof b - 1;
+        memcpy(b, payload, k); b[k] = 0;
+        long n = atol(b); char line[96];
+        if (g_last >= 0 && n != g_last + 1) { snprintf(line, sizeof line, "gap %ld -> %ld", g_last, n); g_host->log(FORSETTI_LOG_INFO, line); }
+        if (n % 500 == 0) { snprintf(line, sizeof line, "heard %ld", n); g_host->log(FORSETTI_LOG_INFO, line); }
+        g_last = n;
+      }
+      """
+    f.start = """
+      g_events = host->resolve(FORSETTI_SERVICE_EVENTS);
+      if (!g_events) return FORSETTI_ERR_START_FAILED;
+      return g_events->subscribe("com.test.fast", heard, NULL) > 0 ? FORSETTI_OK : FORSETTI_ERR_START_FAILED;
+      """
+    return f
+  }
+
   /// The numbers after `prefix` in `lines`, in order.
   static func numbers(_ lines: [String], _ prefix: String) -> [Int] {
     lines.compactMap { $0.hasPrefix(prefix) ? Int($0.dropFirst(prefix.count)) : nil }
@@ -228,13 +283,18 @@ import Testing
       let f = ModuleFixture(moduleID: HostThreadBoundTests.id(i), entryPoint: "threads\(i)_entry")
       try h.dir.write("manifests/\(HostThreadBoundTests.id(i)).json", f.manifest())
     }
+    // And a publisher and a listener, handed over first and last: every one between is adopted
+    // while the publisher could already publish (it must not be served before the listener's
+    // subscription is back).
+    try h.install(Self.fastPublisher)
+    try h.install(Self.fastListener)
     let state = h.dir.url("state")
     let seen = Mutex<[String: String]>([:])
     let run = try h.run(
       for: 240, executable: exe,
       ready: {
         let log = (try? String(contentsOfFile: state + "/logs/host.log", encoding: .utf8)) ?? ""
-        return log.components(separatedBy: "] up 0").count - 1 >= count
+        return log.components(separatedBy: "] up 0").count - 1 >= count && log.contains("] heard 1000")
       },
       observe: { pid in
         var facts: [String: String] = [:]
@@ -249,6 +309,20 @@ import Testing
           try UpgradeTests.replace(exe, with: HostBinary.path)
           let r = try h.cli(["upgrade", "--state", state])
           facts["upgrade"] = "\(r.status): \(r.stdout + r.stderr)"
+          // Two more seconds of events after it (a minute at most, a safety net).
+          let log = state + "/logs/host.log"
+          let heard = { () -> Int in
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return Self.numbers(
+              text.split(separator: "\n").compactMap { line -> String? in
+                line.range(of: "[module=com.test.up.zz.listener] ").map { String(line[$0.upperBound...]) }
+              }, "heard "
+            ).last ?? 0
+          }
+          let target = heard() + 1000
+          let end = Date().addingTimeInterval(60)
+          while heard() < target && Date() < end { usleep(50_000) }
+          facts["heard after"] = String(heard() >= target)
         } catch {
           facts["error"] = "\(error)"
         }
@@ -257,11 +331,14 @@ import Testing
       })
     let f = seen.withLock { $0 }
     #expect(f["error"] == nil && f["upgrade"]?.hasPrefix("0: upgraded: pid ") == true, "\(f)")
-    #expect(f["before"] == String(count) && f["same"] == "true", "\(f)")
+    #expect(f["before"] == String(count + 2) && f["same"] == "true", "\(f)")
     let kept = run.output.components(separatedBy: " started  kept running in worker pid ").count - 1
-    #expect(kept == count, "\(kept) kept\n\(run.output.suffix(2000))")
+    #expect(kept == count + 2, "\(kept) kept\n\(run.output.suffix(2000))")
+    // No event lost while 202 workers were taken over, and events went on after (positive control).
+    let gaps = run.lines("com.test.up.zz.listener").filter { $0.hasPrefix("gap ") }
+    #expect(gaps.isEmpty && f["heard after"] == "true", "\(gaps) \(f)")
     #expect(
-      run.status == 0 && run.output.contains("\(count) modules: \(count) ran and stopped cleanly"),
+      run.status == 0 && run.output.contains("\(count + 2) modules: \(count + 2) ran and stopped cleanly"),
       "\(run.status)\n\(run.output.suffix(2000))")
   }
 

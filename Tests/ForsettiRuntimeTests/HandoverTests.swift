@@ -48,7 +48,7 @@ import Testing
     h.workers = [Self.worker("com.test.a", first: 20), Self.worker("com.test.b", first: 30)]
     h.channels = [ChannelHandover(consumer: "com.test.a", provider: "com.test.b", fd: 40)]
     #expect(h.json.objectValue?["format"] == .number("2"))
-    #expect(Self.sample().json.objectValue?["format"] == .number("1"))
+    #expect(Self.sample().json.objectValue?["format"] == .number("2"))
     let fd = try #require(try? h.memfd().get())
     defer { close(fd) }
     #expect(try Handover.read(fd: fd) == h)
@@ -69,6 +69,29 @@ import Testing
     #expect(throws: Handover.Refusal.malformed("a worker's messageHandler must be true or false")) {
       try Handover.decode(Array(JSONWriter.string(.object(o)).utf8))
     }
+  }
+
+  /// A document larger than a host reads is not written: the upgrade is refused, naming the
+  /// module whose part is largest (its subscriptions and output are its own to choose); a
+  /// module's long lines are cut before they are handed over.
+  @Test func aDocumentTooLargeIsNotWrittenAndLongLinesAreCut() throws {
+    var h = Self.sample()
+    var big = Self.worker("com.test.big", first: 30)
+    big.subscriptions = (1...400).map {
+      .init(id: Int64($0 * 256), type: String(repeating: "\u{1}", count: 200))
+    }
+    h.workers = [Self.worker("com.test.small", first: 20), big]
+    let size = JSONWriter.string(h.json).utf8.count
+    guard case .failure(.tooLarge(let why)) = h.memfd(limit: size - 1) else {
+      Issue.record("a document over the limit was written")
+      return
+    }
+    #expect(why.contains("com.test.big's, 400 subscriptions"), "\(why)")
+    // Positive control: at its size, it is written.
+    let fd = try #require(try? h.memfd(limit: size).get())
+    close(fd)
+    #expect(WorkerHandover.cut(String(repeating: "é", count: 1000)).utf8.count == 512)
+    #expect(WorkerHandover.cut("short") == "short")
   }
 
   @Test func anotherFormatOrShapeIsRefusedByName() throws {

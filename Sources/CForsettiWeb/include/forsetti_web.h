@@ -77,6 +77,8 @@ struct MHD_Daemon *forsetti_web_start_on(const struct sockaddr *address, int lis
 /// forsetti_web_stop then leaves open: the caller's, to hand over (new connections wait in its
 /// backlog) or close.
 int forsetti_web_quiesce(struct MHD_Daemon *daemon);
+/// The connections the daemon holds now.
+unsigned int forsetti_web_connections(struct MHD_Daemon *daemon);
 uint16_t forsetti_web_port(struct MHD_Daemon *daemon);
 /// Stops the daemon; every suspended connection must have been resumed before.
 void forsetti_web_stop(struct MHD_Daemon *daemon);

@@ -13,6 +13,12 @@ public enum ProtocolVersion {
   /// the protocol before versions were exchanged (a JSON object without `protocolVersion`).
   public static let current = 5
 
+  /// The versions of running workers a host serves when it takes them over from its previous
+  /// image (`forsetti-host upgrade`): a worker of another version has its module stopped and
+  /// started anew, alone. Widen it when a change leaves a running worker of an older version
+  /// served correctly (the host then answers it as that version).
+  public static let adoptable: ClosedRange<Int> = current...current
+
   /// The member of the `configure` and `confined` JSON objects that carries the version.
   public static let member = "protocolVersion"
 

@@ -11,6 +11,9 @@ import Glibc
 final class MetricsServer: @unchecked Sendable {
   private var daemon: OpaquePointer?
   private let render: @Sendable () -> String
+  /// Seconds the connections open at a handover may take to finish before they are closed.
+  static let handOverWithin = 1.0
+
   /// Where it listens, the real port in place of 0.
   private(set) var address: MetricsAddress
 
@@ -88,6 +91,10 @@ final class MetricsServer: @unchecked Sendable {
   func handOver() -> Int32? {
     guard let d = daemon else { return nil }
     let fd = forsetti_web_quiesce(d)
+    // Stopping closes every connection: those accepted before the quiesce are let finish first
+    // (a scrape is one short request), for `handOverWithin` at most (an idle keep-alive one).
+    let end = ContinuousClock.now + .milliseconds(Int(Self.handOverWithin * 1000))
+    while forsetti_web_connections(d) > 0 && ContinuousClock.now < end { usleep(1000) }
     forsetti_web_stop(d)
     daemon = nil
     guard fd >= 0 else { return nil }

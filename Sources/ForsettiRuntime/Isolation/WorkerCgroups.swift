@@ -260,6 +260,20 @@ package final class WorkerCgroups: Sendable {
     return "cgroup \(versions): " + places.joined(separator: "; ")
   }
 
+  /// Worker cgroups named by an image of the host before this one (`forsetti-host upgrade`):
+  /// the names made from now on are numbered above theirs, so none is made twice.
+  package func counted(_ directories: [String]) {
+    for d in directories {
+      guard let dash = d.lastIndex(of: "-"), let n = Int(d[d.index(after: dash)...]) else { continue }
+      while true {
+        let now = made.load(ordering: .relaxed)
+        guard now < n, !made.compareExchange(expected: now, desired: n, ordering: .relaxed).exchanged else {
+          break
+        }
+      }
+    }
+  }
+
   /// Makes the cgroup of one worker of `moduleID` with `limits` (no process in it yet: `add`).
   package func create(moduleID: String, limits: WorkerCgroup.Limits) throws(CgroupError) -> WorkerCgroup {
     let n = made.add(1, ordering: .relaxed).newValue

@@ -164,7 +164,13 @@ final class WorkerProcess: Sendable {
       caller: caller, cgroup: cgroup, environment: environment, crashFiles: crashFiles,
       output: (h.pendingOutput, h.recentLines), onExit: onExit)
     session.adopt()
-    if let fd = h.outputFD, !output.watch(fd) {
+  }
+
+  /// Serves an adopted worker from now on (`output`, its pipe's read end, now the output's):
+  /// put in the loop once every other part of the host it reaches is entered again, so none of
+  /// its calls finds a subscriber or a provider not yet back. Ended if the kernel refused.
+  func serveAdopted(output fd: Int32?) {
+    if let fd, !output.watch(fd) {
       kill()
       endOfSocket()
       return

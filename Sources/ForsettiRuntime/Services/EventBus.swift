@@ -182,6 +182,7 @@ package final class EventBus: Sendable {
     let lane: DeliveryLane
     /// As many as `maxSubscriptionsPerModule`: a module with every slot taken holds the maximum.
     fileprivate let slots: InlineArray<256, Atomic<Int64>> = InlineArray { _ in Atomic(0) }
+    static let width = 256
 
     fileprivate init(moduleID: String, lane: DeliveryLane) {
       self.moduleID = moduleID
@@ -266,6 +267,16 @@ package final class EventBus: Sendable {
     state.withLock { s in s.subscriptions.filter { $0.moduleID == moduleID }.map { ($0.id, $0.eventType) } }
   }
 
+  /// No ID at or below `id` is given from now on: those an image of the host before this one
+  /// gave are entered again first (`restore`), whichever module subscribes meanwhile.
+  func reserve(upTo id: Int64) {
+    // Every book's width: an ID is `serial × width + slot`.
+    let width = Int64(Book.width)
+    state.withLock { s in
+      if id > 0 { s.serial = max(s.serial, id / width + 1) }
+    }
+  }
+
   /// Enters subscription `id` of `moduleID` again, under the ID the module holds (an image of
   /// the host before this one gave it): false when the ID is not one this bus could have given
   /// the module in that slot, or the slot is taken.
@@ -306,7 +317,11 @@ package final class EventBus: Sendable {
   private func end(_ book: Book, id: Int64) -> Bool {
     state.withLock { s in
       // Again under the lock: another thread of the module may have ended it meanwhile.
-      guard book.holds(id), let i = s.ids.firstIndex(of: id) else { return false }
+      guard book.holds(id),
+        let i = s.ids.indices.first(where: {
+          s.ids[$0] == id && s.subscriptions[$0].moduleID == book.moduleID
+        })
+      else { return false }
       s.subscriptions.remove(at: i)
       s.ids.remove(at: i)
       book.slots[Int(id % Int64(book.slots.count))].store(0, ordering: .releasing)

@@ -9,15 +9,15 @@ import Glibc
 /// `FORSETTI_UPGRADE_FD`; read once, at the new image's start, and checked there: a descriptor
 /// that is not what the document says it is refuses the handover.
 package struct Handover: Sendable, Equatable {
-  /// The document's format: 2 hands over running modules' workers, 1 none. An image reads its
-  /// own and those before it, and writes the oldest that holds what it hands over (so an older
-  /// image can still take over a host with no module running); one that reads another refuses
-  /// the upgrade at its preflight.
+  /// The document's format (2: with running modules' workers and `/metrics`' socket). An image
+  /// reads its own and those before it, and writes its own: an older one that does not read it
+  /// refuses the upgrade at its preflight, which reads the same format the exec is handed.
   package static let format = 2
   /// The variable that names the memfd (a descriptor number) to the new image.
   package static let environmentVariable = "FORSETTI_UPGRADE_FD"
-  /// A document larger than this is not one a host wrote.
-  static let maxBytes = 1 << 20
+  /// A document larger than this is not one a host wrote, nor one it writes: a host whose
+  /// modules' subscriptions and output would make it larger refuses the upgrade instead.
+  static let maxBytes = 64 << 20
 
   /// The upgrade's identity: `status` of the new image shows it, so `upgrade` knows the image
   /// that answers is the one it asked for.
@@ -63,20 +63,19 @@ package struct Handover: Sendable, Equatable {
     case unreadable(String)
     case malformed(String)
     case format(Int)
+    case tooLarge(String)
     case descriptor(name: String, fd: Int32, String)
 
     package var description: String {
       switch self {
       case .unreadable(let why): "the handover cannot be read: \(why)"
       case .malformed(let why): "the handover is not one a host wrote: \(why)"
+      case .tooLarge(let why): "the handover would be too large: \(why)"
       case .format(let f): "the handover is of format \(f); this image reads formats 1 to \(Handover.format)"
       case .descriptor(let name, let fd, let why): "the handed-over \(name) (descriptor \(fd)) \(why)"
       }
     }
   }
-
-  /// The format this document is written in.
-  package var writtenFormat: Int { workers.isEmpty && channels.isEmpty && metricsFD == nil ? 1 : Self.format }
 
   /// Every descriptor the document names, the image's own and its workers'.
   package var descriptors: [Int32] {
@@ -86,18 +85,16 @@ package struct Handover: Sendable, Equatable {
 
   package var json: JSONValue {
     var o = JSONObject([
-      ("format", .number(String(writtenFormat))), ("token", .string(token)),
+      ("format", .number(String(Self.format))), ("token", .string(token)),
       ("fromVersion", .string(fromVersion)),
       ("executable", .string(executable)), ("stateDirectory", .string(stateDirectory)),
       ("holdFD", .number(String(holdFD))), ("lockFD", .number(String(lockFD))),
       ("startedAt", .number(String(startedAt))), ("upgrades", .number(String(upgrades))),
     ])
     o["controlFD"] = controlFD.map { .number(String($0)) } ?? .null
-    if writtenFormat >= 2 {
-      o["metricsFD"] = metricsFD.map { .number(String($0)) } ?? .null
-      o["workers"] = .array(workers.map(\.json))
-      o["channels"] = .array(channels.map(\.json))
-    }
+    o["metricsFD"] = metricsFD.map { .number(String($0)) } ?? .null
+    o["workers"] = .array(workers.map(\.json))
+    o["channels"] = .array(channels.map(\.json))
     return .object(o)
   }
 
@@ -148,8 +145,19 @@ package struct Handover: Sendable, Equatable {
 
   /// The document in a memfd sealed against any change (the preflight reads the very file the
   /// new image then reads), close-on-exec: the caller hands it on explicitly.
-  package func memfd() -> Result<Int32, Refusal> {
+  package func memfd(limit: Int = Handover.maxBytes) -> Result<Int32, Refusal> {
     let bytes = Array(JSONWriter.string(json).utf8)
+    guard bytes.count <= limit else {
+      let largest = workers.max {
+        JSONWriter.string($0.json).utf8.count < JSONWriter.string($1.json).utf8.count
+      }
+      return .failure(
+        .tooLarge(
+          "it would take \(bytes.count / 1024) KiB, more than \(limit / 1024) KiB"
+            + (largest.map {
+              " (the largest part: \($0.moduleID)'s, \($0.subscriptions.count) subscriptions)"
+            } ?? "")))
+    }
     let fd = bytes.withUnsafeBytes { forsetti_memfd_document("forsetti-handover", $0.baseAddress, $0.count) }
     guard fd >= 0 else { return .failure(.unreadable(String(cString: strerror(errno)))) }
     return .success(fd)

@@ -58,7 +58,8 @@ struct WorkerHandoff {
         WorkerHandover(
           moduleID: id, pid: w.pid, socketFD: h.socket, ringFD: h.ring, doorbellFD: h.doorbell,
           outputFD: h.output,
-          pendingOutput: h.pending, recentLines: w.recentLines,
+          pendingOutput: Array(h.pending.prefix(WorkerHandover.maxPending)),
+          recentLines: w.recentLines.map(WorkerHandover.cut),
           cgroup: w.cgroupPlaces.map {
             .init(
               version: $0.version.rawValue, directory: $0.directory,
@@ -68,6 +69,8 @@ struct WorkerHandoff {
           messageHandler: environment.messages.hasHandler(id),
           serving: environment.roleChannels.concurrency(of: id),
           granted: slot.record.granted.map(\.rawValue).sorted(),
+          serves: slot.manifest?.defaultModuleRole?.rawValue,
+          calls: slot.manifest.map { StartOrder.consumedRoles($0).map(\.rawValue).sorted() } ?? [],
           loadedFrom: slot.record.loadedFrom ?? slot.record.binaryPath ?? "",
           loadedIsSwift: slot.record.loadedIsSwift, binaryPath: slot.record.binaryPath, ui: ui))
     }
@@ -87,6 +90,8 @@ struct WorkerHandoff {
     for c in channels { close(c.fd) }
     for h in handed {
       for fd in h.descriptors { close(fd) }
+      let cgroup = cgroup(h)
+      defer { if let cgroup { WorkerCgroupHold.release(cgroup) } }
       var status: Int32 = 0
       guard waitpid(h.pid, &status, WNOHANG) == 0 else { continue }
       kill(h.pid, SIGKILL)
@@ -105,10 +110,27 @@ struct WorkerHandoff {
     _ handed: [WorkerHandover], channels: [ChannelHandover],
     load: (ModuleManifest) -> (binary: String, path: String)?
   ) -> Set<String> {
+    // Numbered above every ID and cgroup the previous image gave: a module subscribing, or a
+    // worker's cgroup made, meanwhile never gets one of those.
+    environment.events.reserve(upTo: handed.flatMap(\.subscriptions).map(\.id).max() ?? 0)
+    if case .success(let cgroups) = HostCgroups.workerCgroups {
+      cgroups.counted(handed.flatMap(\.cgroup).map(\.directory))
+    }
+    // Every part of the host a worker reaches is entered again — every worker's subscriptions,
+    // handler and role, the channels — before any worker is served: a worker served first could
+    // publish to a subscriber, or call a provider, not yet back.
     var adopted: [String: WorkerProcess] = [:]
+    var ending: [(WorkerHandover, WorkerProcess)] = []
+    var served: [(WorkerHandover, WorkerProcess)] = []
     for h in handed {
       let now = table.handle(of: h.moduleID).flatMap { table[$0].manifest }.flatMap(load)
-      if let w = adopt(h, loads: now) { adopted[h.moduleID] = w }
+      switch adopt(h, loads: now) {
+      case .kept(let w):
+        adopted[h.moduleID] = w
+        served.append((h, w))
+      case .ending(let w): ending.append((h, w))
+      case .gone: break
+      }
     }
     for c in channels {
       guard let ring = ChannelRing.adopt(fd: c.fd) else {
@@ -126,48 +148,63 @@ struct WorkerHandoff {
           providerOwner: ObjectIdentifier(provider), ring: ring), consumerProgress: consumer.calls.progress)
       provider.counters.countRoleCalls(on: ring)
     }
+    for (h, w) in served + ending { w.serveAdopted(output: h.outputFD) }
+    for (_, w) in ending {
+      w.prepareStop()
+      _ = IsolatedInstance(worker: w, stopTimeout: workers.settings.stopTimeout).stop()
+    }
     return Set(adopted.keys)
   }
 
-  /// One worker: served in its slot, or stopped (why logged); the worker served, or nil.
+  /// What became of one handed-over worker.
+  private enum Adoption {
+    /// Served in its slot.
+    case kept(WorkerProcess)
+    /// Served only to be stopped (why logged).
+    case ending(WorkerProcess)
+    /// Not served: it ended, or is no child of this host (why logged).
+    case gone
+  }
+
+  /// One worker, entered in its slot or to be stopped; not yet served (`serveAdopted`).
   /// `loads` is what a start of its module would load now.
-  private func adopt(_ h: WorkerHandover, loads: (binary: String, path: String)?) -> WorkerProcess? {
+  private func adopt(_ h: WorkerHandover, loads: (binary: String, path: String)?) -> Adoption {
     func drop(_ why: String) {
       environment.hostLog(.warning, about: h.moduleID, "its worker (pid \(h.pid)) was not kept: \(why)")
     }
     // Ours to serve only while it is this process's child and alive: a pid reaped or another's
     // is never signalled.
+    let cgroup = Self.cgroup(h)
     var status: Int32 = 0
     let waited = waitpid(h.pid, &status, WNOHANG)
     guard waited == 0 else {
       for fd in h.descriptors { close(fd) }
-      drop(waited == h.pid ? "it ended during the upgrade" : "it is not a child of this host")
-      return nil
+      if waited == h.pid, let cgroup { WorkerCgroupHold.release(cgroup) }
+      drop(
+        waited == h.pid
+          ? "it ended during the upgrade (\(WorkerEnding.describe(status: status))); its module starts anew"
+          : "it is not a child of this host")
+      return .gone
     }
     let i = table.handle(of: h.moduleID)
     let slot = i.map { table[$0] }
     let manifest = slot?.manifest
     let keep: String? =
-      if slot?.record.state != .gated {
+      if !ProtocolVersion.adoptable.contains(h.protocolVersion) {
+        "it speaks worker protocol \(h.protocolVersion), which this version does not serve (\(ProtocolVersion.adoptable.lowerBound)–\(ProtocolVersion.adoptable.upperBound)); it is started anew"
+      } else if slot?.record.state != .gated {
         "the new image does not start \(h.moduleID) (\(slot.map { "\($0.record.state)" } ?? "no manifest"))"
       } else if slot?.record.granted.map(\.rawValue).sorted() != h.granted {
         "the new image grants it other capabilities; it is started anew"
+      } else if manifest?.defaultModuleRole?.rawValue != h.serves
+        || manifest.map({ StartOrder.consumedRoles($0).map(\.rawValue).sorted() }) != h.calls
+      {
+        "its manifest names other roles now; it is started anew"
       } else if loads?.binary != h.binaryPath || loads?.path != h.loadedFrom {
         "its binary is another now (\(loads?.path ?? "none found"), not \(h.loadedFrom)); it is started anew"
       } else {
         nil
       }
-    let cgroup =
-      h.cgroup.isEmpty
-      ? nil
-      : WorkerCgroup(
-        places: h.cgroup.compactMap { p in
-          CgroupPlacement.Version(rawValue: p.version).map {
-            WorkerCgroup.Place(
-              version: $0, directory: p.directory,
-              controllers: p.controllers.compactMap(CgroupController.init))
-          }
-        }, files: KernelCgroupFiles(), hostPID: getpid())
     let caller = ModuleCaller(
       moduleID: h.moduleID, granted: slot?.record.granted ?? [], serves: manifest?.defaultModuleRole,
       calls: manifest.map(StartOrder.consumedRoles) ?? [])
@@ -182,15 +219,14 @@ struct WorkerHandoff {
       for fd in h.descriptors { close(fd) }
       kill(h.pid, SIGKILL)
       _ = waitpid(h.pid, &status, 0)
-      drop("its rings could not be mapped; it was killed")
-      return nil
+      if let cgroup { WorkerCgroupHold.release(cgroup) }
+      drop("its rings could not be mapped; it was killed, and its module starts anew")
+      return .gone
     }
     let instance = IsolatedInstance(worker: worker, stopTimeout: workers.settings.stopTimeout)
     guard let i, let manifest, keep == nil else {
       drop("\(keep ?? ""); stopping it")
-      worker.prepareStop()
-      _ = instance.stop()
-      return nil
+      return .ending(worker)
     }
     for s in h.subscriptions where worker.subscribe(s.type, restoring: s.id) < 0 {
       environment.hostLog(
@@ -211,7 +247,19 @@ struct WorkerHandoff {
     environment.hostLog(
       .info, "kept \(manifest.moduleID) \(manifest.moduleVersion) running (worker pid \(h.pid))",
       subject: manifest.moduleID)
-    return worker
+    return .kept(worker)
+  }
+
+  /// The worker's cgroup as the handover names it; nil when the host had none.
+  private static func cgroup(_ h: WorkerHandover) -> WorkerCgroup? {
+    guard !h.cgroup.isEmpty else { return nil }
+    return WorkerCgroup(
+      places: h.cgroup.compactMap { p in
+        CgroupPlacement.Version(rawValue: p.version).map {
+          WorkerCgroup.Place(
+            version: $0, directory: p.directory, controllers: p.controllers.compactMap(CgroupController.init))
+        }
+      }, files: KernelCgroupFiles(), hostPID: getpid())
   }
 }
 

@@ -1,3 +1,4 @@
+import ForsettiBridge
 import ForsettiCore
 
 /// One running module's worker as an image of the host hands it to the next
@@ -8,6 +9,8 @@ import ForsettiCore
 package struct WorkerHandover: Sendable, Equatable {
   package var moduleID: String
   package var pid: Int32
+  /// The worker protocol the worker speaks (the version of the image that configured it).
+  package var protocolVersion: Int = ProtocolVersion.current
   /// The host's end of the worker's socket (SOCK_SEQPACKET).
   package var socketFD: Int32
   /// The worker's rings' memory (`CallRing`).
@@ -31,12 +34,42 @@ package struct WorkerHandover: Sendable, Equatable {
   /// The capabilities its worker was confined and bound for: a new image that grants other
   /// ones starts it anew rather than keep a worker confined for another grant.
   package var granted: [String]
+  /// The role it may serve and those it may call, as its worker was bound for them.
+  package var serves: String? = nil
+  package var calls: [String] = []
   /// The binary the worker loaded, and the module's binary as the manifest names it.
   package var loadedFrom: String
   package var loadedIsSwift: Bool
   package var binaryPath: String?
   /// Its accepted UI contributions (`WorkerCodec.loaded`), if any.
   package var ui: JSONValue?
+
+  /// The most output handed over unfinished (a worker's longer line is cut there anyway).
+  static let maxPending = 16 * 1024
+  /// The most of each recent line handed over: they are for a crash report's tail, and a
+  /// module's own long lines must not make the document too large to hand over.
+  static let maxLine = 512
+
+  private static let hex = (0..<16).map { String($0, radix: 16) }
+
+  private static func nibble(_ c: UInt8) -> UInt8? {
+    switch c {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+    default: nil
+    }
+  }
+
+  /// `line` cut to `maxLine` bytes of UTF-8, at a character.
+  static func cut(_ line: String) -> String {
+    guard line.utf8.count > maxLine else { return line }
+    var out = ""
+    for c in line {
+      guard out.utf8.count + String(c).utf8.count <= maxLine else { break }
+      out.append(c)
+    }
+    return out
+  }
 
   package struct Subscription: Sendable, Equatable {
     package var id: Int64
@@ -58,9 +91,13 @@ package struct WorkerHandover: Sendable, Equatable {
 
   package var json: JSONValue {
     var o = JSONObject([
-      ("moduleID", .string(moduleID)), ("pid", .number(String(pid))), ("socketFD", .number(String(socketFD))),
+      ("moduleID", .string(moduleID)), ("pid", .number(String(pid))),
+      ("protocolVersion", .number(String(protocolVersion))), ("socketFD", .number(String(socketFD))),
       ("ringFD", .number(String(ringFD))), ("doorbellFD", .number(String(doorbellFD))),
-      ("pendingOutput", .array(pendingOutput.map { .number(String($0)) })),
+      (
+        "pendingOutput",
+        .string(pendingOutput.map { Self.hex[Int($0 >> 4)] + Self.hex[Int($0 & 15)] }.joined())
+      ),
       ("recentLines", .strings(recentLines)),
       (
         "cgroup",
@@ -80,12 +117,13 @@ package struct WorkerHandover: Sendable, Equatable {
             .object(JSONObject([("id", .number(String($0.id))), ("type", .string($0.type))]))
           })
       ),
-      ("messageHandler", .bool(messageHandler)), ("granted", .strings(granted)),
+      ("messageHandler", .bool(messageHandler)), ("granted", .strings(granted)), ("calls", .strings(calls)),
       ("loadedFrom", .string(loadedFrom)), ("loadedIsSwift", .bool(loadedIsSwift)),
     ])
     o["outputFD"] = outputFD.map { .number(String($0)) } ?? .null
     o["serving"] = serving.map { .number(String($0)) } ?? .null
     o["binaryPath"] = binaryPath.map { .string($0) } ?? .null
+    o["serves"] = serves.map { .string($0) } ?? .null
     o["ui"] = ui ?? .null
     return .object(o)
   }
@@ -120,12 +158,18 @@ package struct WorkerHandover: Sendable, Equatable {
       guard let a = o[name]?.arrayValue else { throw .malformed("a worker's \(name) must be an array") }
       return a
     }
+    let hexText = Array(try string("pendingOutput").utf8)
+    guard hexText.count % 2 == 0, hexText.count <= 2 * WorkerHandover.maxPending else {
+      throw .malformed("a worker's pendingOutput is not hex bytes")
+    }
     var pending: [UInt8] = []
-    for b in try array("pendingOutput") {
-      guard let i = b.integerValue, let byte = UInt8(exactly: i) else {
-        throw .malformed("a worker's pendingOutput must hold bytes")
+    var at = 0
+    while at < hexText.count {
+      guard let high = Self.nibble(hexText[at]), let low = Self.nibble(hexText[at + 1]) else {
+        throw .malformed("a worker's pendingOutput is not hex bytes")
       }
-      pending.append(byte)
+      pending.append(high << 4 | low)
+      at += 2
     }
     var places: [CgroupPlaceHandover] = []
     for p in try array("cgroup") {
@@ -151,14 +195,17 @@ package struct WorkerHandover: Sendable, Equatable {
     if let v = o["serving"], v != .null { serving = try int("serving") }
     var binary: String?
     if let v = o["binaryPath"], v != .null { binary = try string("binaryPath") }
+    var serves: String?
+    if let v = o["serves"], v != .null { serves = try string("serves") }
     let ui = o["ui"].flatMap { $0 == .null ? nil : $0 }
     return WorkerHandover(
-      moduleID: try string("moduleID"), pid: Int32(clamping: try int("pid")), socketFD: try fd("socketFD"),
+      moduleID: try string("moduleID"), pid: Int32(clamping: try int("pid")),
+      protocolVersion: try int("protocolVersion"), socketFD: try fd("socketFD"),
       ringFD: try fd("ringFD"), doorbellFD: try fd("doorbellFD"), outputFD: output, pendingOutput: pending,
       recentLines: try strings(o["recentLines"], "recentLines"), cgroup: places, subscriptions: subscriptions,
       messageHandler: handler, serving: serving, granted: try strings(o["granted"], "granted"),
-      loadedFrom: try string("loadedFrom"), loadedIsSwift: o["loadedIsSwift"]?.boolValue ?? false,
-      binaryPath: binary, ui: ui)
+      serves: serves, calls: try strings(o["calls"], "calls"), loadedFrom: try string("loadedFrom"),
+      loadedIsSwift: o["loadedIsSwift"]?.boolValue ?? false, binaryPath: binary, ui: ui)
   }
 }
 
