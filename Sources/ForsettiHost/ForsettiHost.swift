@@ -138,7 +138,8 @@ public final class ForsettiHost: @unchecked Sendable {
     if let h = configuration.handover { manager.adopt(h.workers, channels: h.channels) }
     hold.whenReplaced { [waker = waiter.waker] _ in waker() }
     let live = LiveHost(
-      judge: Judge(Self.remembering(configuration.judging)), manager: manager,
+      judge: Judge(Self.remembering(configuration.judging, handedOver: configuration.handover)),
+      manager: manager,
       development: configuration.development,
       wake: waiter.waker)
     live.onReload = reloadObservers.tell
@@ -212,9 +213,13 @@ public final class ForsettiHost: @unchecked Sendable {
 
   /// The judging configuration of a running host: it remembers its policy file, so an invalid
   /// one edited into place is reported and the last valid one stays in force (`PolicyMemory`).
-  private static func remembering(_ judging: HostConfiguration) -> HostConfiguration {
+  /// An upgraded image's judge starts with the in-memory overrides its previous image had.
+  private static func remembering(_ judging: HostConfiguration, handedOver: Handover?) -> HostConfiguration {
     var c = judging
     if c.policyMemory == nil { c.policyMemory = PolicyMemory() }
+    if let h = handedOver {
+      c.inMemoryOverrides = InMemoryOverrides(modules: h.overriddenModules, products: h.overriddenProducts)
+    }
     return c
   }
 
@@ -394,11 +399,6 @@ public final class ForsettiHost: @unchecked Sendable {
       return
         "modules run in the host's process (\(shown)), which a new image does not keep; restart the host instead"
     }
-    let overrides = live.judge.configuration.inMemoryOverrides.snapshot
-    if !overrides.modules.isEmpty || !overrides.products.isEmpty {
-      return
-        "in-memory overrides are set, which a new image does not keep; clear them (or make them persisted) first"
-    }
     return nil
   }
 
@@ -408,6 +408,7 @@ public final class ForsettiHost: @unchecked Sendable {
     let environment = live.manager.environment
     upgrade.handOver(
       server: server, loop: environment.loop, workers: { live.manager.handOverWorkers() },
+      overrides: { live.judge.configuration.inMemoryOverrides.snapshot },
       stopping: { self.waiter.signalled || self.stopRequested.load(ordering: .acquiring) },
       log: { environment.hostLog($0, $1) },
       release: {

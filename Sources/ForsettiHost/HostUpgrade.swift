@@ -95,6 +95,7 @@ final class HostUpgrade {
   func handOver(
     server: ControlServer?, loop: WorkerLoop,
     workers: () -> Result<(workers: [WorkerHandover], channels: [ChannelHandover]), WorkerHandoffRefusal>,
+    overrides: () -> InMemoryOverrides.Tables,
     stopping: () -> Bool, log: (LogLevel, String) -> Void, release: () -> Int32?, resume: (Int32?) -> Void
   ) {
     guard let (prepared, checked) = prepared else { return }
@@ -124,6 +125,7 @@ final class HostUpgrade {
     }
     var handover = prepared
     handover.metricsFD = metrics
+    (handover.overriddenModules, handover.overriddenProducts) = overrides()
     switch workers() {
     case .failure(let refusal):
       loop.resume()

@@ -47,6 +47,8 @@ import Testing
     var h = Self.sample()
     h.workers = [Self.worker("com.test.a", first: 20), Self.worker("com.test.b", first: 30)]
     h.channels = [ChannelHandover(consumer: "com.test.a", provider: "com.test.b", fd: 40)]
+    h.overriddenModules = ["com.test.a": .off]
+    h.overriddenProducts = ["com.acme.pro": .on]
     #expect(h.json.objectValue?["format"] == .number("2"))
     #expect(Self.sample().json.objectValue?["format"] == .number("2"))
     let fd = try #require(try? h.memfd().get())
@@ -63,6 +65,15 @@ import Testing
       try Handover.decode(Array(JSONWriter.string(twice.json).utf8))
     }
     var o = try #require(h.json.objectValue)
+    var bad = o
+    bad["overrides"] = .object(
+      JSONObject([
+        ("modules", .object(JSONObject([("com.test.a", .string("unset"))]))),
+        ("products", .object(JSONObject([]))),
+      ]))
+    #expect(throws: Handover.Refusal.malformed("overrides.modules.com.test.a must be on or off")) {
+      try Handover.decode(Array(JSONWriter.string(.object(bad)).utf8))
+    }
     var w = try #require(h.workers[0].json.objectValue)
     w["messageHandler"] = .string("yes")
     o["workers"] = .array([.object(w)])

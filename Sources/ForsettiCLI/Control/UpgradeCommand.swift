@@ -21,9 +21,9 @@ enum UpgradeCommand {
 
       Every running module is kept running in the same worker (its calls made meanwhile are
       answered by the new image); one the new version's rules no longer start, or start with
-      another grant or binary, is stopped then, saying why. Refused while in-memory overrides
-      are set, with modules in the host's process (--in-process), or with the debug page
-      (--ui): a new image would not keep them.
+      another grant or binary, is stopped then, saying why. In-memory overrides are kept.
+      Refused with modules in the host's process (--in-process), or with the debug page (--ui):
+      a new image would not keep them.
 
       EXIT STATUS:
         0  upgraded: the new image answers

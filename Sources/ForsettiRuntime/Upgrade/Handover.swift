@@ -39,6 +39,10 @@ package struct Handover: Sendable, Equatable {
   /// When the first image of this host started, and how many upgrades it has been through.
   package var startedAt: Int64
   package var upgrades: Int
+  /// The in-memory overrides set through the control socket (module and product IDs to on or
+  /// off), which the new image's judge starts with.
+  package var overriddenModules: [String: OverrideState] = [:]
+  package var overriddenProducts: [String: OverrideState] = [:]
   /// The running modules' workers, and the role channels between them.
   package var workers: [WorkerHandover] = []
   package var channels: [ChannelHandover] = []
@@ -93,6 +97,11 @@ package struct Handover: Sendable, Equatable {
     ])
     o["controlFD"] = controlFD.map { .number(String($0)) } ?? .null
     o["metricsFD"] = metricsFD.map { .number(String($0)) } ?? .null
+    func table(_ t: [String: OverrideState]) -> JSONValue {
+      .object(JSONObject(t.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.rawValue)) }))
+    }
+    o["overrides"] = .object(
+      JSONObject([("modules", table(overriddenModules)), ("products", table(overriddenProducts))]))
     o["workers"] = .array(workers.map(\.json))
     o["channels"] = .array(channels.map(\.json))
     return .object(o)
@@ -132,6 +141,21 @@ package struct Handover: Sendable, Equatable {
         throw .malformed("workers and channels must be arrays")
       }
       if let v = o["metricsFD"], v != .null { h.metricsFD = try fd("metricsFD") }
+      func table(_ name: String) throws(Refusal) -> [String: OverrideState] {
+        guard let t = o["overrides"]?.objectValue?[name]?.objectValue else {
+          throw .malformed("overrides.\(name) must be an object")
+        }
+        var out: [String: OverrideState] = [:]
+        for (id, v) in t.members {
+          guard let state = v.stringValue.flatMap(OverrideState.init(rawValue:)), state != .unset else {
+            throw .malformed("overrides.\(name).\(id) must be on or off")
+          }
+          out[id] = state
+        }
+        return out
+      }
+      h.overriddenModules = try table("modules")
+      h.overriddenProducts = try table("products")
       for w in workers { h.workers.append(try WorkerHandover.decode(w)) }
       for c in channels { h.channels.append(try ChannelHandover.decode(c)) }
     }

@@ -182,7 +182,7 @@ struct WorkerHandoff {
       if waited == h.pid, let cgroup { WorkerCgroupHold.release(cgroup) }
       drop(
         waited == h.pid
-          ? "it ended during the upgrade (\(WorkerEnding.describe(status: status))); its module starts anew"
+          ? "it ended during the upgrade; its module starts anew"
           : "it is not a child of this host")
       return .gone
     }
