@@ -135,7 +135,9 @@ public final class ForsettiHost: @unchecked Sendable {
     let origin = HostUpgrade.origin(handedOver: configuration.handover)
     let environment = makeEnvironment()
     let manager = makeManager(environment)
-    if let h = configuration.handover { manager.adopt(h.workers, channels: h.channels) }
+    if let h = configuration.handover {
+      manager.adopt(HandedModules(workers: h.workers, channels: h.channels, restarts: h.restarts))
+    }
     hold.whenReplaced { [waker = waiter.waker] _ in waker() }
     let live = LiveHost(
       judge: Judge(Self.remembering(configuration.judging, handedOver: configuration.handover)),

@@ -94,7 +94,7 @@ final class HostUpgrade {
   /// workers — those started by requests answered in this same round included.
   func handOver(
     server: ControlServer?, loop: WorkerLoop,
-    workers: () -> Result<(workers: [WorkerHandover], channels: [ChannelHandover]), WorkerHandoffRefusal>,
+    workers: () -> Result<HandedModules, WorkerHandoffRefusal>,
     overrides: () -> InMemoryOverrides.Tables,
     stopping: () -> Bool, log: (LogLevel, String) -> Void, release: () -> Int32?, resume: (Int32?) -> Void
   ) {
@@ -134,6 +134,7 @@ final class HostUpgrade {
     case .success(let handed):
       handover.workers = handed.workers
       handover.channels = handed.channels
+      handover.restarts = handed.restarts
     }
     let memfd: Int32
     switch handover.memfd() {

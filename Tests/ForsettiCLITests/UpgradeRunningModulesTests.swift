@@ -400,4 +400,60 @@ import Testing
     #expect(f["left"] == "", "\(f)")
     #expect(f["asked"] == "4", "\(f)")
   }
+
+  /// A module crashing at each start is restarted with back-off (0.25 s, doubling): upgraded
+  /// while its fifth restart waits 4 s, the new image restarts it when that was due — not at
+  /// once — and counts on (its next crash waits 8 s, not 0.25 s as a first crash would).
+  @Test(.timeLimit(.minutes(3)))
+  func aPendingRestartAndItsCrashCountAreKept() throws {
+    let h = HostileHost(.current)
+    let exe = try UpgradeTests.installCopy(in: h)
+    var crasher = ModuleFixture(moduleID: "com.test.up.crasher", entryPoint: "up_crasher_entry")
+    crasher.start = "abort(); return FORSETTI_OK;"
+    try h.install(crasher)
+    try h.install(Self.ticker)
+    let state = h.dir.url("state")
+    let log = state + "/logs/host.log"
+    @Sendable func logged() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+    let seen = Mutex<[String: String]>([:])
+    let run = try h.run(
+      for: 120, extraArguments: ["--max-restarts", "10"], executable: exe,
+      ready: { logged().contains("will restart com.test.up.crasher in 4.0 s") },
+      observe: { pid in
+        var facts: [String: String] = [:]
+        defer {
+          seen.withLock { $0 = facts }
+          kill(pid, SIGTERM)
+        }
+        do {
+          try UpgradeTests.replace(exe, with: HostBinary.path)
+          let r = try h.cli(["upgrade", "--state", state])
+          facts["upgrade"] = "\(r.status): \(r.stdout + r.stderr)"
+        } catch {
+          facts["error"] = "\(error)"
+        }
+        let end = Date().addingTimeInterval(60)
+        while !logged().contains("will restart com.test.up.crasher in 8.0 s") && Date() < end {
+          usleep(50_000)
+        }
+        // The new image's first round logs to its file, not to the start's quiet console.
+        facts["kept restart"] = String(logged().contains("(crash 5), as before the upgrade"))
+        return [:]
+      })
+    let f = seen.withLock { $0 }
+    #expect(f["error"] == nil && f["upgrade"]?.hasPrefix("0: ") == true, "\(f)")
+    let upgradeAt = try #require(
+      run.output.range(of: "upgrade: this host (pid"), "\(run.output.suffix(2000))")
+    let after = String(run.output[upgradeAt.lowerBound...])
+    let before = String(run.output[..<upgradeAt.lowerBound])
+    // The restart due in 4 s (less the time since) was kept; the crash count went on from 5.
+    #expect(f["kept restart"] == "true", "\(f)")
+    #expect(
+      after.contains("restarting com.test.up.crasher (crash 5 of at most 10 restarts)"),
+      "\(after.prefix(3000))")
+    #expect(after.contains("will restart com.test.up.crasher in 8.0 s"), "\(after.prefix(3000))")
+    #expect(!after.contains("will restart com.test.up.crasher in 0.25 s"), "\(after.prefix(3000))")
+    // Positive control: before the upgrade the back-off began at 0.25 s.
+    #expect(before.contains("will restart com.test.up.crasher in 0.25 s"), "\(before.suffix(3000))")
+  }
 }

@@ -114,18 +114,14 @@ package final class ModuleManager {
   /// Serves these workers, handed over by the image of the host before this one, instead of
   /// starting their modules, in the first round (`reconcile`) — those its verdicts still start
   /// with the same grant and binary; the others are stopped then, with the reason.
-  package func adopt(_ workers: [WorkerHandover], channels: [ChannelHandover]) {
-    adoption.set(workers, channels)
-  }
+  package func adopt(_ handed: HandedModules) { adoption.set(handed) }
 
   /// Every running module's worker and the role channels between them, for a new image of the
   /// host (the workers' loop paused: nothing is being read or answered); or which module cannot
   /// be handed over, and why.
-  package func handOverWorkers()
-    -> Result<(workers: [WorkerHandover], channels: [ChannelHandover]), WorkerHandoffRefusal>
-  {
+  package func handOverWorkers() -> Result<HandedModules, WorkerHandoffRefusal> {
     guard let workers else {
-      guard let first = table.running.first, let id = table[first].moduleID else { return .success(([], [])) }
+      guard let first = table.running.first, let id = table[first].moduleID else { return .success(HandedModules()) }
       return .failure(
         WorkerHandoffRefusal(
           moduleID: id, why: "runs in the host's process (--in-process), which a new image does not keep"))

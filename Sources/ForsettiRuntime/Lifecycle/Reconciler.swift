@@ -221,9 +221,10 @@ struct Reconciler {
     }
     if let handed = adoption.take() {
       if let workers {
-        WorkerHandoff(table: table, environment: environment, workers: workers, inbox: inbox).adopt(
-          handed.workers, channels: handed.channels, load: starter.workerLoad)
+        let handoff = WorkerHandoff(table: table, environment: environment, workers: workers, inbox: inbox)
+        handoff.adopt(handed.workers, channels: handed.channels, load: starter.workerLoad)
         toStart.removeAll { table[$0].isRunning }
+        handoff.restore(handed.restarts, toStart: &toStart)
       } else {
         WorkerHandoff.end(handed.workers, handed.channels, environment: environment)
       }

@@ -45,6 +45,8 @@ package struct Handover: Sendable, Equatable {
   package var overriddenProducts: [String: OverrideState] = [:]
   /// The running modules' workers, and the role channels between them.
   package var workers: [WorkerHandover] = []
+  /// Crash counts and pending restarts.
+  package var restarts: [RestartHandover] = []
   package var channels: [ChannelHandover] = []
 
   package init(
@@ -104,6 +106,7 @@ package struct Handover: Sendable, Equatable {
       JSONObject([("modules", table(overriddenModules)), ("products", table(overriddenProducts))]))
     o["workers"] = .array(workers.map(\.json))
     o["channels"] = .array(channels.map(\.json))
+    o["restarts"] = .array(restarts.map(\.json))
     return .object(o)
   }
 
@@ -158,6 +161,8 @@ package struct Handover: Sendable, Equatable {
       h.overriddenProducts = try table("products")
       for w in workers { h.workers.append(try WorkerHandover.decode(w)) }
       for c in channels { h.channels.append(try ChannelHandover.decode(c)) }
+      guard let restarts = o["restarts"]?.arrayValue else { throw .malformed("restarts must be an array") }
+      for r in restarts { h.restarts.append(try RestartHandover.decode(r)) }
     }
     let all = h.descriptors
     guard Set(all).count == all.count else { throw .malformed("a descriptor is named twice") }

@@ -16,10 +16,10 @@ struct WorkerHandoff {
   /// Workers handed over and not yet adopted: taken by the first round of the image that took
   /// the host over (`Reconciler`), once.
   final class Pending {
-    private var handed: (workers: [WorkerHandover], channels: [ChannelHandover])?
+    private var handed: HandedModules?
     init() {}
-    func set(_ workers: [WorkerHandover], _ channels: [ChannelHandover]) { handed = (workers, channels) }
-    func take() -> (workers: [WorkerHandover], channels: [ChannelHandover])? {
+    func set(_ handed: HandedModules) { self.handed = handed }
+    func take() -> HandedModules? {
       defer { handed = nil }
       return handed
     }
@@ -34,7 +34,7 @@ struct WorkerHandoff {
 
   /// Every running module's worker and the channels between them; the first module that cannot
   /// be handed over refuses the upgrade.
-  func gather() -> Result<(workers: [WorkerHandover], channels: [ChannelHandover]), Refusal> {
+  func gather() -> Result<HandedModules, Refusal> {
     var out: [WorkerHandover] = []
     for i in table.running {
       let slot = table[i]
@@ -81,7 +81,36 @@ struct WorkerHandoff {
       }
       return ChannelHandover(consumer: c.consumer, provider: c.provider, fd: c.ring.descriptor)
     }
-    return .success((out, channels))
+    let now = ContinuousClock.now
+    let restarts = table.handles.compactMap { i -> RestartHandover? in
+      guard let r = table[i].restart, let id = table[i].moduleID else { return nil }
+      let due = r.due.map { max(0, Int(($0 - now) / .milliseconds(1))) }
+      return RestartHandover(
+        moduleID: id, crashes: r.crashes, dueInMilliseconds: due, lastFailure: r.lastFailure,
+        reason: table[i].record.state.reason?.rawValue)
+    }
+    return .success(HandedModules(workers: out, channels: channels, restarts: restarts))
+  }
+
+  /// Enters the crash counts and pending restarts `handed` over: a module kept running counts
+  /// on from its crashes; one waiting to restart is taken out of `toStart` and restarted when it
+  /// was due.
+  func restore(_ handed: [RestartHandover], toStart: inout [SlotHandle]) {
+    for r in handed {
+      guard let i = table.handle(of: r.moduleID) else { continue }
+      if table[i].isRunning {
+        table[i].willRestart(crashes: r.crashes, due: .now, failure: r.lastFailure)
+        table[i].restartTaken()
+      } else if let ms = r.dueInMilliseconds, let at = toStart.firstIndex(of: i) {
+        toStart.remove(at: at)
+        table[i].held(.failed(r.reason.flatMap(ReasonCode.init(rawValue:)) ?? .crashed))
+        table[i].willRestart(crashes: r.crashes, due: .now + .milliseconds(ms), failure: r.lastFailure)
+        environment.hostLog(
+          .info,
+          "will restart \(r.moduleID) in \(Double(ms) / 1000) s (crash \(r.crashes)), as before the upgrade",
+          subject: r.moduleID)
+      }
+    }
   }
 
   /// Ends workers handed over to an image that cannot serve them (one running modules in its
@@ -102,9 +131,14 @@ struct WorkerHandoff {
     }
   }
 
-  /// Serves the workers `handed` over by the image before this one, each in its judged slot:
-  /// the modules IDs kept running. `load` says what a start of a module would load now (its
-  /// binary, the file loaded). Call before the first start.
+  /// Serves the workers `handed` over by the image before this one: the module IDs kept
+  /// running, each in its judged slot. Every worker is entered first — its subscriptions,
+  /// handler and role, then the channels — and only then are they served, all at once: one
+  /// served before another's subscription is back could publish to a listener not yet there.
+  /// Each is then judged while served (what a start would load is read from disk, the costly
+  /// part): kept, or stopped with the reason, as the image before would have stopped it.
+  /// `load` says what a start of a module would load now (its binary, the file loaded). Call
+  /// before the first start.
   @discardableResult
   func adopt(
     _ handed: [WorkerHandover], channels: [ChannelHandover],
@@ -116,29 +150,20 @@ struct WorkerHandoff {
     if case .success(let cgroups) = HostCgroups.workerCgroups {
       cgroups.counted(handed.flatMap(\.cgroup).map(\.directory))
     }
-    // Every part of the host a worker reaches is entered again — every worker's subscriptions,
-    // handler and role, the channels — before any worker is served: a worker served first could
-    // publish to a subscriber, or call a provider, not yet back.
-    var adopted: [String: WorkerProcess] = [:]
-    var ending: [(WorkerHandover, WorkerProcess)] = []
-    var served: [(WorkerHandover, WorkerProcess)] = []
+    var entered: [(WorkerHandover, WorkerProcess)] = []
+    var byID: [String: WorkerProcess] = [:]
     for h in handed {
-      let now = table.handle(of: h.moduleID).flatMap { table[$0].manifest }.flatMap(load)
-      switch adopt(h, loads: now) {
-      case .kept(let w):
-        adopted[h.moduleID] = w
-        served.append((h, w))
-      case .ending(let w): ending.append((h, w))
-      case .gone: break
-      }
+      guard let w = enter(h) else { continue }
+      entered.append((h, w))
+      byID[h.moduleID] = w
     }
     for c in channels {
       guard let ring = ChannelRing.adopt(fd: c.fd) else {
         close(c.fd)
         continue
       }
-      guard let consumer = adopted[c.consumer], let provider = adopted[c.provider] else {
-        // An end was not kept: the other end's calls on it end now (and go through the host).
+      guard let consumer = byID[c.consumer], let provider = byID[c.provider] else {
+        // An end did not come through: the other end's calls on it end now.
         ring.close()
         continue
       }
@@ -148,33 +173,34 @@ struct WorkerHandoff {
           providerOwner: ObjectIdentifier(provider), ring: ring), consumerProgress: consumer.calls.progress)
       provider.counters.countRoleCalls(on: ring)
     }
-    for (h, w) in served + ending { w.serveAdopted(output: h.outputFD) }
-    for (_, w) in ending {
-      w.prepareStop()
-      _ = IsolatedInstance(worker: w, stopTimeout: workers.settings.stopTimeout).stop()
+    for (h, w) in entered { w.serveAdopted(output: h.outputFD) }
+    var kept: Set<String> = []
+    var ending: [WorkerProcess] = []
+    for (h, w) in entered {
+      let loads = table.handle(of: h.moduleID).flatMap { table[$0].manifest }.flatMap(load)
+      if judge(h, w, loads: loads) {
+        kept.insert(h.moduleID)
+      } else {
+        ending.append(w)
+      }
     }
-    return Set(adopted.keys)
+    // Taken off the bus and out of their channels together, then stopped one by one.
+    for w in ending { w.prepareStop() }
+    for w in ending { _ = IsolatedInstance(worker: w, stopTimeout: workers.settings.stopTimeout).stop() }
+    return kept
   }
 
-  /// What became of one handed-over worker.
-  private enum Adoption {
-    /// Served in its slot.
-    case kept(WorkerProcess)
-    /// Served only to be stopped (why logged).
-    case ending(WorkerProcess)
-    /// Not served: it ended, or is no child of this host (why logged).
-    case gone
-  }
-
-  /// One worker, entered in its slot or to be stopped; not yet served (`serveAdopted`).
-  /// `loads` is what a start of its module would load now.
-  private func adopt(_ h: WorkerHandover, loads: (binary: String, path: String)?) -> Adoption {
+  /// One worker entered, not yet served: its process checked to be this host's live child, its
+  /// rings mapped, its subscriptions, handler and role entered again as its worker was bound
+  /// for them. Nil (said why) when it cannot be: it ended, is no child of this host, speaks a
+  /// protocol this version does not, or its rings cannot be mapped.
+  private func enter(_ h: WorkerHandover) -> WorkerProcess? {
     func drop(_ why: String) {
       environment.hostLog(.warning, about: h.moduleID, "its worker (pid \(h.pid)) was not kept: \(why)")
     }
+    let cgroup = Self.cgroup(h)
     // Ours to serve only while it is this process's child and alive: a pid reaped or another's
     // is never signalled.
-    let cgroup = Self.cgroup(h)
     var status: Int32 = 0
     let waited = waitpid(h.pid, &status, WNOHANG)
     guard waited == 0 else {
@@ -182,17 +208,59 @@ struct WorkerHandoff {
       if waited == h.pid, let cgroup { WorkerCgroupHold.release(cgroup) }
       drop(
         waited == h.pid
-          ? "it ended during the upgrade; its module starts anew"
-          : "it is not a child of this host")
-      return .gone
+          ? "it ended during the upgrade; its module starts anew" : "it is not a child of this host")
+      return nil
     }
+    func end(_ why: String) {
+      for fd in h.descriptors { close(fd) }
+      kill(h.pid, SIGKILL)
+      _ = waitpid(h.pid, &status, 0)
+      if let cgroup { WorkerCgroupHold.release(cgroup) }
+      drop("\(why); it was killed, and its module starts anew")
+    }
+    guard ProtocolVersion.adoptable.contains(h.protocolVersion) else {
+      // Nothing is sent to a worker of a protocol this version does not speak: not even `stop`.
+      end(
+        "it speaks worker protocol \(h.protocolVersion), which this version does not serve (\(ProtocolVersion.adoptable.lowerBound)–\(ProtocolVersion.adoptable.upperBound))"
+      )
+      return nil
+    }
+    let caller = ModuleCaller(
+      moduleID: h.moduleID, granted: Set(h.granted.compactMap(Capability.init(rawValue:))),
+      serves: h.serves.flatMap(DefaultModuleRole.init(rawValue:)),
+      calls: Set(h.calls.compactMap(DefaultModuleRole.init(rawValue:))))
+    let files = CrashSymbolizer.Files(
+      module: h.loadedFrom, moduleDirectories: [], worker: workers.settings.workerExecutable,
+      libraryDirectories: workers.libraryDirectories)
+    guard
+      let worker = WorkerProcess(
+        adopting: h, caller: caller, cgroup: cgroup, environment: environment, crashFiles: files,
+        onExit: { [inbox] id, pid in inbox.post(id, pid: pid) })
+    else {
+      end("its rings could not be mapped")
+      return nil
+    }
+    for s in h.subscriptions where worker.subscribe(s.type, restoring: s.id) < 0 {
+      environment.hostLog(
+        .warning, about: h.moduleID, "its subscription \(s.id) to \"\(s.type)\" could not be entered again")
+    }
+    if h.messageHandler { _ = worker.takeMessages(true) }
+    if let n = h.serving, worker.serve(concurrency: n) != FORSETTI_OK {
+      environment.hostLog(.warning, about: h.moduleID, "it could not be entered as its role's provider again")
+    }
+    return worker
+  }
+
+  /// Whether the worker `w`, served, is kept in its slot: only if this image's verdict still
+  /// starts its module with the grant, roles and loaded file it was confined and bound for
+  /// (`loads`: what a start would load now). Otherwise said why (it is then stopped).
+  private func judge(_ h: WorkerHandover, _ w: WorkerProcess, loads: (binary: String, path: String)?) -> Bool
+  {
     let i = table.handle(of: h.moduleID)
     let slot = i.map { table[$0] }
     let manifest = slot?.manifest
-    let keep: String? =
-      if !ProtocolVersion.adoptable.contains(h.protocolVersion) {
-        "it speaks worker protocol \(h.protocolVersion), which this version does not serve (\(ProtocolVersion.adoptable.lowerBound)–\(ProtocolVersion.adoptable.upperBound)); it is started anew"
-      } else if slot?.record.state != .gated {
+    let refusal: String? =
+      if slot?.record.state != .gated {
         "the new image does not start \(h.moduleID) (\(slot.map { "\($0.record.state)" } ?? "no manifest"))"
       } else if slot?.record.granted.map(\.rawValue).sorted() != h.granted {
         "the new image grants it other capabilities; it is started anew"
@@ -205,49 +273,24 @@ struct WorkerHandoff {
       } else {
         nil
       }
-    let caller = ModuleCaller(
-      moduleID: h.moduleID, granted: slot?.record.granted ?? [], serves: manifest?.defaultModuleRole,
-      calls: manifest.map(StartOrder.consumedRoles) ?? [])
-    let files = CrashSymbolizer.Files(
-      module: h.loadedFrom, moduleDirectories: [], worker: workers.settings.workerExecutable,
-      libraryDirectories: workers.libraryDirectories)
-    guard
-      let worker = WorkerProcess(
-        adopting: h, caller: caller, cgroup: cgroup, environment: environment, crashFiles: files,
-        onExit: { [inbox] id, pid in inbox.post(id, pid: pid) })
-    else {
-      for fd in h.descriptors { close(fd) }
-      kill(h.pid, SIGKILL)
-      _ = waitpid(h.pid, &status, 0)
-      if let cgroup { WorkerCgroupHold.release(cgroup) }
-      drop("its rings could not be mapped; it was killed, and its module starts anew")
-      return .gone
-    }
-    let instance = IsolatedInstance(worker: worker, stopTimeout: workers.settings.stopTimeout)
-    guard let i, let manifest, keep == nil else {
-      drop("\(keep ?? ""); stopping it")
-      return .ending(worker)
-    }
-    for s in h.subscriptions where worker.subscribe(s.type, restoring: s.id) < 0 {
+    guard let i, let manifest, refusal == nil else {
       environment.hostLog(
-        .warning, about: h.moduleID, "its subscription \(s.id) to \"\(s.type)\" could not be entered again")
-    }
-    if h.messageHandler { _ = worker.takeMessages(true) }
-    if let n = h.serving, worker.serve(concurrency: n) != FORSETTI_OK {
-      environment.hostLog(.warning, about: h.moduleID, "it could not be entered as its role's provider again")
+        .warning, about: h.moduleID, "its worker (pid \(h.pid)) was not kept: \(refusal ?? ""); stopping it")
+      return false
     }
     workers.sandboxMeter?.watch(
-      moduleID: h.moduleID, sandbox: environment.sandboxPath(for: h.moduleID), worker: worker)
+      moduleID: h.moduleID, sandbox: environment.sandboxPath(for: h.moduleID), worker: w)
     let ui = h.ui.flatMap { WorkerCodec.decodeLoaded(JSONWriter.string($0))?.1 }
     table[i].loading(from: h.loadedFrom, isSwift: h.loadedIsSwift, binary: h.binaryPath)
     table[i].passed(.load, "kept loaded in worker pid \(h.pid) across an upgrade of the host")
     table[i].kept(
-      instance, sequence: table.nextStart(), ui: ui,
+      IsolatedInstance(worker: w, stopTimeout: workers.settings.stopTimeout), sequence: table.nextStart(),
+      ui: ui,
       detail: "kept running in worker pid \(h.pid) across an upgrade of the host")
     environment.hostLog(
       .info, "kept \(manifest.moduleID) \(manifest.moduleVersion) running (worker pid \(h.pid))",
       subject: manifest.moduleID)
-    return .kept(worker)
+    return true
   }
 
   /// The worker's cgroup as the handover names it; nil when the host had none.

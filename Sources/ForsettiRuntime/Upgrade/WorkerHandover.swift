@@ -230,3 +230,54 @@ package struct ChannelHandover: Sendable, Equatable {
     return ChannelHandover(consumer: c, provider: p, fd: fd)
   }
 }
+
+/// A module's crashes so far and its pending restart, as an image hands them to the next: the
+/// new image restarts it when it was due (not at once), and counts on towards quarantine.
+package struct RestartHandover: Sendable, Equatable {
+  package var moduleID: String
+  package var crashes: Int
+  /// How long until the restart was due at the handover; nil when none is pending (the module
+  /// runs again, its crashes still counted).
+  package var dueInMilliseconds: Int?
+  package var lastFailure: String
+  /// Why it does not run (the record's reason: `crashed`, `protocolViolation`).
+  package var reason: String?
+
+  package var json: JSONValue {
+    var o = JSONObject([
+      ("moduleID", .string(moduleID)), ("crashes", .number(String(crashes))), ("lastFailure", .string(lastFailure)),
+    ])
+    o["dueInMilliseconds"] = dueInMilliseconds.map { .number(String($0)) } ?? .null
+    o["reason"] = reason.map { .string($0) } ?? .null
+    return .object(o)
+  }
+
+  static func decode(_ value: JSONValue) throws(Handover.Refusal) -> RestartHandover {
+    guard let o = value.objectValue, let id = o["moduleID"]?.stringValue, let crashes = o["crashes"]?.integerValue,
+      crashes >= 0, let failure = o["lastFailure"]?.stringValue
+    else { throw .malformed("a restart is not one") }
+    var due: Int?
+    if let v = o["dueInMilliseconds"], v != .null {
+      guard let ms = v.integerValue, ms >= 0 else { throw .malformed("a restart's dueInMilliseconds is not one") }
+      due = ms
+    }
+    let reason = o["reason"].flatMap { $0 == .null ? nil : $0.stringValue }
+    return RestartHandover(moduleID: id, crashes: crashes, dueInMilliseconds: due, lastFailure: failure, reason: reason)
+  }
+}
+
+/// What an image hands the next of its modules: the running ones' workers, the role channels
+/// between them, every module's crash count and pending restart.
+package struct HandedModules: Sendable, Equatable {
+  package var workers: [WorkerHandover] = []
+  package var channels: [ChannelHandover] = []
+  package var restarts: [RestartHandover] = []
+
+  package init(
+    workers: [WorkerHandover] = [], channels: [ChannelHandover] = [], restarts: [RestartHandover] = []
+  ) {
+    self.workers = workers
+    self.channels = channels
+    self.restarts = restarts
+  }
+}
