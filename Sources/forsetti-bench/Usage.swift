@@ -12,10 +12,14 @@ enum BenchUsage {
       --quick          fewer rounds and smaller fixtures, for a fast look
       --json           one JSON object: every row with its floor or peer and the ratio
       --only SECTION   one section: gating, activation, calls, roundtrip, roles, spawn, reload,
-                       peers, scale, neighbours (and gating-loop, micro for profilers)
+                       peers, scale, neighbours, upgrade (and gating-loop, micro for
+                       profilers)
                        roles: a role call beside a host call, then providers of
                        concurrency 1, 4, 16 under 1, 4, 16 consumer modules (calls/s,
                        p50/p95) and a polite consumer alone and beside a flooding one
+                       upgrade: `forsetti-host upgrade` of a real host with 1 and 200
+                       modules, one calling the host every 5 ms: upgrade → the new image
+                       answering, the module's longest gap between calls, against a restart
       --peers          adds HashiCorp go-plugin beside every row it has a counterpart for
                        (installs Debian's Go packages if missing; builds offline)
       -h, --help       this text

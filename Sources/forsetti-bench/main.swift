@@ -517,6 +517,17 @@ if section("neighbours") {
   if json { rows += neighbours.rows } else { neighbourTable = neighbours.table }
 }
 
+// 9. Issue 43: `forsetti-host upgrade` of a running host with a ticking module and 1 or 200
+// modules, against a restart of the same host (UpgradeBench).
+var upgradeTable = ""
+if section("upgrade") {
+  progress("upgrade of a running host: 1 and 200 modules, against a restart")
+  let upgrade = try UpgradeBench.run(work: work, include: include, counts: [1, 200], rounds: quick ? 1 : 3)
+  rows += upgrade.rows
+  if !json { upgradeTable = upgrade.table }
+}
+
 Report.print(rows, json: json)
 if !roleLoadTable.isEmpty { print("\n" + roleLoadTable) }
 if !neighbourTable.isEmpty { print("\n" + neighbourTable) }
+if !upgradeTable.isEmpty { print("\n" + upgradeTable) }
