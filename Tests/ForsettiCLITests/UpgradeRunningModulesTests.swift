@@ -456,4 +456,64 @@ import Testing
     // Positive control: before the upgrade the back-off began at 0.25 s.
     #expect(before.contains("will restart com.test.up.crasher in 0.25 s"), "\(before.suffix(3000))")
   }
+
+  /// A module whose binary was rebuilt while it ran (`run` keeps the version it loaded) is not
+  /// kept by the new image: its worker is stopped, saying why, and the new binary started in a
+  /// new worker; the module beside it keeps its worker (positive control).
+  @Test(.timeLimit(.minutes(3)))
+  func aModuleWhoseBinaryChangedIsStartedAnewAndOnlyIt() throws {
+    let h = HostileHost(.current)
+    let exe = try UpgradeTests.installCopy(in: h)
+    var changing = ModuleFixture(moduleID: "com.test.up.changing", entryPoint: "up_changing_entry")
+    changing.start = "fixture_log(\"version A\"); return FORSETTI_OK;"
+    try h.install(changing)
+    try h.install(Self.ticker)
+    let state = h.dir.url("state")
+    let seen = Mutex<[String: String]>([:])
+    let run = try h.run(
+      for: 120, executable: exe,
+      ready: {
+        (try? String(contentsOfFile: state + "/logs/host.log", encoding: .utf8))?.contains("tick 3") == true
+      },
+      observe: { pid in
+        var facts: [String: String] = [:]
+        defer {
+          seen.withLock { $0 = facts }
+          kill(pid, SIGTERM)
+        }
+        UpgradeTests.awaitAnswer(h, state: state)
+        let before = UpgradeTests.liveWorkers(of: pid)
+        do {
+          var rebuilt = ModuleFixture(moduleID: "com.test.up.changing", entryPoint: "up_changing_entry")
+          rebuilt.start = "fixture_log(\"version B\"); return FORSETTI_OK;"
+          try h.install(rebuilt)
+          try UpgradeTests.replace(exe, with: HostBinary.path)
+          let r = try h.cli(["upgrade", "--state", state])
+          facts["upgrade"] = "\(r.status): \(r.stdout + r.stderr)"
+        } catch {
+          facts["error"] = "\(error)"
+        }
+        let log = state + "/logs/host.log"
+        let end = Date().addingTimeInterval(60)
+        while !((try? String(contentsOfFile: log, encoding: .utf8))?.contains("version B") ?? false)
+          && Date() < end
+        {
+          usleep(20_000)
+        }
+        let after = UpgradeTests.liveWorkers(of: pid)
+        facts["kept"] = String(after.filter { before.contains($0) }.count)
+        facts["new"] = String(after.filter { !before.contains($0) }.count)
+        facts["log"] = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return [:]
+      })
+    _ = run
+    let f = seen.withLock { $0 }
+    #expect(f["error"] == nil && f["upgrade"]?.hasPrefix("0: ") == true, "\(f["upgrade"] ?? "")")
+    let log = f["log"] ?? ""
+    #expect(log.contains("its binary is another now"), "\(log.suffix(3000))")
+    #expect(log.contains("version B"), "\(log.suffix(3000))")
+    // One worker kept (the ticker's), one new (the changed module's).
+    #expect(f["kept"] == "1" && f["new"] == "1", "\(f["kept"] ?? "") \(f["new"] ?? "")")
+    #expect(log.contains("kept com.test.up.ticker 1.0.0 running"), "\(log.suffix(3000))")
+  }
 }

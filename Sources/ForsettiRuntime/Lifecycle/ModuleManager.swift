@@ -111,17 +111,29 @@ package final class ModuleManager {
     workers?.refill()
   }
 
-  /// Serves these workers, handed over by the image of the host before this one, instead of
-  /// starting their modules, in the first round (`reconcile`) — those its verdicts still start
-  /// with the same grant and binary; the others are stopped then, with the reason.
-  package func adopt(_ handed: HandedModules) { adoption.set(handed) }
+  /// Serves these workers, handed over by the image of the host before this one, at once (as
+  /// they were bound), and keeps them instead of starting their modules in the first round
+  /// (`reconcile`) — those its verdicts still start with the same grant, roles and binary; the
+  /// others are stopped then, with the reason. An image running modules in its own process
+  /// ends them.
+  package func adopt(_ handed: HandedModules) {
+    guard let workers else {
+      WorkerHandoff.end(handed.workers, handed.channels, environment: environment)
+      return
+    }
+    let entered = WorkerHandoff(table: table, environment: environment, workers: workers, inbox: inbox).enter(
+      handed.workers, channels: handed.channels)
+    adoption.set(.init(workers: entered, restarts: handed.restarts))
+  }
 
   /// Every running module's worker and the role channels between them, for a new image of the
   /// host (the workers' loop paused: nothing is being read or answered); or which module cannot
   /// be handed over, and why.
   package func handOverWorkers() -> Result<HandedModules, WorkerHandoffRefusal> {
     guard let workers else {
-      guard let first = table.running.first, let id = table[first].moduleID else { return .success(HandedModules()) }
+      guard let first = table.running.first, let id = table[first].moduleID else {
+        return .success(HandedModules())
+      }
       return .failure(
         WorkerHandoffRefusal(
           moduleID: id, why: "runs in the host's process (--in-process), which a new image does not keep"))

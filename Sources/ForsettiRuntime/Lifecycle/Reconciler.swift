@@ -219,15 +219,11 @@ struct Reconciler {
       toStart.append(i)
       if !quiet { environment.hostLog(.info, about: id, "starting: \(Self.why(was))") }
     }
-    if let handed = adoption.take() {
-      if let workers {
-        let handoff = WorkerHandoff(table: table, environment: environment, workers: workers, inbox: inbox)
-        handoff.adopt(handed.workers, channels: handed.channels, load: starter.workerLoad)
-        toStart.removeAll { table[$0].isRunning }
-        handoff.restore(handed.restarts, toStart: &toStart)
-      } else {
-        WorkerHandoff.end(handed.workers, handed.channels, environment: environment)
-      }
+    if let handed = adoption.take(), let workers {
+      let handoff = WorkerHandoff(table: table, environment: environment, workers: workers, inbox: inbox)
+      handoff.judge(handed.workers, load: starter.workerLoad)
+      toStart.removeAll { table[$0].isRunning }
+      handoff.restore(handed.restarts, toStart: &toStart)
     }
     starter.start(toStart)
   }

@@ -16,10 +16,15 @@ struct WorkerHandoff {
   /// Workers handed over and not yet adopted: taken by the first round of the image that took
   /// the host over (`Reconciler`), once.
   final class Pending {
-    private var handed: HandedModules?
+    /// The workers entered and served, to be judged; the crash counts and pending restarts.
+    struct Entered {
+      var workers: [(WorkerHandover, WorkerProcess)]
+      var restarts: [RestartHandover]
+    }
+    private var handed: Entered?
     init() {}
-    func set(_ handed: HandedModules) { self.handed = handed }
-    func take() -> HandedModules? {
+    func set(_ handed: Entered) { self.handed = handed }
+    func take() -> Entered? {
       defer { handed = nil }
       return handed
     }
@@ -131,19 +136,13 @@ struct WorkerHandoff {
     }
   }
 
-  /// Serves the workers `handed` over by the image before this one: the module IDs kept
-  /// running, each in its judged slot. Every worker is entered first — its subscriptions,
-  /// handler and role, then the channels — and only then are they served, all at once: one
-  /// served before another's subscription is back could publish to a listener not yet there.
-  /// Each is then judged while served (what a start would load is read from disk, the costly
-  /// part): kept, or stopped with the reason, as the image before would have stopped it.
-  /// `load` says what a start of a module would load now (its binary, the file loaded). Call
-  /// before the first start.
-  @discardableResult
-  func adopt(
-    _ handed: [WorkerHandover], channels: [ChannelHandover],
-    load: (ModuleManifest) -> (binary: String, path: String)?
-  ) -> Set<String> {
+  /// Serves the workers `handed` over by the image before this one, as soon as the image has
+  /// its environment — before it judges anything: every worker is entered first (its
+  /// subscriptions, handler and role, then the channels), and only then are they served, all at
+  /// once (one served before another's subscription is back could publish to a listener not yet
+  /// there). Each is served as it was bound (its grant and roles) until `judge` decides, in the
+  /// first round, whether it is kept.
+  func enter(_ handed: [WorkerHandover], channels: [ChannelHandover]) -> [(WorkerHandover, WorkerProcess)] {
     // Numbered above every ID and cgroup the previous image gave: a module subscribing, or a
     // worker's cgroup made, meanwhile never gets one of those.
     environment.events.reserve(upTo: handed.flatMap(\.subscriptions).map(\.id).max() ?? 0)
@@ -174,6 +173,17 @@ struct WorkerHandoff {
       provider.counters.countRoleCalls(on: ring)
     }
     for (h, w) in entered { w.serveAdopted(output: h.outputFD) }
+    return entered
+  }
+
+  /// Judges each worker `enter` served, in the first round (the table holds this image's
+  /// verdicts): kept in its slot, or stopped with the reason, as the image before would have
+  /// stopped it. `load` says what a start of a module would load now (its binary, the file
+  /// loaded: read from disk, the costly part). The module IDs kept.
+  @discardableResult
+  func judge(
+    _ entered: [(WorkerHandover, WorkerProcess)], load: (ModuleManifest) -> (binary: String, path: String)?
+  ) -> Set<String> {
     var kept: Set<String> = []
     var ending: [WorkerProcess] = []
     for (h, w) in entered {

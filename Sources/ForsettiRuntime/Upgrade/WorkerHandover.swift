@@ -245,7 +245,8 @@ package struct RestartHandover: Sendable, Equatable {
 
   package var json: JSONValue {
     var o = JSONObject([
-      ("moduleID", .string(moduleID)), ("crashes", .number(String(crashes))), ("lastFailure", .string(lastFailure)),
+      ("moduleID", .string(moduleID)), ("crashes", .number(String(crashes))),
+      ("lastFailure", .string(lastFailure)),
     ])
     o["dueInMilliseconds"] = dueInMilliseconds.map { .number(String($0)) } ?? .null
     o["reason"] = reason.map { .string($0) } ?? .null
@@ -253,16 +254,20 @@ package struct RestartHandover: Sendable, Equatable {
   }
 
   static func decode(_ value: JSONValue) throws(Handover.Refusal) -> RestartHandover {
-    guard let o = value.objectValue, let id = o["moduleID"]?.stringValue, let crashes = o["crashes"]?.integerValue,
+    guard let o = value.objectValue, let id = o["moduleID"]?.stringValue,
+      let crashes = o["crashes"]?.integerValue,
       crashes >= 0, let failure = o["lastFailure"]?.stringValue
     else { throw .malformed("a restart is not one") }
     var due: Int?
     if let v = o["dueInMilliseconds"], v != .null {
-      guard let ms = v.integerValue, ms >= 0 else { throw .malformed("a restart's dueInMilliseconds is not one") }
+      guard let ms = v.integerValue, ms >= 0 else {
+        throw .malformed("a restart's dueInMilliseconds is not one")
+      }
       due = ms
     }
     let reason = o["reason"].flatMap { $0 == .null ? nil : $0.stringValue }
-    return RestartHandover(moduleID: id, crashes: crashes, dueInMilliseconds: due, lastFailure: failure, reason: reason)
+    return RestartHandover(
+      moduleID: id, crashes: crashes, dueInMilliseconds: due, lastFailure: failure, reason: reason)
   }
 }
 
