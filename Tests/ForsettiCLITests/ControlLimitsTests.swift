@@ -128,7 +128,8 @@ import Testing
     defer { host.stop() }
     try ready(host, ["com.test.one": "started"])
     for verb in ControlRequest.verbs.sorted() {
-      for (request, code) in Self.hostileRequests {
+      // A well-formed `upgrade` upgrades the host (UpgradeTests): only its malformed ones here.
+      for (request, code) in Self.hostileRequests where verb != "upgrade" || code != nil {
         let line =
           #"{"protocol":2,"request":"# + request.replacingOccurrences(of: #""V""#, with: "\"\(verb)\"") + "}"
         let answer = try #require(

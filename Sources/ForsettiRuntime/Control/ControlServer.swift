@@ -46,6 +46,8 @@ package final class ControlServer: Sendable {
   static let maxInFlightPerUID = 12
   /// Room kept beyond those caps for `status`, so it always has a way through.
   static let statusLane = 4
+  /// How long a handover waits for the lines of clients accepted just before it.
+  static let lineWait: Duration = .milliseconds(250)
   /// The longest `poll` waits, so a stop is noticed soon.
   private static let tick: Int32 = 100
 
@@ -290,6 +292,25 @@ package final class ControlServer: Sendable {
   /// The reading thread during a handover: the clients still sending are told "busy", then it
   /// waits, reading nothing, until `resume` or `stop` (or the exec, which ends it).
   private func pause(_ reading: inout [Reading]) {
+    // A client accepted a moment ago may not have sent its line yet: it is read first (for
+    // `lineWait` at most), so it is told "busy" rather than cut off — a socket closed before
+    // its client sent, or with the request unread (a reset), loses the answer.
+    let end = ContinuousClock.now + Self.lineWait
+    while !reading.isEmpty, ContinuousClock.now < end {
+      var fds = reading.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+      let n = poll(&fds, nfds_t(fds.count), ControlSocketIO.milliseconds(until: end, cap: Self.tick))
+      if n < 0 && errno != EINTR { break }
+      var done: Set<Int> = []
+      for i in reading.indices where fds[i].revents != 0 {
+        switch Self.progress(&reading[i]) {
+        case .more: continue
+        case .closed: Glibc.close(reading[i].fd)
+        case .line, .tooLong: finish(reading[i].fd, handingOverAnswer)
+        }
+        done.insert(i)
+      }
+      reading = reading.enumerated().filter { !done.contains($0.offset) }.map(\.element)
+    }
     for r in reading { finish(r.fd, handingOverAnswer) }
     reading.removeAll()
     paused.store(true, ordering: .releasing)
