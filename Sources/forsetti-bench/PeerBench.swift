@@ -21,6 +21,8 @@ enum PeerBench {
     var maxRSSBytes: Double
     var status: Int32
     var output: String
+    /// User and system CPU of the process and every descendant it waited for.
+    var cpuNs: Double = .nan
   }
 
   typealias Row = (figure: Sample, baseline: Sample?, note: String)
@@ -252,7 +254,13 @@ enum PeerBench {
     let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     return Exit(
       ns: ns, maxRSSBytes: Double(usage.ru_maxrss) * 1024, status: exited,
-      output: String(decoding: output, as: UTF8.self))
+      output: String(decoding: output, as: UTF8.self), cpuNs: cpuNs(usage))
+  }
+
+  /// User plus system time of a rusage, in nanoseconds.
+  static func cpuNs(_ u: rusage) -> Double {
+    Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e9 + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec)
+      * 1e3
   }
 
   /// One "Key:   N kB" line of a /proc file, in KiB.

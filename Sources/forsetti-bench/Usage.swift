@@ -12,8 +12,12 @@ enum BenchUsage {
       --quick          fewer rounds and smaller fixtures, for a fast look
       --json           one JSON object: every row with its floor or peer and the ratio
       --only SECTION   one section: gating, activation, calls, roundtrip, roles, spawn, reload,
-                       peers, scale, neighbours, upgrade (and gating-loop, micro for
-                       profilers)
+                       peers, scale, running, neighbours, upgrade (and gating-loop, micro
+                       for profilers)
+                       scale: 1,000 modules under a real `forsetti-host run`: all started,
+                       all stopped (SIGTERM), the host's threads and RSS
+                       running: a module enabled in a running host (control socket) until
+                       its start, which makes one host call, returned
                        roles: a role call beside a host call, then providers of
                        concurrency 1, 4, 16 under 1, 4, 16 consumer modules (calls/s,
                        p50/p95) and a polite consumer alone and beside a flooding one
@@ -22,6 +26,8 @@ enum BenchUsage {
                        answering, the module's longest gap between calls, against a restart
       --peers          adds HashiCorp go-plugin beside every row it has a counterpart for
                        (installs Debian's Go packages if missing; builds offline)
+      --host PATH      the forsetti-host the scale and running rows run (its forsetti-worker
+                       beside it): another build's, for a before/after with the same bench
       -h, --help       this text
     """
 }

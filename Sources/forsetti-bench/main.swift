@@ -498,13 +498,25 @@ if only == "peers" || (only == nil && args.contains("--peers")) {
     goPlugin: dir, work: work, include: include, mode: mode, rounds: rounds, calls: quick ? 500 : 2000)
 }
 
-// 7b. Issue 30: many isolated modules in one host, beside go-plugin when built (`--peers`).
+// 7b. Issues 30 and 44: many isolated modules under `forsetti-host run`, beside go-plugin when
+// built (`--peers`); and a module started in a running host.
+let goDir = args.firstIndex(of: "--go-plugin").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil }
+/// `--host PATH`: the forsetti-host (with its forsetti-worker beside it) the host rows run, for a
+/// before/after of two builds with the same bench.
+let hostBinary =
+  args.firstIndex(of: "--host").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil }
+  ?? PeerBench.ownDirectory() + "/forsetti-host"
 if section("scale") {
   let count = quick ? 100 : 1000
-  progress("\(count) isolated modules in one host")
-  let goDir = args.firstIndex(of: "--go-plugin").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil }
-  rows += try ScaleBench.run(
-    count: count, rounds: quick ? 1 : 2, work: work, include: include, goPlugin: goDir, floors: floors)
+  progress("\(count) isolated modules under forsetti-host run (\(hostBinary))")
+  rows += try HostRunBench.scale(
+    count: count, rounds: quick ? 1 : 3, work: work, include: include, host: hostBinary, goPlugin: goDir,
+    floors: floors)
+}
+if section("running") {
+  progress("a module started in a running host (\(hostBinary))")
+  rows += try HostRunBench.startInRunningHost(
+    rounds: rounds, work: work, include: include, host: hostBinary, goPlugin: goDir)
 }
 
 // 8. Issue 25: a healthy module alone and beside each hostile neighbour, under a real
