@@ -163,7 +163,7 @@ public final class ForsettiHost: @unchecked Sendable {
     let catchesSignals = configuration.catchesSignalsAtStart
     let proceeded: Bool
     do {
-      proceeded = try live.start { [waiter] manifests in
+      proceeded = try live.start(watching: configuration.watchesChanges) { [waiter] manifests in
         let go = askingApproval(manifests)
         if go && catchesSignals { waiter.catchSignals() }
         return go

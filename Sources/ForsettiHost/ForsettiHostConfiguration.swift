@@ -42,6 +42,10 @@ extension ForsettiHost {
     package var upgradeRefusal: String? = nil
     /// What an image of this process handed this one (`upgrade`); nil at a first start.
     package var handover: Handover? = nil
+    /// Whether the host watches its manifests, plugins and trust files for changes (inotify).
+    /// `run --for 0` does not: it stops before a change could matter, and a watch costs the
+    /// kernel a grace period to remove when the host exits (about 15 ms of `run --for 0`).
+    package var watchesChanges = true
 
     /// A configuration with `run`'s defaults: modules isolated in `forsetti-worker` beside this
     /// executable (or under `PREFIX/libexec/forsetti/`), approvals required, no paid product

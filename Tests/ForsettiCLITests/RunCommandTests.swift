@@ -74,6 +74,25 @@ import Testing
     #expect(FileManager.default.fileExists(atPath: marker))
   }
 
+  /// `--for 0` stops at once, so it watches nothing (a watch costs the kernel a grace period to
+  /// remove when the host exits) and runs its modules as ever; any other `--for` watches.
+  @Test func runForZeroWatchesNothingAndStillRunsItsModules() throws {
+    try ModuleFixture(moduleID: "com.test.once", entryPoint: "once_entry").install(in: dir)
+    let common = [
+      "run", "--manifests", dir.url("manifests"), "--plugins", dir.url("plugins"), "--state",
+      dir.url("state"), "--approve-all",
+    ]
+    let once = try HostBinary.run(common + ["--for", "0"])
+    #expect(once.status == 0, "\(once.stdout)\(once.stderr)")
+    #expect(once.stdout.contains("[host] started com.test.once"), "\(once.stdout)")
+    #expect(once.stdout.contains("1 module: 1 ran and stopped cleanly"), "\(once.stdout)")
+    #expect(!once.stdout.contains("[host] watching"), "\(once.stdout)")
+    // The control: a host that runs on watches, so the check above can fail.
+    let watched = try HostBinary.run(common + ["--for", "0.1"])
+    #expect(watched.status == 0, "\(watched.stdout)\(watched.stderr)")
+    #expect(watched.stdout.contains("[host] watching"), "\(watched.stdout)")
+  }
+
   @Test func badBinariesAreReportedAndTheRestRuns() throws {
     try ModuleFixture(moduleID: "com.test.fine", entryPoint: "fine_entry").install(in: dir)
     try dir.write(

@@ -212,10 +212,10 @@ public enum Confinement {
 
   /// Installs `SyscallPolicy` for this process; the number of distinct calls it refuses.
   package static func seccomp(_ policy: ConfinementPolicy) -> Result<Int, ConfinementError> {
-    let rules = SyscallPolicy.rules(networking: policy.networking, memoryAccounted: policy.memoryAccounted)
     let filter: SeccompFilter
-    do { filter = try SeccompFilter(rules: rules, ownPID: getpid()) } catch {
-      return .failure(.init(step: "seccomp program: \(error)", errno: E2BIG))
+    switch SeccompTemplate.prepared(networking: policy.networking, memoryAccounted: policy.memoryAccounted) {
+    case .success(let template): filter = template.program(ownPID: getpid())
+    case .failure(let error): return .failure(.init(step: "seccomp program: \(error)", errno: E2BIG))
     }
     guard filter.install() == 0 else { return .failure(.init(step: "seccomp install", errno: errno)) }
     return .success(filter.callCount)

@@ -17,6 +17,8 @@ package struct SeccompFilter: Sendable {
   package enum CompileError: Error, Sendable, Hashable {
     case blockTooLong(call: String, instructions: Int)
     case programTooLong(instructions: Int)
+    /// The pid changed more than the constants compared with it (`SeccompTemplate`).
+    case pidShapesProgram
   }
 
   // Classic BPF opcodes (linux/filter.h) and seccomp return values (linux/seccomp.h).
@@ -182,6 +184,13 @@ package struct SeccompFilter: Sendable {
       }
       out.append(no)
       return out
+    }
+  }
+
+  /// Writes `k` into the 32-bit fields at `offsets` (a `SeccompTemplate`'s pid slots).
+  mutating func patch(_ offsets: [Int], to k: UInt32) {
+    for at in offsets where at + 4 <= bytes.count {
+      withUnsafeBytes(of: k) { bytes.replaceSubrange(at..<at + 4, with: $0) }
     }
   }
 

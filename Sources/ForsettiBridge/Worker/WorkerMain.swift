@@ -37,7 +37,9 @@ public enum WorkerMain {
     default:
       text = nil
     }
-    guard let text, let hostVersion = ProtocolVersion.of(json: text) else { return startedByHand() }
+    // Parsed once: the version is read before the rest, which only a host of this build may mean.
+    let payload = text.flatMap { try? JSONParser.parse($0) }
+    guard let payload, let hostVersion = ProtocolVersion.of(payload) else { return startedByHand() }
     // Before anything is read further, confined or loaded: a host of another build may mean
     // something else by any frame from here on.
     guard hostVersion == ProtocolVersion.current else {
@@ -45,11 +47,19 @@ public enum WorkerMain {
       socket.send(WireFrame(.loadFailed, [.string(ReasonCode.loadFailed.rawValue), .string(why)]))
       return protocolMismatchStatus
     }
-    guard let config = WorkerConfiguration(json: text) else { return startedByHand() }
+    guard let config = WorkerConfiguration(parsed: payload) else { return startedByHand() }
     guard getppid() == config.parent else { return 70 }
     // Before anything of a module runs, while this is the process's only thread: exactly the
     // environment the host chose, nothing of what this process (or the zygote) started with.
     adopt(config.environment)
+    // Into its own cgroup, by itself, before anything of a module runs (`cgroupTasks`).
+    if let failed = joinCgroup(config.cgroupTasks) {
+      socket.send(
+        WireFrame(
+          .loadFailed,
+          [.string(ReasonCode.loadFailed.rawValue), .string("could not join its cgroup: \(failed)")]))
+      return 71
+    }
 
     // MARK: Confine (host: Confined, loaded)
     let report: ConfinementReport
@@ -164,6 +174,20 @@ extension WorkerMain {
     }
     doorbell = fd
     return f.string(0)
+  }
+
+  /// Moves the calling thread (the worker's only one) into each cgroup v1 `tasks` file given;
+  /// what failed, if anything.
+  package static func joinCgroup(_ tasks: [String]) -> String? {
+    for path in tasks {
+      let fd = open(path, O_WRONLY | O_CLOEXEC)
+      guard fd >= 0 else { return "\(path): \(String(cString: strerror(errno)))" }
+      let written = write(fd, "0", 1)
+      let e = errno
+      close(fd)
+      guard written == 1 else { return "\(path): \(String(cString: strerror(e)))" }
+    }
+    return nil
   }
 
   /// Replaces the whole process environment with `environment`.

@@ -1,4 +1,5 @@
 import CForsettiSys
+import ForsettiCore
 import Glibc
 
 /// The worker zygote (`forsetti-worker --zygote`): started once by the host, it forks one
@@ -30,11 +31,26 @@ public enum ZygoteMain {
   }
 
   /// Runs the worker's own code over sample input once, so that the pages it touches (lazily
-  /// bound symbols, type metadata) are written here, once, and shared by every worker after.
+  /// bound symbols, type metadata) are written here, once, and shared by every worker after; and
+  /// compiles the seccomp program of each kind of worker, which a worker then only gives its pid.
   static func warmUp() {
-    let sample = #"{"protocolVersion":4,"moduleID":"warm.up","library":"/nonexistent","entryPoint":"x"}"#
-    _ = ProtocolVersion.of(json: sample)
-    _ = WorkerConfiguration(json: sample)
+    let policy = ConfinementPolicy(
+      readExecute: ["/nonexistent"], readWrite: ["/nonexistent"], networking: false, limits: ResourceLimits(),
+      memoryAccounted: true, temporaryDirectory: "/nonexistent/tmp")
+    let sample = WorkerConfiguration(
+      moduleID: "warm.up", library: "/nonexistent", entryPoint: "x", isSwift: false, sandbox: "/nonexistent",
+      granted: [.storage], serves: .sharedDatabase, calls: [.sharedDatabase], policy: policy, parent: 1,
+      environment: ["TMPDIR": "/nonexistent/tmp"])
+    if let payload = try? JSONParser.parse(JSONWriter.string(sample.json)) {
+      _ = ProtocolVersion.of(payload)
+      _ = WorkerConfiguration(parsed: payload)
+    }
+    _ = JSONWriter.string(.object(JSONObject(ConfinementReport().json)))
+    for networking in [false, true] {
+      for memoryAccounted in [false, true] {
+        _ = SeccompTemplate.prepared(networking: networking, memoryAccounted: memoryAccounted)
+      }
+    }
     let frame = WireFrame(.loadFailed, [.string("warm"), .int(1), .bytes([1, 2, 3])])
     let bytes = Wire.encode(frame)
     _ = bytes.withUnsafeBytes { try? Wire.decode($0) }

@@ -68,7 +68,9 @@ enum RunCommand {
            or an image `upgrade` started could not take the host over (start it again)
       """,
     options: HostOptions.specs + ConfigSource.specs + [
-      .value("for", "SECONDS", "Stop after this many seconds instead of waiting for a signal."),
+      .value(
+        "for", "SECONDS",
+        "Stop after this many seconds instead of waiting for a signal (0: start, stop, and watch nothing)."),
       .value(
         "default-policy", "allow|deny",
         "deny: a free module runs only when enabled (forsetti-host enable) or overridden on.",
@@ -186,6 +188,8 @@ enum RunCommand {
         "the debug page (--ui) is not handed over to a new image yet: its address and token would change; restart the host instead"
     }
     configuration.handover = try handedOver(stateDirectory: configuration.judging.stateDirectory)
+    // `--for 0` stops at once: nothing it would watch for can change what it does.
+    configuration.watchesChanges = duration != 0
     configuration.exportDirectory = try exportDirectory(p)
     // A SIGTERM while modules start (systemd's stop right after its start) must stop the host.
     configuration.catchesSignalsAtStart = true

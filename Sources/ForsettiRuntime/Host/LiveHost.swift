@@ -79,13 +79,15 @@ package final class LiveHost {
     "approvals.json", "overrides.json", "activation.json", "quarantine.json",
   ]
 
-  /// Watches what it judges by, then judges and starts what should run. Watching begins first,
-  /// so no change made meanwhile is missed.
-  /// Judges every module and starts what may run. `discovered` sees the manifests of the first
-  /// judgement before approvals are read; false from it ends the start there, nothing started.
+  /// Watches what it judges by (unless not `watching`), then judges and starts what should run.
+  /// Watching begins first, so no change made meanwhile is missed. `discovered` sees the
+  /// manifests of the first judgement before approvals are read; false from it ends the start
+  /// there, nothing started.
   @discardableResult
-  package func start(discovered: ([ModuleManifest]) -> Bool = { _ in true }) throws(JudgeError) -> Bool {
-    try watch()
+  package func start(watching: Bool = true, discovered: ([ModuleManifest]) -> Bool = { _ in true })
+    throws(JudgeError) -> Bool
+  {
+    try watch(installing: watching)
     warnRoleless()
     var proceed = true
     let verdicts = try judgeAll(discovered: { proceed = discovered($0) })
@@ -333,7 +335,8 @@ package final class LiveHost {
     nextEdge = edge.map { ContinuousClock.now + .wait(max(0, $0 - now)) + .milliseconds(1) }
   }
 
-  private func watch() throws(JudgeError) {
+  /// Makes the directories of what the host judges by and, when `installing`, watches them.
+  private func watch(installing: Bool) throws(JudgeError) {
     let c = judge.configuration
     let state = c.stateDirectory.isEmpty ? "." : c.stateDirectory
     let keys = TrustedKeys.root(stateDirectory: state)
@@ -353,6 +356,18 @@ package final class LiveHost {
     }
     for d in dirs {
       try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+    }
+    guard installing else {
+      // Said as a watch would say it: the directory at fault, in the words an operator acts on.
+      for d in [c.manifestsDirectory] + c.pluginDirectories {
+        var st = stat()
+        let found = stat(d, &st) == 0
+        guard !found || (st.st_mode & S_IFMT) != S_IFDIR else { continue }
+        throw .file(
+          setting: d == c.manifestsDirectory ? "manifests" : "plugins", path: d,
+          reason: !found && errno == ENOENT ? "no such directory" : "not a directory")
+      }
+      return
     }
     let inputDirs = inputDirectories
     let flag = trustChanged

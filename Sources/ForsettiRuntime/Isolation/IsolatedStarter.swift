@@ -89,64 +89,32 @@ struct IsolatedStarter {
 
   /// Drives every request to its end; the results in module-ID order, each with its `tag`.
   func run<Tag>(_ requests: [(tag: Tag, request: Request)]) -> [(tag: Tag, ended: Ended)] {
-    let waker = EventsWaker()
-    let stagger = Duration.wait(Self.stagger(settings))
-    var starts: [(tag: Tag, start: IsolatedStart)] = []
+    var round = Round<Tag>(waker: EventsWaker(), stagger: .wait(Self.stagger(settings)))
     var results: [(tag: Tag, moduleID: String, ended: Ended)] = []
-    for (tag, r) in requests.sorted(by: {
+    let sorted = requests.sorted(by: {
       $0.request.manifest.moduleID.utf8.lexicographicallyPrecedes($1.request.manifest.moduleID.utf8)
-    }) {
-      switch begin(r) {
+    })
+    // A large start has its places made ahead on a thread of their own (`WorkerPlaces`), and
+    // takes no spare: the spare is kept for the reload it is there for.
+    let places =
+      sorted.count >= Self.placesAhead
+      ? WorkerPlaces(
+        moduleIDs: sorted.map(\.request.manifest.moduleID), environment: environment, settings: settings)
+      : nil
+    for (tag, r) in sorted {
+      switch begin(r, places: places) {
       case .success(let s):
-        s.worker.events.notify(waker, as: starts.count)
-        starts.append((tag, s))
+        s.worker.events.notify(round.waker, as: round.starts.count)
+        round.starts.append((tag, s))
       case .failure(let why): results.append((tag, r.manifest.moduleID, .noWorker(why.detail)))
       }
+      // The workers begun so far move on between begins: the first modules are judged and
+      // released into `start` while later ones are still being forked, instead of all waiting
+      // for the last fork (with 1,000 modules the forks alone take most of a second).
+      _ = advance(&round, waiting: false)
     }
-    // Only the workers that spoke are looked at, deadlines are scanned only once the earliest
-    // is due, and release walks from the first undecided start: a thousand starts cost the
-    // main thread work per event, not per event per start.
-    var first = 0
-    var earliest = ContinuousClock.now
-    while true {
-      for k in waker.take() where starts[k].start.outcome == nil {
-        while starts[k].start.outcome == nil, let e = starts[k].start.worker.events.poll() {
-          handle(e, &starts[k].start, waker, index: k)
-        }
-      }
-      var now = ContinuousClock.now
-      if now >= earliest {
-        earliest = now + .seconds(3600)
-        for k in first..<starts.count where starts[k].start.outcome == nil {
-          // A module waiting for release is not late: its deadline moves on when it is released.
-          let waiting = starts[k].start.readyAt != nil && starts[k].start.startSent == nil
-          guard !waiting else { continue }
-          if now >= starts[k].start.deadline { timedOut(&starts[k].start) }
-          if starts[k].start.outcome == nil { earliest = min(earliest, starts[k].start.deadline) }
-        }
-      }
-      while first < starts.count, starts[first].start.outcome != nil { first += 1 }
-      guard first < starts.count else { break }
-      // Release starts in ID order, behind any earlier module still busy within `stagger`.
-      var next = earliest
-      now = ContinuousClock.now
-      for k in first..<starts.count where starts[k].start.outcome == nil {
-        if starts[k].start.readyAt != nil, starts[k].start.startSent == nil {
-          starts[k].start.deadline = now + .wait(settings.startTimeout)
-          starts[k].start.startSent = now
-          earliest = min(earliest, starts[k].start.deadline)
-          // False only if the worker broke off meanwhile: its next event says how.
-          _ = starts[k].start.worker.start(state: starts[k].start.request.state ?? [])
-        }
-        let busySince = starts[k].start.startSent ?? starts[k].start.began
-        if now < busySince + stagger {
-          next = min(next, busySince + stagger)
-          break
-        }
-      }
-      waker.wait(until: min(next, earliest))
-    }
-    for (tag, s) in starts {
+    while !advance(&round, waiting: true) {}
+    for (tag, s) in round.starts {
       s.worker.events.notify(nil)
       results.append((tag, s.request.manifest.moduleID, .ran(s)))
     }
@@ -155,6 +123,68 @@ struct IsolatedStarter {
       .sorted { $0.moduleID.utf8.lexicographicallyPrecedes($1.moduleID.utf8) }
       .map { ($0.tag, $0.ended) }
   }
+
+  /// The starts under way, and where `advance` left off.
+  private struct Round<Tag> {
+    let waker: EventsWaker
+    let stagger: Duration
+    var starts: [(tag: Tag, start: IsolatedStart)] = []
+    /// The first start not yet decided: release walks from here.
+    var first = 0
+    /// When the earliest deadline is due: before then no deadline is scanned.
+    var earliest = ContinuousClock.now
+  }
+
+  /// Handles what the workers said, ends the starts past their deadline, and releases `start`
+  /// in ID order; when `waiting`, then waits for a worker to speak or the next deadline or
+  /// release. Whether every start begun is decided.
+  ///
+  /// Only the workers that spoke are looked at, deadlines are scanned only once the earliest
+  /// is due, and release walks from the first undecided start: a thousand starts cost the
+  /// main thread work per event, not per event per start.
+  private func advance<Tag>(_ r: inout Round<Tag>, waiting: Bool) -> Bool {
+    for k in r.waker.take() where r.starts[k].start.outcome == nil {
+      while r.starts[k].start.outcome == nil, let e = r.starts[k].start.worker.events.poll() {
+        handle(e, &r.starts[k].start, r.waker, index: k)
+      }
+    }
+    var now = ContinuousClock.now
+    if now >= r.earliest {
+      r.earliest = now + .seconds(3600)
+      for k in r.first..<r.starts.count where r.starts[k].start.outcome == nil {
+        // A module waiting for release is not late: its deadline moves on when it is released.
+        let waiting = r.starts[k].start.readyAt != nil && r.starts[k].start.startSent == nil
+        guard !waiting else { continue }
+        if now >= r.starts[k].start.deadline { timedOut(&r.starts[k].start) }
+        if r.starts[k].start.outcome == nil { r.earliest = min(r.earliest, r.starts[k].start.deadline) }
+      }
+    }
+    while r.first < r.starts.count, r.starts[r.first].start.outcome != nil { r.first += 1 }
+    guard r.first < r.starts.count else { return true }
+    // Release starts in ID order, behind any earlier module still busy within `stagger`.
+    var next = r.earliest
+    now = ContinuousClock.now
+    for k in r.first..<r.starts.count where r.starts[k].start.outcome == nil {
+      if r.starts[k].start.readyAt != nil, r.starts[k].start.startSent == nil {
+        r.starts[k].start.deadline = now + .wait(settings.startTimeout)
+        r.starts[k].start.startSent = now
+        r.earliest = min(r.earliest, r.starts[k].start.deadline)
+        // False only if the worker broke off meanwhile: its next event says how.
+        _ = r.starts[k].start.worker.start(state: r.starts[k].start.request.state ?? [])
+      }
+      let busySince = r.starts[k].start.startSent ?? r.starts[k].start.began
+      if now < busySince + r.stagger {
+        next = min(next, busySince + r.stagger)
+        break
+      }
+    }
+    if waiting { r.waker.wait(until: min(next, r.earliest)) }
+    return false
+  }
+
+  /// From how many modules on a start has their places made ahead (`WorkerPlaces`): below it a
+  /// thread of its own would cost more than it saves.
+  static let placesAhead = 8
 
   /// How long a module busy in start (or loading) holds back the next one's start in its
   /// level: a quarter of the start timeout, at most one second.
@@ -166,30 +196,45 @@ struct IsolatedStarter {
   }
 
   /// A worker told its module (the spare, if one is ready), or why none could be.
-  private func begin(_ r: Request) -> Result<IsolatedStart, NoWorker> {
-    let sandbox = environment.sandboxPath(for: r.manifest.moduleID)
-    // The worker may write only inside its sandbox, so the host creates it beforehand.
-    do { _ = try SandboxStorage(root: sandbox) } catch {
-      return .failure(NoWorker(detail: error.description))
-    }
-    // The module's TMPDIR (`WorkerEnvironment`); a module that removed it may make it again.
-    mkdir(sandbox + "/" + WorkerEnvironment.temporaryDirectory, 0o700)
+  private func begin(_ r: Request, places: WorkerPlaces?) -> Result<IsolatedStart, NoWorker> {
     let began = ContinuousClock.now
     var fromSpare = false
     let started: StartedWorker
     var placed: WorkerCgroup?
-    if let spare = spareWorker?.take() {
-      started = spare.worker
-      placed = spare.cgroup
-      fromSpare = true
-    } else {
+    var prepared: WorkerCgroup?
+    if let places {
+      switch places.next() {
+      case .success(let place): prepared = place.cgroup
+      case .failure(let e): return .failure(e)
+      }
       switch spawnWorker() {
       case .success(let s): started = s
-      case .failure(let e): return .failure(e)
+      case .failure(let e):
+        if let prepared { WorkerCgroupHold.release(prepared) }
+        return .failure(e)
+      }
+    } else {
+      // The sandbox before the spare is taken, so a module whose sandbox cannot be made costs
+      // no spare; the cgroup at `configure` (a spare brings its own, made before its module
+      // was known).
+      if case .failure(let e) = WorkerPlace.make(
+        moduleID: r.manifest.moduleID, withCgroup: false, environment: environment, settings: settings)
+      {
+        return .failure(e)
+      }
+      if let spare = spareWorker?.take() {
+        started = spare.worker
+        placed = spare.cgroup
+        fromSpare = true
+      } else {
+        switch spawnWorker() {
+        case .success(let s): started = s
+        case .failure(let e): return .failure(e)
+        }
       }
     }
     let worker: WorkerProcess
-    switch configure(started, r, placed: placed) {
+    switch configure(started, r, placed: placed, prepared: prepared) {
     case .success(let w): worker = w
     case .failure(let e): return .failure(e)
     }
@@ -245,16 +290,16 @@ struct IsolatedStarter {
   /// before it is told its module (`WorkerProcess`): it has run no code of a module outside it.
   /// nil after recording why the module cannot run there.
   private func configure(
-    _ started: StartedWorker, _ a: Request, placed: WorkerCgroup? = nil
+    _ started: StartedWorker, _ a: Request, placed: WorkerCgroup? = nil, prepared: WorkerCgroup? = nil
   ) -> Result<WorkerProcess, NoWorker> {
-    var cgroup = placed
+    var cgroup = placed ?? prepared
     let id = a.manifest.moduleID
     // The directories of the module's own libraries (its DT_NEEDED, found as the loader finds
     // them): read/execute, before the worker confines itself.
     let grants = libraryGrants.grants(for: a.path)
     if let refused = grants?.refused.first {
       started.discard()
-      if let placed { WorkerCgroupHold.release(placed) }
+      if let cgroup { WorkerCgroupHold.release(cgroup) }
       return .failure(
         NoWorker(
           detail:
@@ -270,7 +315,7 @@ struct IsolatedStarter {
         WorkerCgroupHold.release(placed)
         return .failure(NoWorker(detail: "could not give the worker its CPU share: \(error)"))
       }
-    } else if case .success(let cgroups) = HostCgroups.workerCgroups {
+    } else if prepared == nil, case .success(let cgroups) = HostCgroups.workerCgroups {
       do {
         cgroup = try cgroups.create(moduleID: id, limits: HostCgroups.limits(id, settings))
       } catch {

@@ -30,6 +30,10 @@ final class SandboxQuotaMeter: Sendable {
   static let watchedDirectories = 4096
 
   private struct Watched {
+    /// Names this entry for `count` to find it again: compared as a number, not through the
+    /// weak reference (loading one is an atomic operation, and a thousand of them per count
+    /// made the meter quadratic in the modules running).
+    let serial: Int
     let moduleID: String
     let sandbox: String
     weak var worker: WorkerProcess?
@@ -46,7 +50,15 @@ final class SandboxQuotaMeter: Sendable {
     var watched: [Watched] = []
     var running = false
     var stopped = false
+    var serials = 0
+    /// When the watched whose workers were released are next looked for.
+    var sweep = ContinuousClock.now
   }
+
+  /// How often the meter looks for watched sandboxes whose workers were released: each look
+  /// loads every weak reference, so not at every wake-up (a count of a sandbox whose worker is
+  /// gone meanwhile applies nothing).
+  static let sweepInterval = Duration.seconds(1)
 
   /// The shortest time between two counts of one sandbox that a write brought forward: 10 ms,
   /// or four times the last count's own time, so that counting a sandbox of many files while its
@@ -69,7 +81,8 @@ final class SandboxQuotaMeter: Sendable {
   func watch(moduleID: String, sandbox: String, worker: WorkerProcess) {
     let start = state.withLock { s -> Bool in
       guard !s.stopped else { return false }
-      s.watched.append(Watched(moduleID: moduleID, sandbox: sandbox, worker: worker))
+      s.serials += 1
+      s.watched.append(Watched(serial: s.serials, moduleID: moduleID, sandbox: sandbox, worker: worker))
       defer { s.running = true }
       return !s.running
     }
@@ -97,22 +110,31 @@ final class SandboxQuotaMeter: Sendable {
     var woken = [Int32](repeating: 0, count: size / MemoryLayout<inotify_event>.size + 1)
     while true {
       let plan = state.withLock { s -> (due: [Watched], wait: Int32)? in
-        let gone = s.stopped ? s.watched : s.watched.filter { $0.worker == nil }
-        // A restarted module's new worker watches the same directories, so the same watch
-        // descriptors: those it still has stay.
-        if !gone.isEmpty {
-          let kept = Set(s.watched.filter { $0.worker != nil && !s.stopped }.flatMap(\.wds))
-          for w in gone { for wd in w.wds where !kept.contains(wd) { _ = inotify_rm_watch(events, wd) } }
+        var now = ContinuousClock.now
+        if s.stopped || now >= s.sweep {
+          s.sweep = now + Self.sweepInterval
+          let gone = s.stopped ? s.watched : s.watched.filter { $0.worker == nil }
+          // A restarted module's new worker watches the same directories, so the same watch
+          // descriptors: those it still has stay.
+          if !gone.isEmpty {
+            let kept = Set(s.watched.filter { $0.worker != nil && !s.stopped }.flatMap(\.wds))
+            for w in gone { for wd in w.wds where !kept.contains(wd) { _ = inotify_rm_watch(events, wd) } }
+          }
+          guard !s.stopped else {
+            s.watched = []
+            s.running = false
+            return nil
+          }
+          if !gone.isEmpty { s.watched.removeAll { $0.worker == nil } }
+          now = ContinuousClock.now
         }
-        guard !s.stopped else {
-          s.watched = []
-          s.running = false
-          return nil
-        }
-        s.watched.removeAll { $0.worker == nil }
-        let now = ContinuousClock.now
         let due = s.watched.filter { $0.due <= now }
-        let next = s.watched.map(\.due).min()
+        // Read in place: the sandboxes' entries are not copied to find the next due.
+        var next: ContinuousClock.Instant?
+        for i in s.watched.indices where next.map({ s.watched[i].due < $0 }) ?? true {
+          next = s.watched[i].due
+        }
+        if let n = next, n > s.sweep { next = s.sweep }
         let ms = next.map { Int32(clamping: max(0, Int((($0 - now) / .milliseconds(1)).rounded(.up)))) }
         return (due, ms ?? -1)
       }
@@ -166,7 +188,7 @@ final class SandboxQuotaMeter: Sendable {
     }
     let interval = SandboxQuota.intervalMilliseconds(usage: usage, quota: quota)
     state.withLock { s in
-      guard let i = s.watched.firstIndex(where: { $0.worker === w.worker && $0.sandbox == w.sandbox }) else {
+      guard let i = s.watched.firstIndex(where: { $0.serial == w.serial }) else {
         return
       }
       s.watched[i].standing = standing

@@ -79,6 +79,13 @@ package final class WorkerCgroup: Sendable {
     }
   }
 
+  /// The `tasks` file of each place when every place is cgroup v1, for a worker to move itself
+  /// into (`WorkerConfiguration.cgroupTasks`); nil when the host must move it (cgroup v2).
+  package var selfJoinTasks: [String]? {
+    guard !places.isEmpty, places.allSatisfy({ $0.version == .v1 }) else { return nil }
+    return places.map { CgroupHierarchy.join($0.directory, "tasks") }
+  }
+
   /// Gives the worker `weight` and `maxPercent` (a spare worker's cgroup, made before its
   /// module was known, gets its module's here); nothing where the cpu controller is not had.
   package func setCPU(weight: Int?, maxPercent: Int?) throws(CgroupError) {

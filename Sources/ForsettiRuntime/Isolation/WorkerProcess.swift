@@ -125,12 +125,20 @@ final class WorkerProcess: Sendable {
       return
     }
     guard configure else { return }
-    let frame = Self.configureFrame(configuration)
     // A spare already in its cgroup (`SpareWorker`) is told its module at once.
-    guard cgroup != nil, !joined else {
-      sendConfiguration(frame)
+    guard let cgroup, !joined else {
+      sendConfiguration(Self.configureFrame(configuration))
       return
     }
+    // cgroup v1: the worker moves itself before it does anything else (`cgroupTasks`), which
+    // the kernel does without the grace period a move by the host waits for.
+    if let tasks = cgroup.selfJoinTasks {
+      var told = configuration
+      told.cgroupTasks = tasks
+      sendConfiguration(Self.configureFrame(told))
+      return
+    }
+    let frame = Self.configureFrame(configuration)
     // Joining a cgroup waits for an RCU grace period in the kernel (milliseconds), during which
     // nothing may create a thread: the worker is joined after this worker's threads exist, on a
     // thread of its own, while the worker is still starting up, and told its module only once it

@@ -50,8 +50,26 @@ final class ModuleStarter {
     // Each level at once: a module that hangs or misbehaves delays nobody beside it.
     for level in StartOrder.levels(manifests) {
       let items = level.compactMap { m in byID[m.moduleID].map { (slot: $0, manifest: m) } }
-      isolated.run(items.compactMap { prepare(slot: $0.slot, manifest: $0.manifest) })
+      let made = diskCopies(of: items.map(\.manifest))
+      isolated.run(
+        items.compactMap { prepare(slot: $0.slot, manifest: $0.manifest, made: made[$0.manifest.moduleID]) })
     }
+  }
+
+  /// The version copies of a level's modules, made on every core at once: reading, hashing and
+  /// writing each binary was the larger part of the main thread's work in a first start of
+  /// 1,000 modules (`scripts/bench --only scale`). Empty without version copies.
+  private func diskCopies(of manifests: [ModuleManifest]) -> [String: Result<String, AtomicFile.WriteError>] {
+    guard versionCopies, manifests.count > 1 else { return [:] }
+    let found = manifests.compactMap { m -> (String, ELFFacts)? in
+      guard case .success(let facts) = index.locate(entryPoint: m.entryPoint) else { return nil }
+      return (m.moduleID, facts)
+    }
+    let state = environment.stateDirectory
+    let copies = ParallelMap.map(found.count, minimumPerWorker: 8) { k in
+      VersionCopies.copy(found[k].1.path, moduleID: found[k].0, stateDirectory: state, facts: found[k].1)
+    }
+    return Dictionary(zip(found.map(\.0), copies)) { a, _ in a }
   }
 
   /// Loads and starts one gated module. `copy` loads from an already made version copy (hot
@@ -86,7 +104,8 @@ final class ModuleStarter {
   /// Where module `i` is loaded from (its binary, or a version copy of it), or nil after
   /// recording why it cannot be.
   private func prepare(
-    slot i: SlotHandle, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil
+    slot i: SlotHandle, manifest m: ModuleManifest, copy: String? = nil, state: [UInt8]? = nil,
+    made: Result<String, AtomicFile.WriteError>? = nil
   )
     -> Activation?
   {
@@ -111,7 +130,9 @@ final class ModuleStarter {
       path = facts.path
       isSwift = facts.neededLibraries.contains { $0.hasPrefix("libswiftCore") }
       if versionCopies {
-        guard let c = versionCopy(path, moduleID: m.moduleID, slot: i, facts: facts) else { return nil }
+        guard let c = versionCopy(path, moduleID: m.moduleID, slot: i, facts: facts, made: made) else {
+          return nil
+        }
         path = c
       }
     }
@@ -121,7 +142,10 @@ final class ModuleStarter {
 
   /// The copy module `i` loads `path` from: in memory when it loads into this process (a disk
   /// copy when memory cannot hold one), else on disk; nil after recording why there is none.
-  private func versionCopy(_ path: String, moduleID: String, slot i: SlotHandle, facts: ELFFacts) -> String? {
+  private func versionCopy(
+    _ path: String, moduleID: String, slot i: SlotHandle, facts: ELFFacts,
+    made: Result<String, AtomicFile.WriteError>? = nil
+  ) -> String? {
     // A memory copy's $ORIGIN is /proc/self/fd: a binary that finds libraries through it gets
     // a disk copy beside links to them.
     if isolated == nil, !VersionCopies.usesOrigin(facts),
@@ -129,9 +153,12 @@ final class ModuleStarter {
     {
       return c
     }
-    switch VersionCopies.copy(
-      path, moduleID: moduleID, stateDirectory: environment.stateDirectory, facts: facts)
-    {
+    // Made beforehand for its level (`diskCopies`) only from the same binary as now.
+    let copied =
+      made
+      ?? VersionCopies.copy(
+        path, moduleID: moduleID, stateDirectory: environment.stateDirectory, facts: facts)
+    switch copied {
     case .failure(let e):
       recorder.fail(i, .load, .loadFailed, "could not copy \(path) for loading: \(e)")
       return nil
