@@ -1,3 +1,5 @@
+import ForsettiCore
+import ForsettiRuntime
 import Foundation
 import Glibc
 
@@ -139,25 +141,27 @@ enum HostRunBench {
     }
     var ours: [Double] = []
     var peer: [Double] = []
-    let socket = state + "/control.sock"
-    // The control socket opens once the first round of starts is done.
+    // The control socket opens once the first round of starts is done. Asked as the command
+    // line asks (`ControlClient`: the listener checked, then one typed request).
+    func ask(_ command: ControlCommand) -> ControlClient.Outcome {
+      ControlClient.ask(ControlRequest(command), stateDirectory: state)
+    }
     var answering = false
     for _ in 0..<1000 where !answering {
-      answering = RunningHost.ask(socket, #"{"protocol":2,"request":{"verb":"status"}}"#) != nil
-      if !answering { usleep(10_000) }
+      if case .answered = ask(.status) { answering = true } else { usleep(10_000) }
     }
+    let started = ModuleChange(moduleID: "com.bench.late", state: "started")
     // Round 0 warms both sides and is not counted.
     for round in 0...rounds {
       let t0 = Clock.ns()
-      let on = RunningHost.ask(
-        socket, #"{"protocol":2,"request":{"verb":"enable","module":"com.bench.late"}}"#)
+      let on = ask(.enable(module: "com.bench.late"))
       let took = Double(Clock.ns() - t0)
-      if on?.contains(#"{"moduleID":"com.bench.late","state":"started"}"#) == true {
+      if case .answered(let r) = on, case .answered(_, let changes) = r.outcome, changes.contains(started) {
         if round > 0 { ours.append(took) }
       } else {
-        progress("start in a running host: enable answered \(on ?? "nothing")")
+        progress("start in a running host: enable answered \(on)")
       }
-      _ = RunningHost.ask(socket, #"{"protocol":2,"request":{"verb":"disable","module":"com.bench.late"}}"#)
+      _ = ask(.disable(module: "com.bench.late"))
       if let goPlugin {
         let go = PeerBench.spawn(
           goPlugin + "/host", ["-plugin", goPlugin + "/plugin", "-calls", "1"], captureOutput: true)
@@ -263,36 +267,6 @@ final class RunningHost {
   /// The threads of process `pid` now.
   static func threads(_ pid: pid_t) -> Double {
     Double((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count ?? 0)
-  }
-
-  /// One control request (docs/control.md) and the answer line, or nil.
-  static func ask(_ socketPath: String, _ line: String) -> String? {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let path = Array(socketPath.utf8)
-    guard path.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (i, b) in path.enumerated() { raw[i] = b }
-    }
-    let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard connected == 0 else { return nil }
-    let request = Array((line + "\n").utf8)
-    guard write(fd, request, request.count) == request.count else { return nil }
-    var answer: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while !answer.contains(10) {
-      let n = read(fd, &buffer, buffer.count)
-      guard n > 0 else { break }
-      answer += buffer.prefix(n)
-    }
-    return String(decoding: answer, as: UTF8.self)
   }
 
   private static func contains(_ line: ArraySlice<UInt8>, _ key: [UInt8]) -> Bool {

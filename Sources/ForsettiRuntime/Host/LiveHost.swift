@@ -358,14 +358,11 @@ package final class LiveHost {
       try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
     }
     guard installing else {
-      // Said as a watch would say it: the directory at fault, in the words an operator acts on.
+      // Refused as a watch would refuse it.
       for d in [c.manifestsDirectory] + c.pluginDirectories {
         var st = stat()
-        let found = stat(d, &st) == 0
-        guard !found || (st.st_mode & S_IFMT) != S_IFDIR else { continue }
-        throw .file(
-          setting: d == c.manifestsDirectory ? "manifests" : "plugins", path: d,
-          reason: !found && errno == ENOENT ? "no such directory" : "not a directory")
+        if stat(d, &st) != 0 { throw unwatchable(d, errno) }
+        if (st.st_mode & S_IFMT) != S_IFDIR { throw unwatchable(d, ENOTDIR) }
       }
       return
     }
@@ -405,17 +402,23 @@ package final class LiveHost {
           wake()
         })
     } catch {
-      // The directory at fault, in the words an operator acts on (`no such directory`).
       guard case .directory(let d, let e) = error else {
         throw .file(setting: "manifests", path: c.manifestsDirectory, reason: error.description)
       }
-      throw .file(
-        setting: d == c.manifestsDirectory ? "manifests" : "plugins", path: d,
-        reason: e == ENOENT ? "no such directory" : "cannot watch it: \(String(cString: strerror(e)))")
+      throw unwatchable(d, e)
     }
     manager.environment.hostLog(
       .info, "watching \(([c.manifestsDirectory] + c.pluginDirectories).joined(separator: ", ")) for changes")
     watchDelivered()
+  }
+
+  /// A manifests or plugin directory that cannot be watched (`e`), in the words an operator
+  /// acts on (`no such directory`).
+  private func unwatchable(_ d: String, _ e: Int32) -> JudgeError {
+    let c = judge.configuration
+    return .file(
+      setting: d == c.manifestsDirectory ? "manifests" : "plugins", path: d,
+      reason: e == ENOENT ? "no such directory" : "cannot watch it: \(String(cString: strerror(e)))")
   }
 
   /// The trust inputs that may be delivered through symbolic links: the state files, the
